@@ -1,0 +1,1 @@
+# contrib/ build fragment (included from the top Makefile.am)

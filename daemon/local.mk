@@ -1,0 +1,1 @@
+# daemon/ build fragment (included from the top Makefile.am)

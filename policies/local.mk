@@ -1,0 +1,1 @@
+# policies/ build fragment (included from the top Makefile.am)

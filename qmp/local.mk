@@ -1,0 +1,1 @@
+# qmp/ build fragment (included from the top Makefile.am)

@@ -1,0 +1,1 @@
+# tests/ build fragment (included from the top Makefile.am)
