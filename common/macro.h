@@ -49,3 +49,5 @@ static inline void closep(int *fd) {
                 (fd) = -1;          \
                 _tmp_;              \
         })
+
+#define _cleanup_free_ _cleanup_(freep)

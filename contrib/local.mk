@@ -1,1 +1,43 @@
 # contrib/ build fragment (included from the top Makefile.am)
+
+# The workload runs inside the busybox guest, so it is static.  Sanitizers cannot link
+# statically and there is no sanitizer runtime in the guest: they are switched off here.
+noinst_PROGRAMS += contrib/workload/rs-workload
+contrib_workload_rs_workload_SOURCES = contrib/workload/rs-workload.c
+contrib_workload_rs_workload_CFLAGS = $(AM_CFLAGS) -fno-sanitize=all
+contrib_workload_rs_workload_LDFLAGS = $(AM_LDFLAGS) -fno-sanitize=all -static
+
+# The test guest image (kernel + initramfs), built into $(builddir)/guest, which is
+# RIGHTSIZE_GUEST_DIR for the tests.  The kernel .deb is cached in guest/cache and
+# survives `make clean`.  The script is a no-op when its inputs are unchanged.
+GUEST_IMAGE_DEPS = \
+	$(top_srcdir)/contrib/build-guest-image \
+	$(top_srcdir)/contrib/guest-init \
+	contrib/workload/rs-workload
+
+guest/initrd.gz: $(GUEST_IMAGE_DEPS)
+	$(AM_V_GEN)$(top_srcdir)/contrib/build-guest-image \
+		--workload contrib/workload/rs-workload guest && touch $@
+guest/vmlinuz guest/kernel-version: guest/initrd.gz
+
+# Always asks the script, which also notices a new kernel in apt's lists.
+.PHONY: guest-image
+guest-image: contrib/workload/rs-workload
+	$(AM_V_GEN)$(top_srcdir)/contrib/build-guest-image \
+		--workload contrib/workload/rs-workload guest
+
+check_DATA = guest/initrd.gz
+
+CLEANFILES += guest/initrd.gz guest/vmlinuz guest/kernel-version guest/stamp \
+	guest/accel-verdict guest/.lock
+
+EXTRA_DIST += \
+	contrib/README.md \
+	contrib/build-guest-image \
+	contrib/guest-init \
+	contrib/boot-guest \
+	contrib/guest-ctl
+
+# distclean also drops the kernel cache (a download, not a source); `make clean` keeps it.
+distclean-local:
+	-rm -rf guest

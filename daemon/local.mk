@@ -1,1 +1,97 @@
 # daemon/ build fragment (included from the top Makefile.am)
+
+# ---- librightsized.a: the daemon's infrastructure, linked by rightsized and the tests ----
+noinst_LIBRARIES += daemon/librightsized.a
+daemon_librightsized_a_SOURCES = \
+	daemon/log.c daemon/log.h \
+	daemon/size.c daemon/size.h \
+	daemon/fileio.c daemon/fileio.h \
+	daemon/config.c daemon/config.h \
+	daemon/discovery.c daemon/discovery.h \
+	daemon/state-file.c daemon/state-file.h \
+	daemon/notify.c daemon/notify.h \
+	daemon/metrics.c daemon/metrics.h
+daemon_librightsized_a_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DRIGHTSIZE_CONF_DIR='"$(rightsizeconfdir)"'
+daemon_librightsized_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS) $(JSONC_CFLAGS) $(LIBSYSTEMD_CFLAGS)
+
+# What a program linking librightsized.a also needs.
+RIGHTSIZED_LIBS = daemon/librightsized.a $(INIH_LIBS) $(JSONC_LIBS) $(LIBSYSTEMD_LIBS)
+
+# ---- unit tests (Check) ----
+DAEMON_TESTS = \
+	tests/unit/test-daemon-log \
+	tests/unit/test-daemon-size \
+	tests/unit/test-daemon-fileio \
+	tests/unit/test-daemon-config \
+	tests/unit/test-daemon-discovery \
+	tests/unit/test-daemon-state-file \
+	tests/unit/test-daemon-notify \
+	tests/unit/test-daemon-metrics \
+	tests/unit/test-daemon-dbus-policy
+check_PROGRAMS += $(DAEMON_TESTS)
+TESTS += $(DAEMON_TESTS)
+noinst_HEADERS += tests/unit/test-daemon-util.h
+
+DAEMON_TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(JSONC_CFLAGS) $(LIBSYSTEMD_CFLAGS) \
+	-DTEST_TOP_SRCDIR='"$(abs_top_srcdir)"'
+
+DAEMON_TEST_LDADD = $(RIGHTSIZED_LIBS) $(CHECK_LIBS)
+
+tests_unit_test_daemon_log_SOURCES = tests/unit/test-daemon-log.c tests/unit/test-daemon-util.c
+tests_unit_test_daemon_log_CFLAGS = $(DAEMON_TEST_CFLAGS)
+tests_unit_test_daemon_log_LDADD = $(DAEMON_TEST_LDADD)
+
+tests_unit_test_daemon_size_SOURCES = tests/unit/test-daemon-size.c
+tests_unit_test_daemon_size_CFLAGS = $(DAEMON_TEST_CFLAGS)
+tests_unit_test_daemon_size_LDADD = $(DAEMON_TEST_LDADD)
+
+tests_unit_test_daemon_fileio_SOURCES = tests/unit/test-daemon-fileio.c tests/unit/test-daemon-util.c
+tests_unit_test_daemon_fileio_CFLAGS = $(DAEMON_TEST_CFLAGS)
+tests_unit_test_daemon_fileio_LDADD = $(DAEMON_TEST_LDADD)
+
+tests_unit_test_daemon_config_SOURCES = tests/unit/test-daemon-config.c tests/unit/test-daemon-util.c
+tests_unit_test_daemon_config_CFLAGS = $(DAEMON_TEST_CFLAGS)
+tests_unit_test_daemon_config_LDADD = $(DAEMON_TEST_LDADD)
+
+tests_unit_test_daemon_discovery_SOURCES = tests/unit/test-daemon-discovery.c tests/unit/test-daemon-util.c
+tests_unit_test_daemon_discovery_CFLAGS = $(DAEMON_TEST_CFLAGS)
+tests_unit_test_daemon_discovery_LDADD = $(DAEMON_TEST_LDADD)
+
+tests_unit_test_daemon_state_file_SOURCES = tests/unit/test-daemon-state-file.c tests/unit/test-daemon-util.c
+tests_unit_test_daemon_state_file_CFLAGS = $(DAEMON_TEST_CFLAGS)
+tests_unit_test_daemon_state_file_LDADD = $(DAEMON_TEST_LDADD)
+
+tests_unit_test_daemon_notify_SOURCES = tests/unit/test-daemon-notify.c tests/unit/test-daemon-util.c
+tests_unit_test_daemon_notify_CFLAGS = $(DAEMON_TEST_CFLAGS)
+tests_unit_test_daemon_notify_LDADD = $(DAEMON_TEST_LDADD)
+
+tests_unit_test_daemon_metrics_SOURCES = tests/unit/test-daemon-metrics.c tests/unit/test-daemon-util.c
+tests_unit_test_daemon_metrics_CFLAGS = $(DAEMON_TEST_CFLAGS)
+tests_unit_test_daemon_metrics_LDADD = $(DAEMON_TEST_LDADD)
+
+tests_unit_test_daemon_dbus_policy_SOURCES = tests/unit/test-daemon-dbus-policy.c tests/unit/test-daemon-util.c
+tests_unit_test_daemon_dbus_policy_CFLAGS = $(DAEMON_TEST_CFLAGS)
+tests_unit_test_daemon_dbus_policy_LDADD = $(DAEMON_TEST_LDADD)
+
+# ---- configuration, unit file, D-Bus policy ----
+# Override on the make command line, e.g. for a package:
+#   make install systemdsystemunitdir=/usr/lib/systemd/system dbuspolicydir=/usr/share/dbus-1/system.d
+rightsizeconfdir = $(sysconfdir)/rightsize
+dist_rightsizeconf_DATA = etc/rightsized.conf
+
+# systemd also searches /usr/local/lib/systemd/system, so the default prefix works as it is.
+systemdsystemunitdir = $(prefix)/lib/systemd/system
+nodist_systemdsystemunit_DATA = etc/rightsized.service
+
+dbuspolicydir = $(datadir)/dbus-1/system.d
+dist_dbuspolicy_DATA = etc/org.rightsize.Manager1.conf
+
+EXTRA_DIST += etc/rightsized.service.in
+CLEANFILES += etc/rightsized.service
+
+# The unit needs the installed path of the daemon.
+etc/rightsized.service: $(top_srcdir)/etc/rightsized.service.in Makefile
+	$(AM_V_GEN)$(MKDIR_P) etc && \
+	sed -e 's|@sbindir[@]|$(sbindir)|g' $(top_srcdir)/etc/rightsized.service.in > $@.tmp && \
+	mv $@.tmp $@

@@ -1,1 +1,12 @@
-# tests/ build fragment (included from the top Makefile.am)
+# tests/ build fragment: integration tests against real QEMU guests.
+# (Unit test rules live beside the module they test: qmp/local.mk, policies/local.mk, daemon/local.mk.)
+
+GUEST_FIXTURE = tests/integration/guest-fixture.c tests/integration/guest-fixture.h
+
+INTEGRATION_TESTS = tests/integration/test-qmp-real-guest
+check_PROGRAMS += $(INTEGRATION_TESTS)
+TESTS += $(INTEGRATION_TESTS)
+
+tests_integration_test_qmp_real_guest_SOURCES = tests/integration/test-qmp-real-guest.c $(GUEST_FIXTURE)
+tests_integration_test_qmp_real_guest_CFLAGS = $(AM_CFLAGS) $(QMP_CFLAGS) $(CHECK_CFLAGS)
+tests_integration_test_qmp_real_guest_LDADD = $(QMP_LIBS) $(CHECK_LIBS)

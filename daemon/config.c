@@ -1,0 +1,770 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The parser and the printer share one table of keys, so every key that can be read is also
+ * printed, and --check-config output reads back to the same Config. */
+
+#include "daemon/config.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdarg.h>
+#include <ini.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/macro.h"
+#include "daemon/log.h"
+
+#ifndef RIGHTSIZE_CONF_DIR
+#define RIGHTSIZE_CONF_DIR "/etc/rightsize"
+#endif
+/* Not derived from the prefix: it must match StateDirectory= in rightsized.service. */
+#ifndef RIGHTSIZE_STATE_DIR
+#define RIGHTSIZE_STATE_DIR "/var/lib/rightsize"
+#endif
+
+#define DEFAULT_HOST_RESERVE (UINT64_C(1) << 30)
+#define DEFAULT_QMP_SOCKETS "/run/qemu/*.qmp"
+#define DEFAULT_AGENT_PATTERN "%d/%n.qga"
+#define DEFAULT_READ_GROUP "rightsize"
+#define DEFAULT_LIBVIRT_URI "qemu:///system"
+
+/* Group names as useradd(8) accepts them by default. */
+#define GROUP_NAME_MAX 32
+
+static const char *const shutdown_action_names[_SHUTDOWN_ACTION_COUNT] = {
+        [SHUTDOWN_ACTION_KEEP] = "keep",
+        [SHUTDOWN_ACTION_ESTIMATE] = "estimate",
+        [SHUTDOWN_ACTION_MAX] = "max",
+};
+
+const char *shutdown_action_to_string(ShutdownAction a) {
+        if (a < 0 || a >= _SHUTDOWN_ACTION_COUNT)
+                return NULL;
+        return shutdown_action_names[a];
+}
+
+int shutdown_action_from_string(const char *s) {
+        if (!s)
+                return -EINVAL;
+        for (int i = 0; i < _SHUTDOWN_ACTION_COUNT; i++)
+                if (strcmp(s, shutdown_action_names[i]) == 0)
+                        return i;
+        return -EINVAL;
+}
+
+const char *config_default_dir(void) {
+        return RIGHTSIZE_CONF_DIR;
+}
+
+const char *config_default_path(void) {
+        return RIGHTSIZE_CONF_DIR "/rightsized.conf";
+}
+
+/* ---- string lists (NULL-terminated arrays) ---- */
+
+static void strv_free(char **l) {
+        if (!l)
+                return;
+        for (char **p = l; *p; p++)
+                free(*p);
+        free(l);
+}
+
+static size_t strv_length(char *const *l) {
+        size_t n = 0;
+        while (l && l[n])
+                n++;
+        return n;
+}
+
+static char **strv_new_empty(void) {
+        return calloc(1, sizeof(char *));
+}
+
+static int strv_push(char ***l, const char *s) {
+        size_t n = strv_length(*l);
+        char *copy = strdup(s);
+        char **grown;
+
+        if (!copy)
+                return -ENOMEM;
+        grown = realloc(*l, (n + 2) * sizeof(char *));
+        if (!grown) {
+                free(copy);
+                return -ENOMEM;
+        }
+        grown[n] = copy;
+        grown[n + 1] = NULL;
+        *l = grown;
+        return 0;
+}
+
+static bool strv_equal(char *const *a, char *const *b) {
+        size_t n = strv_length(a);
+
+        if (n != strv_length(b))
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(a[i], b[i]) != 0)
+                        return false;
+        return true;
+}
+
+static bool streq_null(const char *a, const char *b) {
+        if (!a || !b)
+                return a == b;
+        return strcmp(a, b) == 0;
+}
+
+/* ---- the Config object ---- */
+
+Config *config_free(Config *c) {
+        if (!c)
+                return NULL;
+        free(c->policy_dir);
+        free(c->state_dir);
+        free(c->metrics_path);
+        free(c->read_group);
+        strv_free(c->manage);
+        strv_free(c->exclude);
+        strv_free(c->qmp_sockets);
+        free(c->agent_socket_pattern);
+        free(c->libvirt_uri);
+        free(c);
+        return NULL;
+}
+
+int config_new_default(Config **ret) {
+        _cleanup_(config_freep) Config *c = NULL;
+
+        c = calloc(1, sizeof(Config));
+        if (!c)
+                return -ENOMEM;
+
+        *c = (Config){
+                .policy_dir = strdup(RIGHTSIZE_CONF_DIR "/policies"),
+                .state_dir = strdup(RIGHTSIZE_STATE_DIR),
+                .log_level = LOG_INFO,
+                .host_reserve = { .relative = false, .bytes = DEFAULT_HOST_RESERVE },
+                .shutdown_action = SHUTDOWN_ACTION_ESTIMATE,
+                .read_group = strdup(DEFAULT_READ_GROUP),
+                .manage = strv_new_empty(),
+                .exclude = strv_new_empty(),
+                .qmp_sockets = strv_new_empty(),
+                .agent_socket_pattern = strdup(DEFAULT_AGENT_PATTERN),
+                .libvirt_enabled = true,
+                .libvirt_uri = strdup(DEFAULT_LIBVIRT_URI),
+                .libvirt_manage_all = false,
+        };
+        if (!c->policy_dir || !c->state_dir || !c->read_group || !c->manage || !c->exclude ||
+            !c->qmp_sockets || !c->agent_socket_pattern || !c->libvirt_uri)
+                return -ENOMEM;
+        if (strv_push(&c->manage, "*") < 0 || strv_push(&c->qmp_sockets, DEFAULT_QMP_SOCKETS) < 0)
+                return -ENOMEM;
+
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+bool config_equal(const Config *a, const Config *b) {
+        return streq_null(a->policy_dir, b->policy_dir) && streq_null(a->state_dir, b->state_dir) &&
+               a->log_level == b->log_level && size_spec_equal(&a->host_reserve, &b->host_reserve) &&
+               streq_null(a->metrics_path, b->metrics_path) && a->shutdown_action == b->shutdown_action &&
+               streq_null(a->read_group, b->read_group) && strv_equal(a->manage, b->manage) &&
+               strv_equal(a->exclude, b->exclude) && strv_equal(a->qmp_sockets, b->qmp_sockets) &&
+               streq_null(a->agent_socket_pattern, b->agent_socket_pattern) &&
+               a->libvirt_enabled == b->libvirt_enabled && streq_null(a->libvirt_uri, b->libvirt_uri) &&
+               a->libvirt_manage_all == b->libvirt_manage_all;
+}
+
+/* ---- value parsers: each returns 0, or -EINVAL with a reason for the message ---- */
+
+typedef enum ValueType {
+        VALUE_DIRECTORY,     /* absolute path, required */
+        VALUE_OPTIONAL_PATH, /* absolute path, or empty for "off" */
+        VALUE_LOG_LEVEL,
+        VALUE_SIZE_SPEC,
+        VALUE_SHUTDOWN_ACTION,
+        VALUE_GROUP,         /* group name, or empty */
+        VALUE_GLOB_LIST,
+        VALUE_SOCKET_GLOB_LIST,
+        VALUE_AGENT_PATTERN, /* or empty */
+        VALUE_BOOL,
+        VALUE_URI,
+} ValueType;
+
+typedef struct ConfigKey {
+        const char *section;
+        const char *key;
+        ValueType type;
+        size_t offset;
+} ConfigKey;
+
+static const ConfigKey config_keys[] = {
+        { "daemon", "policy-dir", VALUE_DIRECTORY, offsetof(Config, policy_dir) },
+        { "daemon", "state-dir", VALUE_DIRECTORY, offsetof(Config, state_dir) },
+        { "daemon", "log-level", VALUE_LOG_LEVEL, offsetof(Config, log_level) },
+        { "daemon", "host-reserve", VALUE_SIZE_SPEC, offsetof(Config, host_reserve) },
+        { "daemon", "metrics-path", VALUE_OPTIONAL_PATH, offsetof(Config, metrics_path) },
+        { "daemon", "shutdown-action", VALUE_SHUTDOWN_ACTION, offsetof(Config, shutdown_action) },
+        { "daemon", "read-group", VALUE_GROUP, offsetof(Config, read_group) },
+        { "guests", "manage", VALUE_GLOB_LIST, offsetof(Config, manage) },
+        { "guests", "exclude", VALUE_GLOB_LIST, offsetof(Config, exclude) },
+        { "qemu", "qmp-sockets", VALUE_SOCKET_GLOB_LIST, offsetof(Config, qmp_sockets) },
+        { "qemu", "agent-socket-pattern", VALUE_AGENT_PATTERN, offsetof(Config, agent_socket_pattern) },
+        { "libvirt", "enabled", VALUE_BOOL, offsetof(Config, libvirt_enabled) },
+        { "libvirt", "uri", VALUE_URI, offsetof(Config, libvirt_uri) },
+        { "libvirt", "manage-all", VALUE_BOOL, offsetof(Config, libvirt_manage_all) },
+};
+
+static const char *const section_names[] = { "daemon", "guests", "qemu", "libvirt" };
+
+static bool is_list(ValueType t) {
+        return t == VALUE_GLOB_LIST || t == VALUE_SOCKET_GLOB_LIST;
+}
+
+/* Tabs are allowed: they separate list items like spaces. */
+static bool has_control_chars(const char *s) {
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++)
+                if ((*p < 0x20 && *p != '\t') || *p == 0x7f)
+                        return true;
+        return false;
+}
+
+static int parse_bool(const char *v, bool *ret) {
+        static const char *const yes[] = { "yes", "true", "on", "1" }, *const no[] = { "no", "false", "off", "0" };
+
+        for (size_t i = 0; i < ARRAY_SIZE(yes); i++) {
+                if (strcasecmp(v, yes[i]) == 0) {
+                        *ret = true;
+                        return 0;
+                }
+                if (strcasecmp(v, no[i]) == 0) {
+                        *ret = false;
+                        return 0;
+                }
+        }
+        return -EINVAL;
+}
+
+static bool valid_group_name(const char *s) {
+        size_t n = strlen(s);
+
+        if (n == 0 || n > GROUP_NAME_MAX)
+                return false;
+        if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') || s[0] == '_'))
+                return false;
+        for (size_t i = 1; i < n; i++) {
+                char ch = s[i];
+                if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                      ch == '_' || ch == '-' || ch == '.' || (ch == '$' && i == n - 1)))
+                        return false;
+        }
+        return true;
+}
+
+/* A QMP socket glob: absolute, with wildcards only in the file name, since only directories we can
+ * name can be watched with inotify. */
+static const char *socket_glob_problem(const char *g) {
+        const char *slash = strrchr(g, '/');
+
+        if (g[0] != '/')
+                return "is not an absolute path";
+        if (slash[1] == '\0')
+                return "names a directory, not a socket";
+        for (const char *p = g; p < slash; p++)
+                if (*p == '*' || *p == '?' || *p == '[')
+                        return "has wildcards in its directory part (only the file name may have them)";
+        return NULL;
+}
+
+int config_agent_socket_path(const char *pattern, const char *qmp_path, char **ret) {
+        _cleanup_(freep) char *out = NULL;
+        size_t size = 0;
+        const char *slash, *base;
+        size_t base_len, name_len, dir_len;
+        FILE *f;
+        int r = 0;
+
+        if (!ret || !qmp_path)
+                return -EINVAL;
+        if (!pattern || !*pattern) {
+                *ret = NULL;
+                return 0;
+        }
+
+        slash = strrchr(qmp_path, '/');
+        base = slash ? slash + 1 : qmp_path;
+        dir_len = slash ? (size_t) (slash - qmp_path) : 0;
+        base_len = strlen(base);
+        name_len = base_len;
+        if (base_len > 4 && strcmp(base + base_len - 4, ".qmp") == 0)
+                name_len -= 4;
+
+        f = open_memstream(&out, &size);
+        if (!f)
+                return -ENOMEM;
+        for (const char *p = pattern; *p && r == 0; p++) {
+                if (*p != '%') {
+                        fputc(*p, f);
+                        continue;
+                }
+                switch (*++p) {
+                case 'd':
+                        if (slash)
+                                fwrite(qmp_path, 1, dir_len == 0 ? 1 : dir_len, f); /* "/x.qmp" -> "/" */
+                        else
+                                fputc('.', f);
+                        break;
+                case 'n':
+                        fwrite(base, 1, name_len, f);
+                        break;
+                case 'f':
+                        fwrite(base, 1, base_len, f);
+                        break;
+                case '%':
+                        fputc('%', f);
+                        break;
+                default:
+                        r = -EINVAL; /* also a lone '%' at the end */
+                        p--;
+                        break;
+                }
+        }
+        if (fclose(f) != 0)
+                return -ENOMEM;
+        if (r < 0)
+                return r;
+
+        *ret = TAKE_PTR(out);
+        return 0;
+}
+
+/* ---- the parse itself ---- */
+
+typedef struct ParseContext {
+        const char *name;          /* file name for messages */
+        FILE *f;
+        Config *config;
+        unsigned line;             /* of the line inih is processing */
+        bool line_is_continuation; /* it starts with a blank: inih folds it into the previous key */
+        char *line_buf;
+        size_t line_buf_size;
+        unsigned first_line[ARRAY_SIZE(config_keys)]; /* where each key was first set; 0 = never */
+        char *error;
+        unsigned error_line;
+        int error_code;
+} ParseContext;
+
+_printf_(3, 4) static void parse_fail(ParseContext *ctx, int code, const char *format, ...) {
+        _cleanup_(freep) char *what = NULL;
+        va_list ap;
+
+        if (ctx->error_code != 0)
+                return; /* the first error is the one to fix */
+
+        va_start(ap, format);
+        if (vasprintf(&what, format, ap) < 0)
+                what = NULL;
+        va_end(ap);
+
+        if (asprintf(&ctx->error, "%s:%u: %s", ctx->name, ctx->line, what ?: "out of memory") < 0)
+                ctx->error = NULL;
+        ctx->error_code = code;
+        ctx->error_line = ctx->line;
+}
+
+/* inih's reader: counts lines (this inih is built without INI_HANDLER_LINENO), and rejects lines
+ * longer than its fixed buffer instead of letting it split them into two lines silently. */
+static char *config_reader(char *str, int num, void *stream) {
+        ParseContext *ctx = stream;
+        ssize_t n;
+
+        if (ctx->error_code != 0)
+                return NULL; /* stop at the first error */
+
+        n = getline(&ctx->line_buf, &ctx->line_buf_size, ctx->f);
+        if (n < 0)
+                return NULL;
+        ctx->line++;
+
+        if (strlen(ctx->line_buf) != (size_t) n) {
+                parse_fail(ctx, -EINVAL, "line contains a NUL byte");
+                return NULL;
+        }
+        size_t content = (size_t) n;
+        while (content > 0 && (ctx->line_buf[content - 1] == '\n' || ctx->line_buf[content - 1] == '\r'))
+                content--;
+        if (num < 3 || content > (size_t) num - 3) {
+                parse_fail(ctx, -EINVAL, "line is longer than %d characters", num - 3);
+                return NULL;
+        }
+
+        ctx->line_is_continuation = ctx->line_buf[0] == ' ' || ctx->line_buf[0] == '\t';
+        memcpy(str, ctx->line_buf, (size_t) n + 1);
+        return str;
+}
+
+static int set_string(char **field, const char *value) {
+        char *copy = NULL;
+
+        if (value) {
+                copy = strdup(value);
+                if (!copy)
+                        return -ENOMEM;
+        }
+        free(*field);
+        *field = copy;
+        return 0;
+}
+
+/* Appends the whitespace-separated words of value to a list; an empty value clears the list. */
+static int parse_list_value(ParseContext *ctx, const ConfigKey *k, const char *value, char ***list) {
+        _cleanup_(freep) char *copy = strdup(value);
+        char *saveptr = NULL;
+
+        if (!copy)
+                return -ENOMEM;
+
+        if (value[0] == '\0') {
+                char **empty = strv_new_empty();
+                if (!empty)
+                        return -ENOMEM;
+                strv_free(*list);
+                *list = empty;
+                return 0;
+        }
+
+        for (char *w = strtok_r(copy, " \t", &saveptr); w; w = strtok_r(NULL, " \t", &saveptr)) {
+                if (k->type == VALUE_SOCKET_GLOB_LIST) {
+                        const char *problem = socket_glob_problem(w);
+                        if (problem) {
+                                parse_fail(ctx, -EINVAL, "key '%s': '%s' %s", k->key, w, problem);
+                                return -EINVAL;
+                        }
+                }
+                if (strv_push(list, w) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+static int parse_value(ParseContext *ctx, const ConfigKey *k, const char *value) {
+        void *field = (char *) ctx->config + k->offset;
+        int r;
+
+        if (has_control_chars(value)) {
+                parse_fail(ctx, -EINVAL, "key '%s': value contains control characters", k->key);
+                return -EINVAL;
+        }
+
+        switch (k->type) {
+        case VALUE_DIRECTORY:
+                if (value[0] != '/') {
+                        parse_fail(ctx, -EINVAL, "key '%s': '%s' is not an absolute path", k->key, value);
+                        return -EINVAL;
+                }
+                return set_string(field, value);
+
+        case VALUE_OPTIONAL_PATH:
+                if (value[0] == '\0')
+                        return set_string(field, NULL);
+                if (value[0] != '/' || value[strlen(value) - 1] == '/') {
+                        parse_fail(ctx, -EINVAL, "key '%s': '%s' is not an absolute file path", k->key, value);
+                        return -EINVAL;
+                }
+                return set_string(field, value);
+
+        case VALUE_LOG_LEVEL:
+                r = log_level_from_string(value);
+                if (r < 0) {
+                        parse_fail(ctx, -EINVAL,
+                                   "key '%s': invalid log level '%s' (expected err, warning, notice, info or debug)",
+                                   k->key, value);
+                        return -EINVAL;
+                }
+                *(int *) field = r;
+                return 0;
+
+        case VALUE_SIZE_SPEC:
+                r = parse_size_spec(value, field);
+                if (r == -ERANGE) {
+                        parse_fail(ctx, -ERANGE, "key '%s': size out of range '%s'", k->key, value);
+                        return r;
+                }
+                if (r < 0) {
+                        parse_fail(ctx, -EINVAL, "key '%s': invalid size '%s'", k->key, value);
+                        return r;
+                }
+                return 0;
+
+        case VALUE_SHUTDOWN_ACTION:
+                r = shutdown_action_from_string(value);
+                if (r < 0) {
+                        parse_fail(ctx, -EINVAL, "key '%s': invalid value '%s' (expected keep, estimate or max)",
+                                   k->key, value);
+                        return -EINVAL;
+                }
+                *(ShutdownAction *) field = r;
+                return 0;
+
+        case VALUE_GROUP:
+                if (value[0] == '\0')
+                        return set_string(field, NULL);
+                if (!valid_group_name(value)) {
+                        parse_fail(ctx, -EINVAL, "key '%s': invalid group name '%s'", k->key, value);
+                        return -EINVAL;
+                }
+                return set_string(field, value);
+
+        case VALUE_GLOB_LIST:
+        case VALUE_SOCKET_GLOB_LIST:
+                return parse_list_value(ctx, k, value, field);
+
+        case VALUE_AGENT_PATTERN: {
+                _cleanup_(freep) char *sample = NULL;
+
+                if (value[0] == '\0')
+                        return set_string(field, NULL);
+                r = config_agent_socket_path(value, "/run/qemu/guest.qmp", &sample);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0) {
+                        parse_fail(ctx, -EINVAL,
+                                   "key '%s': invalid pattern '%s' (known: %%d directory, %%n guest name, %%f file name, %%%%)",
+                                   k->key, value);
+                        return -EINVAL;
+                }
+                if (sample[0] != '/') {
+                        parse_fail(ctx, -EINVAL, "key '%s': pattern '%s' does not give an absolute path",
+                                   k->key, value);
+                        return -EINVAL;
+                }
+                return set_string(field, value);
+        }
+
+        case VALUE_BOOL:
+                if (parse_bool(value, field) < 0) {
+                        parse_fail(ctx, -EINVAL, "key '%s': invalid boolean '%s' (expected yes or no)", k->key,
+                                   value);
+                        return -EINVAL;
+                }
+                return 0;
+
+        case VALUE_URI:
+                if (value[0] == '\0' || strpbrk(value, " \t")) {
+                        parse_fail(ctx, -EINVAL, "key '%s': invalid URI '%s'", k->key, value);
+                        return -EINVAL;
+                }
+                return set_string(field, value);
+        }
+
+        return -EINVAL;
+}
+
+static int config_handler(void *user, const char *section, const char *key, const char *value) {
+        ParseContext *ctx = user;
+        bool section_known = false;
+        int r;
+
+        if (ctx->error_code != 0)
+                return 0;
+
+        if (!section || !section[0]) {
+                parse_fail(ctx, -EINVAL, "key '%s' is outside of any section", key);
+                return 0;
+        }
+
+        for (size_t i = 0; i < ARRAY_SIZE(config_keys); i++) {
+                const ConfigKey *k = &config_keys[i];
+
+                if (strcmp(section, k->section) != 0)
+                        continue;
+                section_known = true;
+                if (strcmp(key, k->key) != 0)
+                        continue;
+
+                if (ctx->first_line[i] > 0 && !is_list(k->type)) {
+                        if (ctx->line_is_continuation)
+                                parse_fail(ctx, -EINVAL,
+                                           "key '%s': continuation lines are only allowed for lists", key);
+                        else
+                                parse_fail(ctx, -EINVAL, "key '%s' is set twice (first on line %u)", key,
+                                           ctx->first_line[i]);
+                        return 0;
+                }
+                if (ctx->first_line[i] == 0 && is_list(k->type)) {
+                        /* The first assignment replaces the default instead of adding to it. */
+                        char ***list = (char ***) ((char *) ctx->config + k->offset);
+                        char **empty = strv_new_empty();
+                        if (!empty) {
+                                parse_fail(ctx, -ENOMEM, "out of memory");
+                                return 0;
+                        }
+                        strv_free(*list);
+                        *list = empty;
+                }
+                if (ctx->first_line[i] == 0)
+                        ctx->first_line[i] = ctx->line;
+
+                r = parse_value(ctx, k, value);
+                if (r == -ENOMEM)
+                        parse_fail(ctx, -ENOMEM, "out of memory");
+                return r < 0 ? 0 : 1;
+        }
+
+        if (!section_known)
+                parse_fail(ctx, -EINVAL, "key '%s' is in an unknown section [%s] (known: [daemon], [guests], [qemu], [libvirt])",
+                           key, section);
+        else
+                parse_fail(ctx, -EINVAL, "unknown key '%s' in section [%s]", key, section);
+        return 0;
+}
+
+int config_load_file(FILE *f, const char *name, Config **ret, char **ret_error) {
+        _cleanup_(config_freep) Config *c = NULL;
+        ParseContext ctx = { .name = name ?: "(config)", .f = f };
+        int r;
+
+        if (!f || !ret)
+                return -EINVAL;
+
+        r = config_new_default(&c);
+        if (r < 0)
+                return r;
+        ctx.config = c;
+
+        r = ini_parse_stream(config_reader, &ctx, config_handler, &ctx);
+        free(ctx.line_buf);
+
+        if (r > 0 && (ctx.error_code == 0 || (unsigned) r < ctx.error_line)) {
+                /* inih found a line that is neither "[section]" nor "key = value", before any
+                 * error of ours: that one comes first ("[daemon" makes the next key sectionless). */
+                free(ctx.error);
+                ctx.error = NULL;
+                ctx.error_code = 0;
+                ctx.line = (unsigned) r;
+                parse_fail(&ctx, -EINVAL, "syntax error, expected '[section]' or 'key = value'");
+        } else if (ctx.error_code == 0 && r < 0) {
+                parse_fail(&ctx, -ENOMEM, "out of memory");
+        } else if (ctx.error_code == 0 && ferror(f)) {
+                parse_fail(&ctx, -EIO, "read error");
+        }
+
+        if (ctx.error_code != 0) {
+                if (ret_error)
+                        *ret_error = TAKE_PTR(ctx.error); /* NULL only if even the message had no memory */
+                free(ctx.error);
+                return ctx.error_code;
+        }
+
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+int config_load(const char *path, bool missing_ok, Config **ret, char **ret_error) {
+        FILE *f;
+        int r;
+
+        if (!path || !ret)
+                return -EINVAL;
+
+        f = fopen(path, "re");
+        if (!f) {
+                r = -errno;
+                if (r == -ENOENT && missing_ok)
+                        return config_new_default(ret);
+                if (ret_error && asprintf(ret_error, "%s: cannot open: %s", path, strerror(-r)) < 0)
+                        *ret_error = NULL;
+                return r;
+        }
+
+        r = config_load_file(f, path, ret, ret_error);
+        fclose(f);
+        return r;
+}
+
+/* ---- printing ---- */
+
+static void print_value(const Config *c, const ConfigKey *k, FILE *f) {
+        const void *field = (const char *) c + k->offset;
+        char buf[FORMAT_SIZE_MAX];
+
+        switch (k->type) {
+        case VALUE_DIRECTORY:
+        case VALUE_OPTIONAL_PATH:
+        case VALUE_GROUP:
+        case VALUE_AGENT_PATTERN:
+        case VALUE_URI:
+                fputs(*(char *const *) field ?: "", f);
+                break;
+        case VALUE_LOG_LEVEL:
+                fputs(log_level_to_string(*(const int *) field) ?: "info", f);
+                break;
+        case VALUE_SIZE_SPEC:
+                fputs(format_size_spec(buf, sizeof(buf), field), f);
+                break;
+        case VALUE_SHUTDOWN_ACTION:
+                fputs(shutdown_action_to_string(*(const ShutdownAction *) field) ?: "estimate", f);
+                break;
+        case VALUE_GLOB_LIST:
+        case VALUE_SOCKET_GLOB_LIST: {
+                char *const *l = *(char **const *) field;
+                for (size_t i = 0; l && l[i]; i++)
+                        fprintf(f, "%s%s", i > 0 ? " " : "", l[i]);
+                break;
+        }
+        case VALUE_BOOL:
+                fputs(*(const bool *) field ? "yes" : "no", f);
+                break;
+        }
+}
+
+int config_print(const Config *c, FILE *f) {
+        if (!c || !f)
+                return -EINVAL;
+
+        for (size_t s = 0; s < ARRAY_SIZE(section_names); s++) {
+                fprintf(f, "%s[%s]\n", s > 0 ? "\n" : "", section_names[s]);
+                for (size_t i = 0; i < ARRAY_SIZE(config_keys); i++) {
+                        _cleanup_(freep) char *value = NULL;
+                        size_t size = 0;
+                        FILE *v;
+
+                        if (strcmp(config_keys[i].section, section_names[s]) != 0)
+                                continue;
+
+                        v = open_memstream(&value, &size);
+                        if (!v)
+                                return -ENOMEM;
+                        print_value(c, &config_keys[i], v);
+                        if (fclose(v) != 0)
+                                return -ENOMEM;
+
+                        /* "key =" with nothing after it reads back as empty. */
+                        fprintf(f, "%s =%s%s\n", config_keys[i].key, size > 0 ? " " : "", value);
+                }
+        }
+
+        fflush(f);
+        return ferror(f) ? -EIO : 0;
+}
+
+/* ---- matching ---- */
+
+static bool matches_any(char *const *globs, const char *name, const char *uuid) {
+        for (size_t i = 0; globs && globs[i]; i++) {
+                if (name && fnmatch(globs[i], name, 0) == 0)
+                        return true;
+                if (uuid && *uuid && fnmatch(globs[i], uuid, FNM_CASEFOLD) == 0)
+                        return true;
+        }
+        return false;
+}
+
+bool config_guest_is_managed(const Config *c, const char *name, const char *uuid) {
+        return matches_any(c->manage, name, uuid) && !matches_any(c->exclude, name, uuid);
+}

@@ -1,0 +1,556 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Events on a watched directory are handled by name, so a create/delete costs one lstat(); an
+ * inotify queue overflow falls back to rescanning everything and diffing against what is known. */
+
+#include "daemon/discovery.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/macro.h"
+#include "daemon/log.h"
+
+/* One mask for both roles (watched directory and ancestor of a missing one), so adding a watch
+ * twice on the same inode never narrows what it reports. */
+#define WATCH_MASK                                                                                  \
+        (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | \
+         IN_ONLYDIR)
+
+#define DEFAULT_RETRY_USEC (5 * USEC_PER_SEC)
+
+typedef struct WatchDir {
+        char *path;
+        char **patterns;  /* fnmatch() patterns for file names; NULL-terminated */
+        int wd;           /* watch on the directory itself, or -1 */
+        int ancestor_wd;  /* while the directory is missing: watch on its nearest existing ancestor */
+        char *next_name;  /* the entry of that ancestor on the way to the directory */
+        bool rearm;       /* something happened that needs arm_dir() again */
+} WatchDir;
+
+typedef struct KnownSocket {
+        char *path;
+        char *name;
+        size_t dir;       /* index into Discovery.dirs */
+        dev_t dev;
+        ino_t ino;        /* a new socket at the same path is a new guest */
+        bool seen;        /* scratch for rescans */
+} KnownSocket;
+
+struct Discovery {
+        sd_event *event;
+        sd_event_source *io_source;
+        sd_event_source *retry_source;
+        uint64_t retry_usec;
+        int inotify_fd;
+
+        WatchDir *dirs;
+        size_t n_dirs;
+
+        int *wds; /* every watch we hold, for removing the unused ones */
+        size_t n_wds;
+
+        KnownSocket *sockets;
+        size_t n_sockets;
+
+        DiscoveryAddedFn added;
+        DiscoveryRemovedFn removed;
+        void *userdata;
+};
+
+static void strv_free(char **l) {
+        for (char **p = l; p && *p; p++)
+                free(*p);
+        free(l);
+}
+
+static void dirs_free(WatchDir *dirs, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(dirs[i].path);
+                free(dirs[i].next_name);
+                strv_free(dirs[i].patterns);
+        }
+        free(dirs);
+}
+
+/* "web1.qmp" -> "web1"; other names are kept whole. */
+static char *guest_name_from_file(const char *file) {
+        size_t n = strlen(file);
+
+        if (n > 4 && strcmp(file + n - 4, ".qmp") == 0)
+                n -= 4;
+        return strndup(file, n);
+}
+
+static bool dir_matches(const WatchDir *dir, const char *file) {
+        for (char **p = dir->patterns; p && *p; p++)
+                if (fnmatch(*p, file, FNM_PERIOD) == 0)
+                        return true;
+        return false;
+}
+
+static ssize_t find_socket(const Discovery *d, const char *path) {
+        for (size_t i = 0; i < d->n_sockets; i++)
+                if (strcmp(d->sockets[i].path, path) == 0)
+                        return (ssize_t) i;
+        return -1;
+}
+
+static void socket_remove_at(Discovery *d, size_t i) {
+        KnownSocket s = d->sockets[i];
+
+        d->sockets[i] = d->sockets[--d->n_sockets];
+        log_debug("QMP socket %s is gone", s.path);
+        if (d->removed)
+                d->removed(d, s.path, s.name, d->userdata);
+        free(s.path);
+        free(s.name);
+}
+
+static int socket_add(Discovery *d, size_t dir, const char *path, const char *file, const struct stat *st) {
+        KnownSocket *grown, s = { .dir = dir, .dev = st->st_dev, .ino = st->st_ino, .seen = true };
+
+        s.path = strdup(path);
+        s.name = guest_name_from_file(file);
+        grown = realloc(d->sockets, (d->n_sockets + 1) * sizeof(KnownSocket));
+        if (!s.path || !s.name || !grown) {
+                if (grown)
+                        d->sockets = grown;
+                free(s.path);
+                free(s.name);
+                return log_oom();
+        }
+        d->sockets = grown;
+        d->sockets[d->n_sockets++] = s;
+
+        log_debug("QMP socket %s appeared", path);
+        if (d->added)
+                d->added(d, s.path, s.name, d->userdata);
+        return 0;
+}
+
+/* Brings what we know about one file in a watched directory up to date. */
+static int refresh_file(Discovery *d, size_t dir, const char *file) {
+        _cleanup_(freep) char *path = NULL;
+        struct stat st;
+        bool is_socket;
+        ssize_t known;
+
+        if (asprintf(&path, "%s%s%s", d->dirs[dir].path,
+                     d->dirs[dir].path[strlen(d->dirs[dir].path) - 1] == '/' ? "" : "/", file) < 0) {
+                path = NULL;
+                return log_oom();
+        }
+
+        is_socket = dir_matches(&d->dirs[dir], file) && lstat(path, &st) == 0 && S_ISSOCK(st.st_mode);
+        known = find_socket(d, path);
+
+        if (known >= 0) {
+                d->sockets[known].seen = true;
+                if (is_socket && d->sockets[known].dev == st.st_dev && d->sockets[known].ino == st.st_ino)
+                        return 0;
+                socket_remove_at(d, (size_t) known); /* gone, or replaced by a new one */
+        }
+        if (!is_socket)
+                return 0;
+        return socket_add(d, dir, path, file, &st);
+}
+
+/* Reports every socket of this directory as removed. */
+static void forget_dir(Discovery *d, size_t dir) {
+        for (size_t i = d->n_sockets; i > 0; i--)
+                if (d->sockets[i - 1].dir == dir)
+                        socket_remove_at(d, i - 1);
+}
+
+static int scan_dir(Discovery *d, size_t dir) {
+        DIR *dh;
+        struct dirent *de;
+
+        for (size_t i = 0; i < d->n_sockets; i++)
+                if (d->sockets[i].dir == dir)
+                        d->sockets[i].seen = false;
+
+        dh = opendir(d->dirs[dir].path);
+        if (!dh) {
+                int r = -errno;
+                forget_dir(d, dir);
+                return r;
+        }
+        while ((de = readdir(dh))) {
+                if (de->d_type != DT_SOCK && de->d_type != DT_UNKNOWN)
+                        continue;
+                if (!dir_matches(&d->dirs[dir], de->d_name))
+                        continue;
+                (void) refresh_file(d, dir, de->d_name);
+        }
+        closedir(dh);
+
+        /* Known but not listed any more: missed while the queue overflowed. */
+        for (size_t i = d->n_sockets; i > 0; i--)
+                if (d->sockets[i - 1].dir == dir && !d->sockets[i - 1].seen)
+                        socket_remove_at(d, i - 1);
+        return 0;
+}
+
+static void remember_wd(Discovery *d, int wd) {
+        int *grown;
+
+        for (size_t i = 0; i < d->n_wds; i++)
+                if (d->wds[i] == wd)
+                        return;
+        grown = realloc(d->wds, (d->n_wds + 1) * sizeof(int));
+        if (!grown) {
+                /* Only costs us removing it later; the watch itself works. */
+                log_oom();
+                return;
+        }
+        d->wds = grown;
+        d->wds[d->n_wds++] = wd;
+}
+
+static int add_watch(Discovery *d, const char *path) {
+        int wd = inotify_add_watch(d->inotify_fd, path, WATCH_MASK);
+        if (wd < 0)
+                return -errno;
+        remember_wd(d, wd);
+        return wd;
+}
+
+/* Drops the watches no directory refers to any more. */
+static void gc_watches(Discovery *d) {
+        for (size_t i = d->n_wds; i > 0; i--) {
+                int wd = d->wds[i - 1];
+                bool used = false;
+
+                for (size_t j = 0; j < d->n_dirs && !used; j++)
+                        used = d->dirs[j].wd == wd || d->dirs[j].ancestor_wd == wd;
+                if (used)
+                        continue;
+                (void) inotify_rm_watch(d->inotify_fd, wd); /* EINVAL if the kernel dropped it already */
+                d->wds[i - 1] = d->wds[--d->n_wds];
+        }
+}
+
+static int on_retry(sd_event_source *s, uint64_t usec, void *userdata);
+
+static void schedule_retry(Discovery *d) {
+        int r;
+
+        if (d->retry_source)
+                return;
+        r = sd_event_add_time_relative(d->event, &d->retry_source, CLOCK_MONOTONIC, d->retry_usec, 0, on_retry, d);
+        if (r < 0)
+                log_warning_errno(r, "Cannot schedule a retry of QMP socket directories: %m");
+}
+
+/* Watches the directory and scans it, or, while it does not exist, watches its nearest existing
+ * ancestor so that its creation is noticed. */
+static void arm_dir(Discovery *d, size_t dir) {
+        WatchDir *w = &d->dirs[dir];
+
+        w->rearm = false;
+        w->ancestor_wd = -1;
+        free(w->next_name);
+        w->next_name = NULL;
+
+        for (int attempt = 0; attempt < 2; attempt++) {
+                _cleanup_(freep) char *ancestor = NULL;
+                int wd = add_watch(d, w->path);
+
+                if (wd >= 0) {
+                        w->wd = wd;
+                        w->ancestor_wd = -1;
+                        (void) scan_dir(d, dir);
+                        return;
+                }
+                w->wd = -1;
+                forget_dir(d, dir);
+                if (wd != -ENOENT && wd != -ENOTDIR) {
+                        log_warning_errno(wd, "Cannot watch %s, retrying later: %m", w->path);
+                        schedule_retry(d);
+                        return;
+                }
+                if (attempt > 0)
+                        break;
+
+                /* The directory is missing: watch the nearest ancestor that exists. */
+                ancestor = strdup(w->path);
+                if (!ancestor) {
+                        log_oom();
+                        schedule_retry(d);
+                        return;
+                }
+                for (;;) {
+                        char *slash = strrchr(ancestor, '/');
+                        if (!slash)
+                                break;
+                        if (slash == ancestor)
+                                slash[1] = '\0';
+                        else
+                                *slash = '\0';
+                        wd = add_watch(d, ancestor);
+                        if (wd >= 0 || (wd != -ENOENT && wd != -ENOTDIR) || strcmp(ancestor, "/") == 0)
+                                break;
+                }
+                if (wd < 0) {
+                        log_warning_errno(wd, "Cannot watch any parent of %s, retrying later: %m", w->path);
+                        schedule_retry(d);
+                        return;
+                }
+                w->ancestor_wd = wd;
+                /* "/run" for "/run/qemu/vms": only entries named "qemu" there matter. */
+                const char *rest = w->path + strlen(ancestor);
+                rest += strspn(rest, "/");
+                w->next_name = strndup(rest, strcspn(rest, "/"));
+                log_debug("%s does not exist yet, waiting for it through %s", w->path, ancestor);
+                /* It may have appeared before the ancestor watch was in place: try once more. */
+        }
+}
+
+static int on_retry(sd_event_source *s, uint64_t usec, void *userdata) {
+        Discovery *d = userdata;
+
+        d->retry_source = sd_event_source_unref(d->retry_source);
+        for (size_t i = 0; i < d->n_dirs; i++)
+                if (d->dirs[i].wd < 0 && d->dirs[i].ancestor_wd < 0)
+                        arm_dir(d, i);
+        gc_watches(d);
+        return 0;
+}
+
+static void handle_event(Discovery *d, const struct inotify_event *ev) {
+        for (size_t i = 0; i < d->n_dirs; i++) {
+                WatchDir *w = &d->dirs[i];
+
+                if (w->ancestor_wd == ev->wd && ev->wd >= 0) {
+                        /* The ancestor itself went away, or the next step towards the directory
+                         * appeared; a busy /run's other entries are none of our business. */
+                        if ((ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED | IN_UNMOUNT)) ||
+                            !w->next_name ||
+                            (ev->len > 0 && strcmp(ev->name, w->next_name) == 0))
+                                w->rearm = true;
+                        continue;
+                }
+                if (w->wd != ev->wd || ev->wd < 0)
+                        continue;
+
+                if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED | IN_UNMOUNT)) {
+                        /* Removed, renamed away (the watch would follow it) or unmounted. */
+                        if (!(ev->mask & IN_IGNORED))
+                                (void) inotify_rm_watch(d->inotify_fd, w->wd);
+                        w->wd = -1;
+                        forget_dir(d, i);
+                        w->rearm = true;
+                        continue;
+                }
+                if (ev->len == 0 || (ev->mask & IN_ISDIR))
+                        continue;
+                if (ev->mask & (IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM))
+                        (void) refresh_file(d, i, ev->name);
+        }
+}
+
+static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Discovery *d = userdata;
+        bool overflow = false;
+        union {
+                struct inotify_event ev;
+                char raw[16 * (sizeof(struct inotify_event) + NAME_MAX + 1)];
+        } buf;
+
+        for (;;) {
+                ssize_t n = read(fd, &buf, sizeof(buf));
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno != EAGAIN)
+                                log_warning_errno(errno, "Reading inotify events failed: %m");
+                        break;
+                }
+                for (char *p = buf.raw; p < buf.raw + n;) {
+                        const struct inotify_event *ev = (const struct inotify_event *) p;
+
+                        if (ev->mask & IN_Q_OVERFLOW)
+                                overflow = true;
+                        else
+                                handle_event(d, ev);
+                        p += sizeof(struct inotify_event) + ev->len;
+                }
+        }
+
+        for (size_t i = 0; i < d->n_dirs; i++) {
+                if (d->dirs[i].rearm)
+                        arm_dir(d, i);
+                else if (overflow && d->dirs[i].wd >= 0)
+                        (void) scan_dir(d, i);
+                else if (overflow)
+                        arm_dir(d, i);
+        }
+        if (overflow)
+                log_notice("inotify queue overflowed; rescanned the QMP socket directories");
+        gc_watches(d);
+        return 0;
+}
+
+int discovery_new(sd_event *event, DiscoveryAddedFn added, DiscoveryRemovedFn removed, void *userdata,
+                  Discovery **ret) {
+        _cleanup_(discovery_freep) Discovery *d = NULL;
+        int r;
+
+        if (!event || !ret)
+                return -EINVAL;
+
+        d = calloc(1, sizeof(Discovery));
+        if (!d)
+                return -ENOMEM;
+        d->inotify_fd = -1;
+        d->event = sd_event_ref(event);
+        d->added = added;
+        d->removed = removed;
+        d->userdata = userdata;
+        d->retry_usec = DEFAULT_RETRY_USEC;
+
+        d->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (d->inotify_fd < 0)
+                return -errno;
+
+        r = sd_event_add_io(event, &d->io_source, d->inotify_fd, EPOLLIN, on_inotify, d);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(d->io_source, "qmp-socket-discovery");
+
+        *ret = TAKE_PTR(d);
+        return 0;
+}
+
+Discovery *discovery_free(Discovery *d) {
+        if (!d)
+                return NULL;
+
+        sd_event_source_disable_unref(d->io_source);
+        sd_event_source_disable_unref(d->retry_source);
+        if (d->inotify_fd >= 0)
+                close(d->inotify_fd);
+        sd_event_unref(d->event);
+        dirs_free(d->dirs, d->n_dirs);
+        for (size_t i = 0; i < d->n_sockets; i++) {
+                free(d->sockets[i].path);
+                free(d->sockets[i].name);
+        }
+        free(d->sockets);
+        free(d->wds);
+        free(d);
+        return NULL;
+}
+
+/* Groups the globs by directory. */
+static int build_dirs(char *const *globs, WatchDir **ret, size_t *ret_n) {
+        WatchDir *dirs = NULL;
+        size_t n = 0;
+
+        for (size_t g = 0; globs && globs[g]; g++) {
+                const char *glob = globs[g], *slash = strrchr(glob, '/');
+                _cleanup_(freep) char *dir = NULL;
+                size_t i, np = 0;
+                char **grown_patterns;
+
+                if (glob[0] != '/' || !slash || slash[1] == '\0') {
+                        dirs_free(dirs, n);
+                        return -EINVAL;
+                }
+                dir = slash == glob ? strdup("/") : strndup(glob, (size_t) (slash - glob));
+                if (!dir) {
+                        dirs_free(dirs, n);
+                        return -ENOMEM;
+                }
+
+                for (i = 0; i < n; i++)
+                        if (strcmp(dirs[i].path, dir) == 0)
+                                break;
+                if (i == n) {
+                        WatchDir *grown = realloc(dirs, (n + 1) * sizeof(WatchDir));
+                        if (!grown) {
+                                dirs_free(dirs, n);
+                                return -ENOMEM;
+                        }
+                        dirs = grown;
+                        dirs[n++] = (WatchDir){ .path = TAKE_PTR(dir), .wd = -1, .ancestor_wd = -1 };
+                }
+
+                while (dirs[i].patterns && dirs[i].patterns[np])
+                        np++;
+                grown_patterns = realloc(dirs[i].patterns, (np + 2) * sizeof(char *));
+                if (!grown_patterns) {
+                        dirs_free(dirs, n);
+                        return -ENOMEM;
+                }
+                dirs[i].patterns = grown_patterns;
+                dirs[i].patterns[np] = strdup(slash + 1);
+                dirs[i].patterns[np + 1] = NULL;
+                if (!dirs[i].patterns[np]) {
+                        dirs_free(dirs, n);
+                        return -ENOMEM;
+                }
+        }
+
+        *ret = dirs;
+        *ret_n = n;
+        return 0;
+}
+
+int discovery_set_globs(Discovery *d, char *const *globs) {
+        WatchDir *dirs;
+        size_t n;
+        int r;
+
+        if (!d)
+                return -EINVAL;
+
+        r = build_dirs(globs, &dirs, &n);
+        if (r < 0)
+                return r;
+
+        dirs_free(d->dirs, d->n_dirs);
+        d->dirs = dirs;
+        d->n_dirs = n;
+
+        /* Keep the sockets the new globs still match, under their new directory index. */
+        for (size_t i = d->n_sockets; i > 0; i--) {
+                KnownSocket *s = &d->sockets[i - 1];
+                const char *slash = strrchr(s->path, '/');
+                size_t dir_len = slash == s->path ? 1 : (size_t) (slash - s->path);
+                bool kept = false;
+
+                for (size_t j = 0; j < n && !kept; j++)
+                        if (strlen(dirs[j].path) == dir_len && strncmp(dirs[j].path, s->path, dir_len) == 0 &&
+                            dir_matches(&dirs[j], slash + 1)) {
+                                s->dir = j;
+                                kept = true;
+                        }
+                if (!kept)
+                        socket_remove_at(d, i - 1);
+        }
+
+        for (size_t i = 0; i < n; i++)
+                arm_dir(d, i);
+        gc_watches(d);
+        return 0;
+}
+
+size_t discovery_count(const Discovery *d) {
+        return d ? d->n_sockets : 0;
+}
+
+void discovery_set_retry_usec(Discovery *d, uint64_t usec) {
+        if (d)
+                d->retry_usec = usec > 0 ? usec : DEFAULT_RETRY_USEC;
+}

@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Gauges only: node_exporter's parser reads Prometheus text format, which knows no "stateset" or
+ * "info" types, and ignores the "# UNIT" and "# EOF" lines it does not know. */
+
+#include "daemon/metrics.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/macro.h"
+#include "daemon/fileio.h"
+
+typedef enum MetricKind {
+        METRIC_BYTES,
+        METRIC_RATE,
+} MetricKind;
+
+typedef struct GuestMetric {
+        const char *name;
+        const char *help;
+        MetricKind kind;
+        size_t offset;
+} GuestMetric;
+
+static const GuestMetric guest_metrics[] = {
+        { "rightsize_guest_estimate_bytes", "Estimated working set of the guest.", METRIC_BYTES,
+          offsetof(MetricsGuest, estimate_bytes) },
+        { "rightsize_guest_estimate_lower_bytes", "Lower bound of the working-set estimate.", METRIC_BYTES,
+          offsetof(MetricsGuest, estimate_lower_bytes) },
+        { "rightsize_guest_estimate_upper_bytes", "Upper bound of the working-set estimate.", METRIC_BYTES,
+          offsetof(MetricsGuest, estimate_upper_bytes) },
+        { "rightsize_guest_target_bytes", "Memory size rightsize is steering the guest to.", METRIC_BYTES,
+          offsetof(MetricsGuest, target_bytes) },
+        { "rightsize_guest_actual_bytes", "Memory size the guest has now, as the balloon or virtio-mem reports it.",
+          METRIC_BYTES, offsetof(MetricsGuest, actual_bytes) },
+        { "rightsize_guest_host_rss_bytes", "Resident memory of the guest's QEMU process on the host.", METRIC_BYTES,
+          offsetof(MetricsGuest, host_rss_bytes) },
+        { "rightsize_guest_refault_rate", "Page refaults per second in the guest.", METRIC_RATE,
+          offsetof(MetricsGuest, refault_rate) },
+        { "rightsize_guest_major_fault_rate", "Major page faults per second in the guest.", METRIC_RATE,
+          offsetof(MetricsGuest, major_fault_rate) },
+};
+
+/* Length of the valid UTF-8 sequence at s, or 0 (overlongs, surrogates and > U+10FFFF included). */
+static size_t utf8_valid_length(const unsigned char *s) {
+        if (s[0] < 0x80)
+                return 1;
+        if (s[0] >= 0xc2 && s[0] <= 0xdf)
+                return (s[1] & 0xc0) == 0x80 ? 2 : 0;
+        if (s[0] >= 0xe0 && s[0] <= 0xef) {
+                if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80)
+                        return 0;
+                if (s[0] == 0xe0 && s[1] < 0xa0)
+                        return 0; /* overlong */
+                if (s[0] == 0xed && s[1] >= 0xa0)
+                        return 0; /* surrogate */
+                return 3;
+        }
+        if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+                if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80)
+                        return 0;
+                if (s[0] == 0xf0 && s[1] < 0x90)
+                        return 0;
+                if (s[0] == 0xf4 && s[1] >= 0x90)
+                        return 0;
+                return 4;
+        }
+        return 0;
+}
+
+void metrics_write_label_value(FILE *f, const char *s) {
+        const unsigned char *p = (const unsigned char *) (s ?: "");
+
+        while (*p) {
+                size_t n;
+
+                switch (*p) {
+                case '\\':
+                        fputs("\\\\", f);
+                        p++;
+                        continue;
+                case '"':
+                        fputs("\\\"", f);
+                        p++;
+                        continue;
+                case '\n':
+                        fputs("\\n", f);
+                        p++;
+                        continue;
+                }
+                /* A single invalid byte makes node_exporter reject the whole file. */
+                n = utf8_valid_length(p);
+                if (n == 0) {
+                        fputs("\xef\xbf\xbd", f);
+                        p++;
+                        continue;
+                }
+                fwrite(p, 1, n, f);
+                p += n;
+        }
+}
+
+/* Shortest decimal that reads back as the same double. */
+static void write_double(FILE *f, double v) {
+        char buf[32];
+
+        if (isnan(v)) {
+                fputs("NaN", f);
+                return;
+        }
+        if (isinf(v)) {
+                fputs(v > 0 ? "+Inf" : "-Inf", f);
+                return;
+        }
+        for (int precision = 1; precision <= 17; precision++) {
+                snprintf(buf, sizeof(buf), "%.*g", precision, v);
+                if (strtod(buf, NULL) == v)
+                        break;
+        }
+        fputs(buf, f);
+}
+
+static void write_header(FILE *f, const char *name, const char *help, const char *unit) {
+        fprintf(f, "# TYPE %s gauge\n", name);
+        if (unit)
+                fprintf(f, "# UNIT %s %s\n", name, unit);
+        fprintf(f, "# HELP %s %s\n", name, help);
+}
+
+static void write_guest_label(FILE *f, const char *name, const MetricsGuest *g) {
+        fprintf(f, "%s{guest=\"", name);
+        metrics_write_label_value(f, g->name);
+        fputc('"', f);
+}
+
+int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const MetricsHost *host) {
+        if (!f || (!guests && n_guests > 0) || !host)
+                return -EINVAL;
+
+        for (size_t m = 0; m < ARRAY_SIZE(guest_metrics); m++) {
+                const GuestMetric *gm = &guest_metrics[m];
+
+                write_header(f, gm->name, gm->help, gm->kind == METRIC_BYTES ? "bytes" : NULL);
+                for (size_t i = 0; i < n_guests; i++) {
+                        const void *field = (const char *) &guests[i] + gm->offset;
+
+                        if (gm->kind == METRIC_BYTES) {
+                                uint64_t v = *(const uint64_t *) field;
+                                if (v == METRICS_UNKNOWN)
+                                        continue;
+                                write_guest_label(f, gm->name, &guests[i]);
+                                fprintf(f, "} %llu\n", (unsigned long long) v);
+                        } else {
+                                double v = *(const double *) field;
+                                if (isnan(v))
+                                        continue;
+                                write_guest_label(f, gm->name, &guests[i]);
+                                fputs("} ", f);
+                                write_double(f, v);
+                                fputc('\n', f);
+                        }
+                }
+        }
+
+        write_header(f, "rightsize_guest_state", "Current state of the guest's estimator (1 for the state it is in).",
+                     NULL);
+        for (size_t i = 0; i < n_guests; i++) {
+                if (!guests[i].state)
+                        continue;
+                write_guest_label(f, "rightsize_guest_state", &guests[i]);
+                fputs(",state=\"", f);
+                metrics_write_label_value(f, guests[i].state);
+                fputs("\"} 1\n", f);
+        }
+
+        write_header(f, "rightsize_host_reclaimed_bytes",
+                     "Memory the host got back from its guests (configured minus resident).", "bytes");
+        fprintf(f, "rightsize_host_reclaimed_bytes %llu\n", (unsigned long long) host->reclaimed_bytes);
+        write_header(f, "rightsize_guests_managed", "Guests rightsize is managing.", NULL);
+        fprintf(f, "rightsize_guests_managed %u\n", host->guests_managed);
+
+        fputs("# EOF\n", f);
+        fflush(f);
+        return ferror(f) ? -EIO : 0;
+}
+
+int metrics_write_file(const char *path, const MetricsGuest *guests, size_t n_guests, const MetricsHost *host) {
+        _cleanup_(freep) char *text = NULL;
+        size_t size = 0;
+        FILE *f;
+        int r;
+
+        if (!path)
+                return -EINVAL;
+
+        f = open_memstream(&text, &size);
+        if (!f)
+                return -ENOMEM;
+        r = metrics_format(f, guests, n_guests, host);
+        if (fclose(f) != 0 && r >= 0)
+                r = -ENOMEM;
+        if (r < 0)
+                return r;
+
+        /* No fsync: after a crash a stale or missing metrics file is harmless. */
+        return write_file_atomic(path, text, size, 0644, 0);
+}

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The service manager's side channel: READY/RELOADING/STOPPING, the STATUS= line that
+ * `systemctl status rightsized` shows, and the watchdog keep-alive. Outside systemd ($NOTIFY_SOCKET
+ * unset) every call is a harmless no-op. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+/* "Managing 3 guests, 1536 MiB reclaimed". Returns the length snprintf() would have written. */
+int notify_format_status(char *buf, size_t len, unsigned n_guests, uint64_t reclaimed_bytes);
+
+/* Each returns what sd_notify() returns: > 0 sent, 0 not running under systemd, < 0 error. */
+int notify_ready(unsigned n_guests, uint64_t reclaimed_bytes);
+int notify_status(unsigned n_guests, uint64_t reclaimed_bytes);
+int notify_reloading(void);  /* for Type=notify-reload semantics; end the reload with notify_ready() */
+int notify_stopping(void);
+
+/* If the service manager asked for a watchdog (WatchdogSec=, seen as $WATCHDOG_USEC for our pid),
+ * adds a timer to `event` that sends WATCHDOG=1 every half interval; the timer lives as long as
+ * the event loop, or until *ret_source is unref'd. Returns 1 with the ping interval in
+ * *ret_interval_usec (if given), 0 when no watchdog is wanted, or -errno. Because the ping runs
+ * on the loop, a loop that hangs stops it, and systemd restarts us. */
+int notify_watchdog_setup(sd_event *event, sd_event_source **ret_source, uint64_t *ret_interval_usec);

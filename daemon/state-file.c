@@ -1,0 +1,418 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The file is written by us, but it sits on disk across crashes, upgrades and an admin's editor,
+ * so loading treats it as untrusted: every field is checked for presence, type and range. */
+
+#include "daemon/state-file.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/macro.h"
+#include "daemon/fileio.h"
+#include "daemon/log.h"
+
+#define STATE_FORMAT_NAME "rightsize-guest-state"
+#define STATE_JSON_DEPTH_MAX 4
+/* Longest escaped file name we create; leaves room for ".json" and the temp-file decoration. */
+#define STATE_FILE_NAME_MAX 200
+
+static void json_putp(json_object **o) {
+        if (*o)
+                json_object_put(*o);
+}
+
+static bool valid_key(const char *key) {
+        size_t n = key ? strlen(key) : 0;
+
+        if (n == 0 || n >= STATE_KEY_MAX)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!((key[i] >= 'a' && key[i] <= 'z') || (key[i] >= '0' && key[i] <= '9') || key[i] == '_'))
+                        return false;
+        return true;
+}
+
+static bool valid_uuid(const char *s) {
+        if (strlen(s) != STATE_UUID_LEN)
+                return false;
+        for (size_t i = 0; i < STATE_UUID_LEN; i++) {
+                bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+                char c = s[i];
+                if (dash ? c != '-' : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
+                        return false;
+        }
+        return true;
+}
+
+static bool valid_state_text(const char *s) {
+        size_t n = strlen(s);
+
+        if (n >= STATE_TEXT_MAX)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if ((unsigned char) s[i] < 0x20 || s[i] == 0x7f)
+                        return false;
+        return true;
+}
+
+int guest_state_init(GuestStateRecord *r, const char *name, const char *uuid) {
+        if (!r || !name || !name[0])
+                return -EINVAL;
+        if (strlen(name) > STATE_NAME_MAX)
+                return -ENAMETOOLONG;
+        if (uuid && uuid[0] && !valid_uuid(uuid))
+                return -EINVAL;
+
+        memset(r, 0, sizeof(*r));
+        strcpy(r->name, name);
+        if (uuid)
+                strcpy(r->uuid, uuid);
+        return 0;
+}
+
+static StateField *field_slot(GuestStateRecord *r, const char *key) {
+        for (size_t i = 0; i < r->n_fields; i++)
+                if (strcmp(r->fields[i].key, key) == 0)
+                        return &r->fields[i];
+        if (r->n_fields >= STATE_FIELDS_MAX)
+                return NULL;
+        StateField *f = &r->fields[r->n_fields++];
+        memset(f, 0, sizeof(*f));
+        strcpy(f->key, key);
+        return f;
+}
+
+int guest_state_set_int(GuestStateRecord *r, const char *key, int64_t value) {
+        StateField *f;
+
+        if (!r || !valid_key(key))
+                return -EINVAL;
+        f = field_slot(r, key);
+        if (!f)
+                return -E2BIG;
+        f->type = STATE_VALUE_INT;
+        f->i = value;
+        return 0;
+}
+
+int guest_state_set_double(GuestStateRecord *r, const char *key, double value) {
+        StateField *f;
+
+        if (!r || !valid_key(key) || !isfinite(value))
+                return -EINVAL;
+        f = field_slot(r, key);
+        if (!f)
+                return -E2BIG;
+        f->type = STATE_VALUE_DOUBLE;
+        f->d = value;
+        return 0;
+}
+
+static const StateField *field_find(const GuestStateRecord *r, const char *key) {
+        for (size_t i = 0; r && key && i < r->n_fields; i++)
+                if (strcmp(r->fields[i].key, key) == 0)
+                        return &r->fields[i];
+        return NULL;
+}
+
+int guest_state_get_int(const GuestStateRecord *r, const char *key, int64_t *ret) {
+        const StateField *f = field_find(r, key);
+
+        if (!f)
+                return -ENOENT;
+        if (f->type != STATE_VALUE_INT)
+                return -EINVAL;
+        *ret = f->i;
+        return 0;
+}
+
+int guest_state_get_double(const GuestStateRecord *r, const char *key, double *ret) {
+        const StateField *f = field_find(r, key);
+
+        if (!f)
+                return -ENOENT;
+        *ret = f->type == STATE_VALUE_INT ? (double) f->i : f->d;
+        return 0;
+}
+
+/* ---- JSON ---- */
+
+static int add(json_object *obj, const char *key, json_object *value) {
+        if (!value)
+                return -ENOMEM;
+        if (json_object_object_add(obj, key, value) < 0) {
+                json_object_put(value);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+int guest_state_to_json(const GuestStateRecord *r, char **ret) {
+        _cleanup_(json_putp) json_object *doc = NULL;
+        json_object *snapshot;
+        const char *text;
+        int e = 0;
+
+        if (!r || !ret || !r->name[0] || r->n_fields > STATE_FIELDS_MAX)
+                return -EINVAL;
+        if (r->saved_at_usec > INT64_MAX || r->target_bytes > INT64_MAX)
+                return -ERANGE;
+
+        doc = json_object_new_object();
+        snapshot = json_object_new_object();
+        if (!doc || !snapshot) {
+                if (snapshot)
+                        json_object_put(snapshot);
+                return -ENOMEM;
+        }
+
+        e |= add(doc, "format", json_object_new_string(STATE_FORMAT_NAME));
+        e |= add(doc, "version", json_object_new_int(STATE_FILE_VERSION));
+        e |= add(doc, "name", json_object_new_string(r->name));
+        e |= add(doc, "uuid", json_object_new_string(r->uuid));
+        e |= add(doc, "state", json_object_new_string(r->state));
+        e |= add(doc, "saved_at_usec", json_object_new_int64((int64_t) r->saved_at_usec));
+        e |= add(doc, "target_bytes", json_object_new_int64((int64_t) r->target_bytes));
+        for (size_t i = 0; i < r->n_fields; i++) {
+                const StateField *f = &r->fields[i];
+                if (!valid_key(f->key) || (f->type == STATE_VALUE_DOUBLE && !isfinite(f->d))) {
+                        json_object_put(snapshot);
+                        return -EINVAL;
+                }
+                e |= add(snapshot, f->key,
+                         f->type == STATE_VALUE_INT ? json_object_new_int64(f->i) : json_object_new_double(f->d));
+        }
+        e |= add(doc, "snapshot", snapshot);
+        if (e != 0)
+                return -ENOMEM;
+
+        text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+        if (!text)
+                return -ENOMEM;
+        if (asprintf(ret, "%s\n", text) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+/* A required string member no longer than max-1 bytes, without NUL bytes inside. */
+static int get_string(json_object *doc, const char *key, size_t max, const char **ret) {
+        json_object *o;
+
+        if (!json_object_object_get_ex(doc, key, &o) || !json_object_is_type(o, json_type_string))
+                return -EBADMSG;
+        if ((size_t) json_object_get_string_len(o) >= max ||
+            strlen(json_object_get_string(o)) != (size_t) json_object_get_string_len(o))
+                return -EBADMSG;
+        *ret = json_object_get_string(o);
+        return 0;
+}
+
+/* An integer that fits int64 exactly: json-c saturates larger ones, which must not pass. */
+static int get_int64(json_object *o, int64_t *ret) {
+        int64_t v;
+
+        if (!json_object_is_type(o, json_type_int))
+                return -EBADMSG;
+        v = json_object_get_int64(o);
+        if (v == INT64_MAX && json_object_get_uint64(o) != (uint64_t) INT64_MAX)
+                return -EBADMSG;
+        *ret = v;
+        return 0;
+}
+
+static int get_uint_member(json_object *doc, const char *key, uint64_t *ret) {
+        json_object *o;
+        int64_t v;
+
+        if (!json_object_object_get_ex(doc, key, &o) || get_int64(o, &v) < 0 || v < 0)
+                return -EBADMSG;
+        *ret = (uint64_t) v;
+        return 0;
+}
+
+#define REJECT(code, why)                   \
+        do {                                \
+                if (ret_reason)             \
+                        *ret_reason = (why); \
+                return (code);              \
+        } while (0)
+
+int guest_state_from_json(const char *text, size_t size, GuestStateRecord *ret, const char **ret_reason) {
+        _cleanup_(json_putp) json_object *doc = NULL;
+        json_tokener *tok;
+        json_object *o, *snapshot;
+        GuestStateRecord r = {};
+        const char *s;
+        int64_t version;
+
+        if (!text || !ret)
+                return -EINVAL;
+        if (size > STATE_FILE_SIZE_MAX)
+                REJECT(-EBADMSG, "file is too large");
+        if (size > 0 && memchr(text, '\0', size))
+                REJECT(-EBADMSG, "file contains NUL bytes");
+
+        tok = json_tokener_new_ex(STATE_JSON_DEPTH_MAX);
+        if (!tok)
+                return -ENOMEM;
+        doc = json_tokener_parse_ex(tok, text, (int) size);
+        enum json_tokener_error jerr = json_tokener_get_error(tok);
+        size_t end = json_tokener_get_parse_end(tok);
+        json_tokener_free(tok);
+        if (!doc || jerr != json_tokener_success)
+                REJECT(-EBADMSG, jerr == json_tokener_continue ? "file is truncated" : "file is not valid JSON");
+        for (; end < size; end++)
+                if (!strchr(" \t\r\n", text[end]))
+                        REJECT(-EBADMSG, "trailing garbage after the JSON document");
+        if (!json_object_is_type(doc, json_type_object))
+                REJECT(-EBADMSG, "top level is not a JSON object");
+
+        if (get_string(doc, "format", 64, &s) < 0 || strcmp(s, STATE_FORMAT_NAME) != 0)
+                REJECT(-EBADMSG, "not a rightsize guest state file");
+        if (!json_object_object_get_ex(doc, "version", &o) || get_int64(o, &version) < 0)
+                REJECT(-EBADMSG, "version is missing or not an integer");
+        if (version > STATE_FILE_VERSION)
+                REJECT(-EPROTONOSUPPORT, "written by a newer rightsized (unknown version)");
+        if (version < STATE_FILE_VERSION)
+                /* Version 1 is the first; an older known version would be migrated here. */
+                REJECT(-EPROTONOSUPPORT, "version is older than any this rightsized can read");
+
+        if (get_string(doc, "name", STATE_NAME_MAX + 1, &s) < 0 || !s[0])
+                REJECT(-EBADMSG, "name is missing, empty, too long or not a string");
+        strcpy(r.name, s);
+        if (get_string(doc, "uuid", STATE_UUID_LEN + 1, &s) < 0 || (s[0] && !valid_uuid(s)))
+                REJECT(-EBADMSG, "uuid is missing or malformed");
+        strcpy(r.uuid, s);
+        if (get_string(doc, "state", STATE_TEXT_MAX, &s) < 0 || !valid_state_text(s))
+                REJECT(-EBADMSG, "state is missing, too long or not a string");
+        strcpy(r.state, s);
+        if (get_uint_member(doc, "saved_at_usec", &r.saved_at_usec) < 0)
+                REJECT(-EBADMSG, "saved_at_usec is missing, negative or not an integer");
+        if (get_uint_member(doc, "target_bytes", &r.target_bytes) < 0)
+                REJECT(-EBADMSG, "target_bytes is missing, negative or not an integer");
+
+        if (!json_object_object_get_ex(doc, "snapshot", &snapshot) || !json_object_is_type(snapshot, json_type_object))
+                REJECT(-EBADMSG, "snapshot is missing or not an object");
+        if (json_object_object_length(snapshot) > STATE_FIELDS_MAX)
+                REJECT(-EBADMSG, "snapshot has too many fields");
+        json_object_object_foreach(snapshot, key, value) {
+                int r_set;
+
+                if (!valid_key(key))
+                        REJECT(-EBADMSG, "snapshot has a malformed field name");
+                if (json_object_is_type(value, json_type_int)) {
+                        int64_t v;
+                        if (get_int64(value, &v) < 0)
+                                REJECT(-EBADMSG, "snapshot field out of range");
+                        r_set = guest_state_set_int(&r, key, v);
+                } else if (json_object_is_type(value, json_type_double)) {
+                        r_set = guest_state_set_double(&r, key, json_object_get_double(value));
+                } else
+                        REJECT(-EBADMSG, "snapshot field is not a number");
+                if (r_set < 0)
+                        REJECT(-EBADMSG, "snapshot field is not a finite number");
+        }
+
+        *ret = r;
+        return 0;
+}
+
+/* ---- files ---- */
+
+int state_file_path(const char *dir, const char *name, char **ret) {
+        _cleanup_(freep) char *escaped = NULL;
+        size_t n = 0;
+
+        if (!dir || !name || !name[0] || !ret)
+                return -EINVAL;
+        if (strlen(name) > STATE_NAME_MAX)
+                return -ENAMETOOLONG;
+
+        escaped = malloc(strlen(name) * 3 + 1);
+        if (!escaped)
+                return -ENOMEM;
+        for (const unsigned char *p = (const unsigned char *) name; *p; p++) {
+                bool plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                             *p == '_' || *p == '-' || (*p == '.' && p != (const unsigned char *) name);
+                if (plain)
+                        escaped[n++] = (char) *p;
+                else
+                        n += (size_t) sprintf(escaped + n, "%%%02X", *p);
+        }
+        escaped[n] = '\0';
+        if (n > STATE_FILE_NAME_MAX)
+                return -ENAMETOOLONG;
+
+        if (asprintf(ret, "%s/%s.json", dir, escaped) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+int state_file_save(const char *dir, const GuestStateRecord *r) {
+        _cleanup_(freep) char *path = NULL, *text = NULL;
+        int ret;
+
+        if (!r)
+                return -EINVAL;
+        ret = state_file_path(dir, r->name, &path);
+        if (ret < 0)
+                return ret;
+        ret = guest_state_to_json(r, &text);
+        if (ret < 0)
+                return ret;
+        return write_file_atomic(path, text, strlen(text), 0600, WRITE_FILE_SYNC);
+}
+
+int state_file_load(const char *dir, const char *name, GuestStateRecord *ret) {
+        _cleanup_(freep) char *path = NULL, *text = NULL;
+        const char *reason = NULL;
+        GuestStateRecord r;
+        size_t size;
+        int k;
+
+        if (!ret)
+                return -EINVAL;
+        k = state_file_path(dir, name, &path);
+        if (k < 0)
+                return k;
+
+        k = read_file_capped(path, STATE_FILE_SIZE_MAX, &text, &size);
+        if (k == -ENOENT)
+                return k;
+        if (k == -EFBIG)
+                return log_guest_warning_errno(name, NULL, k, "Discarding state file %s: larger than %d bytes",
+                                               path, STATE_FILE_SIZE_MAX);
+        if (k == -EINVAL)
+                return log_guest_warning_errno(name, NULL, -EBADMSG, "Discarding state file %s: not a regular file",
+                                               path);
+        if (k < 0)
+                return log_guest_warning_errno(name, NULL, k, "Cannot read state file %s: %m", path);
+
+        k = guest_state_from_json(text, size, &r, &reason);
+        if (k == -ENOMEM)
+                return log_oom();
+        if (k < 0)
+                return log_guest_warning_errno(name, NULL, k, "Discarding state file %s: %s", path, reason);
+        if (strcmp(r.name, name) != 0)
+                return log_guest_warning_errno(name, NULL, -EBADMSG,
+                                               "Discarding state file %s: it belongs to another guest", path);
+
+        *ret = r;
+        return 0;
+}
+
+int state_file_remove(const char *dir, const char *name) {
+        _cleanup_(freep) char *path = NULL;
+        int r = state_file_path(dir, name, &path);
+
+        if (r < 0)
+                return r;
+        if (unlink(path) < 0 && errno != ENOENT)
+                return -errno;
+        return 0;
+}

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Turns a guest's target size into device requests for one interval.
+ *
+ * Guest memory = boot memory + plugged DIMMs + plugged virtio-mem - balloon. The balloon
+ * target QEMU takes is the guest's total usable size, so "balloon target = X" means
+ * "leave the guest X bytes", whatever is plugged.
+ *
+ * Rules:
+ *   - the change per interval is capped by policy (% of current size, and bytes), except
+ *     for urgent growth (backoff, grow, emergency), which is never slowed down;
+ *   - a change smaller than the dead-band is skipped (unless urgent);
+ *   - virtio-mem sizes are multiples of its block size, and virtio-mem is never unplugged
+ *     below estimate + margin: it has no deflate-on-oom safety net (guest-lab.md), so
+ *     probing below that is the balloon's job;
+ *   - with actuator=both, virtio-mem makes the coarse move (plugged rounded up to blocks)
+ *     and the balloon trims to the exact size;
+ *   - DIMMs are only hot-plugged to grow past what boot memory and virtio-mem can give,
+ *     and only when the policy allows it. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "policies/policy.h"
+
+typedef struct RsActuationInput {
+        uint64_t current;          /* the guest's usable memory now (balloon actual) */
+        uint64_t target;           /* where the decision core (after arbitration) wants it */
+        bool urgent;               /* RsDecision.urgent */
+        uint64_t estimate;         /* RS_UNKNOWN allowed */
+        double margin_percent;     /* for the virtio-mem lower limit */
+        uint64_t boot_bytes;       /* memory the guest booted with (without hotplug) */
+        uint64_t dimm_bytes;       /* DIMM memory already plugged */
+        uint64_t dimm_slot_bytes;  /* size of one DIMM to add (0: no DIMM hotplug possible) */
+        unsigned dimm_slots_free;
+        uint64_t vmem_plugged;     /* virtio-mem requested size now (0 if absent) */
+        uint64_t vmem_max;         /* virtio-mem device maximum (0: no virtio-mem) */
+        uint64_t vmem_block;       /* virtio-mem block size (0: no virtio-mem) */
+} RsActuationInput;
+
+typedef struct RsActuationPlan {
+        bool skip;                 /* nothing to do this interval (dead-band or no change) */
+        bool capped;               /* the per-interval cap shortened the move */
+        uint64_t size;             /* the guest size this interval's plan reaches */
+        bool set_balloon;
+        uint64_t balloon_target;   /* bytes to leave the guest (QMP "balloon") */
+        bool set_vmem;
+        uint64_t vmem_requested;   /* virtio-mem requested-size, block-aligned */
+        unsigned dimms_to_add;     /* DIMMs of dimm_slot_bytes to hot-plug first */
+        char reason[160];
+} RsActuationPlan;
+
+/* 0, or -EINVAL for inconsistent input. */
+int rs_actuation_plan(const RsPolicy *policy, const RsActuationInput *in, RsActuationPlan *ret);

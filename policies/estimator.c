@@ -1,0 +1,668 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "policies/estimator.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common/macro.h"
+
+/* Samples of baseline before the first probe: three 10 s intervals see a few passes of a
+ * typical working set without delaying the first step much. */
+#define LEARN_SAMPLES 3
+/* After refaults, go back and probe the gap again with small steps at most this often. */
+#define REFINE_MAX 3
+/* A working set that grew is chased with steps of at least this (% of size). */
+#define GROW_MIN_PERCENT 10.0
+/* More memory must cut the useful refault rate by this share to count as helping;
+ * otherwise the refaults are a stream (Piggin's case) and become the new baseline. */
+#define GROW_MUST_IMPROVE 0.3
+/* Growth this small is no test of whether memory helps. */
+#define GROW_TRIAL_MIN_PERCENT 3.0
+/* The probe step shrinks from max to min as the headroom (available memory) falls below
+ * this share of the guest, or as the size nears a size known to refault. */
+#define HEADROOM_SPAN 0.30
+#define NEAR_SPAN 0.25
+
+struct RsGuest {
+        RsPolicy policy;
+        uint64_t guest_max, max, floor;
+
+        RsRateTracker tracker;
+        RsBaseline baseline;
+        RsObservation obs;
+        bool have_obs;
+
+        RsEstimate est;
+        RsState state;
+        uint64_t state_since;
+        uint64_t hold_until;
+        uint64_t target;
+        uint64_t size;       /* guest size during the last interval */
+        bool urgent;
+
+        unsigned confirm;    /* consecutive refaulting samples */
+        unsigned learned;
+        unsigned refines;
+        bool refine;         /* the running BACKOFF returns to probing, not to HOLD */
+
+        uint64_t grow_from_size;
+        double grow_from_useful;
+
+        char reason[RS_REASON_MAX];
+};
+
+static const char *const state_names[_RS_STATE_MAX] = {
+        [RS_STATE_LEARN] = "learn",     [RS_STATE_PROBE] = "probe", [RS_STATE_BACKOFF] = "backoff",
+        [RS_STATE_HOLD] = "hold",       [RS_STATE_GROW] = "grow",   [RS_STATE_EMERGENCY] = "emergency",
+        [RS_STATE_OBSERVE] = "observe",
+};
+
+const char *rs_state_to_string(RsState s) {
+        return s >= 0 && s < _RS_STATE_MAX ? state_names[s] : NULL;
+}
+
+_printf_(2, 3) static void set_reason(RsGuest *g, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(g->reason, sizeof(g->reason), fmt, ap);
+        va_end(ap);
+}
+
+static double mib(uint64_t b) {
+        return rs_known(b) ? (double) b / MIB : -1.0;
+}
+
+static void set_state(RsGuest *g, RsState s, uint64_t now) {
+        if (g->state != s)
+                g->state_since = now;
+        g->state = s;
+        g->confirm = 0;
+}
+
+static void recompute_limits(RsGuest *g) {
+        g->max = rs_policy_max(&g->policy, g->guest_max);
+        g->floor = MIN(rs_policy_floor(&g->policy, g->guest_max), g->max);
+}
+
+static uint64_t clamp_target(const RsGuest *g, uint64_t t) {
+        return CLAMP(t, g->floor, g->max);
+}
+
+/* The margin grows as the signals get fewer: with balloon stats alone file thrashing is
+ * seen late, and with no guest stats only pushback is seen at all. */
+static double margin_fraction(const RsGuest *g) {
+        static const double tier_factor[_RS_TIER_MAX] = {
+                [RS_TIER_HOST] = 2.0,
+                [RS_TIER_BALLOON] = 1.5,
+                [RS_TIER_AGENT] = 1.0,
+        };
+        return g->policy.margin_percent / 100.0 * tier_factor[g->est.tier];
+}
+
+static uint64_t with_margin(const RsGuest *g, uint64_t size) {
+        return clamp_target(g, size + (uint64_t) ((double) size * margin_fraction(g)));
+}
+
+static uint64_t resolution(const RsGuest *g, uint64_t size) {
+        return MAX(MIB, (uint64_t) ((double) size * g->policy.probe_step_min_percent / 100.0));
+}
+
+static void update_confidence(RsGuest *g) {
+        static const double tier_confidence[_RS_TIER_MAX] = {
+                [RS_TIER_HOST] = 0.2,
+                [RS_TIER_BALLOON] = 0.6,
+                [RS_TIER_AGENT] = 0.8,
+        };
+        double c = tier_confidence[g->est.tier];
+        if (g->est.tier == RS_TIER_AGENT && g->have_obs && g->obs.has_activate)
+                c = 0.9;
+        if (!rs_known(g->est.estimate))
+                c *= 0.3;
+        else if (rs_known(g->est.lower) && rs_known(g->est.upper) && g->est.upper > g->est.lower) {
+                double gap = (double) (g->est.upper - g->est.lower) / (double) g->est.upper;
+                c *= 1.0 - MIN(0.5, gap * 5.0);
+        }
+        g->est.confidence = c;
+}
+
+static void start_cycle(RsGuest *g) {
+        g->est.lower = RS_UNKNOWN;
+        g->est.upper = RS_UNKNOWN;
+        g->est.scan_onset = RS_UNKNOWN;
+        g->refines = 0;
+        g->refine = false;
+}
+
+static void enter_learn(RsGuest *g, uint64_t now) {
+        set_state(g, RS_STATE_LEARN, now);
+        g->learned = 0;
+        rs_baseline_reset(&g->baseline);
+        g->target = clamp_target(g, g->size);
+        g->urgent = false;
+}
+
+static void enter_hold(RsGuest *g, uint64_t now) {
+        set_state(g, RS_STATE_HOLD, now);
+        g->hold_until = now + g->policy.hold_usec;
+        g->urgent = false;
+}
+
+static uint64_t hold_target(const RsGuest *g) {
+        if (!rs_known(g->est.estimate))
+                return clamp_target(g, g->size);
+        /* Clean at the floor and never seen to refault: the working set fits under the
+         * floor, and the floor is all it gets. */
+        if (!rs_known(g->est.lower) && g->est.estimate <= g->floor)
+                return g->floor;
+        return with_margin(g, g->est.estimate);
+}
+
+static void enter_emergency(RsGuest *g, const RsObservation *o, uint64_t now) {
+        if (g->size < g->max) {
+                g->est.lower = rs_known(g->est.lower) ? MAX(g->est.lower, g->size) : g->size;
+                if (rs_known(g->est.upper) && g->est.upper <= g->est.lower)
+                        g->est.upper = RS_UNKNOWN; /* clean there once, not any more: it grew */
+                if (rs_known(g->est.estimate) && g->est.estimate <= g->size)
+                        g->est.estimate = RS_UNKNOWN; /* proven too small */
+        }
+        set_state(g, RS_STATE_EMERGENCY, now);
+        g->target = g->max;
+        g->urgent = true;
+        set_reason(g, "emergency: %s at %.0f MiB; deflating to max %.0f MiB", o->why, mib(g->size), mib(g->max));
+}
+
+/* Probing found where refaults start: the working set is the smallest clean size. */
+static void finish_cycle(RsGuest *g, uint64_t now) {
+        g->est.estimate = g->est.upper;
+        g->target = hold_target(g);
+        g->refine = false;
+        set_state(g, RS_STATE_BACKOFF, now);
+        g->urgent = g->target > g->size;
+        if (rs_known(g->est.lower))
+                set_reason(g, "working set %.0f MiB (refaults at %.0f, clean at %.0f): holding at %.0f MiB",
+                           mib(g->est.estimate), mib(g->est.lower), mib(g->est.upper), mib(g->target));
+        else
+                set_reason(g, "runs clean at the floor (%.0f MiB): holding there", mib(g->est.upper));
+}
+
+static void enter_grow(RsGuest *g, const RsObservation *o, uint64_t now) {
+        double pct = MAX(GROW_MIN_PERCENT, g->policy.probe_step_max_percent);
+        g->grow_from_size = g->size;
+        g->grow_from_useful = o->useful;
+        g->est.lower = rs_known(g->est.lower) ? MAX(g->est.lower, g->size) : g->size;
+        g->est.upper = RS_UNKNOWN;
+        set_state(g, RS_STATE_GROW, now);
+        g->target = clamp_target(g, g->size + (uint64_t) ((double) g->size * pct / 100.0));
+        g->urgent = true;
+        set_reason(g, "working set grew (%s at %.0f MiB): growing to %.0f MiB", o->why, mib(g->size), mib(g->target));
+}
+
+static void refault_onset(RsGuest *g, const RsObservation *o, uint64_t now) {
+        g->est.lower = rs_known(g->est.lower) ? MAX(g->est.lower, g->size) : g->size;
+
+        if (!rs_known(g->est.upper) || g->est.upper <= g->est.lower) {
+                /* Nothing smaller ran clean this cycle: more is needed, not less. */
+                enter_grow(g, o, now);
+                return;
+        }
+        if (g->est.upper - g->est.lower > 2 * resolution(g, g->est.upper) && g->refines < REFINE_MAX) {
+                /* Too coarse: go back to the last clean size and close in with small steps. */
+                g->refines++;
+                g->refine = true;
+                set_state(g, RS_STATE_BACKOFF, now);
+                g->target = clamp_target(g, g->est.upper);
+                g->urgent = true;
+                set_reason(g, "refaults at %.0f MiB (%s): back to clean %.0f MiB to refine", mib(g->size), o->why,
+                           mib(g->target));
+                return;
+        }
+        finish_cycle(g, now);
+}
+
+static uint64_t probe_step(const RsGuest *g, const RsObservation *o) {
+        double smin = g->policy.probe_step_min_percent / 100.0;
+        double smax = g->policy.probe_step_max_percent / 100.0;
+        double size = (double) g->size;
+        double p = 0; /* 0: far from pressure, 1: right at it */
+
+        if (rs_known(o->available))
+                p = MAX(p, 1.0 - CLAMP((double) o->available / (HEADROOM_SPAN * size), 0.0, 1.0));
+        if (rs_known(g->est.lower) && g->size > g->est.lower)
+                p = MAX(p, 1.0 - CLAMP((size - (double) g->est.lower) / (NEAR_SPAN * size), 0.0, 1.0));
+        if (rs_known(g->est.estimate)) {
+                /* Close to the last estimate on either side: that is where refaults were. */
+                double d = fabs(size - (double) g->est.estimate);
+                p = MAX(p, 1.0 - CLAMP(d / (NEAR_SPAN * size), 0.0, 1.0));
+        }
+        if (o->scanning)
+                p = MAX(p, 0.5);
+        if (o->threshold > 0)
+                p = MAX(p, CLAMP(o->useful / o->threshold, 0.0, 1.0));
+
+        /* senpai's curve: the step falls with the square of the closeness. */
+        double frac = smin + (smax - smin) * (1.0 - p) * (1.0 - p);
+        double step = size * frac;
+        if (rs_known(o->available))
+                step = MIN(step, MAX(size * smin, (double) o->available / 2));
+        return MAX((uint64_t) step, MIB);
+}
+
+static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
+        const RsSensitivityParams *sp = rs_sensitivity_params(g->policy.refault_sensitivity);
+
+        switch (o->verdict) {
+        case RS_VERDICT_STORM:
+                enter_emergency(g, o, now);
+                return;
+        case RS_VERDICT_UNKNOWN:
+                g->target = clamp_target(g, g->size);
+                set_reason(g, "probing: waiting for rates at %.0f MiB", mib(g->size));
+                return;
+        case RS_VERDICT_REFAULT:
+                if (++g->confirm >= sp->confirm) {
+                        refault_onset(g, o, now);
+                        return;
+                }
+                g->target = clamp_target(g, g->size);
+                set_reason(g, "%s at %.0f MiB (%u/%u): holding to confirm", o->why, mib(g->size), g->confirm, sp->confirm);
+                return;
+        case RS_VERDICT_SCAN:
+                if (!rs_known(g->est.scan_onset) || g->size > g->est.scan_onset)
+                        if (!rs_known(g->est.upper) || g->size >= g->est.upper)
+                                g->est.scan_onset = g->size;
+                __attribute__((fallthrough));
+        default:
+                break;
+        }
+
+        g->confirm = 0;
+        rs_baseline_track(&g->baseline, o);
+        g->est.upper = rs_known(g->est.upper) ? MIN(g->est.upper, g->size) : g->size;
+
+        if (g->size <= g->floor || (rs_known(g->est.lower) && g->est.upper <= g->est.lower + 2 * resolution(g, g->size))) {
+                finish_cycle(g, now);
+                return;
+        }
+
+        uint64_t step = probe_step(g, o);
+        uint64_t next = g->size > step ? g->size - step : 0;
+        if (rs_known(g->est.lower))
+                next = MAX(next, g->est.lower + resolution(g, g->size));
+        g->target = clamp_target(g, next);
+        g->urgent = false;
+        set_reason(g, "probing: clean at %.0f MiB, next %.0f MiB", mib(g->size), mib(g->target));
+}
+
+static void hold(RsGuest *g, const RsObservation *o, uint64_t now) {
+        const RsSensitivityParams *sp = rs_sensitivity_params(g->policy.refault_sensitivity);
+
+        switch (o->verdict) {
+        case RS_VERDICT_STORM:
+                enter_emergency(g, o, now);
+                return;
+        case RS_VERDICT_REFAULT:
+                if (++g->confirm >= sp->confirm) {
+                        enter_grow(g, o, now);
+                        return;
+                }
+                set_reason(g, "%s at held %.0f MiB (%u/%u)", o->why, mib(g->size), g->confirm, sp->confirm);
+                return;
+        case RS_VERDICT_UNKNOWN:
+                return;
+        default:
+                break;
+        }
+        g->confirm = 0;
+        rs_baseline_track(&g->baseline, o);
+
+        /* Growth without refaults yet (anonymous memory filling the margin, no swap):
+         * the headroom we granted is being eaten while reclaim runs. */
+        if (rs_known(o->available) && rs_known(g->est.estimate) && g->target > g->est.estimate && o->scanning &&
+            g->size >= g->target) {
+                uint64_t granted = g->target - g->est.estimate;
+                if (o->available < granted / 3) {
+                        RsObservation grow = *o;
+                        grow.why = "available memory eaten while reclaiming";
+                        enter_grow(g, &grow, now);
+                        return;
+                }
+        }
+
+        g->target = hold_target(g);
+        if (o->tier == RS_TIER_HOST) {
+                set_reason(g, "no guest memory stats: holding at %.0f MiB", mib(g->target));
+                return;
+        }
+        if (now >= g->hold_until && g->size <= g->target) {
+                set_state(g, RS_STATE_PROBE, now);
+                start_cycle(g);
+                probe(g, o, now);
+                return;
+        }
+        if (o->raw_refault > o->threshold && o->useful <= o->threshold && o->has_activate)
+                g->est.streaming = true;
+        set_reason(g, "holding at %.0f MiB (estimate %.0f MiB%s)", mib(g->target), mib(g->est.estimate),
+                   g->est.streaming ? ", streaming refaults ignored" : "");
+}
+
+static void grow(RsGuest *g, const RsObservation *o, uint64_t now) {
+        if (o->verdict == RS_VERDICT_STORM) {
+                enter_emergency(g, o, now);
+                return;
+        }
+        if (o->verdict == RS_VERDICT_REFAULT) {
+                bool measured = o->have_rates && o->useful > o->threshold;
+                bool grew = (double) g->size >= (double) g->grow_from_size * (1.0 + GROW_TRIAL_MIN_PERCENT / 100.0);
+                if (measured && grew && o->useful > (1.0 - GROW_MUST_IMPROVE) * g->grow_from_useful) {
+                        /* More memory bought nothing: these refaults are the guest's normal
+                         * (a stream). Make them the baseline and give the memory back. */
+                        rs_baseline_rebase(&g->baseline, o);
+                        g->est.streaming = true;
+                        g->est.lower = RS_UNKNOWN;
+                        g->target = clamp_target(g, g->grow_from_size);
+                        set_reason(g, "refaults did not fall with %.0f MiB more: streaming; re-baselined, back to %.0f MiB",
+                                   mib(g->size - g->grow_from_size), mib(g->target));
+                        g->urgent = false;
+                        enter_hold(g, now);
+                        return;
+                }
+                RsObservation again = *o;
+                enter_grow(g, &again, now);
+                /* keep the trial anchored where growth began when this step helped */
+                return;
+        }
+        if (o->verdict == RS_VERDICT_UNKNOWN)
+                return;
+
+        /* Clean again: the working set lies between where it refaulted and here. */
+        g->est.upper = g->size;
+        g->est.estimate = g->size;
+        set_state(g, RS_STATE_PROBE, now);
+        g->refines = 0;
+        probe(g, o, now);
+}
+
+static void emergency(RsGuest *g, const RsObservation *o, uint64_t now) {
+        if (o->verdict == RS_VERDICT_STORM || o->verdict == RS_VERDICT_REFAULT || o->verdict == RS_VERDICT_UNKNOWN ||
+            g->size < g->target) {
+                g->target = g->max;
+                g->urgent = true;
+                if (o->verdict != RS_VERDICT_UNKNOWN && g->size >= g->target)
+                        set_reason(g, "emergency: still %s at max %.0f MiB", o->why, mib(g->size));
+                return;
+        }
+        if (rs_known(g->est.upper) && rs_known(g->est.lower) && g->est.upper > g->est.lower) {
+                g->refine = true;
+                set_state(g, RS_STATE_BACKOFF, now);
+                g->target = clamp_target(g, g->est.upper);
+                g->urgent = false;
+                set_reason(g, "calm again: back to clean %.0f MiB", mib(g->target));
+                return;
+        }
+        set_state(g, RS_STATE_PROBE, now);
+        g->est.upper = RS_UNKNOWN;
+        probe(g, o, now);
+}
+
+static void backoff(RsGuest *g, const RsObservation *o, uint64_t now) {
+        if (o->verdict == RS_VERDICT_STORM) {
+                enter_emergency(g, o, now);
+                return;
+        }
+        if (o->verdict == RS_VERDICT_UNKNOWN || g->size + MAX(4 * MIB, g->size / 200) < g->target)
+                return; /* not there yet */
+        if (o->verdict == RS_VERDICT_REFAULT) {
+                /* It refaults where it ran clean before: it grew. */
+                enter_grow(g, o, now);
+                return;
+        }
+        if (g->refine) {
+                g->refine = false;
+                set_state(g, RS_STATE_PROBE, now);
+                probe(g, o, now);
+                return;
+        }
+        enter_hold(g, now);
+        set_reason(g, "holding at %.0f MiB (estimate %.0f MiB)", mib(g->target), mib(g->est.estimate));
+}
+
+static void learn(RsGuest *g, const RsObservation *o, uint64_t now) {
+        if (o->verdict == RS_VERDICT_STORM && g->baseline.known) {
+                enter_emergency(g, o, now);
+                return;
+        }
+        g->target = clamp_target(g, g->size);
+        if (o->have_rates) {
+                rs_baseline_learn(&g->baseline, o);
+                g->learned++;
+        }
+        set_reason(g, "learning the baseline at %.0f MiB (%u/%u)", mib(g->size), g->learned, LEARN_SAMPLES);
+        if (g->learned < LEARN_SAMPLES)
+                return;
+        if (o->tier == RS_TIER_HOST) {
+                enter_hold(g, now);
+                set_reason(g, "no guest memory stats: holding at %.0f MiB", mib(g->target));
+                return;
+        }
+        if (rs_known(g->est.estimate) && g->size > hold_target(g)) {
+                /* Learned before (a reboot): return to the known size, then probe later. */
+                g->target = hold_target(g);
+                g->urgent = false;
+                enter_hold(g, now);
+                return;
+        }
+        set_state(g, RS_STATE_PROBE, now);
+        start_cycle(g);
+        probe(g, o, now);
+}
+
+static void observe_only(RsGuest *g, const RsObservation *o) {
+        g->target = clamp_target(g, g->size);
+        g->urgent = false;
+        if (o->have_rates) {
+                if (!g->baseline.known)
+                        rs_baseline_learn(&g->baseline, o);
+                else
+                        rs_baseline_track(&g->baseline, o);
+        }
+        /* Without probing, the best it can say is what the guest uses and cannot give
+         * back easily: its size less what it calls available. */
+        if (rs_known(o->available) && o->available <= g->size)
+                g->est.estimate = g->size - o->available;
+        set_reason(g, "observe mode: %s at %.0f MiB", o->why, mib(g->size));
+}
+
+int rs_guest_new(RsGuest **ret, const RsPolicy *policy, uint64_t guest_max) {
+        RsGuest *g;
+
+        if (!ret || !policy || guest_max == 0)
+                return -EINVAL;
+        if (rs_policy_validate(policy, NULL) < 0)
+                return -EINVAL;
+        g = calloc(1, sizeof(*g));
+        if (!g)
+                return -ENOMEM;
+        g->policy = *policy;
+        g->guest_max = guest_max;
+        recompute_limits(g);
+        rs_rate_tracker_init(&g->tracker);
+        rs_baseline_reset(&g->baseline);
+        g->est = (RsEstimate) {
+                .estimate = RS_UNKNOWN,
+                .lower = RS_UNKNOWN,
+                .upper = RS_UNKNOWN,
+                .scan_onset = RS_UNKNOWN,
+                .tier = RS_TIER_HOST,
+        };
+        g->size = g->max;
+        g->target = g->max;
+        g->state = policy->mode == RS_MODE_OBSERVE ? RS_STATE_OBSERVE : RS_STATE_LEARN;
+        set_reason(g, "starting");
+        update_confidence(g);
+        *ret = g;
+        return 0;
+}
+
+RsGuest *rs_guest_free(RsGuest *g) {
+        free(g);
+        return NULL;
+}
+
+int rs_guest_set_policy(RsGuest *g, const RsPolicy *policy) {
+        if (rs_policy_validate(policy, NULL) < 0)
+                return -EINVAL;
+        RsMode old = g->policy.mode;
+        g->policy = *policy;
+        recompute_limits(g);
+        g->target = clamp_target(g, g->target);
+        if (policy->mode == RS_MODE_OBSERVE)
+                g->state = RS_STATE_OBSERVE;
+        else if (old == RS_MODE_OBSERVE)
+                enter_learn(g, g->state_since);
+        return 0;
+}
+
+const RsPolicy *rs_guest_policy(const RsGuest *g) {
+        return &g->policy;
+}
+
+void rs_guest_feed(RsGuest *g, const RsSample *sample, uint64_t now) {
+        RsSample s = *sample;
+        RsRates rates;
+        RsObservation o;
+
+        rs_sample_sanitize(&s, g->guest_max);
+        RsRateEvent ev = rs_rate_tracker_feed(&g->tracker, &s, now, &rates);
+        rs_observe(&s, &rates, g->have_obs ? &g->obs : NULL, &g->baseline, &g->policy, &o);
+
+        /* Without QEMU's word on the size, assume the last target was reached. */
+        if (!rs_known(o.size))
+                o.size = g->target;
+        g->size = MIN(o.size, g->guest_max);
+        g->obs = o;
+        g->have_obs = true;
+        g->est.tier = o.tier;
+
+        if (g->state == RS_STATE_OBSERVE || g->policy.mode == RS_MODE_OBSERVE) {
+                g->state = RS_STATE_OBSERVE;
+                observe_only(g, &o);
+        } else if (ev == RS_RATE_REBOOT) {
+                enter_learn(g, now);
+                set_reason(g, "guest rebooted (counters restarted): learning again at %.0f MiB", mib(g->size));
+        } else
+                switch (g->state) {
+                case RS_STATE_LEARN:
+                        learn(g, &o, now);
+                        break;
+                case RS_STATE_PROBE:
+                        probe(g, &o, now);
+                        break;
+                case RS_STATE_BACKOFF:
+                        backoff(g, &o, now);
+                        break;
+                case RS_STATE_HOLD:
+                        hold(g, &o, now);
+                        break;
+                case RS_STATE_GROW:
+                        grow(g, &o, now);
+                        break;
+                case RS_STATE_EMERGENCY:
+                        emergency(g, &o, now);
+                        break;
+                default:
+                        enter_learn(g, now);
+                        break;
+                }
+
+        g->target = clamp_target(g, g->target);
+        update_confidence(g);
+}
+
+void rs_guest_decide(const RsGuest *g, uint64_t now_usec, RsDecision *ret) {
+        *ret = (RsDecision) {
+                .target = clamp_target(g, g->target),
+                .urgent = g->urgent && g->target > g->size,
+                .changed = g->target != g->size,
+                .state = g->state,
+                .tier = g->est.tier,
+                .confidence = g->est.confidence,
+                .estimate = g->est.estimate,
+                .floor = g->floor,
+                .max = g->max,
+        };
+        snprintf(ret->reason, sizeof(ret->reason), "%s", g->reason);
+}
+
+const RsEstimate *rs_guest_estimate(const RsGuest *g) {
+        return &g->est;
+}
+
+RsState rs_guest_state(const RsGuest *g) {
+        return g->state;
+}
+
+const RsObservation *rs_guest_observation(const RsGuest *g) {
+        return &g->obs;
+}
+
+void rs_guest_snapshot(const RsGuest *g, RsGuestSnapshot *ret) {
+        *ret = (RsGuestSnapshot) {
+                .magic = RS_SNAPSHOT_MAGIC,
+                .version = RS_SNAPSHOT_VERSION,
+                .guest_max = g->guest_max,
+                .estimate = g->est.estimate,
+                .lower = g->est.lower,
+                .upper = g->est.upper,
+                .scan_onset = g->est.scan_onset,
+                .target = g->target,
+                .baseline_useful = g->baseline.useful,
+                .baseline_scan = g->baseline.scan,
+                .baseline_psi = g->baseline.psi_some,
+                .baseline_known = g->baseline.known,
+                .tier = g->est.tier,
+                .streaming = g->est.streaming,
+        };
+}
+
+int rs_guest_restore(RsGuest *g, const RsGuestSnapshot *snap, uint64_t now_usec) {
+        if (snap->magic != RS_SNAPSHOT_MAGIC || snap->version != RS_SNAPSHOT_VERSION || snap->guest_max != g->guest_max ||
+            snap->tier >= _RS_TIER_MAX)
+                return -EINVAL;
+        if (rs_known(snap->estimate) && (snap->estimate == 0 || snap->estimate > g->guest_max))
+                return -EINVAL;
+        if (!(snap->baseline_useful >= 0 && snap->baseline_useful < 1e9 && snap->baseline_scan >= 0 &&
+              snap->baseline_scan < 1e9 && snap->baseline_psi >= 0 && snap->baseline_psi <= 100))
+                return -EINVAL; /* also rejects NaN */
+
+        g->est.estimate = snap->estimate;
+        g->est.lower = snap->lower;
+        g->est.upper = snap->upper;
+        g->est.scan_onset = snap->scan_onset;
+        g->est.tier = snap->tier;
+        g->est.streaming = snap->streaming;
+        g->baseline = (RsBaseline) {
+                .known = snap->baseline_known,
+                .useful = snap->baseline_useful,
+                .scan = snap->baseline_scan,
+                .psi_some = snap->baseline_psi,
+                .n = snap->baseline_known ? LEARN_SAMPLES : 0,
+        };
+        rs_rate_tracker_init(&g->tracker);
+        g->have_obs = false;
+        g->size = clamp_target(g, rs_known(snap->target) ? snap->target : g->max);
+        if (g->policy.mode == RS_MODE_OBSERVE)
+                g->state = RS_STATE_OBSERVE;
+        else if (g->baseline.known && rs_known(g->est.estimate)) {
+                g->target = hold_target(g);
+                enter_hold(g, now_usec);
+                set_reason(g, "resumed from the state file: holding at %.0f MiB", mib(g->target));
+        } else {
+                enter_learn(g, now_usec);
+                set_reason(g, "resumed without a baseline: learning again");
+        }
+        update_confidence(g);
+        return 0;
+}

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The per-guest decision core: feed it one sample per polling interval, ask it for a
+ * decision. It finds the guest's working set by gentle pressure (Mel Gorman's gradual
+ * balloon squeeze) and keeps the guest there plus a margin.
+ *
+ *   RsGuest *g;
+ *   rs_guest_new(&g, &policy, guest_max_bytes);   // once; the only allocation
+ *   every interval:
+ *           rs_guest_feed(g, &sample, now_usec);
+ *           rs_guest_decide(g, now_usec, &decision);
+ *           // hand decision.target to rs_arbitrate(), then rs_actuation_plan()
+ *   rs_guest_snapshot(g, &snap);                  // save in the state file
+ *   rs_guest_restore(g, &snap, now_usec);         // after a daemon restart
+ *   rs_guest_free(g);
+ *
+ * No I/O, no clock reads, no allocation after rs_guest_new().
+ *
+ * States:
+ *   LEARN      measure the baseline fault/refault rates at the current size
+ *   PROBE      shrink a step per interval; the step shrinks as pressure nears
+ *   BACKOFF    refaults confirmed: back to the smallest clean size plus margin at once
+ *   HOLD       stay and watch; probe again after the hold time
+ *   GROW       the working set grew (refaults or shrinking headroom at the held size):
+ *              grow now, without waiting for a probe cycle
+ *   EMERGENCY  a storm, OOM kill, alloc stalls or no available memory: deflate to max
+ *   OBSERVE    mode=observe: never change the guest, only estimate
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "policies/policy.h"
+#include "policies/pressure.h"
+#include "policies/rs-value.h"
+#include "policies/signals.h"
+
+typedef enum RsState {
+        RS_STATE_LEARN,
+        RS_STATE_PROBE,
+        RS_STATE_BACKOFF,
+        RS_STATE_HOLD,
+        RS_STATE_GROW,
+        RS_STATE_EMERGENCY,
+        RS_STATE_OBSERVE,
+        _RS_STATE_MAX,
+} RsState;
+
+typedef struct RsGuest RsGuest;
+
+typedef struct RsEstimate {
+        uint64_t estimate;    /* working set, bytes; RS_UNKNOWN until the first probe ends */
+        uint64_t lower;       /* largest size seen to refault (this cycle), or RS_UNKNOWN */
+        uint64_t upper;       /* smallest size seen to run clean (this cycle), or RS_UNKNOWN */
+        uint64_t scan_onset;  /* largest size at which reclaim was seen to start, or RS_UNKNOWN */
+        RsTier tier;          /* the signals the last judgement used */
+        double confidence;    /* 0..1: higher with more tiers and tighter bounds */
+        bool streaming;       /* refaults that more memory does not reduce were seen */
+} RsEstimate;
+
+typedef struct RsDecision {
+        uint64_t target;      /* recommended guest size, bytes; never below floor or above max */
+        bool urgent;          /* skip the per-interval cap and dead-band (backoff, grow, emergency) */
+        bool changed;         /* target differs from the guest's current size */
+        RsState state;
+        RsTier tier;
+        double confidence;
+        uint64_t estimate;    /* as in RsEstimate */
+        uint64_t floor;
+        uint64_t max;
+        char reason[RS_REASON_MAX];
+} RsDecision;
+
+/* guest_max: the most memory the guest can have (boot size plus hotpluggable), bytes. The
+ * policy is copied. Returns 0, -EINVAL (bad policy or guest_max 0) or -ENOMEM. */
+int rs_guest_new(RsGuest **ret, const RsPolicy *policy, uint64_t guest_max);
+RsGuest *rs_guest_free(RsGuest *g);
+
+/* A new policy (e.g. after a reload). Keeps what was learned. -EINVAL leaves the old one. */
+int rs_guest_set_policy(RsGuest *g, const RsPolicy *policy);
+const RsPolicy *rs_guest_policy(const RsGuest *g);
+
+/* One sample. The sample is copied and sanitized; now_usec is any monotonic clock. */
+void rs_guest_feed(RsGuest *g, const RsSample *sample, uint64_t now_usec);
+/* The current recommendation (a pure read of what the last feed decided). */
+void rs_guest_decide(const RsGuest *g, uint64_t now_usec, RsDecision *ret);
+const RsEstimate *rs_guest_estimate(const RsGuest *g);
+RsState rs_guest_state(const RsGuest *g);
+/* The last interval's judgement (for logs, the CLI and tests). */
+const RsObservation *rs_guest_observation(const RsGuest *g);
+
+/* What a state file keeps so a restarted daemon resumes instead of probing from scratch.
+ * Plain data: write it as a struct or field by field; check magic and version on load. */
+#define RS_SNAPSHOT_MAGIC UINT32_C(0x52535a31) /* "RSZ1" */
+#define RS_SNAPSHOT_VERSION 1
+typedef struct RsGuestSnapshot {
+        uint32_t magic;
+        uint32_t version;
+        uint64_t guest_max;
+        uint64_t estimate, lower, upper, scan_onset;
+        uint64_t target;
+        double baseline_useful, baseline_scan, baseline_psi;
+        uint32_t baseline_known;
+        uint32_t tier;
+        uint32_t streaming;
+        uint32_t reserved;
+} RsGuestSnapshot;
+
+void rs_guest_snapshot(const RsGuest *g, RsGuestSnapshot *ret);
+/* Resumes in HOLD at the saved target (or LEARN when nothing was learned). -EINVAL for a
+ * snapshot of another format or guest size; the guest is left as it was. */
+int rs_guest_restore(RsGuest *g, const RsGuestSnapshot *snap, uint64_t now_usec);
+
+const char *rs_state_to_string(RsState s);

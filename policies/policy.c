@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "policies/policy.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/macro.h"
+
+const char *const rs_policy_preset_names[4] = { "conservative", "balanced", "aggressive", "observe-only" };
+
+void rs_policy_init(RsPolicy *p) {
+        *p = (RsPolicy) {
+                .mode = RS_MODE_RIGHTSIZE,
+                .poll_interval_usec = 10 * USEC_PER_SEC,
+                .floor_bytes = 256 * MIB,
+                .floor_percent = 10,
+                .max_bytes = 0,
+                .margin_percent = 10,
+                .probe_step_min_percent = 1,
+                .probe_step_max_percent = 10,
+                .hold_usec = 600 * USEC_PER_SEC,
+                .refault_sensitivity = RS_SENSITIVITY_MEDIUM,
+                .actuator = RS_ACTUATOR_BALLOON,
+                .shares = 1024,
+                .change_cap_percent = 10,
+                .change_cap_bytes = 1 * GIB,
+                .dead_band_bytes = 8 * MIB,
+                .allow_dimm = false,
+        };
+}
+
+int rs_policy_preset(const char *name, RsPolicy *ret) {
+        RsPolicy p;
+
+        if (!name)
+                return -ENOENT;
+        rs_policy_init(&p);
+        if (strcmp(name, "balanced") == 0) {
+                /* the defaults */
+        } else if (strcmp(name, "conservative") == 0) {
+                p.mode = RS_MODE_ON_HOST_PRESSURE;
+                p.floor_bytes = 512 * MIB;
+                p.floor_percent = 25;
+                p.margin_percent = 20;
+                p.probe_step_min_percent = 1;
+                p.probe_step_max_percent = 5;
+                p.hold_usec = 1800 * USEC_PER_SEC;
+                p.refault_sensitivity = RS_SENSITIVITY_HIGH;
+                p.change_cap_percent = 5;
+                p.change_cap_bytes = 512 * MIB;
+                p.dead_band_bytes = 16 * MIB;
+        } else if (strcmp(name, "aggressive") == 0) {
+                p.poll_interval_usec = 5 * USEC_PER_SEC;
+                p.floor_bytes = 128 * MIB;
+                p.floor_percent = 5;
+                p.margin_percent = 5;
+                p.probe_step_min_percent = 2;
+                p.probe_step_max_percent = 20;
+                p.hold_usec = 300 * USEC_PER_SEC;
+                p.refault_sensitivity = RS_SENSITIVITY_LOW;
+                p.change_cap_percent = 25;
+                p.change_cap_bytes = 2 * GIB;
+                p.dead_band_bytes = 4 * MIB;
+        } else if (strcmp(name, "observe-only") == 0) {
+                p.mode = RS_MODE_OBSERVE;
+        } else
+                return -ENOENT;
+
+        snprintf(p.name, sizeof(p.name), "%s", name);
+        *ret = p;
+        return 0;
+}
+
+static bool percent_ok(double v, double lo, double hi) {
+        return isfinite(v) && v >= lo && v <= hi;
+}
+
+int rs_policy_validate(const RsPolicy *p, const char **bad_key) {
+        const char *bad = NULL;
+
+        if (p->mode < 0 || p->mode >= _RS_MODE_MAX)
+                bad = "mode";
+        else if (p->poll_interval_usec < 100 * USEC_PER_MSEC || p->poll_interval_usec > 3600 * USEC_PER_SEC)
+                bad = "poll-interval";
+        else if (p->floor_bytes < 64 * MIB)
+                bad = "floor"; /* below this no Linux guest survives */
+        else if (!percent_ok(p->floor_percent, 0, 100))
+                bad = "floor-percent";
+        else if (p->max_bytes != 0 && p->max_bytes < p->floor_bytes)
+                bad = "max";
+        else if (!percent_ok(p->margin_percent, 0, 100))
+                bad = "margin";
+        else if (!percent_ok(p->probe_step_min_percent, 0.1, 50))
+                bad = "probe-step-min";
+        else if (!percent_ok(p->probe_step_max_percent, 0.1, 50) ||
+                 p->probe_step_max_percent < p->probe_step_min_percent)
+                bad = "probe-step-max";
+        else if (p->hold_usec < p->poll_interval_usec)
+                bad = "hold-time";
+        else if (p->refault_sensitivity < 0 || p->refault_sensitivity >= _RS_SENSITIVITY_MAX)
+                bad = "refault-sensitivity";
+        else if (p->actuator < 0 || p->actuator >= _RS_ACTUATOR_MAX)
+                bad = "actuator";
+        else if (p->shares == 0 || p->shares > 1000000)
+                bad = "shares";
+        else if (!percent_ok(p->change_cap_percent, 0.1, 100))
+                bad = "change-cap-percent";
+        else if (p->change_cap_bytes < MIB)
+                bad = "change-cap";
+
+        if (bad) {
+                if (bad_key)
+                        *bad_key = bad;
+                return -EINVAL;
+        }
+        return 0;
+}
+
+uint64_t rs_policy_max(const RsPolicy *p, uint64_t guest_max) {
+        if (p->max_bytes == 0)
+                return guest_max;
+        if (guest_max == 0)
+                return p->max_bytes;
+        return MIN(p->max_bytes, guest_max);
+}
+
+uint64_t rs_policy_floor(const RsPolicy *p, uint64_t guest_max) {
+        uint64_t max = rs_policy_max(p, guest_max);
+        uint64_t pct = (uint64_t) ((double) max * p->floor_percent / 100.0);
+        uint64_t floor = MAX(p->floor_bytes, pct);
+        /* A floor above the maximum would leave no room at all: the maximum wins. */
+        return max > 0 ? MIN(floor, max) : floor;
+}
+
+bool rs_policy_matches(const RsPolicy *p, const char *name, const char *uuid) {
+        char buf[RS_POLICY_MATCH_MAX];
+        char *save = NULL;
+
+        snprintf(buf, sizeof(buf), "%s", p->match);
+        for (char *g = strtok_r(buf, " \t", &save); g; g = strtok_r(NULL, " \t", &save)) {
+                if (name && fnmatch(g, name, 0) == 0)
+                        return true;
+                /* UUIDs are compared without regard to case, as libvirt prints them lower-case
+                 * but people paste them upper-case. */
+                if (uuid && fnmatch(g, uuid, FNM_CASEFOLD) == 0)
+                        return true;
+        }
+        return false;
+}
+
+const RsPolicy *rs_policy_select(const RsPolicy *policies, size_t n, const char *name, const char *uuid) {
+        for (size_t i = 0; i < n; i++)
+                if (rs_policy_matches(&policies[i], name, uuid))
+                        return &policies[i];
+        return NULL;
+}
+
+static const char *const mode_names[_RS_MODE_MAX] = {
+        [RS_MODE_OBSERVE] = "observe",
+        [RS_MODE_RIGHTSIZE] = "rightsize",
+        [RS_MODE_ON_HOST_PRESSURE] = "on-host-pressure",
+};
+static const char *const actuator_names[_RS_ACTUATOR_MAX] = {
+        [RS_ACTUATOR_BALLOON] = "balloon",
+        [RS_ACTUATOR_VIRTIO_MEM] = "virtio-mem",
+        [RS_ACTUATOR_BOTH] = "both",
+};
+static const char *const sensitivity_names[_RS_SENSITIVITY_MAX] = {
+        [RS_SENSITIVITY_LOW] = "low",
+        [RS_SENSITIVITY_MEDIUM] = "medium",
+        [RS_SENSITIVITY_HIGH] = "high",
+};
+
+static int lookup(const char *const *names, size_t n, const char *s) {
+        if (!s)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++)
+                if (strcasecmp(names[i], s) == 0)
+                        return (int) i;
+        return -EINVAL;
+}
+
+const char *rs_mode_to_string(RsMode m) {
+        return m >= 0 && m < _RS_MODE_MAX ? mode_names[m] : NULL;
+}
+int rs_mode_from_string(const char *s) {
+        return lookup(mode_names, _RS_MODE_MAX, s);
+}
+const char *rs_actuator_to_string(RsActuator a) {
+        return a >= 0 && a < _RS_ACTUATOR_MAX ? actuator_names[a] : NULL;
+}
+int rs_actuator_from_string(const char *s) {
+        return lookup(actuator_names, _RS_ACTUATOR_MAX, s);
+}
+const char *rs_sensitivity_to_string(RsSensitivity s) {
+        return s >= 0 && s < _RS_SENSITIVITY_MAX ? sensitivity_names[s] : NULL;
+}
+int rs_sensitivity_from_string(const char *s) {
+        return lookup(sensitivity_names, _RS_SENSITIVITY_MAX, s);
+}
+
+/* A non-negative decimal number with an optional fraction, then the unit. */
+static int parse_number(const char *s, double *ret, const char **unit) {
+        char *end;
+        double v;
+
+        if (!s)
+                return -EINVAL;
+        while (*s == ' ' || *s == '\t')
+                s++;
+        if (!(*s >= '0' && *s <= '9'))
+                return -EINVAL; /* no sign, no hex, no "inf"/"nan" */
+        errno = 0;
+        v = strtod(s, &end);
+        if (errno != 0 || !isfinite(v))
+                return -ERANGE;
+        while (*end == ' ' || *end == '\t')
+                end++;
+        *ret = v;
+        *unit = end;
+        return 0;
+}
+
+static bool unit_is(const char *unit, const char *want) {
+        size_t n = strlen(want);
+        if (strncasecmp(unit, want, n) != 0)
+                return false;
+        for (unit += n; *unit; unit++)
+                if (*unit != ' ' && *unit != '\t')
+                        return false;
+        return true;
+}
+
+int rs_parse_size(const char *s, uint64_t *ret) {
+        static const struct {
+                const char *suffix;
+                uint64_t factor;
+        } units[] = {
+                { "", 1 },          { "b", 1 },
+                { "k", KIB },       { "kb", KIB },     { "kib", KIB },
+                { "m", MIB },       { "mb", MIB },     { "mib", MIB },
+                { "g", GIB },       { "gb", GIB },     { "gib", GIB },
+                { "t", 1024 * GIB }, { "tb", 1024 * GIB }, { "tib", 1024 * GIB },
+        };
+        const char *unit;
+        double v;
+        int r;
+
+        r = parse_number(s, &v, &unit);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < ARRAY_SIZE(units); i++)
+                if (unit_is(unit, units[i].suffix)) {
+                        double bytes = v * (double) units[i].factor;
+                        if (bytes >= 18446744073709551615.0)
+                                return -ERANGE;
+                        *ret = (uint64_t) bytes;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+int rs_parse_duration(const char *s, uint64_t *ret_usec) {
+        static const struct {
+                const char *suffix;
+                double factor;
+        } units[] = {
+                { "", 1e6 },  { "s", 1e6 },  { "sec", 1e6 }, { "us", 1 },     { "ms", 1e3 },
+                { "m", 60e6 }, { "min", 60e6 }, { "h", 3600e6 }, { "hour", 3600e6 },
+        };
+        const char *unit;
+        double v;
+        int r;
+
+        r = parse_number(s, &v, &unit);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < ARRAY_SIZE(units); i++)
+                if (unit_is(unit, units[i].suffix)) {
+                        double usec = v * units[i].factor;
+                        if (usec >= 1e18)
+                                return -ERANGE;
+                        *ret_usec = (uint64_t) usec;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+int rs_parse_percent(const char *s, double *ret) {
+        const char *unit;
+        double v;
+        int r;
+
+        r = parse_number(s, &v, &unit);
+        if (r < 0)
+                return r;
+        if (!unit_is(unit, "") && !unit_is(unit, "%"))
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+int rs_parse_bool(const char *s, bool *ret) {
+        static const char *const yes[] = { "1", "yes", "true", "on" };
+        static const char *const no[] = { "0", "no", "false", "off" };
+
+        if (!s)
+                return -EINVAL;
+        for (size_t i = 0; i < ARRAY_SIZE(yes); i++) {
+                if (strcasecmp(s, yes[i]) == 0) {
+                        *ret = true;
+                        return 0;
+                }
+                if (strcasecmp(s, no[i]) == 0) {
+                        *ret = false;
+                        return 0;
+                }
+        }
+        return -EINVAL;
+}

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A guest's policy: what rightsize may do to it and how boldly. Pure data plus the
+ * built-in presets and the glob that picks a policy for a guest; reading policy files is
+ * in policy-file.h (the only part of policies/ that does I/O).
+ *
+ * Sizes are bytes, times microseconds, percentages plain numbers (10 means 10 %). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum RsMode {
+        RS_MODE_OBSERVE,          /* estimate only, never change the guest */
+        RS_MODE_RIGHTSIZE,        /* keep the guest at its estimate plus margin */
+        RS_MODE_ON_HOST_PRESSURE, /* estimate always, shrink only when the host is short */
+        _RS_MODE_MAX,
+} RsMode;
+
+typedef enum RsActuator {
+        RS_ACTUATOR_BALLOON,
+        RS_ACTUATOR_VIRTIO_MEM,
+        RS_ACTUATOR_BOTH, /* virtio-mem for coarse moves, the balloon for fine ones and probing */
+        _RS_ACTUATOR_MAX,
+} RsActuator;
+
+typedef enum RsSensitivity {
+        RS_SENSITIVITY_LOW,
+        RS_SENSITIVITY_MEDIUM,
+        RS_SENSITIVITY_HIGH,
+        _RS_SENSITIVITY_MAX,
+} RsSensitivity;
+
+#define RS_POLICY_NAME_MAX 64
+#define RS_POLICY_MATCH_MAX 256
+
+typedef struct RsPolicy {
+        char name[RS_POLICY_NAME_MAX];   /* the file name without ".conf", or the preset */
+        char match[RS_POLICY_MATCH_MAX]; /* space-separated globs on guest name or UUID; "" matches nothing */
+        RsMode mode;
+        uint64_t poll_interval_usec;
+        uint64_t floor_bytes;            /* absolute floor */
+        double floor_percent;            /* floor as % of max; the larger of the two wins */
+        uint64_t max_bytes;              /* 0: the guest's own maximum */
+        double margin_percent;           /* headroom over the estimate */
+        double probe_step_min_percent;   /* per interval, near pressure */
+        double probe_step_max_percent;   /* per interval, far from pressure */
+        uint64_t hold_usec;              /* how long to hold before probing again */
+        RsSensitivity refault_sensitivity;
+        RsActuator actuator;
+        uint64_t shares;                 /* weight in host arbitration, > 0 */
+        double change_cap_percent;       /* largest change per interval, % of current size */
+        uint64_t change_cap_bytes;       /* ... and in bytes; the smaller wins */
+        uint64_t dead_band_bytes;        /* changes smaller than this are skipped */
+        bool allow_dimm;                 /* DIMM hotplug to grow past the boot size */
+} RsPolicy;
+
+/* The defaults: the "balanced" preset, unnamed and matching nothing. */
+void rs_policy_init(RsPolicy *p);
+/* "conservative", "balanced", "aggressive", "observe-only": 0, or -ENOENT. */
+int rs_policy_preset(const char *name, RsPolicy *ret);
+extern const char *const rs_policy_preset_names[4];
+
+/* 0 when every field is in range; otherwise -EINVAL and *bad_key names the first bad one
+ * (the ini key, e.g. "probe-step-min"). */
+int rs_policy_validate(const RsPolicy *p, const char **bad_key);
+
+/* The effective floor and max for a guest whose own maximum is guest_max bytes. */
+uint64_t rs_policy_max(const RsPolicy *p, uint64_t guest_max);
+uint64_t rs_policy_floor(const RsPolicy *p, uint64_t guest_max);
+
+/* Whether one of the policy's globs matches the name or the UUID (either may be NULL). */
+bool rs_policy_matches(const RsPolicy *p, const char *name, const char *uuid);
+/* The first of n policies that matches, or NULL. */
+const RsPolicy *rs_policy_select(const RsPolicy *policies, size_t n, const char *name, const char *uuid);
+
+const char *rs_mode_to_string(RsMode m);
+int rs_mode_from_string(const char *s); /* -EINVAL when unknown */
+const char *rs_actuator_to_string(RsActuator a);
+int rs_actuator_from_string(const char *s);
+const char *rs_sensitivity_to_string(RsSensitivity s);
+int rs_sensitivity_from_string(const char *s);
+
+/* Value parsers shared with the policy-file reader. Sizes accept a plain byte count or a
+ * K/M/G/T suffix (binary), durations a plain number of seconds or us/ms/s/min/h, and
+ * percentages a number with an optional "%". All return 0 or -EINVAL (-ERANGE on overflow). */
+int rs_parse_size(const char *s, uint64_t *ret);
+int rs_parse_duration(const char *s, uint64_t *ret_usec);
+int rs_parse_percent(const char *s, double *ret);
+int rs_parse_bool(const char *s, bool *ret);

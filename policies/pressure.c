@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "policies/pressure.h"
+
+#include "common/macro.h"
+
+/* Rates are pages per second. A guest squeezed 1 % into a 500 MiB working set that it
+ * sweeps every 10 s refaults about 200 pages/s; a busy idle guest refaults a few. The
+ * storm levels are about 8 MiB/s and up of pages the guest needed. */
+static const RsSensitivityParams sensitivity_params[_RS_SENSITIVITY_MAX] = {
+        [RS_SENSITIVITY_LOW] = { .ratio = 3.0, .abs_min = 150, .storm_abs = 4000, .storm_ratio = 20, .psi_points = 10, .confirm = 3 },
+        [RS_SENSITIVITY_MEDIUM] = { .ratio = 2.0, .abs_min = 50, .storm_abs = 2000, .storm_ratio = 20, .psi_points = 5, .confirm = 2 },
+        [RS_SENSITIVITY_HIGH] = { .ratio = 1.5, .abs_min = 20, .storm_abs = 1500, .storm_ratio = 20, .psi_points = 3, .confirm = 2 },
+};
+
+/* Scanning above this (1 MiB/s) beyond twice the baseline is reclaim at work. */
+#define SCAN_ABS_MIN 256.0
+/* PSI "some" this high means tasks spend most of their time waiting for memory. */
+#define PSI_STORM 60.0
+/* Stalls per second in direct reclaim that, with refaults, make a storm. */
+#define STALL_RATE 1.0
+
+const RsSensitivityParams *rs_sensitivity_params(RsSensitivity s) {
+        if (s < 0 || s >= _RS_SENSITIVITY_MAX)
+                s = RS_SENSITIVITY_MEDIUM;
+        return &sensitivity_params[s];
+}
+
+void rs_baseline_reset(RsBaseline *b) {
+        *b = (RsBaseline) {};
+}
+
+void rs_baseline_learn(RsBaseline *b, const RsObservation *o) {
+        if (!o->have_rates)
+                return;
+        if (!b->known) {
+                b->useful = o->useful;
+                b->scan = o->scan;
+                b->psi_some = MAX(o->psi_some, 0.0);
+        } else {
+                b->useful = MIN(b->useful, o->useful);
+                b->scan = MIN(b->scan, o->scan);
+                if (o->psi_some >= 0)
+                        b->psi_some = MIN(b->psi_some, o->psi_some);
+        }
+        b->known = true;
+        b->n++;
+}
+
+void rs_baseline_track(RsBaseline *b, const RsObservation *o) {
+        /* 5 % per sample: about 20 clean samples to follow a new normal. */
+        const double alpha = 0.05;
+
+        if (!o->have_rates || !b->known)
+                return;
+        if (o->useful < o->threshold)
+                b->useful += alpha * (o->useful - b->useful);
+        if (!o->scanning)
+                b->scan += alpha * (o->scan - b->scan);
+        if (o->psi_some >= 0)
+                b->psi_some += alpha * (o->psi_some - b->psi_some);
+        b->n++;
+}
+
+void rs_baseline_rebase(RsBaseline *b, const RsObservation *o) {
+        if (!o->have_rates)
+                return;
+        b->useful = MAX(b->useful, o->useful);
+        b->scan = MAX(b->scan, o->scan);
+        if (o->psi_some >= 0)
+                b->psi_some = MAX(b->psi_some, o->psi_some);
+        b->known = true;
+}
+
+static bool any_known(const RsRates *r, const RsCounter *list, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (r->known[list[i]])
+                        return true;
+        return false;
+}
+
+static double sum_known(const RsRates *r, const RsCounter *list, size_t n) {
+        double s = 0;
+        for (size_t i = 0; i < n; i++)
+                s += rs_rate_or_zero(r, list[i]);
+        return s;
+}
+
+static const RsCounter agent_activate[] = { RS_COUNTER_ACTIVATE_ANON, RS_COUNTER_ACTIVATE_FILE };
+static const RsCounter agent_refault[] = { RS_COUNTER_REFAULT_ANON, RS_COUNTER_REFAULT_FILE };
+static const RsCounter agent_scan[] = { RS_COUNTER_PGSCAN_KSWAPD, RS_COUNTER_PGSCAN_DIRECT };
+static const RsCounter balloon_scan[] = { RS_COUNTER_ASYNC_SCANS, RS_COUNTER_DIRECT_SCANS };
+
+void rs_observe(const RsSample *s,
+                const RsRates *rates,
+                const RsObservation *prev,
+                const RsBaseline *baseline,
+                const RsPolicy *policy,
+                RsObservation *ret) {
+        const RsSensitivityParams *sp = rs_sensitivity_params(policy->refault_sensitivity);
+        RsObservation o = {
+                .size = s->level[RS_LEVEL_BALLOON_ACTUAL],
+                .available = s->level[RS_LEVEL_AVAILABLE],
+                .caches = s->level[RS_LEVEL_DISK_CACHES],
+                .psi_some = -1,
+                .have_rates = rates->event == RS_RATE_NONE,
+                .why = "no pressure",
+        };
+
+        bool agent = any_known(rates, agent_activate, ARRAY_SIZE(agent_activate)) ||
+                     any_known(rates, agent_refault, ARRAY_SIZE(agent_refault));
+        bool balloon = rs_known(s->level[RS_LEVEL_AVAILABLE]) || rs_known(s->level[RS_LEVEL_FREE]) ||
+                       rs_known(s->level[RS_LEVEL_DISK_CACHES]) || rates->known[RS_COUNTER_MAJOR_FAULTS] ||
+                       rates->known[RS_COUNTER_SWAP_IN];
+        o.tier = agent ? RS_TIER_AGENT : balloon ? RS_TIER_BALLOON : RS_TIER_HOST;
+
+        /* Useful refaults, by the best measure the tier has. Swap-ins are major faults
+         * too: take the larger, not the sum. */
+        double faults = MAX(rs_rate_or_zero(rates, RS_COUNTER_MAJOR_FAULTS),
+                            rs_rate_or_zero(rates, RS_COUNTER_SWAP_IN) / RS_PAGE_SIZE);
+        faults = MAX(faults, rs_rate_or_zero(rates, RS_COUNTER_PSWPIN));
+        if (o.tier == RS_TIER_AGENT) {
+                o.raw_refault = sum_known(rates, agent_refault, ARRAY_SIZE(agent_refault));
+                if (any_known(rates, agent_activate, ARRAY_SIZE(agent_activate))) {
+                        o.useful = sum_known(rates, agent_activate, ARRAY_SIZE(agent_activate));
+                        o.has_activate = true;
+                } else
+                        o.useful = o.raw_refault;
+        } else
+                o.raw_refault = o.useful = faults;
+
+        if (any_known(rates, agent_scan, ARRAY_SIZE(agent_scan)))
+                o.scan = sum_known(rates, agent_scan, ARRAY_SIZE(agent_scan));
+        else
+                o.scan = sum_known(rates, balloon_scan, ARRAY_SIZE(balloon_scan));
+
+        if (rates->known[RS_COUNTER_PSI_SOME_TOTAL])
+                o.psi_some = MIN(100.0, rates->per_sec[RS_COUNTER_PSI_SOME_TOTAL] / 1e4);
+        else if (rs_known(s->level[RS_LEVEL_PSI_SOME_AVG10]))
+                o.psi_some = (double) s->level[RS_LEVEL_PSI_SOME_AVG10] / 100.0;
+
+        double base_useful = baseline && baseline->known ? baseline->useful : 0;
+        double base_scan = baseline && baseline->known ? baseline->scan : 0;
+        o.threshold = base_useful * sp->ratio + sp->abs_min;
+
+        uint64_t size = o.size;
+        if (rs_known(size)) {
+                uint64_t target = s->level[RS_LEVEL_BALLOON_TARGET];
+                /* Half a percent or 4 MiB above the target: more than the balloon's
+                 * rounding, less than a step. */
+                if (rs_known(target) && size > target + MAX(4 * MIB, size / 200))
+                        o.pushback = true;
+                if (rs_known(o.available)) {
+                        o.available_low = o.available < MAX(32 * MIB, size / 25);
+                        o.available_critical = o.available < MAX(4 * MIB, size / 200);
+                }
+                /* Without scan counters, the levels tell: caches shrinking as the guest
+                 * shrinks, or free memory down at the reclaim watermarks. */
+                bool scan_counters = any_known(rates, agent_scan, ARRAY_SIZE(agent_scan)) ||
+                                     any_known(rates, balloon_scan, ARRAY_SIZE(balloon_scan));
+                if (!scan_counters) {
+                        if (rs_known(o.caches) && prev && rs_known(prev->caches) && rs_known(prev->size) &&
+                            size <= prev->size && o.caches + MAX(8 * MIB, size / 50) < prev->caches)
+                                o.scanning = true;
+                        uint64_t free_b = s->level[RS_LEVEL_FREE];
+                        if (rs_known(free_b) && free_b < size / 33)
+                                o.scanning = true;
+                }
+        }
+        if (o.have_rates && o.scan > 2 * base_scan + SCAN_ABS_MIN)
+                o.scanning = true;
+
+        o.oom = rs_rate_or_zero(rates, RS_COUNTER_OOM_KILL) > 0 || rs_rate_or_zero(rates, RS_COUNTER_OOM_KILLS) > 0;
+        o.stall = MAX(rs_rate_or_zero(rates, RS_COUNTER_ALLOCSTALL), rs_rate_or_zero(rates, RS_COUNTER_ALLOC_STALLS)) >
+                  STALL_RATE;
+
+        bool refaulting = o.have_rates && o.useful > o.threshold;
+        bool psi_up = o.have_rates && o.psi_some >= 0 && baseline && baseline->known &&
+                      o.psi_some > baseline->psi_some + sp->psi_points && o.useful > base_useful;
+
+        if (o.oom) {
+                o.verdict = RS_VERDICT_STORM;
+                o.why = "the guest OOM-killed a task";
+        } else if (o.have_rates && o.useful > MAX(sp->storm_abs, sp->storm_ratio * o.threshold)) {
+                o.verdict = RS_VERDICT_STORM;
+                o.why = o.tier == RS_TIER_AGENT ? "refault storm" : "major fault / swap-in storm";
+        } else if (o.stall && refaulting) {
+                o.verdict = RS_VERDICT_STORM;
+                o.why = "allocation stalls while refaulting";
+        } else if (o.available_critical && o.pushback) {
+                /* Nothing left to give and the balloon still pulling: a tightly sized guest
+                 * with its cold pages swapped out has little available too, so low
+                 * available alone is not an emergency. */
+                o.verdict = RS_VERDICT_STORM;
+                o.why = "available memory below its floor";
+        } else if (o.psi_some >= PSI_STORM) {
+                o.verdict = RS_VERDICT_STORM;
+                o.why = "memory PSI above 60 %";
+        } else if (refaulting) {
+                o.verdict = RS_VERDICT_REFAULT;
+                o.why = o.tier != RS_TIER_AGENT ? "major faults / swap-in above baseline"
+                        : o.has_activate        ? "workingset activations above baseline"
+                                                : "workingset refaults above baseline";
+        } else if (o.pushback) {
+                o.verdict = RS_VERDICT_REFAULT;
+                o.why = "the balloon stops short of its target";
+        } else if (psi_up) {
+                o.verdict = RS_VERDICT_REFAULT;
+                o.why = "memory PSI above baseline";
+        } else if (!o.have_rates) {
+                o.verdict = RS_VERDICT_UNKNOWN;
+                o.why = "no rates yet";
+        } else if (o.scanning) {
+                o.verdict = RS_VERDICT_SCAN;
+                o.why = "reclaim running, no refaults";
+        } else
+                o.verdict = RS_VERDICT_CLEAN;
+
+        *ret = o;
+}
+
+const char *rs_tier_to_string(RsTier t) {
+        static const char *const names[_RS_TIER_MAX] = {
+                [RS_TIER_HOST] = "host",
+                [RS_TIER_BALLOON] = "balloon",
+                [RS_TIER_AGENT] = "agent",
+        };
+        return t >= 0 && t < _RS_TIER_MAX ? names[t] : NULL;
+}
+
+const char *rs_verdict_to_string(RsVerdict v) {
+        static const char *const names[_RS_VERDICT_MAX] = {
+                [RS_VERDICT_UNKNOWN] = "unknown",
+                [RS_VERDICT_CLEAN] = "clean",
+                [RS_VERDICT_SCAN] = "scan",
+                [RS_VERDICT_REFAULT] = "refault",
+                [RS_VERDICT_STORM] = "storm",
+        };
+        return v >= 0 && v < _RS_VERDICT_MAX ? names[v] : NULL;
+}

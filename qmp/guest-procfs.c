@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <string.h>
+
+#include "common/macro.h"
+#include "qmp/guest-procfs.h"
+
+/* A view into the caller's buffer, never NUL-terminated. */
+typedef struct Span {
+        const char *p;
+        size_t n;
+} Span;
+
+static bool span_eq(Span s, const char *word) {
+        size_t n = strlen(word);
+
+        return s.n == n && memcmp(s.p, word, n) == 0;
+}
+
+/* Cuts the next line (without '\n') off *rest; false when nothing is left. */
+static bool next_line(Span *rest, Span *line) {
+        const char *nl;
+
+        if (rest->n == 0)
+                return false;
+        nl = memchr(rest->p, '\n', rest->n);
+        line->p = rest->p;
+        line->n = nl ? (size_t) (nl - rest->p) : rest->n;
+        rest->p += line->n + (nl ? 1 : 0);
+        rest->n -= line->n + (nl ? 1 : 0);
+        return true;
+}
+
+static bool is_blank(char c) {
+        return c == ' ' || c == '\t' || c == '\r';
+}
+
+static void skip_blanks(Span *s) {
+        while (s->n > 0 && is_blank(*s->p)) {
+                s->p++;
+                s->n--;
+        }
+}
+
+/* Cuts the next blank-separated word off *s. */
+static bool next_word(Span *s, Span *word) {
+        skip_blanks(s);
+        if (s->n == 0)
+                return false;
+        word->p = s->p;
+        while (s->n > 0 && !is_blank(*s->p)) {
+                s->p++;
+                s->n--;
+        }
+        word->n = (size_t) (s->p - word->p);
+        return true;
+}
+
+/* Whole span must be decimal digits; false on overflow or anything else. */
+static bool parse_u64(Span s, uint64_t *ret) {
+        uint64_t v = 0;
+
+        if (s.n == 0)
+                return false;
+        for (size_t i = 0; i < s.n; i++) {
+                unsigned d;
+
+                if (s.p[i] < '0' || s.p[i] > '9')
+                        return false;
+                d = (unsigned) (s.p[i] - '0');
+                if (v > (UINT64_MAX - d) / 10)
+                        return false;
+                v = v * 10 + d;
+        }
+        *ret = v;
+        return true;
+}
+
+/* "12.34" or "12": non-negative decimal without exponent, independent of the locale. */
+static bool parse_decimal(Span s, double *ret) {
+        const char *dot = memchr(s.p, '.', s.n);
+        Span integer = { s.p, dot ? (size_t) (dot - s.p) : s.n };
+        uint64_t whole, fraction = 0;
+        double scale = 1.0;
+
+        if (!parse_u64(integer, &whole))
+                return false;
+        if (dot) {
+                Span frac = { dot + 1, s.n - integer.n - 1 };
+
+                /* More digits than a double holds are noise, not a reason to fail. */
+                if (frac.n == 0 || frac.n > 18 || !parse_u64(frac, &fraction))
+                        return false;
+                for (size_t i = 0; i < frac.n; i++)
+                        scale *= 10.0;
+        }
+        *ret = (double) whole + (double) fraction / scale;
+        return true;
+}
+
+/* ---- /proc/vmstat ---- */
+
+static const char *const vmstat_names[_GUEST_VMSTAT_MAX] = {
+        [GUEST_VMSTAT_WORKINGSET_REFAULT_ANON] = "workingset_refault_anon",
+        [GUEST_VMSTAT_WORKINGSET_REFAULT_FILE] = "workingset_refault_file",
+        [GUEST_VMSTAT_WORKINGSET_ACTIVATE_ANON] = "workingset_activate_anon",
+        [GUEST_VMSTAT_WORKINGSET_ACTIVATE_FILE] = "workingset_activate_file",
+        [GUEST_VMSTAT_WORKINGSET_RESTORE_ANON] = "workingset_restore_anon",
+        [GUEST_VMSTAT_WORKINGSET_RESTORE_FILE] = "workingset_restore_file",
+        [GUEST_VMSTAT_PGSCAN_KSWAPD] = "pgscan_kswapd",
+        [GUEST_VMSTAT_PGSCAN_DIRECT] = "pgscan_direct",
+        [GUEST_VMSTAT_PGSTEAL_KSWAPD] = "pgsteal_kswapd",
+        [GUEST_VMSTAT_PGSTEAL_DIRECT] = "pgsteal_direct",
+        [GUEST_VMSTAT_PSWPIN] = "pswpin",
+        [GUEST_VMSTAT_PSWPOUT] = "pswpout",
+        [GUEST_VMSTAT_PGMAJFAULT] = "pgmajfault",
+        [GUEST_VMSTAT_PGFAULT] = "pgfault",
+        [GUEST_VMSTAT_ALLOCSTALL] = "allocstall",
+        [GUEST_VMSTAT_OOM_KILL] = "oom_kill",
+        [GUEST_VMSTAT_BALLOON_INFLATE] = "balloon_inflate",
+        [GUEST_VMSTAT_BALLOON_DEFLATE] = "balloon_deflate",
+};
+
+/* Pre-5.9 names, file pages only. */
+static const struct {
+        const char *name;
+        GuestVmstatCounter counter;
+} vmstat_legacy[] = {
+        { "workingset_refault", GUEST_VMSTAT_WORKINGSET_REFAULT_FILE },
+        { "workingset_activate", GUEST_VMSTAT_WORKINGSET_ACTIVATE_FILE },
+        { "workingset_restore", GUEST_VMSTAT_WORKINGSET_RESTORE_FILE },
+};
+
+const char *guest_vmstat_counter_name(GuestVmstatCounter counter) {
+        if ((unsigned) counter >= _GUEST_VMSTAT_MAX)
+                return NULL;
+        return vmstat_names[counter];
+}
+
+static void add_saturating(uint64_t *sum, uint64_t v) {
+        /* Stay below the sentinel so a huge sum never reads as "unknown". */
+        if (*sum == GUEST_VALUE_UNKNOWN)
+                *sum = 0;
+        *sum = v >= GUEST_VALUE_UNKNOWN - 1 - *sum ? GUEST_VALUE_UNKNOWN - 1 : *sum + v;
+}
+
+int guest_vmstat_parse(const char *text, size_t size, GuestVmstat *ret) {
+        uint64_t legacy[ARRAY_SIZE(vmstat_legacy)];
+        Span rest = { text, text ? size : 0 }, line;
+        GuestVmstat vm;
+        int known = 0;
+
+        for (size_t i = 0; i < _GUEST_VMSTAT_MAX; i++)
+                vm.value[i] = GUEST_VALUE_UNKNOWN;
+        for (size_t i = 0; i < ARRAY_SIZE(legacy); i++)
+                legacy[i] = GUEST_VALUE_UNKNOWN;
+
+        while (next_line(&rest, &line)) {
+                Span key, value, extra;
+                uint64_t v;
+
+                if (!next_word(&line, &key) || !next_word(&line, &value) || next_word(&line, &extra))
+                        continue;
+                if (!parse_u64(value, &v) || v == GUEST_VALUE_UNKNOWN)
+                        continue;
+
+                if (key.n > strlen("allocstall") && memcmp(key.p, "allocstall_", strlen("allocstall_")) == 0) {
+                        add_saturating(&vm.value[GUEST_VMSTAT_ALLOCSTALL], v);
+                        continue;
+                }
+                for (size_t i = 0; i < _GUEST_VMSTAT_MAX; i++)
+                        if (span_eq(key, vmstat_names[i])) {
+                                if (i == GUEST_VMSTAT_ALLOCSTALL)
+                                        add_saturating(&vm.value[i], v);
+                                else
+                                        vm.value[i] = v;
+                                goto next;
+                        }
+                for (size_t i = 0; i < ARRAY_SIZE(vmstat_legacy); i++)
+                        if (span_eq(key, vmstat_legacy[i].name))
+                                legacy[i] = v;
+        next:;
+        }
+
+        for (size_t i = 0; i < ARRAY_SIZE(vmstat_legacy); i++)
+                if (!guest_value_is_known(vm.value[vmstat_legacy[i].counter]))
+                        vm.value[vmstat_legacy[i].counter] = legacy[i];
+
+        for (size_t i = 0; i < _GUEST_VMSTAT_MAX; i++)
+                if (guest_value_is_known(vm.value[i]))
+                        known++;
+        *ret = vm;
+        return known;
+}
+
+/* ---- /proc/meminfo ---- */
+
+static const char *const meminfo_names[_GUEST_MEMINFO_MAX] = {
+        [GUEST_MEMINFO_MEM_TOTAL] = "MemTotal",
+        [GUEST_MEMINFO_MEM_FREE] = "MemFree",
+        [GUEST_MEMINFO_MEM_AVAILABLE] = "MemAvailable",
+        [GUEST_MEMINFO_BUFFERS] = "Buffers",
+        [GUEST_MEMINFO_CACHED] = "Cached",
+        [GUEST_MEMINFO_SWAP_CACHED] = "SwapCached",
+        [GUEST_MEMINFO_ACTIVE_ANON] = "Active(anon)",
+        [GUEST_MEMINFO_INACTIVE_ANON] = "Inactive(anon)",
+        [GUEST_MEMINFO_ACTIVE_FILE] = "Active(file)",
+        [GUEST_MEMINFO_INACTIVE_FILE] = "Inactive(file)",
+        [GUEST_MEMINFO_UNEVICTABLE] = "Unevictable",
+        [GUEST_MEMINFO_MLOCKED] = "Mlocked",
+        [GUEST_MEMINFO_SWAP_TOTAL] = "SwapTotal",
+        [GUEST_MEMINFO_SWAP_FREE] = "SwapFree",
+        [GUEST_MEMINFO_DIRTY] = "Dirty",
+        [GUEST_MEMINFO_WRITEBACK] = "Writeback",
+        [GUEST_MEMINFO_ANON_PAGES] = "AnonPages",
+        [GUEST_MEMINFO_MAPPED] = "Mapped",
+        [GUEST_MEMINFO_SHMEM] = "Shmem",
+        [GUEST_MEMINFO_KRECLAIMABLE] = "KReclaimable",
+        [GUEST_MEMINFO_SRECLAIMABLE] = "SReclaimable",
+        [GUEST_MEMINFO_SUNRECLAIM] = "SUnreclaim",
+        [GUEST_MEMINFO_COMMITTED_AS] = "Committed_AS",
+};
+
+const char *guest_meminfo_field_name(GuestMeminfoField field) {
+        if ((unsigned) field >= _GUEST_MEMINFO_MAX)
+                return NULL;
+        return meminfo_names[field];
+}
+
+int guest_meminfo_parse(const char *text, size_t size, GuestMeminfo *ret) {
+        Span rest = { text, text ? size : 0 }, line;
+        GuestMeminfo mi;
+        int known = 0;
+
+        for (size_t i = 0; i < _GUEST_MEMINFO_MAX; i++)
+                mi.value[i] = GUEST_VALUE_UNKNOWN;
+
+        while (next_line(&rest, &line)) {
+                Span key, value, unit, extra;
+                uint64_t v;
+
+                if (!next_word(&line, &key) || !next_word(&line, &value) || !next_word(&line, &unit) ||
+                    next_word(&line, &extra))
+                        continue;
+                if (key.n < 2 || key.p[key.n - 1] != ':' || !span_eq(unit, "kB"))
+                        continue;
+                key.n--;
+                if (!parse_u64(value, &v) || v > (GUEST_VALUE_UNKNOWN - 1) / 1024)
+                        continue;
+                for (size_t i = 0; i < _GUEST_MEMINFO_MAX; i++)
+                        if (span_eq(key, meminfo_names[i])) {
+                                mi.value[i] = v * 1024;
+                                break;
+                        }
+        }
+
+        for (size_t i = 0; i < _GUEST_MEMINFO_MAX; i++)
+                if (guest_value_is_known(mi.value[i]))
+                        known++;
+        *ret = mi;
+        return known;
+}
+
+/* ---- /proc/pressure/memory ---- */
+
+static bool parse_psi_fields(Span line, GuestPsiLine *ret) {
+        GuestPsiLine psi = {};
+        bool have10 = false, have60 = false, have300 = false, have_total = false;
+        Span word;
+
+        while (next_word(&line, &word)) {
+                const char *eq = memchr(word.p, '=', word.n);
+                Span key, value;
+
+                if (!eq)
+                        return false;
+                key = (Span) { word.p, (size_t) (eq - word.p) };
+                value = (Span) { eq + 1, word.n - key.n - 1 };
+
+                if (span_eq(key, "avg10"))
+                        have10 = parse_decimal(value, &psi.avg10);
+                else if (span_eq(key, "avg60"))
+                        have60 = parse_decimal(value, &psi.avg60);
+                else if (span_eq(key, "avg300"))
+                        have300 = parse_decimal(value, &psi.avg300);
+                else if (span_eq(key, "total"))
+                        have_total = parse_u64(value, &psi.total_usec);
+                /* unknown keys from newer kernels are fine */
+        }
+        if (!have10 || !have60 || !have300 || !have_total)
+                return false;
+        psi.known = true;
+        *ret = psi;
+        return true;
+}
+
+int guest_psi_parse(const char *text, size_t size, GuestPsi *ret) {
+        Span rest = { text, text ? size : 0 }, line;
+        GuestPsi psi = {};
+
+        while (next_line(&rest, &line)) {
+                Span kind;
+
+                if (!next_word(&line, &kind))
+                        continue;
+                if (span_eq(kind, "some"))
+                        (void) parse_psi_fields(line, &psi.some);
+                else if (span_eq(kind, "full"))
+                        (void) parse_psi_fields(line, &psi.full);
+        }
+        *ret = psi;
+        return psi.some.known ? 0 : -EBADMSG;
+}

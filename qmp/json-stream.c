@@ -1,0 +1,489 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "qmp/json-stream.h"
+
+#define READ_CHUNK ((size_t) (64 * KIB))
+/* A full backlog on a unix socket fails connect() with EAGAIN instead of queueing. */
+#define CONNECT_RETRY_USEC (20 * USEC_PER_MSEC)
+
+typedef enum StreamState {
+        STREAM_NEW,
+        STREAM_CONNECTING,
+        STREAM_CONNECTED,
+        STREAM_CLOSED,
+} StreamState;
+
+struct JsonStream {
+        unsigned n_ref;
+        sd_event *event;
+        JsonStreamCallbacks callbacks;
+        void *userdata;
+
+        StreamState state;
+        int fd;
+        sd_event_source *io;
+        sd_event_source *retry;
+        char *path; /* kept for connect retries and error messages */
+
+        json_tokener *tokener;
+        size_t max_message;
+        int max_depth;
+        size_t message_bytes; /* consumed so far for the value being parsed */
+        bool partial;         /* a value has started (more than whitespace seen) */
+        bool discard_until_sync;
+
+        char *input; /* READ_CHUNK bytes */
+
+        char *output;
+        size_t output_start, output_end, output_alloc;
+};
+
+static void stream_free(JsonStream *s) {
+        json_stream_close(s);
+        if (s->tokener)
+                json_tokener_free(s->tokener);
+        sd_event_unref(s->event);
+        free(s->path);
+        free(s->input);
+        free(s->output);
+        free(s);
+}
+
+JsonStream *json_stream_ref(JsonStream *s) {
+        if (s)
+                s->n_ref++;
+        return s;
+}
+
+JsonStream *json_stream_unref(JsonStream *s) {
+        if (s && --s->n_ref == 0)
+                stream_free(s);
+        return NULL;
+}
+
+static int tokener_make(JsonStream *s) {
+        json_tokener *t = json_tokener_new_ex(s->max_depth);
+
+        if (!t)
+                return -ENOMEM;
+        /* Strict RFC 8259 syntax, several values back to back, and valid UTF-8 only, so
+         * strings handed out are safe to log. */
+        json_tokener_set_flags(t, JSON_TOKENER_STRICT | JSON_TOKENER_ALLOW_TRAILING_CHARS |
+                                          JSON_TOKENER_VALIDATE_UTF8);
+        if (s->tokener)
+                json_tokener_free(s->tokener);
+        s->tokener = t;
+        s->message_bytes = 0;
+        s->partial = false;
+        return 0;
+}
+
+int json_stream_new(JsonStream **ret, sd_event *event, const JsonStreamCallbacks *callbacks, void *userdata) {
+        JsonStream *s;
+        int r;
+
+        if (!ret || !event || !callbacks)
+                return -EINVAL;
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        *s = (JsonStream) {
+                .n_ref = 1,
+                .event = sd_event_ref(event),
+                .callbacks = *callbacks,
+                .userdata = userdata,
+                .fd = -1,
+                .max_message = JSON_STREAM_MAX_MESSAGE_DEFAULT,
+                .max_depth = JSON_STREAM_MAX_DEPTH_DEFAULT,
+        };
+        s->input = malloc(READ_CHUNK);
+        r = s->input ? tokener_make(s) : -ENOMEM;
+        if (r < 0) {
+                stream_free(s);
+                return r;
+        }
+        *ret = s;
+        return 0;
+}
+
+int json_stream_set_max_message_size(JsonStream *s, size_t bytes) {
+        if (s->state != STREAM_NEW)
+                return -EBUSY;
+        s->max_message = bytes > 0 ? bytes : JSON_STREAM_MAX_MESSAGE_DEFAULT;
+        return 0;
+}
+
+int json_stream_set_max_depth(JsonStream *s, int depth) {
+        if (s->state != STREAM_NEW)
+                return -EBUSY;
+        s->max_depth = depth > 0 ? depth : JSON_STREAM_MAX_DEPTH_DEFAULT;
+        return tokener_make(s);
+}
+
+bool json_stream_is_open(const JsonStream *s) {
+        return s && (s->state == STREAM_CONNECTING || s->state == STREAM_CONNECTED);
+}
+
+bool json_stream_is_connected(const JsonStream *s) {
+        return s && s->state == STREAM_CONNECTED;
+}
+
+void json_stream_close(JsonStream *s) {
+        if (!s || s->state == STREAM_CLOSED)
+                return;
+        s->state = STREAM_CLOSED;
+        s->io = sd_event_source_disable_unref(s->io);
+        s->retry = sd_event_source_disable_unref(s->retry);
+        closep(&s->fd);
+        s->fd = -1;
+        s->output_start = s->output_end = 0;
+}
+
+_printf_(3, 4) static void stream_fail(JsonStream *s, int error, const char *format, ...) {
+        char reason[512];
+        va_list ap;
+
+        if (s->state == STREAM_CLOSED)
+                return;
+        va_start(ap, format);
+        vsnprintf(reason, sizeof(reason), format, ap);
+        va_end(ap);
+
+        json_stream_close(s);
+        if (s->callbacks.failed)
+                s->callbacks.failed(s, error, reason, s->userdata);
+}
+
+static int update_io_events(JsonStream *s) {
+        uint32_t events;
+
+        if (!s->io)
+                return 0;
+        if (s->state == STREAM_CONNECTING)
+                events = EPOLLOUT;
+        else
+                events = EPOLLIN | (s->output_end > s->output_start ? EPOLLOUT : 0);
+        return sd_event_source_set_io_events(s->io, events);
+}
+
+static bool is_json_space(char c) {
+        return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/* Feeds one read's worth of bytes to the tokener, dispatching every complete value. */
+static void process_input(JsonStream *s, size_t size) {
+        size_t pos = 0;
+
+        while (pos < size && s->state == STREAM_CONNECTED) {
+                enum json_tokener_error error;
+                json_object *value;
+                size_t chunk;
+
+                if (s->discard_until_sync) {
+                        const char *sync = memchr(s->input + pos, 0xFF, size - pos);
+
+                        if (!sync)
+                                return;
+                        pos = (size_t) (sync - s->input) + 1;
+                        s->discard_until_sync = false;
+                        json_tokener_reset(s->tokener);
+                        s->message_bytes = 0;
+                        s->partial = false;
+                        continue;
+                }
+
+                chunk = size - pos;
+                value = json_tokener_parse_ex(s->tokener, s->input + pos, (int) chunk);
+                error = json_tokener_get_error(s->tokener);
+
+                if (error == json_tokener_continue) {
+                        s->message_bytes += chunk;
+                        for (size_t i = pos; i < size && !s->partial; i++)
+                                if (!is_json_space(s->input[i]))
+                                        s->partial = true;
+                        if (s->message_bytes > s->max_message)
+                                stream_fail(s, -EMSGSIZE, "message exceeds the limit of %zu bytes", s->max_message);
+                        return;
+                }
+
+                if (!value || error != json_tokener_success) {
+                        stream_fail(s,
+                                    -EBADMSG,
+                                    "malformed JSON from peer: %s",
+                                    error == json_tokener_error_depth ? "nesting too deep"
+                                                                      : json_tokener_error_desc(error));
+                        json_object_put(value);
+                        return;
+                }
+
+                chunk = json_tokener_get_parse_end(s->tokener);
+                s->message_bytes += chunk;
+                pos += chunk;
+                json_tokener_reset(s->tokener);
+                s->partial = false;
+                if (s->message_bytes > s->max_message) {
+                        json_object_put(value);
+                        stream_fail(s, -EMSGSIZE, "message exceeds the limit of %zu bytes", s->max_message);
+                        return;
+                }
+                s->message_bytes = 0;
+
+                if (s->callbacks.message)
+                        s->callbacks.message(s, value, s->userdata);
+                json_object_put(value);
+        }
+}
+
+static void handle_read(JsonStream *s) {
+        ssize_t n = read(s->fd, s->input, READ_CHUNK);
+
+        if (n < 0) {
+                if (errno == EAGAIN || errno == EINTR)
+                        return;
+                stream_fail(s, -errno, "read from peer failed: %s", strerror(errno));
+                return;
+        }
+        if (n == 0) {
+                if (s->partial && !s->discard_until_sync)
+                        stream_fail(s, -ECONNRESET, "connection closed by peer in the middle of a message");
+                else
+                        stream_fail(s, -ECONNRESET, "connection closed by peer");
+                return;
+        }
+        process_input(s, (size_t) n);
+}
+
+static void handle_write(JsonStream *s) {
+        while (s->output_end > s->output_start) {
+                ssize_t n = send(s->fd,
+                                 s->output + s->output_start,
+                                 s->output_end - s->output_start,
+                                 MSG_DONTWAIT | MSG_NOSIGNAL);
+                if (n < 0 && errno == ENOTSOCK)
+                        n = write(s->fd, s->output + s->output_start, s->output_end - s->output_start);
+                if (n < 0) {
+                        if (errno == EAGAIN || errno == EINTR)
+                                break;
+                        stream_fail(s, -errno, "write to peer failed: %s", strerror(errno));
+                        return;
+                }
+                s->output_start += (size_t) n;
+        }
+        if (s->output_start == s->output_end)
+                s->output_start = s->output_end = 0;
+        (void) update_io_events(s);
+}
+
+static int finish_connect(JsonStream *s) {
+        int error = 0;
+        socklen_t len = sizeof(error);
+
+        if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &error, &len) < 0)
+                error = errno;
+        if (error != 0) {
+                stream_fail(s, -error, "connect to %s failed: %s", s->path ? s->path : "socket", strerror(error));
+                return -error;
+        }
+        s->state = STREAM_CONNECTED;
+        (void) update_io_events(s);
+        if (s->callbacks.connected)
+                s->callbacks.connected(s, s->userdata);
+        return 0;
+}
+
+static int on_io(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
+        JsonStream *s = json_stream_ref(userdata);
+
+        if (s->state == STREAM_CONNECTING)
+                (void) finish_connect(s);
+        else {
+                if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR))
+                        handle_read(s);
+                if (s->state == STREAM_CONNECTED && (revents & (EPOLLOUT | EPOLLERR)))
+                        handle_write(s);
+        }
+        json_stream_unref(s);
+        return 0;
+}
+
+static int add_io(JsonStream *s) {
+        int r = sd_event_add_io(s->event, &s->io, s->fd, EPOLLIN, on_io, s);
+
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(s->io, "json-stream");
+        return update_io_events(s);
+}
+
+static int try_connect(JsonStream *s);
+
+static int on_retry(sd_event_source *source, uint64_t usec, void *userdata) {
+        JsonStream *s = json_stream_ref(userdata);
+        int r;
+
+        s->retry = sd_event_source_disable_unref(s->retry);
+        r = try_connect(s);
+        if (r < 0)
+                stream_fail(s, r, "connect to %s failed: %s", s->path, strerror(-r));
+        json_stream_unref(s);
+        return 0;
+}
+
+/* One connect() attempt; 0 when connected, connecting, or a retry is scheduled. */
+static int try_connect(JsonStream *s) {
+        struct sockaddr_un addr = { .sun_family = AF_UNIX };
+        int fd;
+
+        memcpy(addr.sun_path, s->path, strlen(s->path));
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+
+        if (connect(fd, (struct sockaddr *) &addr, sizeof(addr)) < 0) {
+                int error = errno;
+
+                if (error == EAGAIN) {
+                        close(fd);
+                        return sd_event_add_time_relative(s->event,
+                                                          &s->retry,
+                                                          CLOCK_MONOTONIC,
+                                                          CONNECT_RETRY_USEC,
+                                                          USEC_PER_MSEC,
+                                                          on_retry,
+                                                          s);
+                }
+                if (error != EINPROGRESS) {
+                        close(fd);
+                        return -error;
+                }
+                s->fd = fd;
+                s->state = STREAM_CONNECTING;
+                return add_io(s);
+        }
+
+        s->fd = fd;
+        s->state = STREAM_CONNECTING;
+        /* Connected at once: report it from the loop like the slow path, so the caller
+         * never sees a callback from inside connect_path(). */
+        return add_io(s);
+}
+
+int json_stream_connect_path(JsonStream *s, const char *path) {
+        struct sockaddr_un addr;
+        int r;
+
+        if (!s || !path)
+                return -EINVAL;
+        if (s->state != STREAM_NEW)
+                return -EBUSY;
+        if (strlen(path) == 0)
+                return -EINVAL;
+        if (strlen(path) >= sizeof(addr.sun_path))
+                return -ENAMETOOLONG;
+        free(s->path);
+        s->path = strdup(path);
+        if (!s->path)
+                return -ENOMEM;
+
+        s->state = STREAM_CONNECTING;
+        r = try_connect(s);
+        if (r < 0) {
+                json_stream_close(s);
+                return r;
+        }
+        return 0;
+}
+
+int json_stream_attach_fd(JsonStream *s, int fd) {
+        int flags, r;
+
+        if (!s || fd < 0)
+                return -EINVAL;
+        if (s->state != STREAM_NEW)
+                return -EBUSY;
+
+        flags = fcntl(fd, F_GETFL);
+        if (flags < 0)
+                return -errno;
+        if (!(flags & O_NONBLOCK) && fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+                return -errno;
+
+        s->fd = fd;
+        s->state = STREAM_CONNECTED;
+        r = add_io(s);
+        if (r < 0) {
+                /* The caller keeps the fd on failure. */
+                s->io = sd_event_source_disable_unref(s->io);
+                s->fd = -1;
+                s->state = STREAM_NEW;
+                return r;
+        }
+        return 0;
+}
+
+int json_stream_write(JsonStream *s, const void *data, size_t size) {
+        if (!s || (!data && size > 0))
+                return -EINVAL;
+        if (!json_stream_is_open(s) && s->state != STREAM_NEW)
+                return -ENOTCONN;
+        if (size == 0)
+                return 0;
+        if (s->output_end - s->output_start + size > JSON_STREAM_MAX_OUTPUT)
+                return -ENOBUFS;
+
+        if (s->output_end + size > s->output_alloc) {
+                size_t used = s->output_end - s->output_start;
+
+                if (s->output_start > 0) {
+                        memmove(s->output, s->output + s->output_start, used);
+                        s->output_start = 0;
+                        s->output_end = used;
+                }
+                if (used + size > s->output_alloc) {
+                        size_t want = MAX(used + size, MAX(s->output_alloc * 2, (size_t) 4096));
+                        char *p = realloc(s->output, want);
+
+                        if (!p)
+                                return -ENOMEM;
+                        s->output = p;
+                        s->output_alloc = want;
+                }
+        }
+        memcpy(s->output + s->output_end, data, size);
+        s->output_end += size;
+        return update_io_events(s);
+}
+
+int json_stream_send(JsonStream *s, json_object *message) {
+        const char *text;
+        size_t len;
+        int r;
+
+        if (!s || !message)
+                return -EINVAL;
+        text = json_object_to_json_string_length(message, JSON_C_TO_STRING_PLAIN, &len);
+        if (!text)
+                return -ENOMEM;
+        if (s->output_end - s->output_start + len + 1 > JSON_STREAM_MAX_OUTPUT)
+                return -ENOBUFS;
+        r = json_stream_write(s, text, len);
+        if (r < 0)
+                return r;
+        /* The newline is not required by QMP but keeps traces readable. */
+        return json_stream_write(s, "\n", 1);
+}
+
+void json_stream_discard_until_sync_byte(JsonStream *s) {
+        s->discard_until_sync = true;
+        json_tokener_reset(s->tokener);
+        s->message_bytes = 0;
+        s->partial = false;
+}

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A deterministic, seeded simulation of a Linux guest's memory, for driving the decision
+ * core without QEMU. One call to guest_model_step() is one polling interval.
+ *
+ * The guest has a kernel part that is never reclaimed, a hot anonymous set, cold anonymous
+ * pages (swapped out first when there is swap), a hot file set re-read through read(),
+ * cold page cache, and optionally a file streamed at a fixed rate that is never re-used
+ * within memory (Nick Piggin's case). Memory pressure evicts cold pages first, then the hot
+ * sets in proportion to their sizes; evicted hot pages come back as refaults at a rate that
+ * grows with the deficit (LRU-like: every pass over the hot set misses what did not fit).
+ *
+ * What it emits mirrors guest-lab.md: read() thrashing shows no major faults and only moves
+ * the levels (available, disk caches) and makes the balloon stop short of its target;
+ * anonymous thrashing with swap shows at once in major faults and swap-in; the guest agent
+ * (if enabled) sees workingset_refault/activate, pgscan/pgsteal and PSI. Streaming refaults
+ * are counted as refaults but not activations (their refault distance exceeds memory).
+ *
+ * The balloon pushes back: it cannot take pages the guest cannot free, and it fights
+ * refaulting reads for the last ones. With deflate-on-oom the guest takes pages back
+ * instead of OOM-killing; without it, anonymous memory that does not fit is an OOM kill,
+ * which the tests must never see. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "policies/signals.h"
+
+#define GUEST_MODEL_PHASES_MAX 8
+
+typedef struct GuestModelPhase {
+        unsigned start_tick;
+        uint64_t anon_hot;          /* bytes touched every pass */
+        uint64_t anon_cold;         /* allocated, never touched again */
+        uint64_t file_hot;          /* file bytes re-read every pass */
+        uint64_t file_cold;         /* page cache read once (e.g. at boot) */
+        double stream_bytes_per_sec;/* a file much larger than memory, read cyclically */
+        unsigned ramp_ticks;        /* move from the previous phase's sizes over this many ticks */
+} GuestModelPhase;
+
+typedef struct GuestModelConfig {
+        uint64_t seed;
+        uint64_t boot_bytes;         /* the guest's memory without the balloon */
+        uint64_t kernel_bytes;       /* kernel, slab, page tables: never reclaimed */
+        uint64_t min_free_bytes;     /* the watermark reclaim keeps free */
+        uint64_t swap_bytes;         /* 0: no swap */
+        bool deflate_on_oom;
+        bool agent;                  /* guest agent: vmstat and PSI */
+        bool new_balloon_stats;      /* QEMU 9.2+ scan/reclaim/stall/oom stats */
+        uint64_t interval_usec;
+        double pass_sec;             /* seconds per pass over the hot sets */
+        double noise;                /* relative jitter of the rates, e.g. 0.1 */
+        unsigned reboot_tick;        /* 0: never; else counters restart at this tick */
+        double lie_probability;      /* chance per sample of a corrupted report */
+        GuestModelPhase phases[GUEST_MODEL_PHASES_MAX];
+        unsigned n_phases;
+} GuestModelConfig;
+
+typedef struct GuestModel {
+        GuestModelConfig cfg;
+        uint64_t rng;
+        unsigned tick;
+        uint64_t now_usec;
+        uint64_t target;
+        uint64_t actual;
+
+        /* current sizes (after ramps) */
+        double anon_hot, anon_cold, file_hot, file_cold, stream_rate;
+
+        /* resident state after the last step */
+        double free_b, cache_b, available_b, swapped_b;
+        double hot_deficit_file, hot_deficit_anon;
+        double prev_cold_resident;
+
+        /* cumulative counters as the guest kernel keeps them */
+        double c[_RS_COUNTER_MAX];
+        double psi_some_avg10, psi_full_avg10;
+
+        /* ground truth */
+        unsigned oom_kills;
+        unsigned deflate_on_oom_events;
+        bool lied;                   /* the last sample was corrupted */
+} GuestModel;
+
+/* Starts at full size (balloon target = boot size). */
+void guest_model_init(GuestModel *m, const GuestModelConfig *cfg);
+/* The balloon target the decision core asked for (bytes of guest memory). */
+void guest_model_set_target(GuestModel *m, uint64_t target);
+/* Advances one interval. */
+void guest_model_step(GuestModel *m);
+/* The signals a real guest would report now (possibly corrupted for a lying guest). */
+void guest_model_sample(GuestModel *m, RsSample *ret);
+
+/* The smallest guest size at which the current phase runs without refaults: kernel,
+ * watermark and both hot sets. Cold pages and the stream are not part of it. */
+uint64_t guest_model_working_set(const GuestModel *m);
+uint64_t guest_model_actual(const GuestModel *m);
+/* Refaults per second of the hot sets last interval (what more memory would save). */
+double guest_model_hot_refault_rate(const GuestModel *m);
+
+/* A basic config: 2 GiB guest, 100 MiB kernel, 16 MiB watermark, 10 s interval, a 10 s
+ * pass, 5 % noise, one phase with nothing in it. */
+void guest_model_config_default(GuestModelConfig *cfg, uint64_t seed);

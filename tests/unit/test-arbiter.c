@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+
+#include "common/macro.h"
+#include "policies/arbiter.h"
+#include "policies/rs-value.h"
+
+static RsArbiterGuest guest(uint64_t want, uint64_t est, uint64_t floor, uint64_t max, uint64_t shares, RsMode mode) {
+        return (RsArbiterGuest) { .want = want, .estimate = est, .floor = floor, .max = max, .shares = shares, .mode = mode };
+}
+
+static uint64_t sum(const uint64_t *v, size_t n) {
+        uint64_t s = 0;
+        for (size_t i = 0; i < n; i++)
+                s += v[i];
+        return s;
+}
+
+START_TEST(test_not_short_rightsize_keeps_wish) {
+        RsArbiterHost h = { .guest_memory = 16 * GIB, .reserve = 1 * GIB };
+        RsArbiterGuest g[] = {
+                guest(1100 * MIB, 1000 * MIB, 256 * MIB, 4 * GIB, 1024, RS_MODE_RIGHTSIZE),
+                guest(2200 * MIB, 2000 * MIB, 256 * MIB, 4 * GIB, 1024, RS_MODE_RIGHTSIZE),
+        };
+        uint64_t out[2];
+        ck_assert_int_eq(rs_arbitrate(&h, g, 2, out), RS_ARBITER_FITS);
+        ck_assert_uint_eq(out[0], 1100 * MIB);
+        ck_assert_uint_eq(out[1], 2200 * MIB);
+}
+END_TEST
+
+START_TEST(test_not_short_on_host_pressure_gives_back) {
+        RsArbiterHost h = { .guest_memory = 16 * GIB, .reserve = 1 * GIB };
+        RsArbiterGuest g[] = {
+                guest(1100 * MIB, 1000 * MIB, 256 * MIB, 4 * GIB, 1024, RS_MODE_ON_HOST_PRESSURE),
+                guest(2200 * MIB, 2000 * MIB, 256 * MIB, 4 * GIB, 1024, RS_MODE_RIGHTSIZE),
+        };
+        uint64_t out[2];
+        ck_assert_int_eq(rs_arbitrate(&h, g, 2, out), RS_ARBITER_FITS);
+        ck_assert_uint_eq(out[0], 4 * GIB);
+        ck_assert_uint_eq(out[1], 2200 * MIB);
+
+        /* only part fits: the surplus is shared, within the budget */
+        h.guest_memory = 5 * GIB;
+        ck_assert_int_eq(rs_arbitrate(&h, g, 2, out), RS_ARBITER_FITS);
+        ck_assert_uint_eq(out[1], 2200 * MIB);
+        ck_assert_uint_ge(out[0], 1100 * MIB);
+        ck_assert_uint_le(sum(out, 2), 4 * GIB);
+        ck_assert_uint_ge(sum(out, 2), 4 * GIB - 2);
+}
+END_TEST
+
+START_TEST(test_short_squeezes_above_estimate_first) {
+        /* wishes 1300 + 2200 = 3500 MiB; estimates 1000 + 2000; budget 3200 */
+        RsArbiterHost h = { .guest_memory = 3200 * MIB + 512 * MIB, .reserve = 512 * MIB };
+        RsArbiterGuest g[] = {
+                guest(1300 * MIB, 1000 * MIB, 256 * MIB, 4 * GIB, 1024, RS_MODE_RIGHTSIZE),
+                guest(2200 * MIB, 2000 * MIB, 256 * MIB, 4 * GIB, 8192, RS_MODE_RIGHTSIZE),
+        };
+        uint64_t out[2];
+        ck_assert_int_eq(rs_arbitrate(&h, g, 2, out), RS_ARBITER_SQUEEZED);
+        ck_assert_uint_le(sum(out, 2), 3200 * MIB);
+        /* excess 300 and 200 MiB, 300 MiB to take: 180 and 120 */
+        ck_assert_uint_eq(out[0], 1120 * MIB);
+        ck_assert_uint_eq(out[1], 2080 * MIB);
+        ck_assert_uint_ge(out[0], 1000 * MIB);
+        ck_assert_uint_ge(out[1], 2000 * MIB);
+}
+END_TEST
+
+START_TEST(test_short_divides_by_shares_never_below_floor) {
+        /* estimates 1000 + 3000 do not fit 2000 */
+        RsArbiterHost h = { .guest_memory = 2000 * MIB, .reserve = 0 };
+        RsArbiterGuest g[] = {
+                guest(1100 * MIB, 1000 * MIB, 400 * MIB, 4 * GIB, 1000, RS_MODE_RIGHTSIZE),
+                guest(3300 * MIB, 3000 * MIB, 256 * MIB, 4 * GIB, 3000, RS_MODE_RIGHTSIZE),
+        };
+        uint64_t out[2];
+        ck_assert_int_eq(rs_arbitrate(&h, g, 2, out), RS_ARBITER_SHARED);
+        ck_assert_uint_le(sum(out, 2), 2000 * MIB);
+        ck_assert_uint_ge(sum(out, 2), 2000 * MIB - 2);
+        /* 1:3 shares of 2000: 500 and 1500 */
+        ck_assert_uint_le(out[0] > 500 * MIB ? out[0] - 500 * MIB : 500 * MIB - out[0], 1);
+        ck_assert_uint_ge(out[0], 400 * MIB);
+
+        /* a floor that the share would break is kept */
+        g[0].floor = 800 * MIB;
+        ck_assert_int_eq(rs_arbitrate(&h, g, 2, out), RS_ARBITER_SHARED);
+        ck_assert_uint_ge(out[0], 800 * MIB);
+        ck_assert_uint_le(sum(out, 2), 2000 * MIB);
+}
+END_TEST
+
+START_TEST(test_floors_do_not_fit) {
+        RsArbiterHost h = { .guest_memory = 500 * MIB, .reserve = 0 };
+        RsArbiterGuest g[] = {
+                guest(1100 * MIB, 1000 * MIB, 400 * MIB, 4 * GIB, 1, RS_MODE_RIGHTSIZE),
+                guest(1100 * MIB, 1000 * MIB, 400 * MIB, 4 * GIB, 1, RS_MODE_RIGHTSIZE),
+        };
+        uint64_t out[2];
+        ck_assert_int_eq(rs_arbitrate(&h, g, 2, out), -ENOSPC);
+        ck_assert_uint_eq(out[0], 400 * MIB);
+        ck_assert_uint_eq(out[1], 400 * MIB);
+}
+END_TEST
+
+START_TEST(test_random_invariants) {
+        uint64_t x = 42;
+        for (int round = 0; round < 3000; round++) {
+                RsArbiterGuest g[8];
+                uint64_t out[8];
+                size_t n = 1 + round % 8;
+                for (size_t i = 0; i < n; i++) {
+                        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                        uint64_t max = (512 + x % 8192) * MIB;
+                        uint64_t floor = (64 + (x >> 16) % 512) * MIB;
+                        uint64_t est = (x >> 8) % 4 == 0 ? RS_UNKNOWN : (128 + (x >> 24) % 8192) * MIB;
+                        uint64_t want = (128 + (x >> 32) % 8192) * MIB;
+                        g[i] = guest(want, est, floor, max, 1 + (x >> 40) % 5000, (RsMode) ((x >> 50) % 3));
+                }
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                RsArbiterHost h = { .guest_memory = (x % 40000) * MIB, .reserve = (x >> 20) % 2048 * MIB };
+                int r = rs_arbitrate(&h, g, n, out);
+                uint64_t budget = h.guest_memory > h.reserve ? h.guest_memory - h.reserve : 0;
+                for (size_t i = 0; i < n; i++) {
+                        ck_assert_uint_ge(out[i], MIN(g[i].floor, g[i].max));
+                        ck_assert_uint_le(out[i], g[i].max);
+                }
+                if (r >= 0)
+                        ck_assert_uint_le(sum(out, n), budget);
+                else
+                        ck_assert_int_eq(r, -ENOSPC);
+        }
+}
+END_TEST
+
+START_TEST(test_bad_input) {
+        RsArbiterHost h = { .guest_memory = GIB };
+        uint64_t out[1];
+        ck_assert_int_eq(rs_arbitrate(NULL, NULL, 0, out), -EINVAL);
+        ck_assert_int_eq(rs_arbitrate(&h, NULL, 1, out), -EINVAL);
+        ck_assert_int_eq(rs_arbitrate(&h, NULL, 0, NULL), RS_ARBITER_FITS);
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("arbiter");
+        TCase *tc = tcase_create("arbiter");
+        tcase_add_test(tc, test_not_short_rightsize_keeps_wish);
+        tcase_add_test(tc, test_not_short_on_host_pressure_gives_back);
+        tcase_add_test(tc, test_short_squeezes_above_estimate_first);
+        tcase_add_test(tc, test_short_divides_by_shares_never_below_floor);
+        tcase_add_test(tc, test_floors_do_not_fit);
+        tcase_add_test(tc, test_random_invariants);
+        tcase_add_test(tc, test_bad_input);
+        suite_add_tcase(s, tc);
+        SRunner *sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

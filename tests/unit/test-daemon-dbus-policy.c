@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The shipped D-Bus policy, enforced by a real dbus-daemon: a private bus with the system bus's
+ * default policy plus etc/org.rightsize.Manager1.conf, a stand-in rightsized owning the name, and
+ * callers that drop to other users. The group in the policy ("rightsize") does not exist on a
+ * test machine, so the copy under test names "nogroup" instead; nothing else is changed. */
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <systemd/sd-bus.h>
+#include <unistd.h>
+
+#include "common/macro.h"
+#include "tests/unit/test-daemon-util.h"
+
+#define NAME "org.rightsize.Manager1"
+#define PATH "/org/rightsize/Manager1"
+#define TEST_GROUP "nogroup"
+
+enum { CALL_OK = 0, CALL_DENIED = 10, CALL_OTHER_ERROR = 20, CALL_SETUP_FAILED = 30 };
+
+static const char bus_config[] =
+        "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\"\n"
+        " \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n"
+        "<busconfig>\n"
+        "  <listen>unix:path=%s/bus</listen>\n"
+        "  <auth>EXTERNAL</auth>\n"
+        "  <policy context=\"default\">\n" /* as in the system bus's system.conf */
+        "    <allow user=\"*\"/>\n"
+        "    <deny own=\"*\"/>\n"
+        "    <deny send_type=\"method_call\"/>\n"
+        "    <allow send_type=\"signal\"/>\n"
+        "    <allow send_requested_reply=\"true\" send_type=\"method_return\"/>\n"
+        "    <allow send_requested_reply=\"true\" send_type=\"error\"/>\n"
+        "    <allow receive_type=\"method_call\"/>\n"
+        "    <allow receive_type=\"method_return\"/>\n"
+        "    <allow receive_type=\"error\"/>\n"
+        "    <allow receive_type=\"signal\"/>\n"
+        "    <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus\"/>\n"
+        "    <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus.Introspectable\"/>\n"
+        "  </policy>\n"
+        "  <include>%s/policy.conf</include>\n"
+        "</busconfig>\n";
+
+static char *dir, *address;
+
+/* Forked children start here: Check's own SIGTERM/SIGINT handlers, inherited through fork(),
+ * would take the test's whole process group down with them. */
+static void child_init(void) {
+        (void) signal(SIGTERM, SIG_DFL);
+        (void) signal(SIGINT, SIG_DFL);
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
+static pid_t bus_pid = -1, server_pid = -1;
+
+static int connect_bus(sd_bus **ret) {
+        sd_bus *bus = NULL;
+        int r;
+
+        r = sd_bus_new(&bus);
+        if (r >= 0)
+                r = sd_bus_set_address(bus, address);
+        if (r >= 0)
+                r = sd_bus_set_bus_client(bus, 1);
+        if (r >= 0)
+                r = sd_bus_start(bus);
+        if (r < 0) {
+                sd_bus_unref(bus);
+                return r;
+        }
+        *ret = bus;
+        return 0;
+}
+
+static int method_reply(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        return sd_bus_reply_method_return(m, "s", "ok");
+}
+
+static int get_version(sd_bus *bus, const char *path, const char *interface, const char *property,
+                       sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return sd_bus_message_append(reply, "s", "0.1");
+}
+
+/* UNPRIVILEGED everywhere: sd-bus would otherwise refuse non-root callers itself, and this test is
+ * about what the bus policy lets through. (The real daemon marks only its reads so, and checks the
+ * caller of every change.) */
+static const sd_bus_vtable manager_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_METHOD("ListGuests", "", "s", method_reply, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("GetGuest", "", "s", method_reply, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("GetHistory", "", "s", method_reply, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("SetGuestPolicy", "", "s", method_reply, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Pause", "", "s", method_reply, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Probe", "", "s", method_reply, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Reload", "", "s", method_reply, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_PROPERTY("Version", "s", get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_VTABLE_END,
+};
+
+/* The stand-in daemon: owns the name, answers everything; tells the parent once it is ready. */
+static void run_server(int ready_fd) {
+        sd_bus *bus = NULL;
+
+        if (connect_bus(&bus) < 0 || sd_bus_request_name(bus, NAME, 0) < 0 ||
+            sd_bus_add_object_vtable(bus, NULL, PATH, NAME, manager_vtable, NULL) < 0)
+                _exit(1);
+        if (write(ready_fd, "R", 1) != 1)
+                _exit(1);
+        close(ready_fd);
+        for (;;) {
+                int r = sd_bus_process(bus, NULL);
+                if (r < 0)
+                        _exit(2);
+                if (r == 0 && sd_bus_wait(bus, UINT64_MAX) < 0)
+                        _exit(3);
+        }
+}
+
+typedef struct Call {
+        const char *interface;
+        const char *member;
+        bool property_get;  /* Properties.Get(NAME, "Version") */
+        bool own_name;      /* RequestName(NAME) instead of a call */
+} Call;
+
+/* Runs one call as uid/gid in a child; returns CALL_*. */
+static int call_as(uid_t uid, gid_t gid, const Call *call) {
+        pid_t pid = fork();
+        int status;
+
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                sd_bus_error error = SD_BUS_ERROR_NULL;
+                sd_bus_message *reply = NULL;
+                sd_bus *bus = NULL;
+                int r;
+
+                child_init();
+                if (setgroups(1, &gid) < 0 || setgid(gid) < 0 || setuid(uid) < 0)
+                        _exit(CALL_SETUP_FAILED);
+                if (connect_bus(&bus) < 0)
+                        _exit(CALL_SETUP_FAILED);
+
+                if (call->own_name) {
+                        r = sd_bus_request_name(bus, NAME, SD_BUS_NAME_QUEUE);
+                        _exit(r >= 0 ? CALL_OK : (r == -EACCES || r == -EPERM) ? CALL_DENIED : CALL_OTHER_ERROR);
+                }
+                if (call->property_get)
+                        r = sd_bus_call_method(bus, NAME, PATH, call->interface, call->member, &error, &reply, "ss",
+                                               NAME, "Version");
+                else
+                        r = sd_bus_call_method(bus, NAME, PATH, call->interface, call->member, &error, &reply, "");
+                if (r >= 0)
+                        _exit(CALL_OK);
+                if (sd_bus_error_has_name(&error, SD_BUS_ERROR_ACCESS_DENIED)) {
+                        if (getenv("TEST_DEBUG"))
+                                fprintf(stderr, "%s.%s as %u: %s\n", call->interface, call->member, (unsigned) uid,
+                                        error.message);
+                        _exit(CALL_DENIED);
+                }
+                fprintf(stderr, "%s.%s as %u: %s\n", call->interface, call->member, (unsigned) uid, error.message);
+                _exit(CALL_OTHER_ERROR);
+        }
+
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert(WIFEXITED(status));
+        return WEXITSTATUS(status);
+}
+
+static char *replace_all(const char *s, const char *from, const char *to) {
+        char *out = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&out, &size);
+
+        ck_assert_ptr_nonnull(f);
+        for (const char *p; (p = strstr(s, from)); s = p + strlen(from)) {
+                fwrite(s, 1, (size_t) (p - s), f);
+                fputs(to, f);
+        }
+        fputs(s, f);
+        fclose(f);
+        return out;
+}
+
+static pid_t spawn_bus(const char *config) {
+        int pipefd[2];
+        char buf[512];
+        ssize_t n;
+        pid_t pid;
+
+        ck_assert_int_eq(pipe2(pipefd, O_CLOEXEC), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                char arg_config[512], arg_fd[32];
+
+                child_init();
+                if (dup2(pipefd[1], 3) < 0)
+                        _exit(127);
+                if (!getenv("TEST_DEBUG")) {
+                        /* Its "Rejected send message" lines are expected here; TEST_DEBUG=1 shows them. */
+                        int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+                        if (null >= 0)
+                                (void) dup2(null, STDERR_FILENO);
+                }
+                snprintf(arg_config, sizeof(arg_config), "--config-file=%s", config);
+                snprintf(arg_fd, sizeof(arg_fd), "--print-address=3");
+                execlp("dbus-daemon", "dbus-daemon", arg_config, arg_fd, "--nofork", "--nopidfile", (char *) NULL);
+                _exit(127);
+        }
+        close(pipefd[1]);
+        n = read(pipefd[0], buf, sizeof(buf) - 1);
+        close(pipefd[0]);
+        ck_assert_msg(n > 0, "dbus-daemon did not start");
+        buf[n] = '\0';
+        buf[strcspn(buf, "\n")] = '\0';
+        address = strdup(buf);
+        ck_assert_ptr_nonnull(address);
+        return pid;
+}
+
+static void stop(pid_t *pid) {
+        if (*pid > 0) {
+                (void) kill(*pid, SIGTERM);
+                (void) waitpid(*pid, NULL, 0);
+                *pid = -1;
+        }
+}
+
+static void teardown(void) {
+        stop(&server_pid);
+        stop(&bus_pid);
+        test_rm_rf(dir);
+        free(dir);
+        free(address);
+        dir = address = NULL;
+}
+
+START_TEST(test_policy_enforced) {
+        _cleanup_(freep) char *policy_src = NULL, *policy = NULL, *policy_path = NULL, *config_path = NULL,
+                              *config = NULL;
+        const char *srcdir = getenv("top_srcdir") ?: TEST_TOP_SRCDIR;
+        struct passwd *pw;
+        struct group *gr;
+        uid_t member_uid, outsider_uid;
+        gid_t member_gid, outsider_gid;
+        int ready[2];
+        char c;
+
+        if (geteuid() != 0) {
+                fprintf(stderr, "test_policy_enforced: needs root to switch users, not run\n");
+                return;
+        }
+        pw = getpwnam("nobody");
+        gr = getgrnam(TEST_GROUP);
+        ck_assert_msg(pw && gr, "needs the user nobody and the group " TEST_GROUP);
+        member_uid = pw->pw_uid;
+        member_gid = gr->gr_gid;
+        pw = getpwnam("daemon");
+        ck_assert_ptr_nonnull(pw);
+        outsider_uid = pw->pw_uid;
+        outsider_gid = pw->pw_gid;
+        ck_assert_int_ne(outsider_gid, member_gid);
+
+        dir = test_mkdtemp();
+        ck_assert_int_eq(chmod(dir, 0755), 0); /* the callers are not root */
+
+        /* The shipped policy, with the group swapped for one that exists here. */
+        ck_assert_int_ge(asprintf(&policy_path, "%s/etc/org.rightsize.Manager1.conf", srcdir), 0);
+        policy_src = test_read_file(policy_path);
+        ck_assert_ptr_nonnull(policy_src);
+        ck_assert_ptr_nonnull(strstr(policy_src, "<policy group=\"rightsize\">"));
+        policy = replace_all(policy_src, "group=\"rightsize\"", "group=\"" TEST_GROUP "\"");
+        free(policy_path);
+        ck_assert_int_ge(asprintf(&policy_path, "%s/policy.conf", dir), 0);
+        test_write_file(policy_path, policy);
+
+        ck_assert_int_ge(asprintf(&config, bus_config, dir, dir), 0);
+        ck_assert_int_ge(asprintf(&config_path, "%s/bus.conf", dir), 0);
+        test_write_file(config_path, config);
+
+        bus_pid = spawn_bus(config_path);
+
+        ck_assert_int_eq(pipe2(ready, O_CLOEXEC), 0);
+        server_pid = fork();
+        ck_assert_int_ge(server_pid, 0);
+        if (server_pid == 0) {
+                child_init();
+                close(ready[0]);
+                run_server(ready[1]);
+        }
+        close(ready[1]);
+        ck_assert_msg(read(ready[0], &c, 1) == 1, "the stand-in daemon could not take the name");
+        close(ready[0]);
+
+        static const Call list = { NAME, "ListGuests" }, get = { NAME, "GetGuest" },
+                          history = { NAME, "GetHistory" }, set = { NAME, "SetGuestPolicy" },
+                          pause = { NAME, "Pause" }, probe = { NAME, "Probe" }, reload = { NAME, "Reload" },
+                          prop = { "org.freedesktop.DBus.Properties", "Get", .property_get = true },
+                          introspect = { "org.freedesktop.DBus.Introspectable", "Introspect" },
+                          own = { .own_name = true };
+
+        /* root: everything. */
+        ck_assert_int_eq(call_as(0, 0, &list), CALL_OK);
+        ck_assert_int_eq(call_as(0, 0, &set), CALL_OK);
+        ck_assert_int_eq(call_as(0, 0, &reload), CALL_OK);
+
+        /* The read group: reads only. */
+        ck_assert_int_eq(call_as(member_uid, member_gid, &list), CALL_OK);
+        ck_assert_int_eq(call_as(member_uid, member_gid, &get), CALL_OK);
+        ck_assert_int_eq(call_as(member_uid, member_gid, &history), CALL_OK);
+        ck_assert_int_eq(call_as(member_uid, member_gid, &prop), CALL_OK);
+        ck_assert_int_eq(call_as(member_uid, member_gid, &introspect), CALL_OK);
+        ck_assert_int_eq(call_as(member_uid, member_gid, &set), CALL_DENIED);
+        ck_assert_int_eq(call_as(member_uid, member_gid, &pause), CALL_DENIED);
+        ck_assert_int_eq(call_as(member_uid, member_gid, &probe), CALL_DENIED);
+        ck_assert_int_eq(call_as(member_uid, member_gid, &reload), CALL_DENIED);
+        ck_assert_int_eq(call_as(member_uid, member_gid, &own), CALL_DENIED);
+
+        /* Anyone else: nothing. */
+        ck_assert_int_eq(call_as(outsider_uid, outsider_gid, &list), CALL_DENIED);
+        ck_assert_int_eq(call_as(outsider_uid, outsider_gid, &prop), CALL_DENIED);
+        ck_assert_int_eq(call_as(outsider_uid, outsider_gid, &introspect), CALL_DENIED);
+        ck_assert_int_eq(call_as(outsider_uid, outsider_gid, &set), CALL_DENIED);
+        ck_assert_int_eq(call_as(outsider_uid, outsider_gid, &own), CALL_DENIED);
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("daemon-dbus-policy");
+        TCase *tc = tcase_create("dbus-policy");
+        SRunner *sr;
+        int failed;
+
+        tcase_add_checked_fixture(tc, NULL, teardown);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, test_policy_enforced);
+        suite_add_tcase(s, tc);
+
+        sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/macro.h"
+#include "daemon/log.h"
+#include "tests/unit/test-daemon-util.h"
+
+static void setup(void) {
+        unsetenv("JOURNAL_STREAM");
+        log_set_target(LOG_TARGET_STDERR);
+        log_set_max_level(LOG_INFO);
+}
+
+START_TEST(test_stderr_format) {
+        _cleanup_(freep) char *out = NULL;
+
+        test_stderr_begin();
+        log_info("hello %d", 5);
+        log_guest_warning("web1", "probing", "balloon stalled at %s", "700M");
+        log_guest_full(LOG_NOTICE, "db", NULL, "no state");
+        log_error("plain error");
+        out = test_stderr_end();
+
+        ck_assert_str_eq(out, "info: hello 5\n"
+                              "warning: web1 [probing]: balloon stalled at 700M\n"
+                              "notice: db: no state\n"
+                              "err: plain error\n");
+}
+END_TEST
+
+START_TEST(test_level_filter) {
+        _cleanup_(freep) char *out = NULL;
+
+        log_set_max_level(LOG_WARNING);
+        ck_assert_int_eq(log_get_max_level(), LOG_WARNING);
+        test_stderr_begin();
+        log_debug("debug");
+        log_info("info");
+        log_notice("notice");
+        log_warning("warning");
+        log_error("error");
+        out = test_stderr_end();
+        ck_assert_str_eq(out, "warning: warning\nerr: error\n");
+
+        log_set_max_level(LOG_DEBUG);
+        test_stderr_begin();
+        log_debug("now %s", "visible");
+        free(out);
+        out = test_stderr_end();
+        ck_assert_str_eq(out, "debug: now visible\n");
+
+        /* Out-of-range levels are clamped rather than disabling everything. */
+        log_set_max_level(42);
+        ck_assert_int_eq(log_get_max_level(), LOG_DEBUG);
+        log_set_max_level(-3);
+        ck_assert_int_eq(log_get_max_level(), LOG_EMERG);
+}
+END_TEST
+
+START_TEST(test_errno_return) {
+        _cleanup_(freep) char *out = NULL;
+        int r;
+
+        test_stderr_begin();
+        errno = EAGAIN;
+        r = log_error_errno(EIO, "reading stats: %m");
+        ck_assert_int_eq(r, -EIO);
+        ck_assert_int_eq(errno, EAGAIN); /* logging leaves errno alone */
+        r = log_warning_errno(-ENOENT, "socket gone: %m");
+        ck_assert_int_eq(r, -ENOENT);
+        r = log_guest_error_errno("web1", "holding", ECONNRESET, "QMP: %m");
+        ck_assert_int_eq(r, -ECONNRESET);
+        /* Filtered out, still the error. */
+        r = log_debug_errno(EPERM, "hidden");
+        ck_assert_int_eq(r, -EPERM);
+        r = log_info_errno(0, "no error");
+        ck_assert_int_eq(r, 0);
+        ck_assert_int_eq(log_oom(), -ENOMEM);
+        out = test_stderr_end();
+
+        ck_assert_str_eq(out, "err: reading stats: Input/output error\n"
+                              "warning: socket gone: No such file or directory\n"
+                              "err: web1 [holding]: QMP: Connection reset by peer\n"
+                              "info: no error\n"
+                              "err: Out of memory.\n");
+}
+END_TEST
+
+START_TEST(test_untrusted_names_escaped) {
+        _cleanup_(freep) char *out = NULL;
+
+        test_stderr_begin();
+        log_guest_warning("evil\nerr: forged", "st\033[31m", "msg\rx");
+        out = test_stderr_end();
+        ck_assert_str_eq(out, "warning: evil\\x0aerr: forged [st\\x1b[31m]: msg\\x0dx\n");
+}
+END_TEST
+
+START_TEST(test_level_names) {
+        ck_assert_int_eq(log_level_from_string("debug"), LOG_DEBUG);
+        ck_assert_int_eq(log_level_from_string("INFO"), LOG_INFO);
+        ck_assert_int_eq(log_level_from_string("warn"), LOG_WARNING);
+        ck_assert_int_eq(log_level_from_string("warning"), LOG_WARNING);
+        ck_assert_int_eq(log_level_from_string("error"), LOG_ERR);
+        ck_assert_int_eq(log_level_from_string("err"), LOG_ERR);
+        ck_assert_int_eq(log_level_from_string("7"), LOG_DEBUG);
+        ck_assert_int_eq(log_level_from_string("8"), -EINVAL);
+        ck_assert_int_eq(log_level_from_string("loud"), -EINVAL);
+        ck_assert_int_eq(log_level_from_string(""), -EINVAL);
+        ck_assert_int_eq(log_level_from_string(NULL), -EINVAL);
+        for (int l = LOG_EMERG; l <= LOG_DEBUG; l++)
+                ck_assert_int_eq(log_level_from_string(log_level_to_string(l)), l);
+        ck_assert_ptr_null(log_level_to_string(8));
+        ck_assert_ptr_null(log_level_to_string(-1));
+}
+END_TEST
+
+START_TEST(test_journal_stream_detection) {
+        _cleanup_(freep) char *out = NULL;
+        struct stat st;
+        char value[64];
+
+        test_stderr_begin();
+        ck_assert_int_eq(fstat(STDERR_FILENO, &st), 0);
+
+        ck_assert(!log_stderr_is_journal());
+        snprintf(value, sizeof(value), "%llu:%llu", (unsigned long long) st.st_dev,
+                 (unsigned long long) st.st_ino);
+        setenv("JOURNAL_STREAM", value, 1);
+        ck_assert(log_stderr_is_journal());
+        log_open();
+        ck_assert_int_eq(log_get_target(), LOG_TARGET_JOURNAL);
+
+        snprintf(value, sizeof(value), "%llu:%llu", (unsigned long long) st.st_dev,
+                 (unsigned long long) st.st_ino + 1);
+        setenv("JOURNAL_STREAM", value, 1);
+        ck_assert(!log_stderr_is_journal());
+        log_open();
+        ck_assert_int_eq(log_get_target(), LOG_TARGET_STDERR);
+
+        snprintf(value, sizeof(value), "%llu:%llux", (unsigned long long) st.st_dev,
+                 (unsigned long long) st.st_ino);
+        setenv("JOURNAL_STREAM", value, 1);
+        ck_assert(!log_stderr_is_journal());
+        setenv("JOURNAL_STREAM", "garbage", 1);
+        ck_assert(!log_stderr_is_journal());
+        unsetenv("JOURNAL_STREAM");
+        out = test_stderr_end();
+}
+END_TEST
+
+/* One field of a native journal protocol datagram. */
+typedef struct Field {
+        char key[64];
+        char value[512];
+} Field;
+
+/* Decodes "KEY=value\n" and the binary-safe "KEY\n<le64 length><data>\n" forms. */
+static size_t parse_datagram(const char *buf, size_t len, Field *fields, size_t max) {
+        size_t n = 0, i = 0;
+
+        while (i < len && n < max) {
+                const char *nl = memchr(buf + i, '\n', len - i), *eq;
+                ck_assert_ptr_nonnull(nl);
+                eq = memchr(buf + i, '=', (size_t) (nl - (buf + i)));
+                if (eq) {
+                        ck_assert_int_lt(eq - (buf + i), sizeof(fields[n].key));
+                        ck_assert_int_lt(nl - eq - 1, sizeof(fields[n].value));
+                        memcpy(fields[n].key, buf + i, (size_t) (eq - (buf + i)));
+                        fields[n].key[eq - (buf + i)] = '\0';
+                        memcpy(fields[n].value, eq + 1, (size_t) (nl - eq - 1));
+                        fields[n].value[nl - eq - 1] = '\0';
+                        i = (size_t) (nl - buf) + 1;
+                } else {
+                        uint64_t size = 0;
+                        size_t klen = (size_t) (nl - (buf + i));
+                        ck_assert_int_lt(klen, sizeof(fields[n].key));
+                        memcpy(fields[n].key, buf + i, klen);
+                        fields[n].key[klen] = '\0';
+                        i += klen + 1;
+                        ck_assert_uint_le(i + 8, len);
+                        for (int b = 7; b >= 0; b--)
+                                size = (size << 8) | (unsigned char) buf[i + (size_t) b];
+                        i += 8;
+                        ck_assert_uint_lt(size, sizeof(fields[n].value));
+                        ck_assert_uint_le(i + size + 1, len);
+                        memcpy(fields[n].value, buf + i, size);
+                        fields[n].value[size] = '\0';
+                        i += size;
+                        ck_assert_int_eq(buf[i], '\n');
+                        i++;
+                }
+                n++;
+        }
+        return n;
+}
+
+static const char *field_get(const Field *fields, size_t n, const char *key) {
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(fields[i].key, key) == 0)
+                        return fields[i].value;
+        return NULL;
+}
+
+START_TEST(test_journal_fields) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX, .sun_path = "/run/systemd/journal/socket" };
+        _cleanup_(freep) char *fallback = NULL, *none = NULL;
+        _cleanup_(closep) int fd = -1;
+        char buf[8192];
+        Field fields[32];
+        ssize_t len;
+        size_t n;
+        int r;
+
+        /* A stand-in journald: our own datagram socket where libsystemd looks for the real one,
+         * in a private mount namespace so the host's /run is untouched. */
+        r = test_mount_private_tmpfs("/run", 1024 * 1024);
+        if (r < 0) {
+                fprintf(stderr, "test_journal_fields: no private tmpfs (%s), cannot fake journald\n", strerror(-r));
+                return;
+        }
+        ck_assert_int_eq(mkdir("/run/systemd", 0755), 0);
+        ck_assert_int_eq(mkdir("/run/systemd/journal", 0755), 0);
+
+        log_set_target(LOG_TARGET_JOURNAL);
+
+        /* No journal listening yet: the line must still reach stderr. */
+        test_stderr_begin();
+        log_guest_warning("web1", "probing", "journal is down");
+        fallback = test_stderr_end();
+        ck_assert_str_eq(fallback, "warning: web1 [probing]: journal is down\n");
+
+        fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(bind(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
+
+        test_stderr_begin();
+        r = log_guest_error_errno("web1", "probing", EIO, "balloon stuck: %m");
+        ck_assert_int_eq(r, -EIO);
+        len = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+        ck_assert_int_gt(len, 0);
+        n = parse_datagram(buf, (size_t) len, fields, ARRAY_SIZE(fields));
+
+        ck_assert_str_eq(field_get(fields, n, "MESSAGE"), "balloon stuck: Input/output error");
+        ck_assert_str_eq(field_get(fields, n, "PRIORITY"), "3");
+        ck_assert_str_eq(field_get(fields, n, "GUEST"), "web1");
+        ck_assert_str_eq(field_get(fields, n, "STATE"), "probing");
+        ck_assert_str_eq(field_get(fields, n, "ERRNO"), "5");
+        ck_assert_ptr_nonnull(strstr(field_get(fields, n, "CODE_FILE"), "test-daemon-log.c"));
+        ck_assert_str_eq(field_get(fields, n, "CODE_FUNC"), __func__);
+        ck_assert_int_gt(atoi(field_get(fields, n, "CODE_LINE")), 0);
+        ck_assert_str_eq(field_get(fields, n, "SYSLOG_IDENTIFIER"), program_invocation_short_name);
+
+        /* A plain message has no guest fields; a hostile guest name travels binary-safe. */
+        log_info("started");
+        len = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+        ck_assert_int_gt(len, 0);
+        n = parse_datagram(buf, (size_t) len, fields, ARRAY_SIZE(fields));
+        ck_assert_str_eq(field_get(fields, n, "MESSAGE"), "started");
+        ck_assert_str_eq(field_get(fields, n, "PRIORITY"), "6");
+        ck_assert_ptr_null(field_get(fields, n, "GUEST"));
+        ck_assert_ptr_null(field_get(fields, n, "ERRNO"));
+
+        log_guest_info("a\nMESSAGE=forged", "holding", "hello");
+        len = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+        ck_assert_int_gt(len, 0);
+        n = parse_datagram(buf, (size_t) len, fields, ARRAY_SIZE(fields));
+        ck_assert_str_eq(field_get(fields, n, "GUEST"), "a\nMESSAGE=forged");
+        ck_assert_str_eq(field_get(fields, n, "MESSAGE"), "hello");
+
+        /* Filtered messages send nothing. */
+        log_debug("quiet");
+        ck_assert_int_lt(recv(fd, buf, sizeof(buf), MSG_DONTWAIT), 0);
+
+        none = test_stderr_end();
+        ck_assert_str_eq(none, ""); /* nothing fell back to stderr */
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("daemon-log");
+        TCase *tc = tcase_create("log");
+        SRunner *sr;
+        int failed;
+
+        tcase_add_checked_fixture(tc, setup, NULL);
+        tcase_add_test(tc, test_stderr_format);
+        tcase_add_test(tc, test_level_filter);
+        tcase_add_test(tc, test_errno_return);
+        tcase_add_test(tc, test_untrusted_names_escaped);
+        tcase_add_test(tc, test_level_names);
+        tcase_add_test(tc, test_journal_stream_detection);
+        tcase_add_test(tc, test_journal_fields);
+        suite_add_tcase(s, tc);
+
+        sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

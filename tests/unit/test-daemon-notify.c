@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/macro.h"
+#include "daemon/log.h"
+#include "daemon/notify.h"
+#include "tests/unit/test-daemon-util.h"
+
+static char *dir;
+static int notify_fd = -1;
+
+/* A stand-in service manager: a datagram socket named in $NOTIFY_SOCKET. */
+static void setup(void) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+        dir = test_mkdtemp();
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/notify", dir);
+        notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        ck_assert_int_ge(notify_fd, 0);
+        ck_assert_int_eq(bind(notify_fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
+        ck_assert_int_eq(setenv("NOTIFY_SOCKET", sa.sun_path, 1), 0);
+        unsetenv("WATCHDOG_USEC");
+        unsetenv("WATCHDOG_PID");
+        log_set_target(LOG_TARGET_STDERR);
+}
+
+static void teardown(void) {
+        close(notify_fd);
+        unsetenv("NOTIFY_SOCKET");
+        test_rm_rf(dir);
+        free(dir);
+}
+
+/* The next message, or NULL when none is waiting. */
+static char *receive(void) {
+        char buf[4096];
+        ssize_t n = recv(notify_fd, buf, sizeof(buf) - 1, 0);
+
+        if (n < 0) {
+                ck_assert_int_eq(errno, EAGAIN);
+                return NULL;
+        }
+        buf[n] = '\0';
+        return strdup(buf);
+}
+
+START_TEST(test_status_text) {
+        char buf[128];
+
+        notify_format_status(buf, sizeof(buf), 0, 0);
+        ck_assert_str_eq(buf, "Managing 0 guests, 0 MiB reclaimed");
+        notify_format_status(buf, sizeof(buf), 1, 300 * MIB);
+        ck_assert_str_eq(buf, "Managing 1 guest, 300 MiB reclaimed");
+        notify_format_status(buf, sizeof(buf), 500, 1536 * MIB + 1023);
+        ck_assert_str_eq(buf, "Managing 500 guests, 1536 MiB reclaimed");
+        ck_assert_int_eq(notify_format_status(buf, 8, 2, 0), (int) strlen("Managing 2 guests, 0 MiB reclaimed"));
+        ck_assert_str_eq(buf, "Managin"); /* truncated, terminated */
+}
+END_TEST
+
+START_TEST(test_messages_reach_manager) {
+        _cleanup_(freep) char *a = NULL, *b = NULL, *c = NULL, *d = NULL, *none = NULL;
+
+        ck_assert_int_gt(notify_ready(2, 512 * MIB), 0);
+        a = receive();
+        ck_assert_ptr_nonnull(a);
+        ck_assert_str_eq(a, "READY=1\nSTATUS=Managing 2 guests, 512 MiB reclaimed");
+
+        ck_assert_int_gt(notify_status(3, GIB), 0);
+        b = receive();
+        ck_assert_str_eq(b, "STATUS=Managing 3 guests, 1024 MiB reclaimed");
+
+        ck_assert_int_gt(notify_reloading(), 0);
+        c = receive();
+        ck_assert_ptr_nonnull(c);
+        ck_assert_ptr_nonnull(strstr(c, "RELOADING=1\n"));
+        const char *mono = strstr(c, "MONOTONIC_USEC=");
+        ck_assert_ptr_nonnull(mono);
+        ck_assert_uint_gt(strtoull(mono + strlen("MONOTONIC_USEC="), NULL, 10), 0);
+
+        ck_assert_int_gt(notify_stopping(), 0);
+        d = receive();
+        ck_assert_ptr_nonnull(strstr(d, "STOPPING=1"));
+
+        none = receive();
+        ck_assert_ptr_null(none);
+}
+END_TEST
+
+START_TEST(test_outside_systemd) {
+        sd_event *e = NULL;
+        sd_event_source *s = NULL;
+
+        unsetenv("NOTIFY_SOCKET");
+        ck_assert_int_eq(notify_status(1, 0), 0);
+        ck_assert_int_eq(notify_ready(1, 0), 0);
+
+        ck_assert_int_ge(sd_event_new(&e), 0);
+        ck_assert_int_eq(notify_watchdog_setup(e, &s, NULL), 0);
+        ck_assert_ptr_null(s);
+
+        /* A watchdog meant for another process is not ours. */
+        setenv("WATCHDOG_USEC", "200000", 1);
+        setenv("WATCHDOG_PID", "1", 1);
+        ck_assert_int_eq(notify_watchdog_setup(e, &s, NULL), 0);
+        ck_assert_ptr_null(s);
+
+        char pid[16];
+        snprintf(pid, sizeof(pid), "%d", (int) getpid());
+        setenv("WATCHDOG_PID", pid, 1);
+        setenv("WATCHDOG_USEC", "soon", 1);
+        test_stderr_begin();
+        ck_assert_int_lt(notify_watchdog_setup(e, &s, NULL), 0);
+        free(test_stderr_end());
+        ck_assert_ptr_null(s);
+        sd_event_unref(e);
+}
+END_TEST
+
+/* Runs the loop until `want` WATCHDOG=1 pings arrived; any other message fails the test. */
+static void expect_pings(sd_event *e, unsigned want) {
+        unsigned pings = 0;
+
+        for (unsigned i = 0; i < 100 && pings < want; i++) {
+                char *m;
+
+                ck_assert_int_ge(sd_event_run(e, 500 * USEC_PER_MSEC), 0);
+                while ((m = receive())) {
+                        ck_assert_str_eq(m, "WATCHDOG=1");
+                        pings++;
+                        free(m);
+                }
+        }
+        ck_assert_uint_ge(pings, want);
+}
+
+START_TEST(test_watchdog_pings) {
+        sd_event *e = NULL;
+        sd_event_source *s = NULL;
+        uint64_t interval = 0, first = 0, second = 0;
+        char pid[16];
+
+        snprintf(pid, sizeof(pid), "%d", (int) getpid());
+        setenv("WATCHDOG_PID", pid, 1);
+        setenv("WATCHDOG_USEC", "200000", 1);
+
+        ck_assert_int_ge(sd_event_new(&e), 0);
+        ck_assert_int_eq(notify_watchdog_setup(e, &s, &interval), 1);
+        ck_assert_ptr_nonnull(s);
+        ck_assert_uint_eq(interval, 100000); /* half of WatchdogSec */
+
+        /* After a ping, the next deadline is exactly one interval after the one that fired, so
+         * pings never drift later, however late the loop got to them. */
+        ck_assert_int_eq(sd_event_source_get_time(s, &first), 0);
+        expect_pings(e, 1);
+        ck_assert_int_eq(sd_event_source_get_time(s, &second), 0);
+        ck_assert_uint_eq(second, first + interval);
+
+        expect_pings(e, 2); /* it keeps re-arming itself */
+        sd_event_source_unref(s);
+        sd_event_unref(e);
+}
+END_TEST
+
+START_TEST(test_watchdog_floating) {
+        sd_event *e = NULL;
+        char pid[16];
+
+        snprintf(pid, sizeof(pid), "%d", (int) getpid());
+        setenv("WATCHDOG_PID", pid, 1);
+        setenv("WATCHDOG_USEC", "100000", 1);
+
+        ck_assert_int_ge(sd_event_new(&e), 0);
+        ck_assert_int_eq(notify_watchdog_setup(e, NULL, NULL), 1);
+        expect_pings(e, 2);
+        sd_event_unref(e); /* frees the floating source and its interval (checked by ASan) */
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("daemon-notify");
+        TCase *tc = tcase_create("notify");
+        SRunner *sr;
+        int failed;
+
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, test_status_text);
+        tcase_add_test(tc, test_messages_reach_manager);
+        tcase_add_test(tc, test_outside_systemd);
+        tcase_add_test(tc, test_watchdog_pings);
+        tcase_add_test(tc, test_watchdog_floating);
+        suite_add_tcase(s, tc);
+
+        sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Every scenario over 200 seeds: random guest sizes (1.5-4 GiB), kernel sizes, hot sets
+ * (15-45 % of the guest), cold caches, stream rates and model noise. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common/macro.h"
+#include "tests/model/scenario.h"
+
+#define SEEDS 200
+#define TOLERANCE 0.10
+
+typedef struct Watch {
+        unsigned settle;
+        double max_target_ratio;
+        bool below_floor;
+} Watch;
+
+static bool watch(const GuestModel *m, const RsGuest *g, const RsDecision *d, void *userdata) {
+        Watch *w = userdata;
+        if (d->target < d->floor || d->target > d->max)
+                w->below_floor = true;
+        if (m->tick >= w->settle)
+                w->max_target_ratio = MAX(w->max_target_ratio, (double) d->target / (double) guest_model_working_set(m));
+        return true;
+}
+
+static unsigned convergence_bound(ScenarioKind k) {
+        switch (k) {
+        case SCENARIO_SHRINKING:
+                return 100;
+        default:
+                return 50;
+        }
+}
+
+START_TEST(test_property) {
+        ScenarioKind k = (ScenarioKind) _i;
+        RsPolicy p;
+        double worst_error = 0;
+        unsigned worst_conv = 0, emergencies = 0;
+        const char *name = NULL;
+
+        rs_policy_init(&p);
+        for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+                GuestModelConfig cfg;
+                ScenarioSpec spec;
+                ScenarioResult r;
+                scenario_config(k, seed, true, &cfg, &spec);
+                name = spec.name;
+                Watch w = { .settle = spec.change_tick + (k == SCENARIO_SHRINKING ? 110 : 60) };
+                ck_assert_int_eq(scenario_run(&cfg, &p, spec.ticks, TOLERANCE, watch, &w, &r), 0);
+
+                ck_assert_msg(!w.below_floor, "%s seed %llu: target outside [floor, max]", name, (unsigned long long) seed);
+                ck_assert_msg(r.oom_kills == 0, "%s seed %llu: OOM", name, (unsigned long long) seed);
+                emergencies += r.emergencies;
+                if (!spec.has_working_set) {
+                        ck_assert_msg(r.final_target == r.floor, "%s seed %llu: idle guest not at floor", name,
+                                      (unsigned long long) seed);
+                        continue;
+                }
+                unsigned conv = r.converged_at > spec.change_tick ? r.converged_at - spec.change_tick : r.converged_at;
+                ck_assert_msg(r.final_error <= TOLERANCE, "%s seed %llu: error %.1f%%", name, (unsigned long long) seed,
+                              100 * r.final_error);
+                ck_assert_msg(r.converged_at > 0 && conv <= convergence_bound(k), "%s seed %llu: converged after %u", name,
+                              (unsigned long long) seed, conv);
+                if (k != SCENARIO_DOUBLING && k != SCENARIO_REBOOT && k != SCENARIO_LIAR)
+                        /* settled: at most estimate + margin (15 % on the balloon tier) + error */
+                        ck_assert_msg(w.max_target_ratio <= 1.25, "%s seed %llu: target %.2f x working set", name,
+                                      (unsigned long long) seed, w.max_target_ratio);
+                if (k == SCENARIO_STREAMING || k == SCENARIO_STREAMING_LATE)
+                        ck_assert_msg(w.max_target_ratio <= 1.25, "%s seed %llu: streaming guest granted %.2f x its hot set",
+                                      name, (unsigned long long) seed, w.max_target_ratio);
+                worst_error = MAX(worst_error, r.final_error);
+                worst_conv = MAX(worst_conv, conv);
+        }
+        printf("%-16s %d seeds: worst error %.2f%%, worst convergence %u intervals, %u emergencies\n", name, SEEDS,
+               100 * worst_error, worst_conv, emergencies);
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("estimator-property");
+        TCase *tc = tcase_create("seeds");
+        tcase_set_timeout(tc, 600);
+        tcase_add_loop_test(tc, test_property, 0, _SCENARIO_MAX);
+        suite_add_tcase(s, tc);
+        SRunner *sr = srunner_create(s);
+        srunner_set_fork_status(sr, CK_NOFORK);
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,362 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Each state transition of the estimator, driven by hand-made samples. */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/macro.h"
+#include "policies/estimator.h"
+
+#define MAXMEM (2 * GIB)
+#define STEP (10 * USEC_PER_SEC)
+
+typedef struct Fake {
+        uint64_t now;
+        uint64_t majflt;
+        uint64_t oom;
+        uint64_t actual;
+        uint64_t target;
+        bool stats;
+} Fake;
+
+/* One interval: the guest got the target, faults grew by rate/s. */
+static void step(RsGuest *g, Fake *f, double majflt_rate, uint64_t available) {
+        RsSample s;
+        rs_sample_init(&s);
+        f->now += STEP;
+        f->majflt += (uint64_t) (majflt_rate * 10);
+        s.level[RS_LEVEL_BALLOON_ACTUAL] = f->actual;
+        s.level[RS_LEVEL_BALLOON_TARGET] = f->target;
+        if (f->stats) {
+                s.level[RS_LEVEL_TOTAL] = MAXMEM;
+                s.level[RS_LEVEL_AVAILABLE] = available;
+                s.level[RS_LEVEL_FREE] = available / 2;
+                s.counter[RS_COUNTER_MAJOR_FAULTS] = f->majflt;
+                s.counter[RS_COUNTER_SWAP_IN] = f->majflt * 4096;
+                s.counter[RS_COUNTER_OOM_KILLS] = f->oom;
+        }
+        rs_guest_feed(g, &s, f->now);
+        RsDecision d;
+        rs_guest_decide(g, f->now, &d);
+        f->target = d.target;
+        f->actual = d.target; /* the balloon reaches it */
+}
+
+static RsGuest *new_guest(const RsPolicy *p, Fake *f) {
+        RsGuest *g = NULL;
+        ck_assert_int_eq(rs_guest_new(&g, p, MAXMEM), 0);
+        *f = (Fake) { .actual = MAXMEM, .target = MAXMEM, .stats = true };
+        return g;
+}
+
+static RsGuest *learned_guest(Fake *f) {
+        RsPolicy p;
+        rs_policy_init(&p);
+        RsGuest *g = new_guest(&p, f);
+        for (int i = 0; i < 3; i++) {
+                step(g, f, 1, GIB);
+                ck_assert_int_eq(rs_guest_state(g), RS_STATE_LEARN);
+                ck_assert_uint_eq(f->target, MAXMEM); /* learning does not move */
+        }
+        step(g, f, 1, GIB);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_PROBE);
+        return g;
+}
+
+START_TEST(test_learn_then_probe_shrinks) {
+        Fake f;
+        RsGuest *g = learned_guest(&f);
+        ck_assert_uint_lt(f.target, MAXMEM);
+        /* far from pressure (1 GiB available of 2): the large step, 10 % */
+        ck_assert_uint_ge(f.target, MAXMEM - MAXMEM / 10 - MIB);
+        uint64_t prev = f.target;
+        step(g, &f, 1, 40 * MIB); /* close to pressure: a smaller step */
+        ck_assert_uint_lt(f.target, prev);
+        ck_assert_uint_gt(f.target, prev - prev / 20);
+        ck_assert_uint_eq(rs_guest_estimate(g)->upper, prev);
+        rs_guest_free(g);
+}
+END_TEST
+
+START_TEST(test_refault_onset_needs_confirmation_then_backoff) {
+        Fake f;
+        RsGuest *g = learned_guest(&f);
+        step(g, &f, 1, GIB);
+        uint64_t clean = f.actual; /* the size now being probed ran clean last interval */
+        uint64_t refaulting = f.target;
+        step(g, &f, 500, GIB); /* refaults at `refaulting`: hold, confirm */
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_PROBE);
+        ck_assert_uint_eq(f.target, refaulting);
+        RsDecision d;
+        rs_guest_decide(g, f.now, &d);
+        ck_assert_ptr_nonnull(strstr(d.reason, "1/2"));
+        step(g, &f, 500, GIB); /* second sample: onset */
+        rs_guest_decide(g, f.now, &d);
+        ck_assert_uint_eq(rs_guest_estimate(g)->lower, refaulting);
+        ck_assert_int_eq(d.state, RS_STATE_BACKOFF);
+        ck_assert_uint_gt(d.target, refaulting);
+        ck_assert(d.urgent);
+        (void) clean;
+        rs_guest_free(g);
+}
+END_TEST
+
+START_TEST(test_single_refault_blip_is_ignored) {
+        Fake f;
+        RsGuest *g = learned_guest(&f);
+        uint64_t t = f.target;
+        step(g, &f, 500, GIB);
+        ck_assert_uint_eq(f.target, t);
+        step(g, &f, 1, GIB); /* clean again: keep probing */
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_PROBE);
+        ck_assert_uint_lt(f.target, t);
+        ck_assert(!rs_known(rs_guest_estimate(g)->lower));
+        rs_guest_free(g);
+}
+END_TEST
+
+START_TEST(test_oom_kill_is_emergency) {
+        Fake f;
+        RsGuest *g = learned_guest(&f);
+        f.oom++;
+        step(g, &f, 1, GIB);
+        RsDecision d;
+        rs_guest_decide(g, f.now, &d);
+        ck_assert_int_eq(d.state, RS_STATE_EMERGENCY);
+        ck_assert_uint_eq(d.target, MAXMEM);
+        ck_assert_ptr_nonnull(strstr(d.reason, "OOM"));
+        rs_guest_free(g);
+}
+END_TEST
+
+START_TEST(test_storm_is_emergency) {
+        Fake f;
+        RsGuest *g = learned_guest(&f);
+        uint64_t stormy = f.actual;
+        step(g, &f, 50000, GIB);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_EMERGENCY);
+        ck_assert_uint_eq(f.target, MAXMEM);
+        ck_assert_uint_eq(rs_guest_estimate(g)->lower, stormy);
+        /* calm at max: probing resumes, not stuck at max, and never at the stormy size */
+        step(g, &f, 1, GIB);
+        step(g, &f, 1, GIB);
+        ck_assert_uint_lt(f.target, MAXMEM);
+        ck_assert_uint_gt(f.target, stormy);
+        rs_guest_free(g);
+}
+END_TEST
+
+START_TEST(test_pushback_is_refault) {
+        Fake f;
+        RsGuest *g = learned_guest(&f);
+        RsSample s;
+        for (int i = 0; i < 2; i++) {
+                rs_sample_init(&s);
+                f.now += STEP;
+                f.majflt += 10;
+                s.level[RS_LEVEL_BALLOON_TARGET] = f.target;
+                s.level[RS_LEVEL_BALLOON_ACTUAL] = f.target + 100 * MIB; /* stops short */
+                s.level[RS_LEVEL_AVAILABLE] = 500 * MIB;
+                s.counter[RS_COUNTER_MAJOR_FAULTS] = f.majflt;
+                rs_guest_feed(g, &s, f.now);
+                ck_assert(rs_guest_observation(g)->pushback);
+                ck_assert_int_eq(rs_guest_observation(g)->verdict, RS_VERDICT_REFAULT);
+        }
+        ck_assert_int_ne(rs_guest_state(g), RS_STATE_PROBE);
+        rs_guest_free(g);
+}
+END_TEST
+
+START_TEST(test_reboot_relearns_without_emergency) {
+        Fake f;
+        RsGuest *g = learned_guest(&f);
+        f.majflt = 0; /* counters restart */
+        RsSample s;
+        rs_sample_init(&s);
+        f.now += STEP;
+        s.level[RS_LEVEL_BALLOON_ACTUAL] = f.actual;
+        s.level[RS_LEVEL_AVAILABLE] = GIB;
+        s.counter[RS_COUNTER_MAJOR_FAULTS] = 3;
+        s.counter[RS_COUNTER_SWAP_IN] = 0;
+        s.counter[RS_COUNTER_OOM_KILLS] = 0;
+        rs_guest_feed(g, &s, f.now);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_LEARN);
+        RsDecision d;
+        rs_guest_decide(g, f.now, &d);
+        ck_assert_ptr_nonnull(strstr(d.reason, "reboot"));
+        rs_guest_free(g);
+}
+END_TEST
+
+START_TEST(test_floor_never_crossed) {
+        RsPolicy p;
+        Fake f;
+        rs_policy_init(&p);
+        p.floor_bytes = 700 * MIB;
+        RsGuest *g = new_guest(&p, &f);
+        for (int i = 0; i < 200; i++) {
+                step(g, &f, 1, GIB);
+                ck_assert_uint_ge(f.target, 700 * MIB);
+        }
+        ck_assert_uint_eq(f.target, 700 * MIB);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_HOLD);
+        rs_guest_free(g);
+}
+END_TEST
+
+START_TEST(test_hold_then_probe_again) {
+        RsPolicy p;
+        Fake f;
+        rs_policy_init(&p);
+        p.hold_usec = 100 * USEC_PER_SEC; /* 10 intervals */
+        p.floor_bytes = 1 * GIB;
+        RsGuest *g = new_guest(&p, &f);
+        int i;
+        for (i = 0; i < 100 && rs_guest_state(g) != RS_STATE_HOLD; i++)
+                step(g, &f, 1, GIB);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_HOLD);
+        int held = 0;
+        while (rs_guest_state(g) == RS_STATE_HOLD && held < 50) {
+                step(g, &f, 1, GIB);
+                held++;
+        }
+        ck_assert_int_ge(held, 9);
+        ck_assert_int_le(held, 12);
+        rs_guest_free(g);
+}
+END_TEST
+
+START_TEST(test_growth_in_hold) {
+        RsPolicy p;
+        Fake f;
+        rs_policy_init(&p);
+        p.floor_bytes = 1 * GIB;
+        RsGuest *g = new_guest(&p, &f);
+        for (int i = 0; i < 100 && rs_guest_state(g) != RS_STATE_HOLD; i++)
+                step(g, &f, 1, GIB);
+        uint64_t held = f.target;
+        step(g, &f, 400, GIB);
+        step(g, &f, 400, GIB);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_GROW);
+        ck_assert_uint_ge(f.target, held + held / 10);
+        rs_guest_free(g);
+}
+END_TEST
+
+START_TEST(test_observe_mode_never_moves) {
+        RsPolicy p;
+        Fake f;
+        rs_policy_preset("observe-only", &p);
+        RsGuest *g = new_guest(&p, &f);
+        for (int i = 0; i < 50; i++) {
+                step(g, &f, i % 7 == 0 ? 5000 : 1, 600 * MIB);
+                ck_assert_uint_eq(f.target, MAXMEM);
+                ck_assert_int_eq(rs_guest_state(g), RS_STATE_OBSERVE);
+        }
+        ck_assert_uint_eq(rs_guest_estimate(g)->estimate, MAXMEM - 600 * MIB);
+        rs_guest_free(g);
+}
+END_TEST
+
+START_TEST(test_no_stats_holds) {
+        RsPolicy p;
+        Fake f;
+        rs_policy_init(&p);
+        RsGuest *g = new_guest(&p, &f);
+        f.stats = false;
+        for (int i = 0; i < 30; i++)
+                step(g, &f, 0, 0);
+        ck_assert_uint_eq(f.target, MAXMEM);
+        ck_assert_int_eq(rs_guest_estimate(g)->tier, RS_TIER_HOST);
+        ck_assert_double_lt(rs_guest_estimate(g)->confidence, 0.3);
+        rs_guest_free(g);
+}
+END_TEST
+
+START_TEST(test_snapshot_restore) {
+        RsPolicy p;
+        Fake f;
+        rs_policy_init(&p);
+        p.floor_bytes = 900 * MIB;
+        RsGuest *g = new_guest(&p, &f);
+        for (int i = 0; i < 100 && rs_guest_state(g) != RS_STATE_HOLD; i++)
+                step(g, &f, 1, GIB);
+        RsGuestSnapshot snap;
+        rs_guest_snapshot(g, &snap);
+        ck_assert_uint_eq(snap.magic, RS_SNAPSHOT_MAGIC);
+
+        RsGuest *h = NULL;
+        ck_assert_int_eq(rs_guest_new(&h, &p, MAXMEM), 0);
+        ck_assert_int_eq(rs_guest_restore(h, &snap, 5), 0);
+        ck_assert_int_eq(rs_guest_state(h), RS_STATE_HOLD);
+        ck_assert_uint_eq(rs_guest_estimate(h)->estimate, rs_guest_estimate(g)->estimate);
+        RsDecision a, b;
+        rs_guest_decide(g, f.now, &a);
+        rs_guest_decide(h, 5, &b);
+        ck_assert_uint_eq(a.target, b.target);
+
+        RsGuestSnapshot bad = snap;
+        bad.magic = 0;
+        ck_assert_int_eq(rs_guest_restore(h, &bad, 5), -EINVAL);
+        bad = snap;
+        bad.guest_max = 3 * GIB;
+        ck_assert_int_eq(rs_guest_restore(h, &bad, 5), -EINVAL);
+        bad = snap;
+        bad.baseline_useful = -1;
+        ck_assert_int_eq(rs_guest_restore(h, &bad, 5), -EINVAL);
+        ck_assert_int_eq(rs_guest_state(h), RS_STATE_HOLD);
+        rs_guest_free(g);
+        rs_guest_free(h);
+}
+END_TEST
+
+START_TEST(test_bad_policy_rejected) {
+        RsPolicy p;
+        RsGuest *g = NULL;
+        rs_policy_init(&p);
+        p.shares = 0;
+        ck_assert_int_eq(rs_guest_new(&g, &p, MAXMEM), -EINVAL);
+        rs_policy_init(&p);
+        ck_assert_int_eq(rs_guest_new(&g, &p, 0), -EINVAL);
+        ck_assert_int_eq(rs_guest_new(&g, &p, MAXMEM), 0);
+        RsPolicy bad = p;
+        bad.probe_step_min_percent = 90;
+        ck_assert_int_eq(rs_guest_set_policy(g, &bad), -EINVAL);
+        ck_assert_double_eq(rs_guest_policy(g)->probe_step_min_percent, p.probe_step_min_percent);
+        rs_guest_free(g);
+}
+END_TEST
+
+START_TEST(test_state_names) {
+        for (int i = 0; i < _RS_STATE_MAX; i++)
+                ck_assert_ptr_nonnull(rs_state_to_string(i));
+        ck_assert_ptr_null(rs_state_to_string(_RS_STATE_MAX));
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("estimator");
+        TCase *tc = tcase_create("states");
+        tcase_add_test(tc, test_learn_then_probe_shrinks);
+        tcase_add_test(tc, test_refault_onset_needs_confirmation_then_backoff);
+        tcase_add_test(tc, test_single_refault_blip_is_ignored);
+        tcase_add_test(tc, test_oom_kill_is_emergency);
+        tcase_add_test(tc, test_storm_is_emergency);
+        tcase_add_test(tc, test_pushback_is_refault);
+        tcase_add_test(tc, test_reboot_relearns_without_emergency);
+        tcase_add_test(tc, test_floor_never_crossed);
+        tcase_add_test(tc, test_hold_then_probe_again);
+        tcase_add_test(tc, test_growth_in_hold);
+        tcase_add_test(tc, test_observe_mode_never_moves);
+        tcase_add_test(tc, test_no_stats_holds);
+        tcase_add_test(tc, test_snapshot_restore);
+        tcase_add_test(tc, test_bad_policy_rejected);
+        tcase_add_test(tc, test_state_names);
+        suite_add_tcase(s, tc);
+        SRunner *sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

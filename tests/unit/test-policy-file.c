@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/macro.h"
+#include "policies/policy-file.h"
+
+static bool policy_equal(const RsPolicy *a, const RsPolicy *b) {
+        return strcmp(a->name, b->name) == 0 && strcmp(a->match, b->match) == 0 && a->mode == b->mode &&
+               a->poll_interval_usec == b->poll_interval_usec && a->floor_bytes == b->floor_bytes &&
+               a->floor_percent == b->floor_percent && a->max_bytes == b->max_bytes &&
+               a->margin_percent == b->margin_percent && a->probe_step_min_percent == b->probe_step_min_percent &&
+               a->probe_step_max_percent == b->probe_step_max_percent && a->hold_usec == b->hold_usec &&
+               a->refault_sensitivity == b->refault_sensitivity && a->actuator == b->actuator &&
+               a->shares == b->shares && a->change_cap_percent == b->change_cap_percent &&
+               a->change_cap_bytes == b->change_cap_bytes && a->dead_band_bytes == b->dead_band_bytes &&
+               a->allow_dimm == b->allow_dimm;
+}
+
+START_TEST(test_parse_full) {
+        RsPolicy p;
+        RsPolicyError e;
+        const char *text = "# a comment\n"
+                           "[policy]\n"
+                           "match = web-* db-?\n"
+                           "mode = on-host-pressure\n"
+                           "poll-interval = 5s\n"
+                           "floor = 512M\n"
+                           "floor-percent = 20%\n"
+                           "max = 8G\n"
+                           "margin = 15 ; inline comment\n"
+                           "probe-step-min = 2%\n"
+                           "probe-step-max = 8%\n"
+                           "hold-time = 15min\n"
+                           "refault-sensitivity = high\n"
+                           "actuator = both\n"
+                           "shares = 2048\n"
+                           "change-cap-percent = 20\n"
+                           "change-cap = 256M\n"
+                           "dead-band = 16M\n"
+                           "allow-dimm = yes\n";
+        ck_assert_int_eq(rs_policy_parse_string(text, "/etc/rightsize/policies/web.conf", &p, &e), 0);
+        ck_assert_str_eq(p.name, "web");
+        ck_assert_str_eq(p.match, "web-* db-?");
+        ck_assert_int_eq(p.mode, RS_MODE_ON_HOST_PRESSURE);
+        ck_assert_uint_eq(p.poll_interval_usec, 5 * USEC_PER_SEC);
+        ck_assert_uint_eq(p.floor_bytes, 512 * MIB);
+        ck_assert_double_eq(p.floor_percent, 20);
+        ck_assert_uint_eq(p.max_bytes, 8 * GIB);
+        ck_assert_double_eq(p.margin_percent, 15);
+        ck_assert_double_eq(p.probe_step_min_percent, 2);
+        ck_assert_double_eq(p.probe_step_max_percent, 8);
+        ck_assert_uint_eq(p.hold_usec, 900 * USEC_PER_SEC);
+        ck_assert_int_eq(p.refault_sensitivity, RS_SENSITIVITY_HIGH);
+        ck_assert_int_eq(p.actuator, RS_ACTUATOR_BOTH);
+        ck_assert_uint_eq(p.shares, 2048);
+        ck_assert_double_eq(p.change_cap_percent, 20);
+        ck_assert_uint_eq(p.change_cap_bytes, 256 * MIB);
+        ck_assert_uint_eq(p.dead_band_bytes, 16 * MIB);
+        ck_assert(p.allow_dimm);
+}
+END_TEST
+
+START_TEST(test_preset_key) {
+        RsPolicy p, a;
+        RsPolicyError e;
+        ck_assert_int_eq(rs_policy_parse_string("[policy]\npreset = aggressive\nmargin = 7\n", "x.conf", &p, &e), 0);
+        ck_assert_int_eq(rs_policy_preset("aggressive", &a), 0);
+        ck_assert_str_eq(p.name, "x");
+        ck_assert_double_eq(p.margin_percent, 7);
+        ck_assert_double_eq(p.probe_step_max_percent, a.probe_step_max_percent);
+        ck_assert_int_eq(rs_policy_parse_string("[policy]\nmargin = 7\npreset = aggressive\n", "x.conf", &p, &e), -EINVAL);
+        ck_assert_uint_eq(e.line, 3);
+        ck_assert_str_eq(e.key, "preset");
+}
+END_TEST
+
+/* Each bad file: the error names the file, the line and the key, and *ret stays as it was. */
+static void expect_error(const char *text, unsigned line, const char *key) {
+        RsPolicy p, before;
+        RsPolicyError e;
+        char buf[512];
+
+        rs_policy_init(&p);
+        snprintf(p.name, sizeof(p.name), "previous");
+        before = p;
+        ck_assert_int_eq(rs_policy_parse_string(text, "bad.conf", &p, &e), -EINVAL);
+        ck_assert_str_eq(e.file, "bad.conf");
+        ck_assert_msg(e.line == line, "line %u, wanted %u for %s", e.line, line, key);
+        ck_assert_str_eq(e.key, key);
+        ck_assert(policy_equal(&p, &before));
+        rs_policy_error_format(&e, buf, sizeof(buf));
+        ck_assert_ptr_nonnull(strstr(buf, "bad.conf:"));
+        ck_assert_ptr_nonnull(strstr(buf, key));
+}
+
+START_TEST(test_errors_name_file_line_key) {
+        expect_error("[policy]\nmode = turbo\n", 2, "mode");
+        expect_error("[policy]\n\n# c\nfloor = lots\n", 4, "floor");
+        expect_error("[policy]\nmargin = -5\n", 2, "margin");
+        expect_error("[policy]\nshares = 12abc\n", 2, "shares");
+        expect_error("[policy]\npoll-interval = 10 fortnights\n", 2, "poll-interval");
+        expect_error("[policy]\nallow-dimm = perhaps\n", 2, "allow-dimm");
+        expect_error("[policy]\nactuator = dimm\n", 2, "actuator");
+        expect_error("[policy]\nrefault-sensitivity = 11\n", 2, "refault-sensitivity");
+        expect_error("[policy]\ncolour = blue\n", 2, "colour");
+        expect_error("[other]\nmode = observe\n", 2, "mode");
+        /* range checks that need the whole policy still name the key's line */
+        expect_error("[policy]\nprobe-step-min = 5\nprobe-step-max = 2\n", 3, "probe-step-max");
+        expect_error("[policy]\nshares = 0\n", 2, "shares");
+        expect_error("[policy]\nmargin = 500\n", 2, "margin");
+}
+END_TEST
+
+START_TEST(test_syntax_error_line) {
+        RsPolicy p;
+        RsPolicyError e;
+        ck_assert_int_eq(rs_policy_parse_string("[policy]\nmode = observe\nthis line is nonsense\n", "s.conf", &p, &e), -EINVAL);
+        ck_assert_uint_eq(e.line, 3);
+}
+END_TEST
+
+START_TEST(test_missing_file) {
+        RsPolicy p;
+        RsPolicyError e;
+        ck_assert_int_eq(rs_policy_file_load("/nonexistent/x.conf", &p, &e), -ENOENT);
+        ck_assert_str_eq(e.file, "/nonexistent/x.conf");
+}
+END_TEST
+
+static void write_file(const char *dir, const char *name, const char *text) {
+        char path[512];
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        FILE *f = fopen(path, "we");
+        ck_assert_ptr_nonnull(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+static unsigned n_errors;
+static RsPolicyError last_error;
+static void on_error(const RsPolicyError *e, void *userdata) {
+        n_errors++;
+        last_error = *e;
+}
+
+START_TEST(test_dir_reload_keeps_previous_policy) {
+        char dir[] = "/tmp/rs-policy-XXXXXX";
+        RsPolicySet set = {};
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+
+        write_file(dir, "10-web.conf", "[policy]\nmatch = web-*\nmargin = 12\n");
+        write_file(dir, "99-default.conf", "[policy]\nmatch = *\nmode = observe\n");
+        write_file(dir, "README", "not a policy");
+        n_errors = 0;
+        ck_assert_int_eq(rs_policy_set_load_dir(&set, dir, on_error, NULL), 0);
+        ck_assert_uint_eq(set.n, 2);
+        const RsPolicy *p = rs_policy_set_select(&set, "web-3", NULL);
+        ck_assert_ptr_nonnull(p);
+        ck_assert_str_eq(p->name, "10-web");
+        ck_assert_double_eq(p->margin_percent, 12);
+        ck_assert_str_eq(rs_policy_set_select(&set, "db", NULL)->name, "99-default");
+
+        /* the web policy becomes invalid: reported, and the old one stays in force */
+        write_file(dir, "10-web.conf", "[policy]\nmatch = web-*\nmargin = twelve\n");
+        ck_assert_int_eq(rs_policy_set_load_dir(&set, dir, on_error, NULL), 1);
+        ck_assert_uint_eq(n_errors, 1);
+        ck_assert_uint_eq(last_error.line, 3);
+        ck_assert_str_eq(last_error.key, "margin");
+        ck_assert_ptr_nonnull(strstr(last_error.file, "10-web.conf"));
+        p = rs_policy_set_select(&set, "web-3", NULL);
+        ck_assert_str_eq(p->name, "10-web");
+        ck_assert_double_eq(p->margin_percent, 12);
+
+        rs_policy_set_clear(&set);
+        ck_assert_int_lt(rs_policy_set_load_dir(&set, "/nonexistent-dir", on_error, NULL), 0);
+
+        char path[512];
+        const char *names[] = { "10-web.conf", "99-default.conf", "README" };
+        for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+                snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+                unlink(path);
+        }
+        rmdir(dir);
+}
+END_TEST
+
+/* The shipped preset files parse and say the same as the built-in presets. */
+START_TEST(test_shipped_presets_match_builtin) {
+        for (size_t i = 0; i < ARRAY_SIZE(rs_policy_preset_names); i++) {
+                char path[1024];
+                RsPolicy file, builtin;
+                RsPolicyError e;
+                char buf[512];
+                snprintf(path, sizeof(path), "%s/etc/policies/%s.conf", RS_TOP_SRCDIR, rs_policy_preset_names[i]);
+                int r = rs_policy_file_load(path, &file, &e);
+                ck_assert_msg(r == 0, "%s", rs_policy_error_format(&e, buf, sizeof(buf)));
+                ck_assert_int_eq(rs_policy_preset(rs_policy_preset_names[i], &builtin), 0);
+                ck_assert_str_eq(file.match, "");
+                snprintf(file.match, sizeof(file.match), "%s", builtin.match);
+                ck_assert_msg(policy_equal(&file, &builtin), "%s differs from the built-in preset", path);
+        }
+}
+END_TEST
+
+START_TEST(test_garbage_never_crashes) {
+        uint64_t x = 0x1234567;
+        char text[300];
+        for (int round = 0; round < 2000; round++) {
+                for (size_t i = 0; i < sizeof(text) - 1; i++) {
+                        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                        static const char alphabet[] = "[]=;#\n abcdefgmnoprstuvwxyz-0123456789%.MGK";
+                        text[i] = alphabet[x % (sizeof(alphabet) - 1)];
+                }
+                text[sizeof(text) - 1] = '\0';
+                RsPolicy p;
+                RsPolicyError e;
+                int r = rs_policy_parse_string(text, "fuzz.conf", &p, &e);
+                ck_assert(r == 0 || r == -EINVAL);
+                if (r == 0)
+                        ck_assert_int_eq(rs_policy_validate(&p, NULL), 0);
+        }
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("policy-file");
+        TCase *tc = tcase_create("policy-file");
+        tcase_add_test(tc, test_parse_full);
+        tcase_add_test(tc, test_preset_key);
+        tcase_add_test(tc, test_errors_name_file_line_key);
+        tcase_add_test(tc, test_syntax_error_line);
+        tcase_add_test(tc, test_missing_file);
+        tcase_add_test(tc, test_dir_reload_keeps_previous_policy);
+        tcase_add_test(tc, test_shipped_presets_match_builtin);
+        tcase_add_test(tc, test_garbage_never_crashes);
+        suite_add_tcase(s, tc);
+        SRunner *sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

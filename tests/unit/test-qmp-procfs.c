@@ -1,0 +1,415 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The guest /proc parsers on real-looking text and on hostile input. */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/macro.h"
+#include "qmp/guest-procfs.h"
+
+/* Excerpt of a 6.1 guest's /proc/vmstat, including keys that look like ours but are not. */
+static const char vmstat_61[] =
+        "nr_free_pages 187340\n"
+        "nr_zone_inactive_anon 2381\n"
+        "workingset_nodes 0\n"
+        "workingset_refault_anon 17\n"
+        "workingset_refault_file 681234\n"
+        "workingset_activate_anon 5\n"
+        "workingset_activate_file 30211\n"
+        "workingset_restore_anon 2\n"
+        "workingset_restore_file 811\n"
+        "workingset_nodereclaim 0\n"
+        "pgpgin 123456\n"
+        "pswpin 25088\n"
+        "pswpout 51200\n"
+        "pgfault 9876543\n"
+        "pgmajfault 2741\n"
+        "pgsteal_kswapd 310000\n"
+        "pgsteal_direct 1200\n"
+        "pgsteal_khugepaged 0\n"
+        "pgscan_kswapd 420000\n"
+        "pgscan_direct 1500\n"
+        "pgscan_direct_throttle 0\n"
+        "pgscan_anon 100\n"
+        "pgscan_file 200\n"
+        "allocstall_dma 0\n"
+        "allocstall_dma32 3\n"
+        "allocstall_normal 9\n"
+        "allocstall_movable 4\n"
+        "allocstall_device 0\n"
+        "oom_kill 1\n"
+        "balloon_inflate 65536\n"
+        "balloon_deflate 1024\n"
+        "balloon_migrate 0\n";
+
+START_TEST(test_vmstat_real) {
+        GuestVmstat vm;
+
+        ck_assert_int_eq(guest_vmstat_parse(vmstat_61, strlen(vmstat_61), &vm), _GUEST_VMSTAT_MAX);
+        ck_assert_uint_eq(vm.value[GUEST_VMSTAT_WORKINGSET_REFAULT_ANON], 17);
+        ck_assert_uint_eq(vm.value[GUEST_VMSTAT_WORKINGSET_REFAULT_FILE], 681234);
+        ck_assert_uint_eq(vm.value[GUEST_VMSTAT_WORKINGSET_ACTIVATE_ANON], 5);
+        ck_assert_uint_eq(vm.value[GUEST_VMSTAT_WORKINGSET_ACTIVATE_FILE], 30211);
+        ck_assert_uint_eq(vm.value[GUEST_VMSTAT_WORKINGSET_RESTORE_ANON], 2);
+        ck_assert_uint_eq(vm.value[GUEST_VMSTAT_WORKINGSET_RESTORE_FILE], 811);
+        ck_assert_uint_eq(vm.value[GUEST_VMSTAT_PGSCAN_KSWAPD], 420000);
+        ck_assert_uint_eq(vm.value[GUEST_VMSTAT_PGSCAN_DIRECT], 1500);
+        ck_assert_uint_eq(vm.value[GUEST_VMSTAT_PGSTEAL_KSWAPD], 310000);
+        ck_assert_uint_eq(vm.value[GUEST_VMSTAT_PGSTEAL_DIRECT], 1200);
+        ck_assert_uint_eq(vm.value[GUEST_VMSTAT_PSWPIN], 25088);
+        ck_assert_uint_eq(vm.value[GUEST_VMSTAT_PSWPOUT], 51200);
+        ck_assert_uint_eq(vm.value[GUEST_VMSTAT_PGMAJFAULT], 2741);
+        ck_assert_uint_eq(vm.value[GUEST_VMSTAT_PGFAULT], 9876543);
+        ck_assert_uint_eq(vm.value[GUEST_VMSTAT_ALLOCSTALL], 16);
+        ck_assert_uint_eq(vm.value[GUEST_VMSTAT_OOM_KILL], 1);
+        ck_assert_uint_eq(vm.value[GUEST_VMSTAT_BALLOON_INFLATE], 65536);
+        ck_assert_uint_eq(vm.value[GUEST_VMSTAT_BALLOON_DEFLATE], 1024);
+}
+END_TEST
+
+START_TEST(test_vmstat_absent_is_unknown) {
+        static const char text[] = "pgmajfault 0\nnr_free_pages 5\n";
+        GuestVmstat vm;
+
+        ck_assert_int_eq(guest_vmstat_parse(text, strlen(text), &vm), 1);
+        /* a real zero */
+        ck_assert_uint_eq(vm.value[GUEST_VMSTAT_PGMAJFAULT], 0);
+        ck_assert(guest_value_is_known(vm.value[GUEST_VMSTAT_PGMAJFAULT]));
+        /* absent: unknown, not zero; no allocstall_* at all: the sum is unknown too */
+        ck_assert(!guest_value_is_known(vm.value[GUEST_VMSTAT_OOM_KILL]));
+        ck_assert(!guest_value_is_known(vm.value[GUEST_VMSTAT_ALLOCSTALL]));
+        ck_assert(!guest_value_is_known(vm.value[GUEST_VMSTAT_WORKINGSET_REFAULT_ANON]));
+}
+END_TEST
+
+START_TEST(test_vmstat_legacy_names) {
+        /* before 5.9: one workingset_* set, file pages only; before 4.8: one allocstall */
+        static const char old[] = "workingset_refault 500\nworkingset_activate 40\nworkingset_restore 3\nallocstall 7\n";
+        static const char both[] = "workingset_refault 500\nworkingset_refault_file 9\n";
+        GuestVmstat vm;
+
+        ck_assert_int_eq(guest_vmstat_parse(old, strlen(old), &vm), 4);
+        ck_assert_uint_eq(vm.value[GUEST_VMSTAT_WORKINGSET_REFAULT_FILE], 500);
+        ck_assert_uint_eq(vm.value[GUEST_VMSTAT_WORKINGSET_ACTIVATE_FILE], 40);
+        ck_assert_uint_eq(vm.value[GUEST_VMSTAT_WORKINGSET_RESTORE_FILE], 3);
+        ck_assert_uint_eq(vm.value[GUEST_VMSTAT_ALLOCSTALL], 7);
+        ck_assert(!guest_value_is_known(vm.value[GUEST_VMSTAT_WORKINGSET_REFAULT_ANON]));
+
+        ck_assert_int_eq(guest_vmstat_parse(both, strlen(both), &vm), 1);
+        ck_assert_uint_eq(vm.value[GUEST_VMSTAT_WORKINGSET_REFAULT_FILE], 9);
+}
+END_TEST
+
+START_TEST(test_vmstat_hostile_lines) {
+        static const char text[] =
+                "pgmajfault\n"                              /* missing value */
+                "pswpin 12 34\n"                            /* extra token */
+                "pswpout -5\n"                              /* negative */
+                "oom_kill 99999999999999999999999\n"        /* > 2^64 */
+                "pgfault 18446744073709551615\n"            /* exactly the sentinel */
+                "pgscan_kswapd 0x10\n"                      /* not decimal */
+                "pgscan_direct 12abc\n"
+                "pgsteal_kswapd  \t 77 \r\n"                /* odd blanks and CRLF: fine */
+                " pgsteal_direct 5\n"                       /* leading blank: fine */
+                "balloon_inflate 1\0 garbage\n"             /* embedded NUL */
+                "allocstall_normal 18446744073709551614\n"  /* sum saturates below the sentinel */
+                "allocstall_movable 10\n"
+                "\n\n\n"
+                "workingset_refault_file 42";               /* no trailing newline */
+        GuestVmstat vm;
+
+        ck_assert_int_eq(guest_vmstat_parse(text, sizeof(text) - 1, &vm), 4);
+        ck_assert(!guest_value_is_known(vm.value[GUEST_VMSTAT_PGMAJFAULT]));
+        ck_assert(!guest_value_is_known(vm.value[GUEST_VMSTAT_PSWPIN]));
+        ck_assert(!guest_value_is_known(vm.value[GUEST_VMSTAT_PSWPOUT]));
+        ck_assert(!guest_value_is_known(vm.value[GUEST_VMSTAT_OOM_KILL]));
+        ck_assert(!guest_value_is_known(vm.value[GUEST_VMSTAT_PGFAULT]));
+        ck_assert(!guest_value_is_known(vm.value[GUEST_VMSTAT_PGSCAN_KSWAPD]));
+        ck_assert(!guest_value_is_known(vm.value[GUEST_VMSTAT_PGSCAN_DIRECT]));
+        ck_assert(!guest_value_is_known(vm.value[GUEST_VMSTAT_BALLOON_INFLATE]));
+        ck_assert_uint_eq(vm.value[GUEST_VMSTAT_PGSTEAL_KSWAPD], 77);
+        ck_assert_uint_eq(vm.value[GUEST_VMSTAT_PGSTEAL_DIRECT], 5);
+        ck_assert_uint_eq(vm.value[GUEST_VMSTAT_ALLOCSTALL], UINT64_MAX - 1);
+        ck_assert_uint_eq(vm.value[GUEST_VMSTAT_WORKINGSET_REFAULT_FILE], 42);
+}
+END_TEST
+
+START_TEST(test_vmstat_garbage) {
+        const size_t big = 256 * 1024;
+        char *long_line = malloc(big + 64);
+        unsigned seed = 12345;
+        GuestVmstat vm;
+        char noise[4096];
+
+        /* nothing at all */
+        ck_assert_int_eq(guest_vmstat_parse(NULL, 0, &vm), 0);
+        ck_assert_int_eq(guest_vmstat_parse("", 0, &vm), 0);
+        for (size_t i = 0; i < _GUEST_VMSTAT_MAX; i++)
+                ck_assert(!guest_value_is_known(vm.value[i]));
+
+        /* a 256 KiB line of digits after a valid key, then a valid line */
+        memcpy(long_line, "pgmajfault ", 11);
+        memset(long_line + 11, '9', big);
+        strcpy(long_line + 11 + big, "\noom_kill 3");
+        ck_assert_int_eq(guest_vmstat_parse(long_line, strlen(long_line), &vm), 1);
+        ck_assert(!guest_value_is_known(vm.value[GUEST_VMSTAT_PGMAJFAULT]));
+        ck_assert_uint_eq(vm.value[GUEST_VMSTAT_OOM_KILL], 3);
+
+        /* a 256 KiB key */
+        memset(long_line, 'k', big);
+        strcpy(long_line + big, " 5\n");
+        ck_assert_int_eq(guest_vmstat_parse(long_line, strlen(long_line), &vm), 0);
+        free(long_line);
+
+        /* random bytes: must not crash, and recognise nothing */
+        for (int round = 0; round < 200; round++) {
+                for (size_t i = 0; i < sizeof(noise); i++) {
+                        seed = seed * 1103515245 + 12345;
+                        noise[i] = (char) (seed >> 16);
+                }
+                ck_assert_int_ge(guest_vmstat_parse(noise, sizeof(noise), &vm), 0);
+        }
+}
+END_TEST
+
+START_TEST(test_vmstat_counter_names) {
+        ck_assert_str_eq(guest_vmstat_counter_name(GUEST_VMSTAT_WORKINGSET_REFAULT_ANON), "workingset_refault_anon");
+        ck_assert_str_eq(guest_vmstat_counter_name(GUEST_VMSTAT_ALLOCSTALL), "allocstall");
+        ck_assert_ptr_null(guest_vmstat_counter_name(_GUEST_VMSTAT_MAX));
+        for (size_t i = 0; i < _GUEST_VMSTAT_MAX; i++)
+                ck_assert_ptr_nonnull(guest_vmstat_counter_name(i));
+}
+END_TEST
+
+/* ---- meminfo ---- */
+
+static const char meminfo_61[] =
+        "MemTotal:        1012936 kB\n"
+        "MemFree:          794300 kB\n"
+        "MemAvailable:     829332 kB\n"
+        "Buffers:             896 kB\n"
+        "Cached:           157748 kB\n"
+        "SwapCached:            0 kB\n"
+        "Active:            10480 kB\n"
+        "Inactive:         150712 kB\n"
+        "Active(anon):        924 kB\n"
+        "Inactive(anon):     2424 kB\n"
+        "Active(file):       9556 kB\n"
+        "Inactive(file):   148288 kB\n"
+        "Unevictable:           0 kB\n"
+        "Mlocked:               0 kB\n"
+        "SwapTotal:        524284 kB\n"
+        "SwapFree:         524284 kB\n"
+        "Dirty:                 4 kB\n"
+        "Writeback:             0 kB\n"
+        "AnonPages:          2552 kB\n"
+        "Mapped:             3492 kB\n"
+        "Shmem:               796 kB\n"
+        "KReclaimable:       5024 kB\n"
+        "Slab:              14660 kB\n"
+        "SReclaimable:       5024 kB\n"
+        "SUnreclaim:         9636 kB\n"
+        "Committed_AS:      11868 kB\n"
+        "HugePages_Total:       0\n"
+        "Hugepagesize:       2048 kB\n";
+
+START_TEST(test_meminfo_real) {
+        GuestMeminfo mi;
+
+        ck_assert_int_eq(guest_meminfo_parse(meminfo_61, strlen(meminfo_61), &mi), _GUEST_MEMINFO_MAX);
+        ck_assert_uint_eq(mi.value[GUEST_MEMINFO_MEM_TOTAL], 1012936 * KIB);
+        ck_assert_uint_eq(mi.value[GUEST_MEMINFO_MEM_FREE], 794300 * KIB);
+        ck_assert_uint_eq(mi.value[GUEST_MEMINFO_MEM_AVAILABLE], 829332 * KIB);
+        ck_assert_uint_eq(mi.value[GUEST_MEMINFO_ACTIVE_FILE], 9556 * KIB);
+        ck_assert_uint_eq(mi.value[GUEST_MEMINFO_INACTIVE_ANON], 2424 * KIB);
+        ck_assert_uint_eq(mi.value[GUEST_MEMINFO_SWAP_CACHED], 0);
+        ck_assert_uint_eq(mi.value[GUEST_MEMINFO_COMMITTED_AS], 11868 * KIB);
+        ck_assert_str_eq(guest_meminfo_field_name(GUEST_MEMINFO_ACTIVE_ANON), "Active(anon)");
+        ck_assert_ptr_null(guest_meminfo_field_name(_GUEST_MEMINFO_MAX));
+}
+END_TEST
+
+START_TEST(test_meminfo_hostile) {
+        static const char text[] =
+                "MemTotal:        1012936\n"                 /* no unit */
+                "MemFree:          794300 MB\n"              /* wrong unit */
+                "MemAvailable      829332 kB\n"              /* no colon */
+                "Buffers: 18014398509481984 kB\n"            /* * 1024 overflows */
+                "Cached: -5 kB\n"
+                "SwapTotal: 1 kB extra\n"
+                "SwapFree:\n"
+                ":\n"
+                "Shmem:               796 kB";               /* no newline: fine */
+        GuestMeminfo mi;
+
+        ck_assert_int_eq(guest_meminfo_parse(text, strlen(text), &mi), 1);
+        ck_assert_uint_eq(mi.value[GUEST_MEMINFO_SHMEM], 796 * KIB);
+        for (size_t i = 0; i < _GUEST_MEMINFO_MAX; i++)
+                if (i != GUEST_MEMINFO_SHMEM)
+                        ck_assert_msg(!guest_value_is_known(mi.value[i]), "%s known", guest_meminfo_field_name(i));
+        ck_assert_int_eq(guest_meminfo_parse(NULL, 0, &mi), 0);
+}
+END_TEST
+
+/* ---- PSI ---- */
+
+START_TEST(test_psi_real) {
+        static const char text[] = "some avg10=12.34 avg60=5.67 avg300=1.00 total=123456789\n"
+                                   "full avg10=0.50 avg60=0.25 avg300=0.05 total=4567\n";
+        GuestPsi psi;
+
+        ck_assert_int_eq(guest_psi_parse(text, strlen(text), &psi), 0);
+        ck_assert(psi.some.known);
+        ck_assert_double_eq_tol(psi.some.avg10, 12.34, 1e-9);
+        ck_assert_double_eq_tol(psi.some.avg60, 5.67, 1e-9);
+        ck_assert_double_eq_tol(psi.some.avg300, 1.0, 1e-9);
+        ck_assert_uint_eq(psi.some.total_usec, 123456789);
+        ck_assert(psi.full.known);
+        ck_assert_double_eq_tol(psi.full.avg10, 0.5, 1e-9);
+        ck_assert_uint_eq(psi.full.total_usec, 4567);
+}
+END_TEST
+
+START_TEST(test_psi_variants) {
+        GuestPsi psi;
+
+        /* only "some" (e.g. /proc/pressure/cpu on older kernels), no newline */
+        static const char only_some[] = "some avg10=0.00 avg60=0.00 avg300=0.00 total=0";
+        ck_assert_int_eq(guest_psi_parse(only_some, strlen(only_some), &psi), 0);
+        ck_assert(psi.some.known);
+        ck_assert(!psi.full.known);
+        ck_assert_double_eq(psi.some.avg10, 0.0);
+
+        /* fields in another order, an unknown extra field, integer averages */
+        static const char odd[] = "full total=9 avg300=3 avg60=2 avg10=1 future=7\nsome avg60=0.1 avg10=100.00 total=18446744073709551615 avg300=0.123456\n";
+        ck_assert_int_eq(guest_psi_parse(odd, strlen(odd), &psi), 0);
+        ck_assert(psi.full.known);
+        ck_assert_double_eq_tol(psi.full.avg10, 1.0, 1e-9);
+        ck_assert_uint_eq(psi.full.total_usec, 9);
+        ck_assert_double_eq_tol(psi.some.avg10, 100.0, 1e-9);
+        ck_assert_double_eq_tol(psi.some.avg300, 0.123456, 1e-9);
+        ck_assert_uint_eq(psi.some.total_usec, UINT64_MAX);
+}
+END_TEST
+
+START_TEST(test_psi_garbage) {
+        static const char *const bad[] = {
+                "",
+                "some\n",
+                "some avg10=1.00 avg60=1.00 avg300=1.00\n",                       /* no total */
+                "some avg10=1.00 avg60=1.00 avg300=1.00 total=\n",
+                "some avg10= avg60=1.00 avg300=1.00 total=5\n",
+                "some avg10=1. avg60=1.00 avg300=1.00 total=5\n",
+                "some avg10=.5 avg60=1.00 avg300=1.00 total=5\n",
+                "some avg10=-1.00 avg60=1.00 avg300=1.00 total=5\n",
+                "some avg10=1e5 avg60=1.00 avg300=1.00 total=5\n",
+                "some avg10=nan avg60=1.00 avg300=1.00 total=5\n",
+                "some avg10=1,5 avg60=1.00 avg300=1.00 total=5\n",
+                "some avg10=1.00 avg60=1.00 avg300=1.00 total=99999999999999999999999\n",
+                "some avg10 1.00 avg60=1.00 avg300=1.00 total=5\n",
+                "some avg10=1.0000000000000000000001 avg60=1 avg300=1 total=5\n", /* absurd precision */
+                "full avg10=1.00 avg60=1.00 avg300=1.00 total=5\n",              /* full alone is not enough */
+                "SOME avg10=1.00 avg60=1.00 avg300=1.00 total=5\n",
+                "\xff\xfe\x00\x01",
+        };
+        GuestPsi psi;
+
+        for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+                size_t len = i == ARRAY_SIZE(bad) - 1 ? 4 : strlen(bad[i]);
+
+                ck_assert_msg(guest_psi_parse(bad[i], len, &psi) == -EBADMSG, "accepted: %s", bad[i]);
+                ck_assert(!psi.some.known);
+        }
+        ck_assert_int_eq(guest_psi_parse(NULL, 0, &psi), -EBADMSG);
+}
+END_TEST
+
+START_TEST(test_psi_long_line) {
+        const size_t big = 512 * 1024;
+        char *text = malloc(big + 128);
+        GuestPsi psi;
+
+        strcpy(text, "some avg10=1.00 avg60=1.00 avg300=1.00 total=5 ");
+        memset(text + strlen(text), 'x', big);
+        text[48 + big] = '\0';
+        /* the trailing word has no '=': the whole line is rejected */
+        ck_assert_int_eq(guest_psi_parse(text, strlen(text), &psi), -EBADMSG);
+        free(text);
+}
+END_TEST
+
+/* The host's own files are real text in the same format (skipped where absent). */
+static char *slurp(const char *path, size_t *ret_size) {
+        FILE *f = fopen(path, "re");
+        char *buf;
+        size_t n;
+
+        if (!f)
+                return NULL;
+        buf = malloc(1024 * 1024);
+        n = fread(buf, 1, 1024 * 1024 - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        *ret_size = n;
+        return buf;
+}
+
+START_TEST(test_host_proc_files) {
+        GuestVmstat vm;
+        GuestMeminfo mi;
+        GuestPsi psi;
+        size_t n;
+        char *text;
+
+        if ((text = slurp("/proc/vmstat", &n))) {
+                ck_assert_int_gt(guest_vmstat_parse(text, n, &vm), 8);
+                ck_assert(guest_value_is_known(vm.value[GUEST_VMSTAT_PGMAJFAULT]));
+                ck_assert(guest_value_is_known(vm.value[GUEST_VMSTAT_PSWPIN]));
+                free(text);
+        }
+        if ((text = slurp("/proc/meminfo", &n))) {
+                ck_assert_int_gt(guest_meminfo_parse(text, n, &mi), 10);
+                ck_assert_uint_gt(mi.value[GUEST_MEMINFO_MEM_TOTAL], 0);
+                ck_assert(guest_value_is_known(mi.value[GUEST_MEMINFO_MEM_AVAILABLE]));
+                free(text);
+        }
+        if ((text = slurp("/proc/pressure/memory", &n))) {
+                if (n > 0) /* PSI may be compiled in but disabled */
+                        ck_assert_int_eq(guest_psi_parse(text, n, &psi), 0);
+                free(text);
+        }
+}
+END_TEST
+
+static Suite *procfs_suite(void) {
+        Suite *s = suite_create("guest-procfs");
+        TCase *tc = tcase_create("parsers");
+
+        tcase_add_test(tc, test_vmstat_real);
+        tcase_add_test(tc, test_vmstat_absent_is_unknown);
+        tcase_add_test(tc, test_vmstat_legacy_names);
+        tcase_add_test(tc, test_vmstat_hostile_lines);
+        tcase_add_test(tc, test_vmstat_garbage);
+        tcase_add_test(tc, test_vmstat_counter_names);
+        tcase_add_test(tc, test_meminfo_real);
+        tcase_add_test(tc, test_meminfo_hostile);
+        tcase_add_test(tc, test_psi_real);
+        tcase_add_test(tc, test_psi_variants);
+        tcase_add_test(tc, test_psi_garbage);
+        tcase_add_test(tc, test_psi_long_line);
+        tcase_add_test(tc, test_host_proc_files);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) {
+        SRunner *sr = srunner_create(procfs_suite());
+        int failed;
+
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
