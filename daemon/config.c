@@ -534,7 +534,8 @@ static int parse_value(ParseContext *ctx, const ConfigKey *k, const char *value)
                         return r;
                 if (r < 0) {
                         parse_fail(ctx, -EINVAL,
-                                   "key '%s': invalid pattern '%s' (known: %%d directory, %%n guest name, %%f file name, %%%%)",
+                                   "key '%s': invalid pattern '%s' "
+                                   "(known: %%d directory, %%n guest name, %%f file name, %%%%)",
                                    k->key, value);
                         return -EINVAL;
                 }
@@ -617,7 +618,8 @@ static int config_handler(void *user, const char *section, const char *key, cons
         }
 
         if (!section_known)
-                parse_fail(ctx, -EINVAL, "key '%s' is in an unknown section [%s] (known: [daemon], [guests], [qemu], [libvirt])",
+                parse_fail(ctx, -EINVAL,
+                           "key '%s' is in an unknown section [%s] (known: [daemon], [guests], [qemu], [libvirt])",
                            key, section);
         else
                 parse_fail(ctx, -EINVAL, "unknown key '%s' in section [%s]", key, section);

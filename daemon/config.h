@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* rightsized.conf: the daemon's settings, parsed strictly. A reload parses into a fresh Config and
+ * the caller swaps it in only on success, so a bad edit never disturbs a running daemon. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "daemon/size.h"
+
+/* What guests are left at when the daemon stops. */
+typedef enum ShutdownAction {
+        SHUTDOWN_ACTION_KEEP,     /* the targets they have now */
+        SHUTDOWN_ACTION_ESTIMATE, /* their estimate plus margin */
+        SHUTDOWN_ACTION_MAX,      /* their configured maximum */
+        _SHUTDOWN_ACTION_COUNT,
+} ShutdownAction;
+
+const char *shutdown_action_to_string(ShutdownAction a);
+int shutdown_action_from_string(const char *s); /* or -EINVAL */
+
+typedef struct Config {
+        /* [daemon] */
+        char *policy_dir;
+        char *state_dir;
+        int log_level;                 /* syslog priority, LOG_ERR .. LOG_DEBUG */
+        SizeSpec host_reserve;         /* bytes, or a share of host RAM */
+        char *metrics_path;            /* NULL: no metrics file */
+        ShutdownAction shutdown_action;
+        char *read_group;              /* NULL: reads are root-only too */
+
+        /* [guests]: fnmatch() globs matched against guest names and UUIDs. */
+        char **manage;                 /* NULL-terminated, never NULL itself */
+        char **exclude;
+
+        /* [qemu] */
+        char **qmp_sockets;            /* absolute paths; wildcards only in the last component */
+        char *agent_socket_pattern;    /* NULL: no guest agent; see config_agent_socket_path() */
+
+        /* [libvirt] */
+        bool libvirt_enabled;
+        char *libvirt_uri;
+        bool libvirt_manage_all;
+} Config;
+
+/* Where the configuration lives, as the build configured it: $(sysconfdir)/rightsize, and the
+ * rightsized.conf in it. */
+const char *config_default_dir(void);
+const char *config_default_path(void);
+
+/* A Config holding every default. */
+int config_new_default(Config **ret);
+Config *config_free(Config *c);
+static inline void config_freep(Config **c) {
+        if (*c)
+                config_free(*c);
+}
+
+/* Parses `path` on top of the defaults. On failure returns -errno, leaves *ret untouched and,
+ * if ret_error is given, sets it to a message naming file, line and key, e.g.
+ * "/etc/rightsize/rightsized.conf:12: key 'host-reserve': invalid size 'lots'".
+ * With missing_ok, a file that does not exist yields the defaults. */
+int config_load(const char *path, bool missing_ok, Config **ret, char **ret_error);
+
+/* The same from an open stream; `name` is used in messages. */
+int config_load_file(FILE *f, const char *name, Config **ret, char **ret_error);
+
+/* Writes every setting, defaults included, in the syntax config_load() reads back. */
+int config_print(const Config *c, FILE *f);
+
+bool config_equal(const Config *a, const Config *b);
+
+/* Whether a guest is to be managed: it matches a [guests] manage glob by name or UUID, and no
+ * exclude glob. `uuid` may be NULL. */
+bool config_guest_is_managed(const Config *c, const char *name, const char *uuid);
+
+/* Expands agent-socket-pattern for a guest's QMP socket: %d is the socket's directory, %n the
+ * guest name (file name without ".qmp"), %f the socket's file name, %% a '%'.
+ * Returns 0 with *ret = NULL when no pattern is configured. */
+int config_agent_socket_path(const char *pattern, const char *qmp_path, char **ret);
