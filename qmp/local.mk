@@ -5,6 +5,7 @@ qmp_libqmp_a_CFLAGS = $(AM_CFLAGS) $(QMP_CFLAGS)
 qmp_libqmp_a_SOURCES = \
 	qmp/json-util.c qmp/json-util.h \
 	qmp/json-stream.c qmp/json-stream.h \
+	qmp/json-peer.c qmp/json-peer.h \
 	qmp/qmp-reply.c qmp/qmp-reply.h \
 	qmp/qmp-client.c qmp/qmp-client.h \
 	qmp/qmp-events.c qmp/qmp-events.h \

@@ -52,8 +52,8 @@ typedef struct SyncCall {
         bool done;
         int error;
         char *error_text;
-        json_object *result;
         union {
+                json_object *result;
                 QmpBalloonInfo balloon;
                 QmpGuestStats stats;
                 QmpMemoryDeviceList devices;
@@ -67,7 +67,8 @@ typedef struct SyncCall {
                         size_t size;
                 } file;
         } out;
-        enum { OUT_NONE, OUT_DEVICES, OUT_FILE } owns;
+        /* What in out must be released if the caller does not take it. */
+        enum { OUT_NONE, OUT_RESULT, OUT_DEVICES, OUT_FILE } owns;
 } SyncCall;
 
 static SyncCall *sync_call_new(QmpClient *qmp, QgaClient *qga) {
@@ -87,8 +88,9 @@ static void sync_call_unref(void *userdata) {
         if (!s || --s->n_ref > 0)
                 return;
         free(s->error_text);
-        json_object_put(s->result);
-        if (s->owns == OUT_DEVICES)
+        if (s->owns == OUT_RESULT)
+                json_object_put(s->out.result);
+        else if (s->owns == OUT_DEVICES)
                 qmp_memory_device_list_clear(&s->out.devices);
         else if (s->owns == OUT_FILE)
                 free(s->out.file.data);
@@ -100,6 +102,18 @@ static void sync_record(SyncCall *s, const QmpReply *reply) {
         s->error = reply->error;
         if (reply->error != 0)
                 s->error_text = strdup(qmp_reply_error_text(reply));
+}
+
+/* The body of every typed callback: record the outcome, keep a copy of the value (if the
+ * helper produced one) and drop the command's reference. Typed helpers take no destroy
+ * function, so this is where that reference goes. If the client is closed or freed
+ * silently while such a call waits, it leaks one small SyncCall: acceptable for a
+ * tool/test API. */
+static void sync_complete(SyncCall *s, const QmpReply *reply, const void *value, size_t size) {
+        sync_record(s, reply);
+        if (value)
+                memcpy(&s->out, value, size);
+        sync_call_unref(s);
 }
 
 static bool sync_call_finished(void *userdata) {
@@ -137,21 +151,29 @@ static int sync_call_wait(SyncCall *s, int r, char **ret_error) {
         return r;
 }
 
-#define SYNC_BEGIN(qmp, qga)                              \
-        SyncCall *s = sync_call_new((qmp), (qga));        \
-        int r;                                            \
-        if (!s)                                           \
-                return -ENOMEM
+/* The one "run the loop until this call completes" step of every wrapper: submitted is
+ * what the asynchronous call returned; on success the value (size bytes, ret may be NULL)
+ * moves to the caller, who then owns whatever it points to. */
+static int sync_call_finish(SyncCall *s, int submitted, char **ret_error, void *ret, size_t size) {
+        int r = sync_call_wait(s, submitted, ret_error);
 
-#define SYNC_END(submit, ret_error, on_success)           \
-        r = sync_call_wait(s, (submit), (ret_error));     \
-        if (r >= 0) {                                     \
-                on_success;                               \
-        }                                                 \
-        sync_call_unref(s);                               \
-        return r
+        if (r >= 0 && ret) {
+                memcpy(ret, &s->out, size);
+                s->owns = OUT_NONE;
+        }
+        sync_call_unref(s);
+        return r;
+}
 
 /* ---- readiness ---- */
+
+static int ready_result(int r, bool closed, int last_errno) {
+        if (r < 0)
+                return r;
+        if (closed)
+                return last_errno < 0 ? last_errno : -ECONNRESET;
+        return 0;
+}
 
 static bool qmp_ready_or_closed(void *userdata) {
         return qmp_client_is_ready(userdata) || qmp_client_is_closed(userdata);
@@ -163,11 +185,7 @@ int qmp_sync_wait_ready(QmpClient *c, uint64_t timeout_usec) {
         if (!c)
                 return -EINVAL;
         r = run_loop(qmp_client_get_event(c), timeout_usec, qmp_ready_or_closed, c);
-        if (r < 0)
-                return r;
-        if (qmp_client_is_closed(c))
-                return qmp_client_get_last_errno(c) < 0 ? qmp_client_get_last_errno(c) : -ECONNRESET;
-        return 0;
+        return ready_result(r, qmp_client_is_closed(c), qmp_client_get_last_errno(c));
 }
 
 static bool qga_ready_or_closed(void *userdata) {
@@ -180,11 +198,7 @@ int qga_sync_wait_ready(QgaClient *c, uint64_t timeout_usec) {
         if (!c)
                 return -EINVAL;
         r = run_loop(qga_client_get_event(c), timeout_usec, qga_ready_or_closed, c);
-        if (r < 0)
-                return r;
-        if (qga_client_is_closed(c))
-                return qga_client_get_last_errno(c) < 0 ? qga_client_get_last_errno(c) : -ECONNRESET;
-        return 0;
+        return ready_result(r, qga_client_is_closed(c), qga_client_get_last_errno(c));
 }
 
 /* ---- QMP commands ---- */
@@ -193,8 +207,10 @@ static void on_plain(QmpClient *c, const QmpReply *reply, void *userdata) {
         SyncCall *s = userdata;
 
         sync_record(s, reply);
-        if (reply->error == 0 && reply->result)
-                s->result = json_object_get(reply->result);
+        if (reply->error == 0 && reply->result) {
+                s->out.result = json_object_get(reply->result);
+                s->owns = OUT_RESULT;
+        }
 }
 
 int qmp_sync_execute(QmpClient *c,
@@ -203,126 +219,169 @@ int qmp_sync_execute(QmpClient *c,
                      uint64_t timeout_usec,
                      json_object **ret_result,
                      char **ret_error) {
-        SYNC_BEGIN(c, NULL);
-        SYNC_END(qmp_client_execute_full(c, command, arguments, timeout_usec, on_plain, s, sync_call_unref),
-                 ret_error,
-                 if (ret_result) *ret_result = TAKE_PTR(s->result));
-}
+        SyncCall *s = sync_call_new(c, NULL);
 
-static void on_balloon(QmpClient *c, const QmpReply *reply, const QmpBalloonInfo *info, void *userdata) {
-        SyncCall *s = userdata;
-
-        sync_record(s, reply);
-        if (info)
-                s->out.balloon = *info;
-}
-
-/* Typed helpers take no destroy function, so their callbacks drop the command's reference
- * themselves (the *_owned callbacks). If the client is closed or freed silently while such
- * a call waits, that reference leaks one small SyncCall: acceptable for a tool/test API. */
-static void drop_after(SyncCall *s) {
-        sync_call_unref(s);
-}
-
-static void on_balloon_owned(QmpClient *c, const QmpReply *reply, const QmpBalloonInfo *info, void *userdata) {
-        on_balloon(c, reply, info, userdata);
-        drop_after(userdata);
-}
-
-int qmp_sync_query_balloon(QmpClient *c, uint64_t timeout_usec, QmpBalloonInfo *ret, char **ret_error) {
-        SYNC_BEGIN(c, NULL);
-        SYNC_END(qmp_query_balloon(c, timeout_usec, on_balloon_owned, s), ret_error, if (ret) *ret = s->out.balloon);
+        if (!s) {
+                json_object_put(arguments);
+                return -ENOMEM;
+        }
+        return sync_call_finish(s,
+                                qmp_client_execute_full(c, command, arguments, timeout_usec, on_plain, s, sync_call_unref),
+                                ret_error,
+                                ret_result,
+                                sizeof(*ret_result));
 }
 
 static void on_plain_owned(QmpClient *c, const QmpReply *reply, void *userdata) {
         on_plain(c, reply, userdata);
-        drop_after(userdata);
+        sync_call_unref(userdata);
 }
 
-int qmp_sync_balloon_set_target(QmpClient *c, uint64_t target_bytes, uint64_t timeout_usec, char **ret_error) {
-        SYNC_BEGIN(c, NULL);
-        SYNC_END(qmp_balloon_set_target(c, target_bytes, timeout_usec, on_plain_owned, s), ret_error, (void) 0);
-}
-
-int qmp_sync_set_stats_polling_interval(QmpClient *c, const char *qom_path, unsigned seconds, uint64_t timeout_usec, char **ret_error) {
-        SYNC_BEGIN(c, NULL);
-        SYNC_END(qmp_set_stats_polling_interval(c, qom_path, seconds, timeout_usec, on_plain_owned, s),
-                 ret_error,
-                 (void) 0);
+static void on_balloon_owned(QmpClient *c, const QmpReply *reply, const QmpBalloonInfo *info, void *userdata) {
+        sync_complete(userdata, reply, info, sizeof(*info));
 }
 
 static void on_u64_owned(QmpClient *c, const QmpReply *reply, uint64_t value, void *userdata) {
-        SyncCall *s = userdata;
-
-        sync_record(s, reply);
-        s->out.u64 = value;
-        drop_after(s);
-}
-
-int qmp_sync_get_stats_polling_interval(QmpClient *c, const char *qom_path, uint64_t timeout_usec, uint64_t *ret, char **ret_error) {
-        SYNC_BEGIN(c, NULL);
-        SYNC_END(qmp_get_stats_polling_interval(c, qom_path, timeout_usec, on_u64_owned, s),
-                 ret_error,
-                 if (ret) *ret = s->out.u64);
+        sync_complete(userdata, reply, &value, sizeof(value));
 }
 
 static void on_bool_owned(QmpClient *c, const QmpReply *reply, bool value, void *userdata) {
-        SyncCall *s = userdata;
-
-        sync_record(s, reply);
-        s->out.boolean = value;
-        drop_after(s);
-}
-
-int qmp_sync_get_free_page_reporting(QmpClient *c, const char *qom_path, uint64_t timeout_usec, bool *ret, char **ret_error) {
-        SYNC_BEGIN(c, NULL);
-        SYNC_END(qmp_get_free_page_reporting(c, qom_path, timeout_usec, on_bool_owned, s),
-                 ret_error,
-                 if (ret) *ret = s->out.boolean);
+        sync_complete(userdata, reply, &value, sizeof(value));
 }
 
 static void on_stats_owned(QmpClient *c, const QmpReply *reply, const QmpGuestStats *stats, void *userdata) {
-        SyncCall *s = userdata;
-
-        sync_record(s, reply);
-        if (stats)
-                s->out.stats = *stats;
-        drop_after(s);
-}
-
-int qmp_sync_get_guest_stats(QmpClient *c, const char *qom_path, uint64_t timeout_usec, QmpGuestStats *ret, char **ret_error) {
-        SYNC_BEGIN(c, NULL);
-        SYNC_END(qmp_get_guest_stats(c, qom_path, timeout_usec, on_stats_owned, s),
-                 ret_error,
-                 if (ret) *ret = s->out.stats);
+        sync_complete(userdata, reply, stats, sizeof(*stats));
 }
 
 static void on_devices_owned(QmpClient *c, const QmpReply *reply, const QmpMemoryDeviceList *list, void *userdata) {
         SyncCall *s = userdata;
+        QmpMemoryDeviceList stolen = {};
 
-        sync_record(s, reply);
         if (list) {
-                /* Steal the helper's list: it clears what we leave behind. */
-                s->out.devices = *list;
-                s->owns = OUT_DEVICES;
+                /* Steal the helper's list (it clears what we leave behind) before the
+                 * reference goes: the SyncCall may release it right away. */
+                stolen = *list;
                 *(QmpMemoryDeviceList *) list = (QmpMemoryDeviceList) {};
+                s->owns = OUT_DEVICES;
         }
-        drop_after(s);
+        sync_complete(s, reply, list ? &stolen : NULL, sizeof(stolen));
+}
+
+int qmp_sync_query_balloon(QmpClient *c, uint64_t timeout_usec, QmpBalloonInfo *ret, char **ret_error) {
+        SyncCall *s = sync_call_new(c, NULL);
+
+        if (!s)
+                return -ENOMEM;
+        return sync_call_finish(s, qmp_query_balloon(c, timeout_usec, on_balloon_owned, s), ret_error, ret, sizeof(*ret));
+}
+
+int qmp_sync_balloon_set_target(QmpClient *c, uint64_t target_bytes, uint64_t timeout_usec, char **ret_error) {
+        SyncCall *s = sync_call_new(c, NULL);
+
+        if (!s)
+                return -ENOMEM;
+        return sync_call_finish(s, qmp_balloon_set_target(c, target_bytes, timeout_usec, on_plain_owned, s), ret_error, NULL, 0);
+}
+
+int qmp_sync_set_stats_polling_interval(QmpClient *c, const char *qom_path, unsigned seconds, uint64_t timeout_usec, char **ret_error) {
+        SyncCall *s = sync_call_new(c, NULL);
+
+        if (!s)
+                return -ENOMEM;
+        return sync_call_finish(s,
+                                qmp_set_stats_polling_interval(c, qom_path, seconds, timeout_usec, on_plain_owned, s),
+                                ret_error,
+                                NULL,
+                                0);
+}
+
+int qmp_sync_get_stats_polling_interval(QmpClient *c, const char *qom_path, uint64_t timeout_usec, uint64_t *ret, char **ret_error) {
+        SyncCall *s = sync_call_new(c, NULL);
+
+        if (!s)
+                return -ENOMEM;
+        return sync_call_finish(s,
+                                qmp_get_stats_polling_interval(c, qom_path, timeout_usec, on_u64_owned, s),
+                                ret_error,
+                                ret,
+                                sizeof(*ret));
+}
+
+int qmp_sync_get_free_page_reporting(QmpClient *c, const char *qom_path, uint64_t timeout_usec, bool *ret, char **ret_error) {
+        SyncCall *s = sync_call_new(c, NULL);
+
+        if (!s)
+                return -ENOMEM;
+        return sync_call_finish(s,
+                                qmp_get_free_page_reporting(c, qom_path, timeout_usec, on_bool_owned, s),
+                                ret_error,
+                                ret,
+                                sizeof(*ret));
+}
+
+int qmp_sync_get_guest_stats(QmpClient *c, const char *qom_path, uint64_t timeout_usec, QmpGuestStats *ret, char **ret_error) {
+        SyncCall *s = sync_call_new(c, NULL);
+
+        if (!s)
+                return -ENOMEM;
+        return sync_call_finish(s, qmp_get_guest_stats(c, qom_path, timeout_usec, on_stats_owned, s), ret_error, ret, sizeof(*ret));
 }
 
 int qmp_sync_query_memory_devices(QmpClient *c, uint64_t timeout_usec, QmpMemoryDeviceList *ret, char **ret_error) {
-        SYNC_BEGIN(c, NULL);
-        SYNC_END(qmp_query_memory_devices(c, timeout_usec, on_devices_owned, s), ret_error, if (ret) {
-                *ret = s->out.devices;
-                s->owns = OUT_NONE;
-        });
+        SyncCall *s = sync_call_new(c, NULL);
+
+        if (!s)
+                return -ENOMEM;
+        return sync_call_finish(s, qmp_query_memory_devices(c, timeout_usec, on_devices_owned, s), ret_error, ret, sizeof(*ret));
 }
 
 int qmp_sync_virtio_mem_set_requested_size(QmpClient *c, const char *id_or_path, uint64_t bytes, uint64_t timeout_usec, char **ret_error) {
-        SYNC_BEGIN(c, NULL);
-        SYNC_END(qmp_virtio_mem_set_requested_size(c, id_or_path, bytes, timeout_usec, on_plain_owned, s),
-                 ret_error,
-                 (void) 0);
+        SyncCall *s = sync_call_new(c, NULL);
+
+        if (!s)
+                return -ENOMEM;
+        return sync_call_finish(s,
+                                qmp_virtio_mem_set_requested_size(c, id_or_path, bytes, timeout_usec, on_plain_owned, s),
+                                ret_error,
+                                NULL,
+                                0);
+}
+
+/* The polling loop of the qmp_sync_wait_*() helpers: check() reads the current state and
+ * returns > 0 when the wait is over, 0 to poll again after poll_usec, or an error. */
+static int poll_until(QmpClient *c,
+                      uint64_t poll_usec,
+                      uint64_t timeout_usec,
+                      int (*check)(QmpClient *c, void *userdata),
+                      void *userdata) {
+        uint64_t deadline = now_usec() + timeout_usec;
+        int r;
+
+        for (;;) {
+                r = check(c, userdata);
+                if (r != 0)
+                        return MIN(r, 0);
+                if (now_usec() + poll_usec > deadline)
+                        return -ETIMEDOUT;
+                r = qmp_sync_sleep(qmp_client_get_event(c), poll_usec);
+                if (r < 0)
+                        return r;
+        }
+}
+
+typedef struct StatsWait {
+        const char *qom_path;
+        uint64_t after_last_update;
+        QmpGuestStats *ret;
+} StatsWait;
+
+static int stats_updated(QmpClient *c, void *userdata) {
+        StatsWait *w = userdata;
+        int r = qmp_sync_get_guest_stats(c, w->qom_path, QMP_TIMEOUT_DEFAULT, w->ret, NULL);
+
+        if (r < 0)
+                return r;
+        return w->ret->last_update > w->after_last_update;
 }
 
 int qmp_sync_wait_guest_stats_update(QmpClient *c,
@@ -331,21 +390,32 @@ int qmp_sync_wait_guest_stats_update(QmpClient *c,
                                      uint64_t poll_usec,
                                      uint64_t timeout_usec,
                                      QmpGuestStats *ret) {
-        uint64_t deadline = now_usec() + timeout_usec;
-        int r;
+        StatsWait w = {
+                .qom_path = qom_path,
+                .after_last_update = after_last_update,
+                .ret = ret,
+        };
 
-        for (;;) {
-                r = qmp_sync_get_guest_stats(c, qom_path, QMP_TIMEOUT_DEFAULT, ret, NULL);
-                if (r < 0)
-                        return r;
-                if (ret->last_update > after_last_update)
-                        return 0;
-                if (now_usec() + poll_usec > deadline)
-                        return -ETIMEDOUT;
-                r = qmp_sync_sleep(qmp_client_get_event(c), poll_usec);
-                if (r < 0)
-                        return r;
-        }
+        return poll_until(c, poll_usec, timeout_usec, stats_updated, &w);
+}
+
+typedef struct SizeWait {
+        const char *id;
+        uint64_t target;
+        uint64_t tolerance;
+        uint64_t *ret;
+} SizeWait;
+
+static int balloon_reached(QmpClient *c, void *userdata) {
+        SizeWait *w = userdata;
+        QmpBalloonInfo info;
+        int r = qmp_sync_query_balloon(c, QMP_TIMEOUT_DEFAULT, &info, NULL);
+
+        if (r < 0)
+                return r;
+        if (w->ret)
+                *w->ret = info.actual;
+        return (info.actual > w->target ? info.actual - w->target : w->target - info.actual) <= w->tolerance;
 }
 
 int qmp_sync_wait_balloon(QmpClient *c,
@@ -354,24 +424,32 @@ int qmp_sync_wait_balloon(QmpClient *c,
                           uint64_t poll_usec,
                           uint64_t timeout_usec,
                           uint64_t *ret_actual) {
-        uint64_t deadline = now_usec() + timeout_usec;
-        QmpBalloonInfo info;
-        int r;
+        SizeWait w = {
+                .target = target_bytes,
+                .tolerance = tolerance,
+                .ret = ret_actual,
+        };
 
-        for (;;) {
-                r = qmp_sync_query_balloon(c, QMP_TIMEOUT_DEFAULT, &info, NULL);
-                if (r < 0)
-                        return r;
-                if (ret_actual)
-                        *ret_actual = info.actual;
-                if ((info.actual > target_bytes ? info.actual - target_bytes : target_bytes - info.actual) <= tolerance)
-                        return 0;
-                if (now_usec() + poll_usec > deadline)
-                        return -ETIMEDOUT;
-                r = qmp_sync_sleep(qmp_client_get_event(c), poll_usec);
-                if (r < 0)
-                        return r;
-        }
+        return poll_until(c, poll_usec, timeout_usec, balloon_reached, &w);
+}
+
+static int memory_device_reached(QmpClient *c, void *userdata) {
+        SizeWait *w = userdata;
+        QmpMemoryDeviceList list;
+        const QmpMemoryDevice *d;
+        uint64_t size;
+        int r = qmp_sync_query_memory_devices(c, QMP_TIMEOUT_DEFAULT, &list, NULL);
+
+        if (r < 0)
+                return r;
+        d = qmp_memory_device_list_find(&list, w->id);
+        size = d ? d->size : 0;
+        qmp_memory_device_list_clear(&list);
+        if (!d)
+                return -ENODEV;
+        if (w->ret)
+                *w->ret = size;
+        return size == w->target;
 }
 
 int qmp_sync_wait_memory_device_size(QmpClient *c,
@@ -380,34 +458,15 @@ int qmp_sync_wait_memory_device_size(QmpClient *c,
                                      uint64_t poll_usec,
                                      uint64_t timeout_usec,
                                      uint64_t *ret_size) {
-        uint64_t deadline = now_usec() + timeout_usec;
-        int r;
+        SizeWait w = {
+                .id = id,
+                .target = bytes,
+                .ret = ret_size,
+        };
 
         if (!id)
                 return -EINVAL;
-        for (;;) {
-                QmpMemoryDeviceList list;
-                const QmpMemoryDevice *d;
-                uint64_t size;
-
-                r = qmp_sync_query_memory_devices(c, QMP_TIMEOUT_DEFAULT, &list, NULL);
-                if (r < 0)
-                        return r;
-                d = qmp_memory_device_list_find(&list, id);
-                size = d ? d->size : 0;
-                qmp_memory_device_list_clear(&list);
-                if (!d)
-                        return -ENODEV;
-                if (ret_size)
-                        *ret_size = size;
-                if (size == bytes)
-                        return 0;
-                if (now_usec() + poll_usec > deadline)
-                        return -ETIMEDOUT;
-                r = qmp_sync_sleep(qmp_client_get_event(c), poll_usec);
-                if (r < 0)
-                        return r;
-        }
+        return poll_until(c, poll_usec, timeout_usec, memory_device_reached, &w);
 }
 
 /* ---- event watch ---- */
@@ -550,55 +609,56 @@ int qga_sync_read_file(QgaClient *c,
                        char **ret_data,
                        size_t *ret_size,
                        char **ret_error) {
-        SYNC_BEGIN(NULL, c);
-        SYNC_END(qga_read_file_full(c, path, max_size, timeout_usec, on_file, s, sync_call_unref), ret_error, {
+        SyncCall *s = sync_call_new(NULL, c);
+        int r;
+
+        if (!s)
+                return -ENOMEM;
+        r = sync_call_wait(s, qga_read_file_full(c, path, max_size, timeout_usec, on_file, s, sync_call_unref), ret_error);
+        if (r >= 0) {
                 if (ret_size)
                         *ret_size = s->out.file.size;
                 if (ret_data) {
                         *ret_data = TAKE_PTR(s->out.file.data);
                         s->owns = OUT_NONE;
                 }
-        });
+        }
+        sync_call_unref(s);
+        return r;
 }
 
 static void on_vmstat_owned(QgaClient *c, const QmpReply *reply, const GuestVmstat *vmstat, void *userdata) {
-        SyncCall *s = userdata;
-
-        sync_record(s, reply);
-        if (vmstat)
-                s->out.vmstat = *vmstat;
-        drop_after(s);
-}
-
-int qga_sync_read_vmstat(QgaClient *c, uint64_t timeout_usec, GuestVmstat *ret, char **ret_error) {
-        SYNC_BEGIN(NULL, c);
-        SYNC_END(qga_read_vmstat(c, timeout_usec, on_vmstat_owned, s), ret_error, if (ret) *ret = s->out.vmstat);
+        sync_complete(userdata, reply, vmstat, sizeof(*vmstat));
 }
 
 static void on_meminfo_owned(QgaClient *c, const QmpReply *reply, const GuestMeminfo *meminfo, void *userdata) {
-        SyncCall *s = userdata;
-
-        sync_record(s, reply);
-        if (meminfo)
-                s->out.meminfo = *meminfo;
-        drop_after(s);
-}
-
-int qga_sync_read_meminfo(QgaClient *c, uint64_t timeout_usec, GuestMeminfo *ret, char **ret_error) {
-        SYNC_BEGIN(NULL, c);
-        SYNC_END(qga_read_meminfo(c, timeout_usec, on_meminfo_owned, s), ret_error, if (ret) *ret = s->out.meminfo);
+        sync_complete(userdata, reply, meminfo, sizeof(*meminfo));
 }
 
 static void on_psi_owned(QgaClient *c, const QmpReply *reply, const GuestPsi *psi, void *userdata) {
-        SyncCall *s = userdata;
+        sync_complete(userdata, reply, psi, sizeof(*psi));
+}
 
-        sync_record(s, reply);
-        if (psi)
-                s->out.psi = *psi;
-        drop_after(s);
+int qga_sync_read_vmstat(QgaClient *c, uint64_t timeout_usec, GuestVmstat *ret, char **ret_error) {
+        SyncCall *s = sync_call_new(NULL, c);
+
+        if (!s)
+                return -ENOMEM;
+        return sync_call_finish(s, qga_read_vmstat(c, timeout_usec, on_vmstat_owned, s), ret_error, ret, sizeof(*ret));
+}
+
+int qga_sync_read_meminfo(QgaClient *c, uint64_t timeout_usec, GuestMeminfo *ret, char **ret_error) {
+        SyncCall *s = sync_call_new(NULL, c);
+
+        if (!s)
+                return -ENOMEM;
+        return sync_call_finish(s, qga_read_meminfo(c, timeout_usec, on_meminfo_owned, s), ret_error, ret, sizeof(*ret));
 }
 
 int qga_sync_read_psi_memory(QgaClient *c, uint64_t timeout_usec, GuestPsi *ret, char **ret_error) {
-        SYNC_BEGIN(NULL, c);
-        SYNC_END(qga_read_psi_memory(c, timeout_usec, on_psi_owned, s), ret_error, if (ret) *ret = s->out.psi);
+        SyncCall *s = sync_call_new(NULL, c);
+
+        if (!s)
+                return -ENOMEM;
+        return sync_call_finish(s, qga_read_psi_memory(c, timeout_usec, on_psi_owned, s), ret_error, ret, sizeof(*ret));
 }

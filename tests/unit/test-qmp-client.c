@@ -561,33 +561,25 @@ static void assert_garbage_closes(const char *garbage, size_t size, int want_err
         reply_record_clear(&r);
 }
 
-START_TEST(test_malformed_json) {
-        static const char garbage[] = "{\"return\": ]}";
-        assert_garbage_closes(garbage, sizeof(garbage) - 1, -EBADMSG, "malformed JSON");
-}
-END_TEST
+/* Input that must end the connection: each row is one loop-test iteration. */
+#define GARBAGE(text) .bytes = (text), .size = sizeof(text) - 1
+static const struct {
+        const char *bytes;
+        size_t size;
+        int error;
+        const char *reason;
+} garbage_cases[] = {
+        { GARBAGE("{\"return\": ]}"), -EBADMSG, "malformed JSON" },
+        /* truncated, then a new message */
+        { GARBAGE("{\"return\": {\"actual\": 1\n{\"event\": \"STOP\"}"), -EBADMSG, "malformed JSON" },
+        { GARBAGE("\x01\x02\0\xff\xfe garbage"), -EBADMSG, "malformed JSON" },
+        /* invalid UTF-8 */
+        { GARBAGE("{\"event\": \"X\", \"data\": \"\xc3\x28\"}"), -EBADMSG, "malformed JSON" },
+        { GARBAGE("[1, 2, 3]"), -EBADMSG, "not an object" },
+};
 
-START_TEST(test_truncated_then_new_message) {
-        static const char garbage[] = "{\"return\": {\"actual\": 1\n{\"event\": \"STOP\"}";
-        assert_garbage_closes(garbage, sizeof(garbage) - 1, -EBADMSG, "malformed JSON");
-}
-END_TEST
-
-START_TEST(test_binary_garbage) {
-        static const char garbage[] = "\x01\x02\0\xff\xfe garbage";
-        assert_garbage_closes(garbage, sizeof(garbage) - 1, -EBADMSG, "malformed JSON");
-}
-END_TEST
-
-START_TEST(test_invalid_utf8) {
-        static const char garbage[] = "{\"event\": \"X\", \"data\": \"\xc3\x28\"}";
-        assert_garbage_closes(garbage, sizeof(garbage) - 1, -EBADMSG, "malformed JSON");
-}
-END_TEST
-
-START_TEST(test_not_an_object) {
-        static const char garbage[] = "[1, 2, 3]";
-        assert_garbage_closes(garbage, sizeof(garbage) - 1, -EBADMSG, "not an object");
+START_TEST(test_garbage) {
+        assert_garbage_closes(garbage_cases[_i].bytes, garbage_cases[_i].size, garbage_cases[_i].error, garbage_cases[_i].reason);
 }
 END_TEST
 
@@ -981,11 +973,7 @@ static Suite *qmp_client_suite(void) {
         tcase_add_test(tc, test_timeout_while_queued);
         tcase_add_test(tc, test_disconnect_mid_reply);
         tcase_add_test(tc, test_disconnect_between_messages);
-        tcase_add_test(tc, test_malformed_json);
-        tcase_add_test(tc, test_truncated_then_new_message);
-        tcase_add_test(tc, test_binary_garbage);
-        tcase_add_test(tc, test_invalid_utf8);
-        tcase_add_test(tc, test_not_an_object);
+        tcase_add_loop_test(tc, test_garbage, 0, ARRAY_SIZE(garbage_cases));
         tcase_add_test(tc, test_deep_nesting);
         tcase_add_test(tc, test_nesting_within_limit);
         tcase_add_test(tc, test_configured_depth_cap);

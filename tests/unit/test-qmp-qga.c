@@ -407,34 +407,28 @@ static void assert_read_fails_then_closes(const char *bad_read_reply, int want_e
         result_clear(&r);
 }
 
-START_TEST(test_read_file_bad_base64) {
-        assert_read_fails_then_closes("{\"return\": {\"count\": 3, \"buf-b64\": \"!!!!\", \"eof\": true}}\n", -EBADMSG, 0);
-}
-END_TEST
+/* Bad guest-file-read answers: each row is one loop-test iteration. */
+static const struct {
+        const char *read_reply;
+        int error;
+        size_t max_size;
+} bad_read_cases[] = {
+        /* bad base64 */
+        { "{\"return\": {\"count\": 3, \"buf-b64\": \"!!!!\", \"eof\": true}}\n", -EBADMSG, 0 },
+        /* count mismatch */
+        { "{\"return\": {\"count\": 4, \"buf-b64\": \"aGk=\", \"eof\": true}}\n", -EBADMSG, 0 },
+        /* wrong types */
+        { "{\"return\": {\"count\": \"2\", \"buf-b64\": \"aGk=\", \"eof\": true}}\n", -EBADMSG, 0 },
+        /* missing eof */
+        { "{\"return\": {\"count\": 2, \"buf-b64\": \"aGk=\"}}\n", -EBADMSG, 0 },
+        /* too big: 11 bytes against a cap of 8 */
+        { "{\"return\": {\"count\": 11, \"buf-b64\": \"aGVsbG8gd29ybGQ=\", \"eof\": false}}\n", -EFBIG, 8 },
+        /* the read itself fails */
+        { "{\"error\": {\"class\": \"GenericError\", \"desc\": \"read failed\"}}\n", -EIO, 0 },
+};
 
-START_TEST(test_read_file_count_mismatch) {
-        assert_read_fails_then_closes("{\"return\": {\"count\": 4, \"buf-b64\": \"aGk=\", \"eof\": true}}\n", -EBADMSG, 0);
-}
-END_TEST
-
-START_TEST(test_read_file_wrong_types) {
-        assert_read_fails_then_closes("{\"return\": {\"count\": \"2\", \"buf-b64\": \"aGk=\", \"eof\": true}}\n", -EBADMSG, 0);
-}
-END_TEST
-
-START_TEST(test_read_file_missing_eof) {
-        assert_read_fails_then_closes("{\"return\": {\"count\": 2, \"buf-b64\": \"aGk=\"}}\n", -EBADMSG, 0);
-}
-END_TEST
-
-START_TEST(test_read_file_too_big) {
-        /* 11 bytes against a cap of 8 */
-        assert_read_fails_then_closes("{\"return\": {\"count\": 11, \"buf-b64\": \"aGVsbG8gd29ybGQ=\", \"eof\": false}}\n", -EFBIG, 8);
-}
-END_TEST
-
-START_TEST(test_read_file_read_error) {
-        assert_read_fails_then_closes("{\"error\": {\"class\": \"GenericError\", \"desc\": \"read failed\"}}\n", -EIO, 0);
+START_TEST(test_read_file_bad_reply) {
+        assert_read_fails_then_closes(bad_read_cases[_i].read_reply, bad_read_cases[_i].error, bad_read_cases[_i].max_size);
 }
 END_TEST
 
@@ -624,12 +618,7 @@ static Suite *qga_suite(void) {
         tcase_add_test(tc, test_free_in_timeout_callback);
         tcase_add_test(tc, test_read_file_in_chunks);
         tcase_add_test(tc, test_read_file_open_fails);
-        tcase_add_test(tc, test_read_file_bad_base64);
-        tcase_add_test(tc, test_read_file_count_mismatch);
-        tcase_add_test(tc, test_read_file_wrong_types);
-        tcase_add_test(tc, test_read_file_missing_eof);
-        tcase_add_test(tc, test_read_file_too_big);
-        tcase_add_test(tc, test_read_file_read_error);
+        tcase_add_loop_test(tc, test_read_file_bad_reply, 0, ARRAY_SIZE(bad_read_cases));
         tcase_add_test(tc, test_read_file_read_timeout);
         tcase_add_test(tc, test_read_file_disconnect);
         tcase_add_test(tc, test_free_during_file_read);
