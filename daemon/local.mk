@@ -95,3 +95,17 @@ etc/rightsized.service: $(top_srcdir)/etc/rightsized.service.in Makefile
 	$(AM_V_GEN)$(MKDIR_P) etc && \
 	sed -e 's|@sbindir[@]|$(sbindir)|g' $(top_srcdir)/etc/rightsized.service.in > $@.tmp && \
 	mv $@.tmp $@
+include daemon/rightsizectl.mk
+
+# ---- rightsized: the daemon ----
+sbin_PROGRAMS += rightsized
+rightsized_SOURCES = \
+	daemon/rightsized.c \
+	daemon/manager.c daemon/manager.h \
+	daemon/manager-bus.c daemon/manager-bus.h \
+	daemon/guest.c daemon/guest.h \
+	daemon/host.c daemon/host.h
+rightsized_CPPFLAGS = $(AM_CPPFLAGS) -DRIGHTSIZE_VERSION='"$(PACKAGE_VERSION)"'
+rightsized_CFLAGS = $(AM_CFLAGS) $(QMP_CFLAGS) $(JSONC_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(INIH_CFLAGS)
+rightsized_LDADD = $(RIGHTSIZED_LIBS) $(POLICIES_LIBS) $(QMP_LIBS) -lm
+include daemon/libvirt.mk

@@ -10,3 +10,14 @@ TESTS += $(INTEGRATION_TESTS)
 tests_integration_test_qmp_real_guest_SOURCES = tests/integration/test-qmp-real-guest.c $(GUEST_FIXTURE)
 tests_integration_test_qmp_real_guest_CFLAGS = $(AM_CFLAGS) $(QMP_CFLAGS) $(CHECK_CFLAGS)
 tests_integration_test_qmp_real_guest_LDADD = $(QMP_LIBS) $(CHECK_LIBS)
+
+# rightsized end to end on the real guest (plus --check-config); needs the daemon binary.
+DAEMON_INTEGRATION_TESTS = tests/integration/test-daemon-real-guest
+check_PROGRAMS += $(DAEMON_INTEGRATION_TESTS)
+TESTS += $(DAEMON_INTEGRATION_TESTS)
+
+tests_integration_test_daemon_real_guest_SOURCES = tests/integration/test-daemon-real-guest.c $(GUEST_FIXTURE)
+tests_integration_test_daemon_real_guest_CFLAGS = $(AM_CFLAGS) $(QMP_CFLAGS) $(CHECK_CFLAGS) $(LIBSYSTEMD_CFLAGS)
+tests_integration_test_daemon_real_guest_LDADD = $(QMP_LIBS) $(CHECK_LIBS) $(LIBSYSTEMD_LIBS)
+# The test runs the daemon it checks.
+tests/integration/test-daemon-real-guest.log: rightsized$(EXEEXT)

@@ -1,0 +1,654 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "daemon/ctl-format.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/macro.h"
+#include "daemon/size.h"
+
+#define FIELD(k, t, m) { k, t, offsetof(CtlGuest, m) }
+const CtlField ctl_guest_fields[] = {
+        FIELD("name", CTL_FIELD_STRING, name),
+        FIELD("uuid", CTL_FIELD_STRING, uuid),
+        FIELD("source", CTL_FIELD_STRING, source),
+        FIELD("policy", CTL_FIELD_STRING, policy),
+        FIELD("mode", CTL_FIELD_STRING, mode),
+        FIELD("state", CTL_FIELD_STRING, state),
+        FIELD("tier", CTL_FIELD_STRING, tier),
+        FIELD("confidence", CTL_FIELD_DOUBLE, confidence),
+        FIELD("estimate", CTL_FIELD_SIZE, estimate),
+        FIELD("estimate-lower", CTL_FIELD_SIZE, estimate_lower),
+        FIELD("estimate-upper", CTL_FIELD_SIZE, estimate_upper),
+        FIELD("scan-onset", CTL_FIELD_SIZE, scan_onset),
+        FIELD("target", CTL_FIELD_SIZE, target),
+        FIELD("actual", CTL_FIELD_SIZE, actual),
+        FIELD("floor", CTL_FIELD_SIZE, floor),
+        FIELD("max", CTL_FIELD_SIZE, max),
+        FIELD("virtio-mem-size", CTL_FIELD_SIZE, virtio_mem_size),
+        FIELD("host-rss", CTL_FIELD_SIZE, host_rss),
+        FIELD("free-page-reporting", CTL_FIELD_BOOL, free_page_reporting),
+        FIELD("agent", CTL_FIELD_BOOL, agent),
+        FIELD("paused", CTL_FIELD_BOOL, paused),
+        FIELD("reason", CTL_FIELD_STRING, reason),
+        FIELD("fault", CTL_FIELD_STRING, fault),
+        FIELD("refault-rate", CTL_FIELD_DOUBLE, refault_rate),
+        FIELD("major-fault-rate", CTL_FIELD_DOUBLE, major_fault_rate),
+        FIELD("updated", CTL_FIELD_USEC, updated),
+};
+const size_t ctl_n_guest_fields = ARRAY_SIZE(ctl_guest_fields);
+
+const CtlField *ctl_guest_field_find(const char *key) {
+        for (size_t i = 0; i < ctl_n_guest_fields; i++)
+                if (strcmp(ctl_guest_fields[i].key, key) == 0)
+                        return &ctl_guest_fields[i];
+        return NULL;
+}
+
+char ctl_field_dbus_type(const CtlField *f) {
+        switch (f->type) {
+        case CTL_FIELD_STRING:
+                return 's';
+        case CTL_FIELD_SIZE:
+        case CTL_FIELD_USEC:
+                return 't';
+        case CTL_FIELD_DOUBLE:
+                return 'd';
+        case CTL_FIELD_BOOL:
+                return 'b';
+        }
+        return '?';
+}
+
+#define AT(g, f, type) ((type *) ((char *) (g) + (f)->offset))
+#define AT_CONST(g, f, type) ((const type *) ((const char *) (g) + (f)->offset))
+
+void ctl_guest_init(CtlGuest *g) {
+        memset(g, 0, sizeof(*g));
+        for (size_t i = 0; i < ctl_n_guest_fields; i++) {
+                const CtlField *f = &ctl_guest_fields[i];
+                switch (f->type) {
+                case CTL_FIELD_STRING:
+                        break;
+                case CTL_FIELD_SIZE:
+                case CTL_FIELD_USEC:
+                        *AT(g, f, uint64_t) = CTL_UNKNOWN;
+                        break;
+                case CTL_FIELD_DOUBLE:
+                        *AT(g, f, double) = NAN;
+                        break;
+                case CTL_FIELD_BOOL:
+                        *AT(g, f, int) = -1;
+                        break;
+                }
+        }
+}
+
+void ctl_guest_done(CtlGuest *g) {
+        for (size_t i = 0; i < ctl_n_guest_fields; i++)
+                if (ctl_guest_fields[i].type == CTL_FIELD_STRING) {
+                        char **p = AT(g, &ctl_guest_fields[i], char *);
+                        free(*p);
+                        *p = NULL;
+                }
+}
+
+int ctl_guest_set_string(CtlGuest *g, const CtlField *f, const char *value) {
+        char *copy = strdup(value ?: "");
+        if (!copy)
+                return -ENOMEM;
+        free(*AT(g, f, char *));
+        *AT(g, f, char *) = copy;
+        return 0;
+}
+
+void ctl_guest_set_u64(CtlGuest *g, const CtlField *f, uint64_t value) {
+        *AT(g, f, uint64_t) = value;
+}
+
+void ctl_guest_set_double(CtlGuest *g, const CtlField *f, double value) {
+        *AT(g, f, double) = value;
+}
+
+void ctl_guest_set_bool(CtlGuest *g, const CtlField *f, bool value) {
+        *AT(g, f, int) = value;
+}
+
+uint64_t ctl_guest_reclaimed(const CtlGuest *g) {
+        if (g->max == CTL_UNKNOWN || g->actual == CTL_UNKNOWN)
+                return CTL_UNKNOWN;
+        return g->max > g->actual ? g->max - g->actual : 0;
+}
+
+/* ---- text ---- */
+
+/* Length of a valid UTF-8 sequence at s, or 0; *control tells a C1 control (CSI is U+009B). */
+static size_t utf8_valid_length(const unsigned char *s, bool *control) {
+        size_t len;
+        uint32_t cp;
+
+        *control = s[0] < 0x20 || s[0] == 0x7f;
+        if (s[0] < 0x80)
+                return 1;
+        if ((s[0] & 0xe0) == 0xc0) {
+                len = 2;
+                cp = s[0] & 0x1f;
+        } else if ((s[0] & 0xf0) == 0xe0) {
+                len = 3;
+                cp = s[0] & 0x0f;
+        } else if ((s[0] & 0xf8) == 0xf0) {
+                len = 4;
+                cp = s[0] & 0x07;
+        } else
+                return 0;
+        for (size_t i = 1; i < len; i++) {
+                if ((s[i] & 0xc0) != 0x80)
+                        return 0;
+                cp = (cp << 6) | (s[i] & 0x3f);
+        }
+        /* overlong forms, surrogates, beyond Unicode */
+        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+            (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+                return 0;
+        *control = cp >= 0x80 && cp <= 0x9f;
+        return len;
+}
+
+char *ctl_sanitize(const char *s) {
+        const unsigned char *p = (const unsigned char *) (s ?: "");
+        size_t n = strlen((const char *) p);
+        char *out = malloc(n + 1), *o = out;
+
+        if (!out)
+                return NULL;
+        while (*p) {
+                bool control;
+                size_t len = utf8_valid_length(p, &control);
+                if (len == 0 || control) {
+                        *o++ = '?';
+                        p += MAX(len, (size_t) 1);
+                        continue;
+                }
+                memcpy(o, p, len);
+                o += len;
+                p += len;
+        }
+        *o = '\0';
+        return out;
+}
+
+size_t ctl_display_width(const char *s) {
+        size_t w = 0;
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++)
+                if ((*p & 0xc0) != 0x80)
+                        w++;
+        return w;
+}
+
+const char *ctl_format_size(char *buf, size_t len, uint64_t bytes) {
+        if (bytes == CTL_UNKNOWN) {
+                snprintf(buf, len, "-");
+                return buf;
+        }
+        return format_size(buf, len, bytes);
+}
+
+/* ---- tables ---- */
+
+struct CtlTable {
+        size_t n_columns;
+        char **cells; /* row-major, header row first */
+        size_t n_rows; /* including the header */
+        bool *right;
+};
+
+CtlTable *ctl_table_free(CtlTable *t) {
+        if (!t)
+                return NULL;
+        for (size_t i = 0; i < t->n_rows * t->n_columns; i++)
+                free(t->cells[i]);
+        free(t->cells);
+        free(t->right);
+        free(t);
+        return NULL;
+}
+
+CtlTable *ctl_table_new(size_t n_columns, const char *const *headers) {
+        CtlTable *t = calloc(1, sizeof(*t));
+
+        if (!t)
+                return NULL;
+        t->n_columns = n_columns;
+        t->right = calloc(n_columns, sizeof(bool));
+        if (!t->right || ctl_table_add_row(t, headers) < 0)
+                return ctl_table_free(t);
+        return t;
+}
+
+void ctl_table_align_right(CtlTable *t, size_t column) {
+        if (column < t->n_columns)
+                t->right[column] = true;
+}
+
+int ctl_table_add_row(CtlTable *t, const char *const *cells) {
+        char **n = realloc(t->cells, (t->n_rows + 1) * t->n_columns * sizeof(char *));
+
+        if (!n)
+                return -ENOMEM;
+        t->cells = n;
+        for (size_t c = 0; c < t->n_columns; c++) {
+                char *s = ctl_sanitize(cells[c] ?: "-");
+                if (!s) {
+                        for (size_t k = 0; k < c; k++)
+                                free(n[t->n_rows * t->n_columns + k]);
+                        return -ENOMEM;
+                }
+                n[t->n_rows * t->n_columns + c] = s;
+        }
+        t->n_rows++;
+        return 0;
+}
+
+size_t ctl_table_n_rows(const CtlTable *t) {
+        return t->n_rows - 1;
+}
+
+int ctl_table_print(const CtlTable *t, FILE *f) {
+        _cleanup_free_ size_t *width = calloc(t->n_columns, sizeof(size_t));
+
+        if (!width)
+                return -ENOMEM;
+        for (size_t r = 0; r < t->n_rows; r++)
+                for (size_t c = 0; c < t->n_columns; c++)
+                        width[c] = MAX(width[c], ctl_display_width(t->cells[r * t->n_columns + c]));
+
+        for (size_t r = 0; r < t->n_rows; r++) {
+                size_t pending = 0; /* blanks owed before the next cell, so lines never end in blanks */
+                for (size_t c = 0; c < t->n_columns; c++) {
+                        const char *s = t->cells[r * t->n_columns + c];
+                        size_t pad = width[c] - ctl_display_width(s);
+                        bool last = c + 1 == t->n_columns;
+
+                        if (t->right[c])
+                                pending += pad;
+                        fprintf(f, "%*s%s", (int) pending, "", s);
+                        pending = t->right[c] ? 0 : pad;
+                        if (!last)
+                                pending += 2;
+                }
+                fputc('\n', f);
+        }
+        return ferror(f) ? -EIO : 0;
+}
+
+int ctl_print_guest_table(FILE *f, const CtlGuest *guests, size_t n) {
+        static const char *const headers[] = {
+                "NAME", "STATE", "POLICY", "ESTIMATE", "TARGET", "ACTUAL", "RECLAIMED", "REASON/FAULT",
+        };
+        CtlTable *t = ctl_table_new(ARRAY_SIZE(headers), headers);
+        int r = 0;
+
+        if (!t)
+                return -ENOMEM;
+        for (size_t c = 3; c <= 6; c++)
+                ctl_table_align_right(t, c);
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                const CtlGuest *g = &guests[i];
+                char est[FORMAT_SIZE_MAX], tgt[FORMAT_SIZE_MAX], act[FORMAT_SIZE_MAX], rec[FORMAT_SIZE_MAX];
+                _cleanup_free_ char *why = NULL;
+
+                if (g->fault && asprintf(&why, "fault: %s", g->fault) < 0) {
+                        why = NULL;
+                        r = -ENOMEM;
+                        break;
+                }
+                const char *cells[] = {
+                        g->name,
+                        g->state,
+                        g->policy,
+                        ctl_format_size(est, sizeof(est), g->estimate),
+                        ctl_format_size(tgt, sizeof(tgt), g->target),
+                        ctl_format_size(act, sizeof(act), g->actual),
+                        ctl_format_size(rec, sizeof(rec), ctl_guest_reclaimed(g)),
+                        why ?: g->reason,
+                };
+                r = ctl_table_add_row(t, cells);
+        }
+        if (r >= 0)
+                r = ctl_table_print(t, f);
+        ctl_table_free(t);
+        return r;
+}
+
+static void print_line(FILE *f, const char *label, const char *value) {
+        _cleanup_free_ char *clean = ctl_sanitize(value);
+        fprintf(f, "%14s: %s\n", label, clean ?: "?");
+}
+
+static void print_size_line(FILE *f, const char *label, uint64_t bytes) {
+        char buf[FORMAT_SIZE_MAX];
+        if (bytes != CTL_UNKNOWN)
+                print_line(f, label, ctl_format_size(buf, sizeof(buf), bytes));
+}
+
+static const char *yes_no(int b) {
+        return b < 0 ? NULL : b ? "yes" : "no";
+}
+
+int ctl_print_guest_details(FILE *f, const CtlGuest *g, const CtlHistoryPoint *h, size_t n_h, size_t width) {
+        _cleanup_free_ char *name = ctl_sanitize(g->name);
+        char a[FORMAT_SIZE_MAX], b[FORMAT_SIZE_MAX], c[FORMAT_SIZE_MAX];
+        char line[256];
+
+        fprintf(f, "%s %s\n", g->fault ? "×" : "●", name ?: "?");
+        if (g->state) {
+                snprintf(line, sizeof(line), "%s%s%s%s", g->state, g->tier ? " (tier " : "", g->tier ?: "",
+                         g->tier ? ")" : "");
+                print_line(f, "State", line);
+        }
+        if (g->fault)
+                print_line(f, "Fault", g->fault);
+        if (g->policy) {
+                snprintf(line, sizeof(line), "%s%s%s%s", g->policy, g->mode ? " (mode " : "", g->mode ?: "",
+                         g->mode ? ")" : "");
+                print_line(f, "Policy", line);
+        }
+        if (g->estimate != CTL_UNKNOWN) {
+                if (g->estimate_lower != CTL_UNKNOWN && g->estimate_upper != CTL_UNKNOWN)
+                        snprintf(line, sizeof(line), "%s (%s .. %s)", ctl_format_size(a, sizeof(a), g->estimate),
+                                 ctl_format_size(b, sizeof(b), g->estimate_lower),
+                                 ctl_format_size(c, sizeof(c), g->estimate_upper));
+                else
+                        snprintf(line, sizeof(line), "%s", ctl_format_size(a, sizeof(a), g->estimate));
+                print_line(f, "Estimate", line);
+        } else
+                print_line(f, "Estimate", "not known yet");
+        if (!isnan(g->confidence)) {
+                snprintf(line, sizeof(line), "%.0f %%", CLAMP(g->confidence, 0.0, 1.0) * 100.0);
+                print_line(f, "Confidence", line);
+        }
+        print_size_line(f, "Target", g->target);
+        print_size_line(f, "Actual", g->actual);
+        if (g->floor != CTL_UNKNOWN || g->max != CTL_UNKNOWN) {
+                snprintf(line, sizeof(line), "%s / %s", ctl_format_size(a, sizeof(a), g->floor),
+                         ctl_format_size(b, sizeof(b), g->max));
+                print_line(f, "Floor / max", line);
+        }
+        print_size_line(f, "Reclaimed", ctl_guest_reclaimed(g));
+        print_size_line(f, "Host RSS", g->host_rss);
+        print_size_line(f, "Virtio-mem", g->virtio_mem_size);
+        if (g->free_page_reporting >= 0)
+                print_line(f, "Free pages", g->free_page_reporting ? "reported" : "not reported");
+        if (g->agent >= 0)
+                print_line(f, "Guest agent", yes_no(g->agent));
+        if (g->paused > 0)
+                print_line(f, "Paused", "yes, by an operator");
+        if (!isnan(g->refault_rate) || !isnan(g->major_fault_rate)) {
+                snprintf(line, sizeof(line), "refaults %.1f/s, major faults %.1f/s",
+                         isnan(g->refault_rate) ? 0.0 : g->refault_rate,
+                         isnan(g->major_fault_rate) ? 0.0 : g->major_fault_rate);
+                print_line(f, "Faults", line);
+        }
+        if (g->reason)
+                print_line(f, "Reason", g->reason);
+        if (g->updated != CTL_UNKNOWN) {
+                time_t t = (time_t) (g->updated / 1000000);
+                struct tm tm;
+                if (localtime_r(&t, &tm) && strftime(line, sizeof(line), "%Y-%m-%d %H:%M:%S", &tm) > 0)
+                        print_line(f, "Updated", line);
+        }
+        if (n_h > 1) {
+                fputc('\n', f);
+                return ctl_print_chart(f, h, n_h, width, 10);
+        }
+        return ferror(f) ? -EIO : 0;
+}
+
+/* ---- pictures ---- */
+
+static const char *const spark_levels[] = { "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█" };
+
+char *ctl_sparkline(const uint64_t *values, size_t n, uint64_t lo, uint64_t hi, size_t width) {
+        size_t cells = MIN(n, width);
+        char *out = malloc(cells * 3 + 1), *o = out;
+
+        if (!out)
+                return NULL;
+        for (size_t i = 0; i < cells; i++) {
+                /* the last value of bucket i */
+                size_t idx = (i + 1) * n / cells - 1;
+                uint64_t v = values[idx];
+                if (v == CTL_UNKNOWN) {
+                        *o++ = ' ';
+                        continue;
+                }
+                size_t level = 0;
+                if (hi > lo) {
+                        double x = ((double) CLAMP(v, lo, hi) - (double) lo) / ((double) hi - (double) lo);
+                        level = (size_t) lround(x * (double) (ARRAY_SIZE(spark_levels) - 1));
+                }
+                size_t len = strlen(spark_levels[level]);
+                memcpy(o, spark_levels[level], len);
+                o += len;
+        }
+        *o = '\0';
+        return out;
+}
+
+/* The range over every known value of the three series. */
+static bool history_range(const CtlHistoryPoint *h, size_t n, uint64_t *lo, uint64_t *hi) {
+        *lo = UINT64_MAX;
+        *hi = 0;
+        for (size_t i = 0; i < n; i++) {
+                uint64_t v[3] = { h[i].target, h[i].actual, h[i].estimate };
+                for (size_t k = 0; k < 3; k++) {
+                        if (v[k] == 0 || v[k] == CTL_UNKNOWN)
+                                continue;
+                        *lo = MIN(*lo, v[k]);
+                        *hi = MAX(*hi, v[k]);
+                }
+        }
+        return *lo <= *hi;
+}
+
+#define CHART_LABEL 10
+
+int ctl_print_chart(FILE *f, const CtlHistoryPoint *h, size_t n, size_t width, size_t height) {
+        uint64_t lo, hi;
+
+        if (n == 0 || height < 2 || width <= CHART_LABEL + 2 || !history_range(h, n, &lo, &hi))
+                return 0;
+        if (lo == hi) { /* flat: give it a little room so the line sits mid-chart */
+                uint64_t pad = MAX(lo / 10, (uint64_t) 1);
+                lo = lo > pad ? lo - pad : 0;
+                hi = hi + pad;
+        }
+        size_t cols = MIN(n, width - CHART_LABEL - 2);
+        _cleanup_free_ char *grid = malloc(cols * height);
+        if (!grid)
+                return -ENOMEM;
+        memset(grid, ' ', cols * height);
+
+        for (size_t c = 0; c < cols; c++) {
+                const CtlHistoryPoint *p = &h[(c + 1) * n / cols - 1];
+                static const char marks[3] = { 'T', 'A', 'E' };
+                uint64_t v[3] = { p->target, p->actual, p->estimate };
+                for (size_t k = 0; k < 3; k++) {
+                        if (v[k] == 0 || v[k] == CTL_UNKNOWN)
+                                continue;
+                        double x = ((double) CLAMP(v[k], lo, hi) - (double) lo) / ((double) hi - (double) lo);
+                        size_t row = height - 1 - (size_t) lround(x * (double) (height - 1));
+                        char *cell = &grid[row * cols + c];
+                        *cell = *cell == ' ' ? marks[k] : '*';
+                }
+        }
+
+        for (size_t row = 0; row < height; row++) {
+                char label[FORMAT_SIZE_MAX] = "";
+                if (row == 0 || row == height - 1 || row == (height - 1) / 2) {
+                        double x = (double) (height - 1 - row) / (double) (height - 1);
+                        format_size(label, sizeof(label), lo + (uint64_t) (x * (double) (hi - lo)));
+                }
+                size_t end = cols;
+                while (end > 0 && grid[row * cols + end - 1] == ' ')
+                        end--;
+                fprintf(f, "%*s ┤%.*s\n", CHART_LABEL, label, (int) end, &grid[row * cols]);
+        }
+        fprintf(f, "%*s └", CHART_LABEL, "");
+        for (size_t c = 0; c < cols; c++)
+                fputs("─", f);
+        uint64_t span = h[n - 1].usec > h[0].usec ? (h[n - 1].usec - h[0].usec) / 1000000 : 0;
+        char ago[32];
+        if (span >= 7200)
+                snprintf(ago, sizeof(ago), "-%lluh", (unsigned long long) (span / 3600));
+        else if (span >= 120)
+                snprintf(ago, sizeof(ago), "-%llum", (unsigned long long) (span / 60));
+        else
+                snprintf(ago, sizeof(ago), "-%llus", (unsigned long long) span);
+        fprintf(f, "\n%*s  %-*s%s\n", CHART_LABEL, "", (int) (cols > 3 ? cols - 3 : strlen(ago)), ago, "now");
+        fprintf(f, "%*s  T target  A actual  E estimate  * overlap  (%llu points over %llu s)\n", CHART_LABEL, "",
+                (unsigned long long) n, (unsigned long long) span);
+        return ferror(f) ? -EIO : 0;
+}
+
+int ctl_print_history(FILE *f, const char *name, const CtlHistoryPoint *h, size_t n, size_t width) {
+        _cleanup_free_ char *clean = ctl_sanitize(name);
+        uint64_t lo, hi;
+        int r = 0;
+
+        if (n == 0 || !history_range(h, n, &lo, &hi)) {
+                fprintf(f, "%s: no history yet\n", clean ?: "?");
+                return ferror(f) ? -EIO : 0;
+        }
+        fprintf(f, "%s: %zu samples\n\n", clean ?: "?", n);
+
+        _cleanup_free_ uint64_t *series = calloc(n, sizeof(uint64_t));
+        if (!series)
+                return -ENOMEM;
+        size_t spark_width = width > 40 ? width - 40 : 20;
+        static const char *const names[3] = { "target", "actual", "estimate" };
+        for (size_t k = 0; k < 3; k++) {
+                uint64_t last = CTL_UNKNOWN;
+                for (size_t i = 0; i < n; i++) {
+                        uint64_t v = k == 0 ? h[i].target : k == 1 ? h[i].actual : h[i].estimate;
+                        series[i] = v == 0 ? CTL_UNKNOWN : v;
+                        if (series[i] != CTL_UNKNOWN)
+                                last = series[i];
+                }
+                _cleanup_free_ char *spark = ctl_sparkline(series, n, lo, hi, spark_width);
+                char now[FORMAT_SIZE_MAX];
+                if (!spark)
+                        return -ENOMEM;
+                fprintf(f, "%-9s %s  %s\n", names[k], spark, ctl_format_size(now, sizeof(now), last));
+        }
+        fputc('\n', f);
+        r = ctl_print_chart(f, h, n, width, 10);
+        if (r < 0)
+                return r;
+        fputc('\n', f);
+
+        static const char *const headers[] = { "TIME", "TARGET", "ACTUAL", "ESTIMATE" };
+        CtlTable *t = ctl_table_new(4, headers);
+        if (!t)
+                return -ENOMEM;
+        for (size_t c = 1; c < 4; c++)
+                ctl_table_align_right(t, c);
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                char when[64] = "-", a[FORMAT_SIZE_MAX], b[FORMAT_SIZE_MAX], c[FORMAT_SIZE_MAX];
+                time_t sec = (time_t) (h[i].usec / 1000000);
+                struct tm tm;
+                if (localtime_r(&sec, &tm))
+                        strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+                const char *cells[] = {
+                        when,
+                        ctl_format_size(a, sizeof(a), h[i].target),
+                        ctl_format_size(b, sizeof(b), h[i].actual),
+                        ctl_format_size(c, sizeof(c), h[i].estimate == 0 ? CTL_UNKNOWN : h[i].estimate),
+                };
+                r = ctl_table_add_row(t, cells);
+        }
+        if (r >= 0)
+                r = ctl_table_print(t, f);
+        ctl_table_free(t);
+        return r;
+}
+
+/* ---- JSON ---- */
+
+json_object *ctl_guest_to_json(const CtlGuest *g) {
+        json_object *o = json_object_new_object();
+
+        if (!o)
+                return NULL;
+        for (size_t i = 0; i < ctl_n_guest_fields; i++) {
+                const CtlField *f = &ctl_guest_fields[i];
+                json_object *v = NULL;
+
+                switch (f->type) {
+                case CTL_FIELD_STRING: {
+                        const char *s = *AT_CONST(g, f, char *);
+                        if (s)
+                                v = json_object_new_string(s);
+                        break;
+                }
+                case CTL_FIELD_SIZE:
+                case CTL_FIELD_USEC: {
+                        uint64_t x = *AT_CONST(g, f, uint64_t);
+                        if (x != CTL_UNKNOWN)
+                                v = json_object_new_uint64(x);
+                        break;
+                }
+                case CTL_FIELD_DOUBLE: {
+                        double x = *AT_CONST(g, f, double);
+                        char text[32];
+                        /* six digits are what the daemon means; %.17g would print 0.90000000000000002 */
+                        snprintf(text, sizeof(text), "%.6g", x);
+                        if (isfinite(x))
+                                v = json_object_new_double_s(x, text);
+                        break;
+                }
+                case CTL_FIELD_BOOL: {
+                        int x = *AT_CONST(g, f, int);
+                        if (x >= 0)
+                                v = json_object_new_boolean(x);
+                        break;
+                }
+                }
+                json_object_object_add(o, f->key, v);
+        }
+        uint64_t rec = ctl_guest_reclaimed(g);
+        json_object_object_add(o, "reclaimed", rec == CTL_UNKNOWN ? NULL : json_object_new_uint64(rec));
+        return o;
+}
+
+json_object *ctl_history_to_json(const CtlHistoryPoint *h, size_t n) {
+        json_object *a = json_object_new_array();
+
+        if (!a)
+                return NULL;
+        for (size_t i = 0; i < n; i++) {
+                json_object *p = json_object_new_object();
+                if (!p) {
+                        json_object_put(a);
+                        return NULL;
+                }
+                json_object_object_add(p, "time", json_object_new_uint64(h[i].usec));
+                json_object_object_add(p, "target", json_object_new_uint64(h[i].target));
+                json_object_object_add(p, "actual", json_object_new_uint64(h[i].actual));
+                json_object_object_add(p, "estimate", h[i].estimate == 0 ? NULL : json_object_new_uint64(h[i].estimate));
+                json_object_array_add(a, p);
+        }
+        return a;
+}
+
+int ctl_print_json(FILE *f, json_object *o) {
+        const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                                  JSON_C_TO_STRING_NOSLASHESCAPE);
+        if (!s)
+                return -ENOMEM;
+        fprintf(f, "%s\n", s);
+        return ferror(f) ? -EIO : 0;
+}

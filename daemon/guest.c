@@ -1,0 +1,1146 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/macro.h"
+#include "daemon/guest.h"
+#include "daemon/host.h"
+#include "daemon/log.h"
+#include "daemon/size.h"
+#include "daemon/state-file.h"
+#include "policies/actuation.h"
+#include "qmp/json-util.h"
+#include "qmp/qga-commands.h"
+#include "qmp/qmp-commands.h"
+#include "qmp/qmp-events.h"
+
+#define RECONNECT_MIN_USEC (1 * USEC_PER_SEC)
+#define RECONNECT_MAX_USEC (30 * USEC_PER_SEC)
+#define AGENT_RECONNECT_USEC (10 * USEC_PER_SEC)
+#define HANDSHAKE_TIMEOUT_USEC (5 * USEC_PER_SEC)
+/* A balloon that moved less than this over STALL_CYCLES cycles while away from its target has
+ * stopped: the guest cannot give more (or take back) right now. */
+#define STALL_MOVE_BYTES (2 * MIB)
+#define STALL_CYCLES 4
+/* The state file is rewritten when something changed, and at least this often. */
+#define STATE_SAVE_USEC (60 * USEC_PER_SEC)
+
+static uint64_t now_usec(clockid_t clock) {
+        struct timespec ts;
+        (void) clock_gettime(clock, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static char *fmt_size(char *buf, size_t len, uint64_t bytes) {
+        if (bytes == RS_UNKNOWN)
+                return strncpy(buf, "?", len);
+        return format_size(buf, len, bytes);
+}
+
+/* Each QMP call gets the poll interval as its timeout, within limits: a guest slower than
+ * that would miss the next tick anyway. */
+static uint64_t command_timeout(const Guest *g) {
+        return CLAMP(g->policy.poll_interval_usec, 1 * USEC_PER_SEC, 10 * USEC_PER_SEC);
+}
+
+static void guest_schedule_reconnect(Guest *g);
+static void guest_tick_arm(Guest *g, uint64_t usec);
+static void agent_schedule_reconnect(Guest *g);
+
+static void guest_notify(Guest *g, bool estimate_changed) {
+        if (g->hooks && g->hooks->updated)
+                g->hooks->updated(g, estimate_changed, g->userdata);
+}
+
+static void guest_set_fault(Guest *g, const char *fmt, ...) _printf_(2, 3);
+static void guest_set_fault(Guest *g, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(g->fault, sizeof(g->fault), fmt, ap);
+        va_end(ap);
+}
+
+/* ---- state file ---- */
+
+static int64_t u64_to_field(uint64_t v) {
+        return v == RS_UNKNOWN ? -1 : (int64_t) MIN(v, (uint64_t) INT64_MAX);
+}
+
+static uint64_t field_to_u64(int64_t v) {
+        return v < 0 ? RS_UNKNOWN : (uint64_t) v;
+}
+
+int guest_save_state(Guest *g) {
+        GuestStateRecord rec;
+        RsGuestSnapshot s;
+        int r;
+
+        if (!g->state_dir || !g->core)
+                return 0;
+        rs_guest_snapshot(g->core, &s);
+        r = guest_state_init(&rec, g->name, NULL);
+        if (r < 0)
+                return r;
+        snprintf(rec.state, sizeof(rec.state), "%s", rs_state_to_string(rs_guest_state(g->core)));
+        rec.saved_at_usec = now_usec(CLOCK_REALTIME);
+        rec.target_bytes = g->target;
+        (void) guest_state_set_int(&rec, "magic", s.magic);
+        (void) guest_state_set_int(&rec, "version", s.version);
+        (void) guest_state_set_int(&rec, "guest_max", u64_to_field(s.guest_max));
+        (void) guest_state_set_int(&rec, "estimate", u64_to_field(s.estimate));
+        (void) guest_state_set_int(&rec, "lower", u64_to_field(s.lower));
+        (void) guest_state_set_int(&rec, "upper", u64_to_field(s.upper));
+        (void) guest_state_set_int(&rec, "scan_onset", u64_to_field(s.scan_onset));
+        (void) guest_state_set_int(&rec, "target", u64_to_field(s.target));
+        (void) guest_state_set_double(&rec, "baseline_useful", isfinite(s.baseline_useful) ? s.baseline_useful : 0);
+        (void) guest_state_set_double(&rec, "baseline_scan", isfinite(s.baseline_scan) ? s.baseline_scan : 0);
+        (void) guest_state_set_double(&rec, "baseline_psi", isfinite(s.baseline_psi) ? s.baseline_psi : 0);
+        (void) guest_state_set_int(&rec, "baseline_known", s.baseline_known);
+        (void) guest_state_set_int(&rec, "tier", s.tier);
+        (void) guest_state_set_int(&rec, "streaming", s.streaming);
+
+        r = state_file_save(g->state_dir, &rec);
+        if (r < 0)
+                return log_guest_warning_errno(g->name, NULL, r, "Failed to save the state file in %s: %m",
+                                               g->state_dir);
+        g->saved_usec = now_usec(CLOCK_MONOTONIC);
+        g->saved_state = rs_guest_state(g->core);
+        g->saved_estimate = rs_guest_estimate(g->core)->estimate;
+        g->saved_target = g->target;
+        return 0;
+}
+
+static int get_u64_field(const GuestStateRecord *rec, const char *key, uint64_t *ret) {
+        int64_t v;
+        int r = guest_state_get_int(rec, key, &v);
+        if (r < 0)
+                return r;
+        *ret = field_to_u64(v);
+        return 0;
+}
+
+static int guest_restore_state(Guest *g) {
+        GuestStateRecord rec;
+        RsGuestSnapshot s = {};
+        int64_t v;
+        int r;
+
+        if (!g->state_dir)
+                return 0;
+        r = state_file_load(g->state_dir, g->name, &rec);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return log_guest_warning_errno(g->name, NULL, r, "Ignoring the state file: %m");
+
+        if (guest_state_get_int(&rec, "magic", &v) < 0 || (uint64_t) v != RS_SNAPSHOT_MAGIC ||
+            guest_state_get_int(&rec, "version", &v) < 0 || v != RS_SNAPSHOT_VERSION)
+                return log_guest_warning_errno(g->name, NULL, EPROTONOSUPPORT,
+                                               "Ignoring the state file: not a snapshot this daemon can read");
+        s.magic = RS_SNAPSHOT_MAGIC;
+        s.version = RS_SNAPSHOT_VERSION;
+        if (get_u64_field(&rec, "guest_max", &s.guest_max) < 0 || get_u64_field(&rec, "estimate", &s.estimate) < 0 ||
+            get_u64_field(&rec, "lower", &s.lower) < 0 || get_u64_field(&rec, "upper", &s.upper) < 0 ||
+            get_u64_field(&rec, "scan_onset", &s.scan_onset) < 0 || get_u64_field(&rec, "target", &s.target) < 0 ||
+            guest_state_get_double(&rec, "baseline_useful", &s.baseline_useful) < 0 ||
+            guest_state_get_double(&rec, "baseline_scan", &s.baseline_scan) < 0 ||
+            guest_state_get_double(&rec, "baseline_psi", &s.baseline_psi) < 0)
+                return log_guest_warning_errno(g->name, NULL, EBADMSG, "Ignoring the state file: fields missing");
+        if (guest_state_get_int(&rec, "baseline_known", &v) >= 0)
+                s.baseline_known = (uint32_t) v;
+        if (guest_state_get_int(&rec, "tier", &v) >= 0 && v >= 0 && v < _RS_TIER_MAX)
+                s.tier = (uint32_t) v;
+        if (guest_state_get_int(&rec, "streaming", &v) >= 0)
+                s.streaming = v != 0;
+
+        r = rs_guest_restore(g->core, &s, now_usec(CLOCK_MONOTONIC));
+        if (r < 0)
+                return log_guest_warning_errno(g->name, NULL, r,
+                                               "Ignoring the state file: it was saved for another guest size");
+        char b1[FORMAT_SIZE_MAX], b2[FORMAT_SIZE_MAX];
+        log_guest_info(g->name, rs_state_to_string(rs_guest_state(g->core)),
+                       "Resumed from the state file: estimate %s, target %s",
+                       fmt_size(b1, sizeof(b1), s.estimate), fmt_size(b2, sizeof(b2), s.target));
+        return 1;
+}
+
+/* ---- history ---- */
+
+static void history_push(Guest *g, uint64_t realtime) {
+        const RsEstimate *e = rs_guest_estimate(g->core);
+        GuestHistoryPoint *p = &g->history[(g->history_head + g->history_n) % GUEST_HISTORY_MAX];
+
+        *p = (GuestHistoryPoint) {
+                .realtime_usec = realtime,
+                .target = g->target ?: g->actual,
+                .actual = g->actual,
+                .estimate = e->estimate == RS_UNKNOWN ? 0 : e->estimate,
+        };
+        if (g->history_n < GUEST_HISTORY_MAX)
+                g->history_n++;
+        else
+                g->history_head = (g->history_head + 1) % GUEST_HISTORY_MAX;
+}
+
+size_t guest_history(const Guest *g, GuestHistoryPoint *out, size_t n) {
+        size_t k = MIN(n, g->history_n);
+        size_t skip = g->history_n - k; /* the newest k */
+        for (size_t i = 0; i < k; i++)
+                out[i] = g->history[(g->history_head + skip + i) % GUEST_HISTORY_MAX];
+        return k;
+}
+
+/* ---- actuation ---- */
+
+static void on_balloon_set(QmpClient *c, const QmpReply *reply, void *userdata) {
+        Guest *g = userdata;
+        (void) c;
+        if (reply->error < 0)
+                log_guest_warning_errno(g->name, guest_state_string(g), reply->error, "balloon failed: %s",
+                                        reply->error_desc ?: "unknown error");
+}
+
+static void on_vmem_set(QmpClient *c, const QmpReply *reply, void *userdata) {
+        Guest *g = userdata;
+        (void) c;
+        if (reply->error < 0)
+                log_guest_warning_errno(g->name, guest_state_string(g), reply->error,
+                                        "virtio-mem resize failed: %s", reply->error_desc ?: "unknown error");
+}
+
+static int guest_send_balloon(Guest *g, uint64_t bytes) {
+        /* Never below the floor, whatever asked for it. */
+        bytes = MAX(bytes, guest_floor(g));
+        int r = qmp_balloon_set_target(g->qmp, bytes, command_timeout(g), on_balloon_set, g);
+        if (r < 0)
+                return r;
+        g->balloon_target = bytes;
+        return 0;
+}
+
+/* A balloon away from its target that no longer moves: the guest cannot give (or take) more.
+ * Returns true when the guest is (still) stalled. */
+static bool guest_check_stall(Guest *g, uint64_t now) {
+        uint64_t tolerance = MAX(4 * MIB, g->balloon_target / 200);
+        char b1[FORMAT_SIZE_MAX], b2[FORMAT_SIZE_MAX];
+
+        if (g->stalled) {
+                /* Pushing resumes when the core asks for no less than where it stuck, or when
+                 * the hold time has passed (the guest may have freed memory since). */
+                if (g->want >= g->stall_size || now >= g->stall_until) {
+                        g->stalled = false;
+                        g->fault[0] = '\0';
+                        g->stall_count = 0;
+                        log_guest_info(g->name, guest_state_string(g), "Balloon no longer held back");
+                        return false;
+                }
+                return true;
+        }
+
+        if (g->balloon_target == 0 || g->actual == 0 ||
+            (g->actual <= g->balloon_target + tolerance && g->actual + tolerance >= g->balloon_target)) {
+                g->stall_count = 0;
+                g->stall_prev_actual = g->actual;
+                return false;
+        }
+        bool toward = g->actual > g->balloon_target ? g->stall_prev_actual >= g->actual + STALL_MOVE_BYTES
+                                                     : g->actual >= g->stall_prev_actual + STALL_MOVE_BYTES;
+        if (toward || g->stall_prev_actual == 0) {
+                g->stall_count = 0;
+                g->stall_prev_actual = g->actual;
+                return false;
+        }
+        if (++g->stall_count < STALL_CYCLES)
+                return false;
+
+        g->stalled = true;
+        g->stall_size = g->actual;
+        g->stall_until = now + g->policy.hold_usec;
+        snprintf(g->reason, sizeof(g->reason),
+                 "balloon stopped at %s short of its target %s: the guest cannot give more; stopped pushing",
+                 fmt_size(b1, sizeof(b1), g->actual), fmt_size(b2, sizeof(b2), g->balloon_target));
+        guest_set_fault(g, "%s", g->reason);
+        log_guest_warning(g->name, guest_state_string(g), "%s", g->reason);
+        /* Stop pushing: ask for what the guest has. */
+        if (g->actual > g->balloon_target)
+                (void) guest_send_balloon(g, g->actual);
+        return true;
+}
+
+static void guest_actuate(Guest *g, uint64_t target, bool urgent, uint64_t now) {
+        RsActuationPlan plan;
+        char b1[FORMAT_SIZE_MAX], b2[FORMAT_SIZE_MAX];
+        const RsEstimate *e = rs_guest_estimate(g->core);
+        int r;
+
+        if (g->paused || g->policy.mode == RS_MODE_OBSERVE || g->actual == 0)
+                return;
+        if (guest_check_stall(g, now) && target < g->stall_size)
+                target = g->stall_size;
+
+        RsActuationInput in = {
+                .current = g->actual,
+                .target = target,
+                .urgent = urgent,
+                .estimate = e->estimate,
+                .margin_percent = g->policy.margin_percent,
+                .boot_bytes = g->base_memory ?: g->actual,
+                .vmem_plugged = g->vmem_id ? g->vmem_size : 0,
+                .vmem_max = g->vmem_id && g->policy.actuator != RS_ACTUATOR_BALLOON ? g->vmem_max : 0,
+                .vmem_block = g->vmem_id && g->policy.actuator != RS_ACTUATOR_BALLOON ? g->vmem_block : 0,
+        };
+        r = rs_actuation_plan(&g->policy, &in, &plan);
+        if (r < 0) {
+                log_guest_warning_errno(g->name, guest_state_string(g), r, "No actuation plan: %m");
+                return;
+        }
+        if (plan.skip) {
+                /* A probe step may be smaller than the dead-band near the knee; the core waits
+                 * for the size it asked for, so dropping the step would stall the probe. */
+                if (rs_guest_state(g->core) != RS_STATE_PROBE || target == g->actual ||
+                    target == g->balloon_target || (g->vmem_id && g->policy.actuator != RS_ACTUATOR_BALLOON))
+                        return;
+                plan.set_balloon = true;
+                plan.balloon_target = target;
+        }
+
+        if (plan.set_vmem && g->vmem_id) {
+                r = qmp_virtio_mem_set_requested_size(g->qmp, g->vmem_id, plan.vmem_requested, command_timeout(g),
+                                                      on_vmem_set, g);
+                if (r < 0)
+                        log_guest_warning_errno(g->name, guest_state_string(g), r, "virtio-mem resize: %m");
+        }
+        if (plan.set_balloon && plan.balloon_target != g->balloon_target) {
+                r = guest_send_balloon(g, plan.balloon_target);
+                if (r < 0)
+                        log_guest_warning_errno(g->name, guest_state_string(g), r, "balloon: %m");
+                else
+                        log_guest_debug(g->name, guest_state_string(g), "balloon %s → %s%s",
+                                        fmt_size(b1, sizeof(b1), g->actual),
+                                        fmt_size(b2, sizeof(b2), plan.balloon_target), plan.capped ? " (capped)" : "");
+        }
+}
+
+/* ---- the cycle ---- */
+
+static void sample_from_stats(RsSample *s, const QmpGuestStats *st) {
+        static const struct {
+                QmpStat stat;
+                RsCounter counter;
+        } counters[] = {
+                { QMP_STAT_MAJOR_FAULTS, RS_COUNTER_MAJOR_FAULTS },
+                { QMP_STAT_MINOR_FAULTS, RS_COUNTER_MINOR_FAULTS },
+                { QMP_STAT_SWAP_IN, RS_COUNTER_SWAP_IN },
+                { QMP_STAT_SWAP_OUT, RS_COUNTER_SWAP_OUT },
+                { QMP_STAT_OOM_KILLS, RS_COUNTER_OOM_KILLS },
+                { QMP_STAT_ALLOC_STALLS, RS_COUNTER_ALLOC_STALLS },
+                { QMP_STAT_ASYNC_SCANS, RS_COUNTER_ASYNC_SCANS },
+                { QMP_STAT_DIRECT_SCANS, RS_COUNTER_DIRECT_SCANS },
+                { QMP_STAT_ASYNC_RECLAIMS, RS_COUNTER_ASYNC_RECLAIMS },
+                { QMP_STAT_DIRECT_RECLAIMS, RS_COUNTER_DIRECT_RECLAIMS },
+        };
+        /* The driver has not reported yet: its zeros would read as a guest without memory. */
+        if (st->last_update == 0)
+                return;
+        s->level[RS_LEVEL_TOTAL] = st->value[QMP_STAT_TOTAL_MEMORY];
+        s->level[RS_LEVEL_FREE] = st->value[QMP_STAT_FREE_MEMORY];
+        s->level[RS_LEVEL_AVAILABLE] = st->value[QMP_STAT_AVAILABLE_MEMORY];
+        s->level[RS_LEVEL_DISK_CACHES] = st->value[QMP_STAT_DISK_CACHES];
+        for (size_t i = 0; i < ARRAY_SIZE(counters); i++)
+                s->counter[counters[i].counter] = st->value[counters[i].stat];
+}
+
+static void sample_from_vmstat(RsSample *s, const GuestVmstat *v) {
+        static const struct {
+                GuestVmstatCounter from;
+                RsCounter to;
+        } map[] = {
+                { GUEST_VMSTAT_WORKINGSET_REFAULT_ANON, RS_COUNTER_REFAULT_ANON },
+                { GUEST_VMSTAT_WORKINGSET_REFAULT_FILE, RS_COUNTER_REFAULT_FILE },
+                { GUEST_VMSTAT_WORKINGSET_ACTIVATE_ANON, RS_COUNTER_ACTIVATE_ANON },
+                { GUEST_VMSTAT_WORKINGSET_ACTIVATE_FILE, RS_COUNTER_ACTIVATE_FILE },
+                { GUEST_VMSTAT_PGSCAN_KSWAPD, RS_COUNTER_PGSCAN_KSWAPD },
+                { GUEST_VMSTAT_PGSCAN_DIRECT, RS_COUNTER_PGSCAN_DIRECT },
+                { GUEST_VMSTAT_PGSTEAL_KSWAPD, RS_COUNTER_PGSTEAL_KSWAPD },
+                { GUEST_VMSTAT_PGSTEAL_DIRECT, RS_COUNTER_PGSTEAL_DIRECT },
+                { GUEST_VMSTAT_PSWPIN, RS_COUNTER_PSWPIN },
+                { GUEST_VMSTAT_PSWPOUT, RS_COUNTER_PSWPOUT },
+                { GUEST_VMSTAT_PGMAJFAULT, RS_COUNTER_PGMAJFAULT },
+                { GUEST_VMSTAT_ALLOCSTALL, RS_COUNTER_ALLOCSTALL },
+                { GUEST_VMSTAT_OOM_KILL, RS_COUNTER_OOM_KILL },
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(map); i++)
+                s->counter[map[i].to] = v->value[map[i].from];
+}
+
+static uint64_t psi_hundredths(const GuestPsiLine *l) {
+        if (!l->known || !(l->avg10 >= 0.0) || l->avg10 > 100.0)
+                return RS_UNKNOWN;
+        return (uint64_t) (l->avg10 * 100.0 + 0.5);
+}
+
+static void guest_update_rates(Guest *g, uint64_t now) {
+        uint64_t major = g->sample.counter[RS_COUNTER_PGMAJFAULT];
+        if (major == RS_UNKNOWN)
+                major = g->sample.counter[RS_COUNTER_MAJOR_FAULTS];
+        if (major != RS_UNKNOWN && g->prev_major != RS_UNKNOWN && major >= g->prev_major && now > g->prev_major_usec)
+                g->major_fault_rate = (double) (major - g->prev_major) * USEC_PER_SEC / (double) (now - g->prev_major_usec);
+        else
+                g->major_fault_rate = NAN;
+        g->prev_major = major;
+        g->prev_major_usec = now;
+
+        const RsObservation *o = rs_guest_observation(g->core);
+        g->refault_rate = o && o->verdict != RS_VERDICT_UNKNOWN ? o->raw_refault : NAN;
+}
+
+static bool estimate_changed(Guest *g) {
+        const RsEstimate *e = rs_guest_estimate(g->core);
+        uint64_t old = g->signalled_estimate;
+        bool changed;
+
+        if (e->estimate == RS_UNKNOWN && old == RS_UNKNOWN)
+                changed = false;
+        else if (e->estimate == RS_UNKNOWN || old == RS_UNKNOWN)
+                changed = true;
+        else
+                changed = (e->estimate > old ? e->estimate - old : old - e->estimate) * 100 > old;
+        changed = changed || e->lower != g->signalled_lower || e->upper != g->signalled_upper;
+        if (changed) {
+                g->signalled_estimate = e->estimate;
+                g->signalled_lower = e->lower;
+                g->signalled_upper = e->upper;
+        }
+        return changed;
+}
+
+static void guest_finish_cycle(Guest *g) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        HostMemory host;
+        RsDecision d;
+        char b1[FORMAT_SIZE_MAX], b2[FORMAT_SIZE_MAX], b3[FORMAT_SIZE_MAX];
+
+        if (g->phase != GUEST_PHASE_RUNNING || !g->qmp || !qmp_client_is_ready(g->qmp))
+                return;
+        if (g->cycle_qmp_failed) {
+                /* A timeout on one guest only costs that guest its tick. */
+                log_guest_warning(g->name, guest_state_string(g), "Skipping this interval: %s", g->cycle_error);
+                return;
+        }
+
+        if (host_memory_read("/proc", &host) >= 0 || guest_value_is_known(host.psi_some_avg10)) {
+                g->sample.level[RS_LEVEL_HOST_MEM_AVAILABLE] = host.mem_available;
+                g->sample.level[RS_LEVEL_HOST_PSI_SOME_AVG10] = host.psi_some_avg10;
+                g->sample.level[RS_LEVEL_HOST_PSI_FULL_AVG10] = host.psi_full_avg10;
+        }
+        if (g->qemu_pid > 0) {
+                uint64_t rss;
+                g->host_rss = host_process_rss("/proc", g->qemu_pid, &rss) >= 0 ? rss : UINT64_MAX;
+        }
+
+        /* QEMU balloons whole pages: a target that is not page-aligned is reached at the page
+         * above it. Report it as reached, or the core would wait for the last few KiB forever. */
+        uint64_t actual = g->actual;
+        if (g->balloon_target && actual > g->balloon_target && actual - g->balloon_target < 64 * KIB)
+                actual = g->balloon_target;
+        g->sample.level[RS_LEVEL_BALLOON_ACTUAL] = actual ?: RS_UNKNOWN;
+        if (g->vmem_id)
+                g->sample.level[RS_LEVEL_VIRTIO_MEM_SIZE] = g->vmem_size;
+        /* The pushback signal: the target we asked for (the guest's own size before that). */
+        g->sample.level[RS_LEVEL_BALLOON_TARGET] = g->balloon_target ?: g->actual ?: RS_UNKNOWN;
+
+        /* Everything the guest told us is untrusted. */
+        rs_sample_sanitize(&g->sample, g->guest_max);
+
+        if (g->probe_requested && rs_guest_state(g->core) == RS_STATE_HOLD) {
+                /* A forced probe: the core has no call for it, so re-enter HOLD from its own
+                 * snapshot with a hold that ends now; this feed then starts the probe. */
+                RsPolicy p = g->policy;
+                RsGuestSnapshot snap;
+                p.hold_usec = p.poll_interval_usec;
+                (void) rs_guest_set_policy(g->core, &p);
+                rs_guest_snapshot(g->core, &snap);
+                (void) rs_guest_restore(g->core, &snap, now > p.hold_usec ? now - p.hold_usec : 0);
+        }
+        RsState before = rs_guest_state(g->core);
+        rs_guest_feed(g->core, &g->sample, now);
+        if (g->probe_requested) {
+                (void) rs_guest_set_policy(g->core, &g->policy);
+                g->probe_requested = false;
+        }
+        rs_guest_decide(g->core, now, &d);
+        g->decision = d;
+        g->have_decision = true;
+        g->want = d.target;
+        g->updated_realtime = now_usec(CLOCK_REALTIME);
+        guest_update_rates(g, now);
+
+        uint64_t target = g->hooks && g->hooks->arbitrate ? g->hooks->arbitrate(g, g->userdata) : d.target;
+        if (g->policy.mode == RS_MODE_OBSERVE)
+                target = g->actual;
+        target = CLAMP(target, d.floor, d.max);
+
+        if (!g->stalled)
+                snprintf(g->reason, sizeof(g->reason), "%s", d.reason);
+        if (target != g->target || d.state != before) {
+                const RsEstimate *e = rs_guest_estimate(g->core);
+                log_guest_info(g->name, rs_state_to_string(d.state), "target %s (actual %s, estimate %s): %s%s",
+                               fmt_size(b1, sizeof(b1), target), fmt_size(b2, sizeof(b2), g->actual),
+                               fmt_size(b3, sizeof(b3), e->estimate), d.reason,
+                               target != d.target ? " [arbitrated]" : "");
+        }
+        g->target = target;
+        guest_actuate(g, target, d.urgent, now);
+        history_push(g, g->updated_realtime);
+
+        if (rs_guest_state(g->core) != g->saved_state || rs_guest_estimate(g->core)->estimate != g->saved_estimate ||
+            g->target != g->saved_target || now >= g->saved_usec + STATE_SAVE_USEC)
+                (void) guest_save_state(g);
+
+        guest_notify(g, estimate_changed(g));
+}
+
+static void cycle_step_done(Guest *g) {
+        if (g->cycle_pending == 0)
+                return;
+        if (--g->cycle_pending == 0)
+                guest_finish_cycle(g);
+}
+
+static void cycle_fail(Guest *g, const char *what, const QmpReply *reply) {
+        g->cycle_qmp_failed = true;
+        snprintf(g->cycle_error, sizeof(g->cycle_error), "%s: %s", what,
+                 reply->error_desc ?: strerror(-reply->error));
+}
+
+static void on_stats(QmpClient *c, const QmpReply *reply, const QmpGuestStats *stats, void *userdata) {
+        Guest *g = userdata;
+        (void) c;
+        if (reply->error < 0)
+                cycle_fail(g, "guest-stats", reply);
+        else
+                sample_from_stats(&g->sample, stats);
+        cycle_step_done(g);
+}
+
+static void on_balloon_info(QmpClient *c, const QmpReply *reply, const QmpBalloonInfo *info, void *userdata) {
+        Guest *g = userdata;
+        (void) c;
+        if (reply->error < 0)
+                cycle_fail(g, "query-balloon", reply);
+        else if (info->actual > 0 && (g->guest_max == 0 || info->actual <= 2 * g->guest_max))
+                g->actual = info->actual;
+        cycle_step_done(g);
+}
+
+static void on_memory_devices(QmpClient *c, const QmpReply *reply, const QmpMemoryDeviceList *list, void *userdata) {
+        Guest *g = userdata;
+        (void) c;
+        if (reply->error >= 0 && g->vmem_id) {
+                const QmpMemoryDevice *d = qmp_memory_device_list_find(list, g->vmem_id);
+                if (d && d->type == QMP_MEMORY_DEVICE_VIRTIO_MEM)
+                        g->vmem_size = d->size;
+        }
+        /* virtio-mem's size is informative here; its failure does not cost the interval. */
+        cycle_step_done(g);
+}
+
+static void on_agent_psi(QgaClient *c, const QmpReply *reply, const GuestPsi *psi, void *userdata) {
+        Guest *g = userdata;
+        (void) c;
+        if (reply->error >= 0 && psi) {
+                g->sample.level[RS_LEVEL_PSI_SOME_AVG10] = psi_hundredths(&psi->some);
+                g->sample.level[RS_LEVEL_PSI_FULL_AVG10] = psi_hundredths(&psi->full);
+                if (psi->some.known)
+                        g->sample.counter[RS_COUNTER_PSI_SOME_TOTAL] = psi->some.total_usec;
+                if (psi->full.known)
+                        g->sample.counter[RS_COUNTER_PSI_FULL_TOTAL] = psi->full.total_usec;
+        }
+        g->agent_busy = false;
+        cycle_step_done(g);
+}
+
+static uint64_t agent_timeout(const Guest *g) {
+        return CLAMP(g->policy.poll_interval_usec * 3 / 4, 500 * USEC_PER_MSEC, 10 * USEC_PER_SEC);
+}
+
+static void on_agent_vmstat(QgaClient *c, const QmpReply *reply, const GuestVmstat *vmstat, void *userdata) {
+        Guest *g = userdata;
+        if (reply->error < 0 || !vmstat) {
+                log_guest_debug(g->name, guest_state_string(g), "agent /proc/vmstat: %s",
+                                reply->error_desc ?: strerror(-reply->error));
+                g->agent_busy = false;
+                cycle_step_done(g);
+                return;
+        }
+        sample_from_vmstat(&g->sample, vmstat);
+        /* PSI only after vmstat finished: never more than one read queued on the agent. */
+        if (qga_read_psi_memory(c, agent_timeout(g), on_agent_psi, g) < 0) {
+                g->agent_busy = false;
+                cycle_step_done(g);
+        }
+}
+
+static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
+        Guest *g = userdata;
+        (void) s;
+        (void) usec;
+
+        guest_tick_arm(g, g->policy.poll_interval_usec);
+        if (g->phase != GUEST_PHASE_RUNNING || !g->core)
+                return 0;
+        if (g->cycle_pending > 0) {
+                log_guest_debug(g->name, guest_state_string(g), "Previous interval still running, skipping a tick");
+                return 0;
+        }
+
+        rs_sample_init(&g->sample);
+        g->cycle_qmp_failed = false;
+        g->cycle_error[0] = '\0';
+        g->cycle_started = now_usec(CLOCK_MONOTONIC);
+        /* Held until every call was sent, so a call failing at once cannot finish the cycle early. */
+        g->cycle_pending = 1;
+
+        uint64_t t = command_timeout(g);
+        if (qmp_get_guest_stats(g->qmp, NULL, t, on_stats, g) >= 0)
+                g->cycle_pending++;
+        if (qmp_query_balloon(g->qmp, t, on_balloon_info, g) >= 0)
+                g->cycle_pending++;
+        if (g->vmem_id && qmp_query_memory_devices(g->qmp, t, on_memory_devices, g) >= 0)
+                g->cycle_pending++;
+        if (g->qga && qga_client_is_ready(g->qga) && !g->agent_busy &&
+            qga_read_vmstat(g->qga, agent_timeout(g), on_agent_vmstat, g) >= 0) {
+                g->agent_busy = true;
+                g->cycle_pending++;
+        }
+        cycle_step_done(g);
+        return 0;
+}
+
+static void guest_tick_arm(Guest *g, uint64_t usec) {
+        uint64_t now;
+        (void) sd_event_now(g->event, CLOCK_MONOTONIC, &now);
+        if (!g->timer) {
+                if (sd_event_add_time(g->event, &g->timer, CLOCK_MONOTONIC, now + usec, 0, on_tick, g) < 0)
+                        return;
+                (void) sd_event_source_set_description(g->timer, "guest-tick");
+                return;
+        }
+        (void) sd_event_source_set_time(g->timer, now + usec);
+        (void) sd_event_source_set_enabled(g->timer, SD_EVENT_ONESHOT);
+}
+
+/* ---- connection ---- */
+
+static void guest_setup_done(Guest *g) {
+        int r;
+
+        if (g->setup_pending == 0 || --g->setup_pending > 0)
+                return;
+        /* The connection is going away: the disconnect callback takes it from here. */
+        if (!g->qmp || !qmp_client_is_ready(g->qmp))
+                return;
+
+        g->guest_max = (g->base_memory ?: g->actual) +
+                       (g->vmem_id && g->policy.actuator != RS_ACTUATOR_BALLOON ? g->vmem_max : 0);
+        if (g->guest_max == 0) {
+                guest_set_fault(g, "QEMU reported no memory size");
+                g->phase = GUEST_PHASE_FAULTY;
+                qmp_client_close(g->qmp);
+                guest_schedule_reconnect(g);
+                return;
+        }
+        if (!g->core) {
+                r = rs_guest_new(&g->core, &g->policy, g->guest_max);
+                if (r < 0) {
+                        guest_set_fault(g, "the decision core refused the guest: %s", strerror(-r));
+                        g->phase = GUEST_PHASE_FAULTY;
+                        return;
+                }
+                (void) guest_restore_state(g);
+        }
+
+        char b1[FORMAT_SIZE_MAX], b2[FORMAT_SIZE_MAX];
+        log_guest_info(g->name, guest_state_string(g),
+                       "Managing: %s (balloon at %s), policy %s, agent %s, free page reporting %s%s%s",
+                       fmt_size(b1, sizeof(b1), g->guest_max), fmt_size(b2, sizeof(b2), g->actual), g->policy.name,
+                       g->agent_path ? g->agent_path : "none",
+                       g->fpr_known ? (g->free_page_reporting ? "on" : "off") : "unknown",
+                       g->vmem_id ? ", virtio-mem " : "", g->vmem_id ?: "");
+        g->phase = GUEST_PHASE_RUNNING;
+        g->fault[0] = '\0';
+        g->backoff_usec = 0;
+        guest_tick_arm(g, 0);
+        guest_notify(g, false);
+}
+
+static void on_polling_set(QmpClient *c, const QmpReply *reply, void *userdata) {
+        Guest *g = userdata;
+        (void) c;
+        if (reply->error < 0)
+                log_guest_warning(g->name, NULL, "Could not enable balloon stats polling: %s",
+                                  reply->error_desc ?: strerror(-reply->error));
+        guest_setup_done(g);
+}
+
+static void on_fpr(QmpClient *c, const QmpReply *reply, bool value, void *userdata) {
+        Guest *g = userdata;
+        (void) c;
+        g->fpr_known = reply->error >= 0;
+        g->free_page_reporting = reply->error >= 0 && value;
+        guest_setup_done(g);
+}
+
+static void on_size_summary(QmpClient *c, const QmpReply *reply, void *userdata) {
+        Guest *g = userdata;
+        uint64_t base;
+        (void) c;
+        if (reply->error >= 0 && json_member_get_u64(reply->result, "base-memory", &base) >= 0 && base > 0 &&
+            base < UINT64_MAX / 4)
+                g->base_memory = base;
+        guest_setup_done(g);
+}
+
+static void on_setup_balloon(QmpClient *c, const QmpReply *reply, const QmpBalloonInfo *info, void *userdata) {
+        Guest *g = userdata;
+        (void) c;
+        if (reply->error >= 0)
+                g->actual = info->actual;
+        guest_setup_done(g);
+}
+
+static void on_setup_devices(QmpClient *c, const QmpReply *reply, const QmpMemoryDeviceList *list, void *userdata) {
+        Guest *g = userdata;
+        (void) c;
+        if (reply->error >= 0) {
+                for (size_t i = 0; i < list->n_devices; i++) {
+                        const QmpMemoryDevice *d = &list->devices[i];
+                        if (d->type != QMP_MEMORY_DEVICE_VIRTIO_MEM || !d->id || d->block_size == 0)
+                                continue;
+                        free(g->vmem_id);
+                        g->vmem_id = strdup(d->id);
+                        g->vmem_size = d->size;
+                        g->vmem_max = d->max_size;
+                        g->vmem_block = d->block_size;
+                        break;
+                }
+        }
+        guest_setup_done(g);
+}
+
+static void on_qmp_ready(QmpClient *c, void *userdata) {
+        Guest *g = userdata;
+        uint64_t t = command_timeout(g);
+        unsigned interval = (unsigned) MAX(g->policy.poll_interval_usec / USEC_PER_SEC, 1);
+
+        g->setup_pending = 1;
+        if (qmp_set_stats_polling_interval(c, NULL, interval, t, on_polling_set, g) >= 0)
+                g->setup_pending++;
+        if (qmp_get_free_page_reporting(c, NULL, t, on_fpr, g) >= 0)
+                g->setup_pending++;
+        if (qmp_client_execute(c, "query-memory-size-summary", NULL, t, on_size_summary, g) >= 0)
+                g->setup_pending++;
+        if (qmp_query_balloon(c, t, on_setup_balloon, g) >= 0)
+                g->setup_pending++;
+        if (qmp_query_memory_devices(c, t, on_setup_devices, g) >= 0)
+                g->setup_pending++;
+        guest_setup_done(g);
+}
+
+static void on_qmp_event(QmpClient *c, const QmpEvent *event, void *userdata) {
+        Guest *g = userdata;
+        QmpTypedEvent t;
+        (void) c;
+        if (qmp_event_parse(event, &t) < 0)
+                return;
+        if (t.type == QMP_EVENT_BALLOON_CHANGE && t.balloon_change.actual > 0 &&
+            (g->guest_max == 0 || t.balloon_change.actual <= 2 * g->guest_max))
+                g->actual = t.balloon_change.actual;
+        else if (t.type == QMP_EVENT_SHUTDOWN)
+                log_guest_info(g->name, guest_state_string(g), "QEMU is shutting down (%s)",
+                               t.shutdown.reason ?: "no reason given");
+}
+
+static void on_qmp_disconnect(QmpClient *c, int error, const char *reason, void *userdata) {
+        Guest *g = userdata;
+        (void) c;
+        guest_set_fault(g, "QMP connection lost: %s", reason ?: strerror(-error));
+        log_guest_warning(g->name, guest_state_string(g), "%s", g->fault);
+        g->phase = GUEST_PHASE_FAULTY;
+        /* cycle_pending is left alone: an agent read may still complete the cycle, which
+         * then does nothing because the guest is not running. */
+        g->setup_pending = 0;
+        guest_schedule_reconnect(g);
+        guest_notify(g, false);
+}
+
+static int guest_connect(Guest *g) {
+        static const QmpClientCallbacks callbacks = {
+                .ready = on_qmp_ready,
+                .event = on_qmp_event,
+                .disconnect = on_qmp_disconnect,
+        };
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd, r;
+
+        g->qmp = qmp_client_free(g->qmp);
+        g->phase = g->phase == GUEST_PHASE_FAULTY ? GUEST_PHASE_FAULTY : GUEST_PHASE_CONNECTING;
+
+        if (strlen(g->qmp_path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        memcpy(sa.sun_path, g->qmp_path, strlen(g->qmp_path));
+
+        /* Connected here rather than by the client, to learn QEMU's pid (SO_PEERCRED). A unix
+         * socket connect completes at once or fails (ECONNREFUSED right after discovery). */
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return -errno;
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                r = errno == EINPROGRESS ? -EAGAIN : -errno;
+                close(fd);
+                return r;
+        }
+        pid_t pid;
+        g->qemu_pid = host_peer_pid(fd, &pid) >= 0 ? pid : 0;
+
+        r = qmp_client_new(&g->qmp, g->event);
+        if (r < 0) {
+                close(fd);
+                return r;
+        }
+        qmp_client_set_callbacks(g->qmp, &callbacks, g);
+        qmp_client_set_handshake_timeout(g->qmp, HANDSHAKE_TIMEOUT_USEC);
+        qmp_client_set_default_timeout(g->qmp, command_timeout(g));
+        r = qmp_client_connect_fd(g->qmp, fd);
+        if (r < 0) {
+                close(fd);
+                g->qmp = qmp_client_free(g->qmp);
+                return r;
+        }
+        return 0;
+}
+
+static int on_reconnect(sd_event_source *s, uint64_t usec, void *userdata) {
+        Guest *g = userdata;
+        (void) s;
+        (void) usec;
+        int r = guest_connect(g);
+        if (r < 0) {
+                guest_set_fault(g, "cannot connect to %s: %s", g->qmp_path, strerror(-r));
+                if (g->backoff_usec >= 4 * RECONNECT_MIN_USEC)
+                        log_guest_warning(g->name, guest_state_string(g), "%s", g->fault);
+                g->phase = g->backoff_usec > 0 ? GUEST_PHASE_FAULTY : GUEST_PHASE_CONNECTING;
+                guest_schedule_reconnect(g);
+        }
+        return 0;
+}
+
+static void guest_schedule_reconnect(Guest *g) {
+        uint64_t now;
+        g->backoff_usec = g->backoff_usec ? MIN(g->backoff_usec * 2, RECONNECT_MAX_USEC) : RECONNECT_MIN_USEC;
+        (void) sd_event_now(g->event, CLOCK_MONOTONIC, &now);
+        if (!g->reconnect) {
+                if (sd_event_add_time(g->event, &g->reconnect, CLOCK_MONOTONIC, now + g->backoff_usec, 0, on_reconnect,
+                                      g) >= 0)
+                        (void) sd_event_source_set_description(g->reconnect, "guest-reconnect");
+                return;
+        }
+        (void) sd_event_source_set_time(g->reconnect, now + g->backoff_usec);
+        (void) sd_event_source_set_enabled(g->reconnect, SD_EVENT_ONESHOT);
+}
+
+/* ---- the agent ---- */
+
+static void on_agent_ready(QgaClient *c, void *userdata) {
+        Guest *g = userdata;
+        (void) c;
+        log_guest_info(g->name, guest_state_string(g), "Guest agent answers on %s", g->agent_path);
+}
+
+static void on_agent_disconnect(QgaClient *c, int error, const char *reason, void *userdata) {
+        Guest *g = userdata;
+        (void) c;
+        log_guest_debug(g->name, guest_state_string(g), "Guest agent connection lost: %s",
+                        reason ?: strerror(-error));
+        if (g->agent_busy) {
+                g->agent_busy = false;
+        }
+        agent_schedule_reconnect(g);
+}
+
+static int agent_connect(Guest *g) {
+        static const QgaClientCallbacks callbacks = {
+                .ready = on_agent_ready,
+                .disconnect = on_agent_disconnect,
+        };
+        int r;
+
+        g->qga = qga_client_free(g->qga);
+        g->agent_busy = false;
+        r = qga_client_new(&g->qga, g->event);
+        if (r < 0)
+                return r;
+        qga_client_set_callbacks(g->qga, &callbacks, g);
+        r = qga_client_connect_path(g->qga, g->agent_path);
+        if (r < 0)
+                g->qga = qga_client_free(g->qga);
+        return r;
+}
+
+static int on_agent_reconnect(sd_event_source *s, uint64_t usec, void *userdata) {
+        Guest *g = userdata;
+        (void) s;
+        (void) usec;
+        if (agent_connect(g) < 0)
+                agent_schedule_reconnect(g);
+        return 0;
+}
+
+static void agent_schedule_reconnect(Guest *g) {
+        uint64_t now;
+        (void) sd_event_now(g->event, CLOCK_MONOTONIC, &now);
+        if (!g->agent_reconnect) {
+                (void) sd_event_add_time(g->event, &g->agent_reconnect, CLOCK_MONOTONIC, now + AGENT_RECONNECT_USEC, 0,
+                                         on_agent_reconnect, g);
+                return;
+        }
+        (void) sd_event_source_set_time(g->agent_reconnect, now + AGENT_RECONNECT_USEC);
+        (void) sd_event_source_set_enabled(g->agent_reconnect, SD_EVENT_ONESHOT);
+}
+
+/* ---- public ---- */
+
+int guest_new(sd_event *event, const char *name, const char *qmp_path, const char *agent_path,
+              const char *state_dir, const RsPolicy *policy, const GuestHooks *hooks, void *userdata,
+              Guest **ret) {
+        _cleanup_free_ Guest *g = calloc(1, sizeof(Guest));
+        if (!g)
+                return -ENOMEM;
+        g->name = strdup(name);
+        g->qmp_path = strdup(qmp_path);
+        g->agent_path = agent_path ? strdup(agent_path) : NULL;
+        g->state_dir = state_dir ? strdup(state_dir) : NULL;
+        if (!g->name || !g->qmp_path || (agent_path && !g->agent_path) || (state_dir && !g->state_dir)) {
+                free(g->name);
+                free(g->qmp_path);
+                free(g->agent_path);
+                free(g->state_dir);
+                return -ENOMEM;
+        }
+        g->event = sd_event_ref(event);
+        g->hooks = hooks;
+        g->userdata = userdata;
+        g->base_policy = *policy;
+        g->policy = *policy;
+        g->phase = GUEST_PHASE_CONNECTING;
+        g->host_rss = UINT64_MAX;
+        g->prev_major = RS_UNKNOWN;
+        g->major_fault_rate = g->refault_rate = NAN;
+        g->signalled_estimate = g->signalled_lower = g->signalled_upper = RS_UNKNOWN;
+        g->saved_estimate = RS_UNKNOWN;
+        g->saved_state = _RS_STATE_MAX;
+        *ret = TAKE_PTR(g);
+        return 0;
+}
+
+Guest *guest_free(Guest *g) {
+        if (!g)
+                return NULL;
+        g->qmp = qmp_client_free(g->qmp);
+        g->qga = qga_client_free(g->qga);
+        sd_event_source_disable_unref(g->timer);
+        sd_event_source_disable_unref(g->reconnect);
+        sd_event_source_disable_unref(g->agent_reconnect);
+        rs_guest_free(g->core);
+        sd_event_unref(g->event);
+        free(g->vmem_id);
+        free(g->name);
+        free(g->qmp_path);
+        free(g->agent_path);
+        free(g->state_dir);
+        free(g);
+        return NULL;
+}
+
+int guest_start(Guest *g) {
+        int r = guest_connect(g);
+        if (r < 0) {
+                /* Typically ECONNREFUSED: QEMU bound the socket but does not listen yet. */
+                guest_set_fault(g, "cannot connect to %s: %s", g->qmp_path, strerror(-r));
+                guest_schedule_reconnect(g);
+        }
+        if (g->agent_path && agent_connect(g) < 0)
+                agent_schedule_reconnect(g);
+        return 0;
+}
+
+static int guest_apply_policy(Guest *g) {
+        RsPolicy p = g->base_policy;
+        const char *bad;
+
+        if (g->override_floor) {
+                p.floor_bytes = g->override_floor;
+                p.floor_percent = 0;
+        }
+        if (g->override_max)
+                p.max_bytes = g->override_max;
+        if (rs_policy_validate(&p, &bad) < 0)
+                return -EINVAL;
+        if (g->core && rs_guest_set_policy(g->core, &p) < 0)
+                return -EINVAL;
+        bool interval_changed = p.poll_interval_usec != g->policy.poll_interval_usec;
+        g->policy = p;
+        if (interval_changed && g->qmp && qmp_client_is_ready(g->qmp))
+                (void) qmp_set_stats_polling_interval(g->qmp, NULL,
+                                                      (unsigned) MAX(p.poll_interval_usec / USEC_PER_SEC, 1),
+                                                      command_timeout(g), on_balloon_set, g);
+        if (interval_changed && g->timer && g->phase == GUEST_PHASE_RUNNING)
+                guest_tick_arm(g, p.poll_interval_usec);
+        return 0;
+}
+
+int guest_set_policy(Guest *g, const RsPolicy *policy) {
+        RsPolicy old = g->base_policy;
+        g->base_policy = *policy;
+        int r = guest_apply_policy(g);
+        if (r < 0)
+                g->base_policy = old;
+        return r;
+}
+
+int guest_set_overrides(Guest *g, uint64_t floor, uint64_t max) {
+        uint64_t of = g->override_floor, om = g->override_max;
+        g->override_floor = floor;
+        g->override_max = max;
+        int r = guest_apply_policy(g);
+        if (r < 0) {
+                g->override_floor = of;
+                g->override_max = om;
+        }
+        return r;
+}
+
+void guest_set_paused(Guest *g, bool paused) {
+        if (g->paused == paused)
+                return;
+        g->paused = paused;
+        log_guest_info(g->name, guest_state_string(g), paused ? "Paused by the operator" : "Resumed by the operator");
+}
+
+int guest_request_probe(Guest *g) {
+        if (!g->core || g->phase != GUEST_PHASE_RUNNING)
+                return -EBUSY;
+        g->probe_requested = true;
+        return 0;
+}
+
+int guest_set_state_dir(Guest *g, const char *dir) {
+        char *copy = dir ? strdup(dir) : NULL;
+        if (dir && !copy)
+                return -ENOMEM;
+        free(g->state_dir);
+        g->state_dir = copy;
+        return 0;
+}
+
+const char *guest_state_string(const Guest *g) {
+        static const char *const names[_RS_STATE_MAX] = {
+                [RS_STATE_LEARN] = "learn",         [RS_STATE_PROBE] = "probe", [RS_STATE_BACKOFF] = "backoff",
+                [RS_STATE_HOLD] = "hold",           [RS_STATE_GROW] = "grow",   [RS_STATE_EMERGENCY] = "emergency",
+                [RS_STATE_OBSERVE] = "observe",
+        };
+        if (g->phase == GUEST_PHASE_FAULTY)
+                return "faulty";
+        if (g->phase == GUEST_PHASE_CONNECTING || !g->core)
+                return "connecting";
+        if (g->paused)
+                return "paused";
+        RsState s = rs_guest_state(g->core);
+        return s < _RS_STATE_MAX ? names[s] : "unknown";
+}
+
+const char *guest_tier_string(const Guest *g) {
+        if (!g->core)
+                return NULL;
+        switch (rs_guest_estimate(g->core)->tier) {
+        case RS_TIER_HOST:
+                return "host";
+        case RS_TIER_BALLOON:
+                return "balloon";
+        case RS_TIER_AGENT:
+                return "agent";
+        default:
+                return NULL;
+        }
+}
+
+const RsEstimate *guest_estimate(const Guest *g) {
+        return g->core ? rs_guest_estimate(g->core) : NULL;
+}
+
+uint64_t guest_floor(const Guest *g) {
+        return g->guest_max ? rs_policy_floor(&g->policy, g->guest_max) : 0;
+}
+
+uint64_t guest_max(const Guest *g) {
+        return g->guest_max ? rs_policy_max(&g->policy, g->guest_max) : 0;
+}
+
+typedef struct ShutdownCall {
+        Guest *guest;
+        void (*done)(Guest *g, void *userdata);
+        void *userdata;
+} ShutdownCall;
+
+static void on_shutdown_balloon(QmpClient *c, const QmpReply *reply, void *userdata) {
+        ShutdownCall *call = userdata;
+        (void) c;
+        if (reply->error < 0)
+                log_guest_warning(call->guest->name, NULL, "Leaving the guest at its size failed: %s",
+                                  reply->error_desc ?: strerror(-reply->error));
+        call->done(call->guest, call->userdata);
+}
+
+int guest_shutdown(Guest *g, ShutdownAction action, void (*done)(Guest *g, void *userdata), void *userdata) {
+        const RsEstimate *e = guest_estimate(g);
+        char b[FORMAT_SIZE_MAX];
+        uint64_t size;
+        int r;
+
+        if (action == SHUTDOWN_ACTION_KEEP || !g->core || !g->qmp || !qmp_client_is_ready(g->qmp) ||
+            g->policy.mode == RS_MODE_OBSERVE)
+                return 0;
+        if (action == SHUTDOWN_ACTION_ESTIMATE && e->estimate != RS_UNKNOWN)
+                size = e->estimate + (uint64_t) ((double) e->estimate * g->policy.margin_percent / 100.0);
+        else
+                size = guest_max(g);
+        size = CLAMP(size, guest_floor(g), guest_max(g));
+        /* Only ever grow at shutdown: nobody is left to watch a guest being squeezed. */
+        if (g->actual >= size && g->balloon_target >= size)
+                return 0;
+        size = MAX(size, MIN(g->actual, guest_max(g)));
+
+        ShutdownCall *call = malloc(sizeof(*call));
+        if (!call)
+                return -ENOMEM;
+        *call = (ShutdownCall) { g, done, userdata };
+        json_object *args = json_object_new_object();
+        json_object_object_add(args, "value", json_object_new_int64((int64_t) size));
+        r = qmp_client_execute_full(g->qmp, "balloon", args, 2 * USEC_PER_SEC, on_shutdown_balloon, call, free);
+        if (r < 0) {
+                free(call);
+                return r;
+        }
+        log_guest_info(g->name, guest_state_string(g), "Leaving the guest at %s (shutdown-action=%s)",
+                       format_size(b, sizeof(b), size), shutdown_action_to_string(action));
+        return 1;
+}

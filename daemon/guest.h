@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* One managed plain-QEMU guest: its QMP connection (and the optional guest agent), a timer at
+ * its policy's poll interval, and the cycle run on every tick:
+ *
+ *   collect (balloon stats, query-balloon, virtio-mem size, agent vmstat + PSI, host levels)
+ *   → RsSample → rs_guest_feed/decide → the manager arbitrates → rs_actuation_plan
+ *   → balloon / virtio-mem → confirmed by the next cycle's query-balloon.
+ *
+ * Every QMP and agent call has a timeout, and a cycle that is still running when the timer
+ * fires makes that tick a no-op, so a slow guest never queues work and never stalls another.
+ * A guest whose QMP connection dies is reported faulty with the reason and reconnected with
+ * backoff. A balloon that stops moving toward its target is noticed: the guest stops being
+ * pushed, and the reason says why. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "daemon/config.h"
+#include "policies/estimator.h"
+#include "policies/policy.h"
+#include "qmp/qga-client.h"
+#include "qmp/qmp-client.h"
+
+#define GUEST_HISTORY_MAX 360
+
+typedef struct Guest Guest;
+
+typedef struct GuestHistoryPoint {
+        uint64_t realtime_usec;
+        uint64_t target, actual, estimate; /* estimate 0 while unknown */
+} GuestHistoryPoint;
+
+typedef struct GuestHooks {
+        /* After a sample was fed: the target this guest may have after host arbitration. */
+        uint64_t (*arbitrate)(Guest *g, void *userdata);
+        /* After every cycle (and on connection changes); estimate_changed as EstimateChanged
+         * defines it: more than 1 % or new bounds. */
+        void (*updated)(Guest *g, bool estimate_changed, void *userdata);
+} GuestHooks;
+
+/* The connection's phase; the decision core's state takes over once RUNNING. */
+typedef enum GuestPhase {
+        GUEST_PHASE_CONNECTING,
+        GUEST_PHASE_RUNNING,
+        GUEST_PHASE_FAULTY,
+} GuestPhase;
+
+struct Guest {
+        char *name;
+        char *qmp_path;
+        char *agent_path;      /* NULL: no agent */
+        char *state_dir;       /* NULL: no state file */
+        sd_event *event;
+        const GuestHooks *hooks;
+        void *userdata;
+
+        RsPolicy base_policy;  /* as selected from the policy directory */
+        RsPolicy policy;       /* with the operator's overrides applied */
+        uint64_t override_floor, override_max; /* 0: none */
+
+        GuestPhase phase;
+        char fault[256];       /* "" when healthy */
+        char reason[RS_REASON_MAX + 96];
+        bool paused;
+        bool probe_requested;
+
+        QmpClient *qmp;
+        pid_t qemu_pid;        /* 0 when unknown */
+        sd_event_source *timer;
+        sd_event_source *reconnect;
+        uint64_t backoff_usec;
+        unsigned setup_pending;
+        unsigned cycle_pending;
+        uint64_t cycle_started;
+
+        QgaClient *qga;
+        sd_event_source *agent_reconnect;
+        bool agent_busy;
+
+        /* What the guest has. */
+        uint64_t base_memory;  /* boot memory (query-memory-size-summary) */
+        char *vmem_id;         /* the first virtio-mem device, NULL if none */
+        uint64_t vmem_size, vmem_max, vmem_block;
+        bool fpr_known, free_page_reporting;
+        uint64_t host_rss;     /* UINT64_MAX when unknown */
+        uint64_t guest_max;
+
+        /* The decision core. */
+        RsGuest *core;
+        RsDecision decision;
+        bool have_decision;
+        uint64_t want;         /* the estimator's target */
+        uint64_t target;       /* after arbitration: what was last applied (0: nothing yet) */
+        uint64_t balloon_target; /* last "balloon" sent, 0: never */
+        uint64_t actual;       /* query-balloon, 0 until known */
+        uint64_t updated_realtime;
+
+        /* A balloon that stopped moving. */
+        uint64_t stall_prev_actual;
+        unsigned stall_count;
+        bool stalled;
+        uint64_t stall_size;
+        uint64_t stall_until;
+
+        /* This cycle's readings. */
+        RsSample sample;
+        bool cycle_qmp_failed;
+        char cycle_error[160];
+
+        /* Rates for the API and metrics (NaN when unknown). */
+        uint64_t prev_major, prev_major_usec;
+        double major_fault_rate, refault_rate;
+
+        /* What EstimateChanged last reported, and when the state file was last written. */
+        uint64_t signalled_estimate, signalled_lower, signalled_upper;
+        uint64_t saved_usec;
+        RsState saved_state;
+        uint64_t saved_estimate, saved_target;
+
+        GuestHistoryPoint history[GUEST_HISTORY_MAX];
+        size_t history_head, history_n;
+};
+
+int guest_new(sd_event *event, const char *name, const char *qmp_path, const char *agent_path,
+              const char *state_dir, const RsPolicy *policy, const GuestHooks *hooks, void *userdata,
+              Guest **ret);
+Guest *guest_free(Guest *g);
+
+/* Connects (and keeps reconnecting with backoff). */
+int guest_start(Guest *g);
+
+int guest_set_policy(Guest *g, const RsPolicy *policy);
+/* 0 clears an override. -EINVAL when the result is not a valid policy. */
+int guest_set_overrides(Guest *g, uint64_t floor, uint64_t max);
+void guest_set_paused(Guest *g, bool paused);
+/* Probe at the next tick instead of after the hold time. -EBUSY when the guest is not running. */
+int guest_request_probe(Guest *g);
+int guest_set_state_dir(Guest *g, const char *dir);
+
+/* "learn" ... "observe", or "paused", "faulty", "connecting" (the D-Bus API's words). */
+const char *guest_state_string(const Guest *g);
+const char *guest_tier_string(const Guest *g);
+const RsEstimate *guest_estimate(const Guest *g); /* NULL before the core exists */
+uint64_t guest_floor(const Guest *g);
+uint64_t guest_max(const Guest *g);
+/* The history, oldest first; returns the number of points written. */
+size_t guest_history(const Guest *g, GuestHistoryPoint *out, size_t n);
+
+/* Writes the state file now (used at shutdown). */
+int guest_save_state(Guest *g);
+
+/* Leaves the guest at the size the shutdown action asks for. Returns 1 when a command went out
+ * (done is called when it completes), 0 when nothing was needed, -errno otherwise. */
+int guest_shutdown(Guest *g, ShutdownAction action, void (*done)(Guest *g, void *userdata), void *userdata);

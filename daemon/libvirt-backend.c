@@ -1,0 +1,972 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <json-c/json.h>
+#include <libvirt/libvirt-qemu.h>
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+
+#include "common/macro.h"
+#include "daemon/libvirt-backend.h"
+#include "daemon/libvirt-event.h"
+#include "daemon/log.h"
+#include "qmp/guest-procfs.h"
+
+#define BACKOFF_MIN_USEC (250 * USEC_PER_MSEC)
+#define BACKOFF_MAX_USEC (30 * USEC_PER_SEC)
+#define AGENT_TIMEOUT_SEC 5
+#define AGENT_FILE_MAX (256 * KIB)
+#define AGENT_READ_CHUNK 65536
+
+typedef struct DomainRecord {
+        struct DomainRecord *next;
+        char uuid[VIR_UUID_STRING_BUFLEN];
+        char *name;
+        char *policy;
+        const char *skip_reason; /* static strings */
+        bool migrating;
+        bool seen; /* found again by the discovery after a reconnect */
+        virDomainPtr dom; /* NULL while disconnected */
+        RsDomainXml xml;
+        uint64_t maximum, actual;
+        LibvirtDomainInfo info; /* points into this record, for callbacks */
+} DomainRecord;
+
+struct LibvirtBackend {
+        sd_event *event;
+        char *uri;
+        bool manage_all;
+        unsigned stats_period;
+        LibvirtBackendCallbacks cb;
+        void *userdata;
+
+        virConnectPtr conn;
+        int callback_ids[8];
+        size_t n_callback_ids;
+        bool close_registered;
+        sd_event_source *reconnect_source;
+        uint64_t backoff_usec;
+        unsigned connect_count;
+        unsigned failed_attempts;
+
+        DomainRecord *domains;
+        unsigned n_domains;
+};
+
+/* Errors are logged where they are handled; libvirt's default handler would print them all. */
+static void quiet_error_handler(void *userdata _unused_, virErrorPtr error _unused_) {
+}
+
+/* -errno for the last libvirt error, logged at `level` with `what`. */
+static int libvirt_error(int level, const char *guest, const char *what) {
+        virErrorPtr e = virGetLastError();
+        int code = e ? e->code : VIR_ERR_INTERNAL_ERROR, r;
+
+        switch (code) {
+        case VIR_ERR_NO_DOMAIN:
+                r = -ENOENT;
+                break;
+        case VIR_ERR_NO_DOMAIN_METADATA:
+                r = -ENODATA;
+                break;
+        case VIR_ERR_AGENT_UNRESPONSIVE:
+                r = -ETIMEDOUT;
+                break;
+        case VIR_ERR_NO_SUPPORT:
+        case VIR_ERR_OPERATION_UNSUPPORTED:
+        case VIR_ERR_ARGUMENT_UNSUPPORTED:
+                r = -EOPNOTSUPP;
+                break;
+        case VIR_ERR_OPERATION_INVALID:
+        case VIR_ERR_INVALID_ARG:
+        case VIR_ERR_CONFIG_UNSUPPORTED:
+        case VIR_ERR_XML_ERROR:
+                r = -EINVAL;
+                break;
+        case VIR_ERR_ACCESS_DENIED:
+        case VIR_ERR_AUTH_FAILED:
+                r = -EACCES;
+                break;
+        case VIR_ERR_OPERATION_TIMEOUT:
+                r = -ETIMEDOUT;
+                break;
+        default:
+                r = -EIO;
+        }
+        log_full_guest_errno(level, r, guest, NULL, "libvirt: %s: %s", what,
+                             e && e->message ? e->message : "unknown error");
+        return r;
+}
+
+/* ---- domain records ---- */
+
+static DomainRecord *domain_find(LibvirtBackend *b, const char *uuid) {
+        for (DomainRecord *d = b->domains; d; d = d->next)
+                if (strcmp(d->uuid, uuid) == 0)
+                        return d;
+        return NULL;
+}
+
+static void domain_free(DomainRecord *d) {
+        if (!d)
+                return;
+        if (d->dom)
+                virDomainFree(d->dom);
+        rs_domain_xml_clear(&d->xml);
+        free(d->name);
+        free(d->policy);
+        free(d);
+}
+
+static void domain_fill_info(DomainRecord *d) {
+        const RsVirtioMem *vm = rs_domain_xml_find_virtio_mem(&d->xml, NULL);
+
+        d->info = (LibvirtDomainInfo) {
+                .uuid = d->uuid,
+                .name = d->name,
+                .policy = d->policy,
+                .skip_reason = d->skip_reason,
+                .agent_channel = d->xml.agent_channel,
+                .free_page_reporting = d->xml.free_page_reporting,
+                .maximum = d->maximum,
+                .actual = d->actual,
+                .virtio_mem_alias = vm ? vm->alias : NULL,
+                .virtio_mem_size = vm ? vm->size : QMP_VALUE_UNKNOWN,
+                .virtio_mem_block = vm ? vm->block : QMP_VALUE_UNKNOWN,
+                .virtio_mem_requested = vm ? vm->requested : QMP_VALUE_UNKNOWN,
+                .virtio_mem_current = vm ? vm->current : QMP_VALUE_UNKNOWN,
+        };
+}
+
+static void domain_remove(LibvirtBackend *b, DomainRecord *d, const char *why) {
+        for (DomainRecord **p = &b->domains; *p; p = &(*p)->next)
+                if (*p == d) {
+                        *p = d->next;
+                        break;
+                }
+        b->n_domains--;
+        log_guest_info(d->name, NULL, "libvirt domain %s left: %s", d->uuid, why);
+        if (b->cb.domain_removed)
+                b->cb.domain_removed(b, d->uuid, d->name, why, b->userdata);
+        domain_free(d);
+}
+
+/* Whether libvirt runs a migration job on the domain. */
+static bool domain_migrating(virDomainPtr dom) {
+        virTypedParameterPtr params = NULL;
+        int n = 0, type = VIR_DOMAIN_JOB_NONE, op = 0;
+        bool r = false;
+
+        if (virDomainGetJobStats(dom, &type, &params, &n, 0) < 0)
+                return false;
+        if (type != VIR_DOMAIN_JOB_NONE &&
+            virTypedParamsGetInt(params, n, VIR_DOMAIN_JOB_OPERATION, &op) > 0)
+                r = op == VIR_DOMAIN_JOB_OPERATION_MIGRATION_IN || op == VIR_DOMAIN_JOB_OPERATION_MIGRATION_OUT;
+        virTypedParamsFree(params, n);
+        return r;
+}
+
+static int domain_read_policy(virDomainPtr dom, const char *name, char **ret) {
+        _cleanup_free_ char *xml = NULL;
+        int r;
+
+        *ret = NULL;
+        xml = virDomainGetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, RS_LIBVIRT_METADATA_URI, VIR_DOMAIN_AFFECT_LIVE);
+        if (!xml) {
+                virErrorPtr e = virGetLastError();
+                if (e && e->code == VIR_ERR_NO_DOMAIN_METADATA)
+                        return 0;
+                return libvirt_error(LOG_WARNING, name, "reading the rightsize metadata");
+        }
+        r = rs_libvirt_metadata_parse(xml, ret);
+        if (r < 0)
+                return log_guest_warning(name, NULL, "ignoring invalid rightsize metadata: %.200s", xml), r;
+        return 0;
+}
+
+/* Reads what rightsize needs of an active domain and adds, updates or drops its record.
+ * Takes a reference of dom for a new record. */
+static void domain_refresh(LibvirtBackend *b, virDomainPtr dom, bool migrating_hint) {
+        char uuid[VIR_UUID_STRING_BUFLEN];
+        _cleanup_free_ char *policy = NULL, *xml = NULL;
+        _cleanup_(rs_domain_xml_clear) RsDomainXml parsed = {};
+        const char *name = virDomainGetName(dom), *skip;
+        DomainRecord *d;
+        virDomainInfo info;
+        bool migrating, changed, is_new = false;
+
+        if (virDomainGetUUIDString(dom, uuid) < 0 || !name)
+                return;
+        d = domain_find(b, uuid);
+        if (virDomainIsActive(dom) != 1) {
+                if (d)
+                        domain_remove(b, d, "stopped");
+                return;
+        }
+        (void) domain_read_policy(dom, name, &policy);
+        if (!policy && !b->manage_all) {
+                if (d)
+                        domain_remove(b, d, "opted out");
+                return;
+        }
+        xml = virDomainGetXMLDesc(dom, 0);
+        if (!xml) {
+                (void) libvirt_error(LOG_WARNING, name, "reading the domain XML");
+                return;
+        }
+        if (rs_domain_xml_parse(xml, &parsed) < 0) {
+                log_guest_warning(name, NULL, "cannot parse the domain XML of %s", uuid);
+                return;
+        }
+        if (virDomainGetInfo(dom, &info) < 0) {
+                (void) libvirt_error(LOG_WARNING, name, "reading the domain info");
+                return;
+        }
+        migrating = migrating_hint || domain_migrating(dom);
+        skip = rs_domain_xml_skip_reason(&parsed);
+        if (!skip && migrating)
+                skip = "migration in progress";
+
+        if (!d) {
+                d = calloc(1, sizeof(*d));
+                if (!d)
+                        return;
+                memcpy(d->uuid, uuid, sizeof(uuid));
+                d->name = strdup(name);
+                if (!d->name || virDomainRef(dom) < 0) {
+                        free(d->name);
+                        free(d);
+                        return;
+                }
+                d->dom = dom;
+                d->next = b->domains;
+                b->domains = d;
+                b->n_domains++;
+                is_new = true;
+        } else if (!d->dom) {
+                if (virDomainRef(dom) >= 0)
+                        d->dom = dom;
+        }
+        d->seen = true;
+        changed = !is_new && ((!!d->policy != !!policy) || (d->policy && strcmp(d->policy, policy) != 0) ||
+                              d->skip_reason != skip);
+        free(d->policy);
+        d->policy = TAKE_PTR(policy);
+        d->skip_reason = skip;
+        d->migrating = migrating;
+        rs_domain_xml_clear(&d->xml);
+        d->xml = parsed;
+        parsed = (RsDomainXml) {};
+        /* maxMem counts memory devices too; the balloon only covers the boot memory. */
+        d->maximum = (uint64_t) info.maxMem * KIB;
+        for (size_t i = 0; i < d->xml.n_virtio_mem; i++)
+                if (qmp_value_is_known(d->xml.virtio_mem[i].size) && d->xml.virtio_mem[i].size < d->maximum)
+                        d->maximum -= d->xml.virtio_mem[i].size;
+        d->actual = (uint64_t) info.memory * KIB;
+        domain_fill_info(d);
+
+        if (is_new && !skip && d->dom &&
+            virDomainSetMemoryStatsPeriod(d->dom, (int) b->stats_period, VIR_DOMAIN_AFFECT_LIVE) < 0)
+                (void) libvirt_error(LOG_WARNING, d->name, "setting the balloon stats period");
+        if (is_new || changed)
+                log_guest_info(d->name, NULL, "libvirt domain %s: policy %s%s%s", d->uuid,
+                               d->policy ? d->policy : "(default)", skip ? ", skipped: " : "", skip ? skip : "");
+        if ((is_new || changed) && b->cb.domain_added)
+                b->cb.domain_added(b, &d->info, changed, b->userdata);
+}
+
+/* ---- events ---- */
+
+static int on_lifecycle(virConnectPtr conn _unused_, virDomainPtr dom, int event, int detail, void *opaque) {
+        LibvirtBackend *b = opaque;
+        char uuid[VIR_UUID_STRING_BUFLEN];
+        DomainRecord *d;
+
+        if (virDomainGetUUIDString(dom, uuid) < 0)
+                return 0;
+        d = domain_find(b, uuid);
+        switch (event) {
+        case VIR_DOMAIN_EVENT_STARTED:
+                domain_refresh(b, dom, false);
+                break;
+        case VIR_DOMAIN_EVENT_SUSPENDED:
+                if (detail == VIR_DOMAIN_EVENT_SUSPENDED_MIGRATED && d)
+                        domain_refresh(b, dom, true);
+                break;
+        case VIR_DOMAIN_EVENT_RESUMED:
+                if (detail == VIR_DOMAIN_EVENT_RESUMED_MIGRATED || (d && d->migrating))
+                        domain_refresh(b, dom, false);
+                break;
+        case VIR_DOMAIN_EVENT_STOPPED:
+                if (d)
+                        domain_remove(b, d,
+                                      detail == VIR_DOMAIN_EVENT_STOPPED_MIGRATED ? "migrated away"
+                                      : detail == VIR_DOMAIN_EVENT_STOPPED_CRASHED ? "crashed"
+                                                                                    : "stopped");
+                break;
+        case VIR_DOMAIN_EVENT_CRASHED:
+                if (d)
+                        domain_remove(b, d, "crashed");
+                break;
+        default:
+                break;
+        }
+        return 0;
+}
+
+static void on_balloon_change(virConnectPtr conn _unused_, virDomainPtr dom, unsigned long long actual_kib, void *opaque) {
+        LibvirtBackend *b = opaque;
+        char uuid[VIR_UUID_STRING_BUFLEN];
+        DomainRecord *d;
+
+        if (virDomainGetUUIDString(dom, uuid) < 0 || !(d = domain_find(b, uuid)))
+                return;
+        d->actual = actual_kib > UINT64_MAX / KIB ? UINT64_MAX : actual_kib * KIB;
+        d->info.actual = d->actual;
+        if (b->cb.balloon_changed)
+                b->cb.balloon_changed(b, d->uuid, d->actual, b->userdata);
+}
+
+#if LIBVIR_CHECK_VERSION(7, 9, 0)
+static void on_memory_device_size_change(virConnectPtr conn _unused_, virDomainPtr dom, const char *alias,
+                                         unsigned long long size_kib, void *opaque) {
+        LibvirtBackend *b = opaque;
+        char uuid[VIR_UUID_STRING_BUFLEN];
+        DomainRecord *d;
+        uint64_t size = size_kib > UINT64_MAX / KIB ? UINT64_MAX : size_kib * KIB;
+
+        if (virDomainGetUUIDString(dom, uuid) < 0 || !(d = domain_find(b, uuid)) || !alias)
+                return;
+        for (size_t i = 0; i < d->xml.n_virtio_mem; i++)
+                if (d->xml.virtio_mem[i].alias && strcmp(d->xml.virtio_mem[i].alias, alias) == 0)
+                        d->xml.virtio_mem[i].current = size;
+        domain_fill_info(d);
+        if (b->cb.memory_device_changed)
+                b->cb.memory_device_changed(b, d->uuid, alias, size, b->userdata);
+}
+#endif
+
+static void on_metadata_change(virConnectPtr conn _unused_, virDomainPtr dom, int type, const char *nsuri, void *opaque) {
+        if (type != VIR_DOMAIN_METADATA_ELEMENT || !nsuri || strcmp(nsuri, RS_LIBVIRT_METADATA_URI) != 0)
+                return;
+        domain_refresh(opaque, dom, false);
+}
+
+static void on_migration_iteration(virConnectPtr conn _unused_, virDomainPtr dom, int iteration _unused_, void *opaque) {
+        LibvirtBackend *b = opaque;
+        char uuid[VIR_UUID_STRING_BUFLEN];
+        DomainRecord *d;
+
+        if (virDomainGetUUIDString(dom, uuid) < 0 || !(d = domain_find(b, uuid)) || d->migrating)
+                return;
+        domain_refresh(b, dom, true);
+}
+
+static void on_job_completed(virConnectPtr conn _unused_, virDomainPtr dom, virTypedParameterPtr params _unused_,
+                             int n_params _unused_, void *opaque) {
+        LibvirtBackend *b = opaque;
+        char uuid[VIR_UUID_STRING_BUFLEN];
+        DomainRecord *d;
+
+        if (virDomainGetUUIDString(dom, uuid) < 0 || !(d = domain_find(b, uuid)) || !d->migrating)
+                return;
+        domain_refresh(b, dom, false);
+}
+
+/* ---- connection ---- */
+
+static void schedule_reconnect(LibvirtBackend *b, uint64_t delay_usec);
+
+static void on_close(virConnectPtr conn _unused_, int reason, void *opaque) {
+        LibvirtBackend *b = opaque;
+
+        log_warning("libvirt: connection to %s closed (reason %d), reconnecting", b->uri, reason);
+        /* Tearing the connection down inside its own callback is not allowed: defer it. */
+        schedule_reconnect(b, 0);
+}
+
+static void disconnect(LibvirtBackend *b) {
+        bool was_connected = b->conn;
+
+        for (DomainRecord *d = b->domains; d; d = d->next)
+                if (d->dom) {
+                        virDomainFree(d->dom);
+                        d->dom = NULL;
+                }
+        if (!b->conn)
+                return;
+        for (size_t i = 0; i < b->n_callback_ids; i++)
+                (void) virConnectDomainEventDeregisterAny(b->conn, b->callback_ids[i]);
+        b->n_callback_ids = 0;
+        if (b->close_registered)
+                (void) virConnectUnregisterCloseCallback(b->conn, on_close);
+        b->close_registered = false;
+        (void) virConnectClose(b->conn);
+        b->conn = NULL;
+        virResetLastError();
+        if (was_connected && b->cb.connection_changed)
+                b->cb.connection_changed(b, false, b->userdata);
+}
+
+static int register_event(LibvirtBackend *b, int id, virConnectDomainEventGenericCallback cb, const char *what) {
+        int r;
+
+        if (b->n_callback_ids >= ARRAY_SIZE(b->callback_ids))
+                return -ENOBUFS;
+        r = virConnectDomainEventRegisterAny(b->conn, NULL, id, cb, b, NULL);
+        if (r < 0)
+                return libvirt_error(LOG_WARNING, NULL, what);
+        b->callback_ids[b->n_callback_ids++] = r;
+        return 0;
+}
+
+/* Lists the active domains and matches them with the records kept across a reconnect. */
+static int discover(LibvirtBackend *b) {
+        virDomainPtr *doms = NULL;
+        int n;
+
+        for (DomainRecord *d = b->domains; d; d = d->next)
+                d->seen = false;
+        n = virConnectListAllDomains(b->conn, &doms, VIR_CONNECT_LIST_DOMAINS_ACTIVE);
+        if (n < 0)
+                return libvirt_error(LOG_WARNING, NULL, "listing domains");
+        for (int i = 0; i < n; i++) {
+                domain_refresh(b, doms[i], false);
+                virDomainFree(doms[i]);
+        }
+        free(doms);
+        for (DomainRecord *d = b->domains, *next; d; d = next) {
+                next = d->next;
+                if (!d->seen)
+                        domain_remove(b, d, "gone while disconnected");
+        }
+        return n;
+}
+
+static int try_connect(LibvirtBackend *b) {
+        int r;
+
+        b->conn = virConnectOpen(b->uri);
+        if (!b->conn)
+                return libvirt_error(b->failed_attempts == 0 ? LOG_WARNING : LOG_DEBUG, NULL, "connecting");
+        if (virConnectRegisterCloseCallback(b->conn, on_close, b, NULL) < 0) {
+                r = libvirt_error(LOG_WARNING, NULL, "registering the close callback");
+                goto fail;
+        }
+        b->close_registered = true;
+        /* Notices a hung libvirtd, not only a dead one. */
+        if (virConnectSetKeepAlive(b->conn, 5, 3) < 0)
+                (void) libvirt_error(LOG_DEBUG, NULL, "enabling keepalive");
+
+        r = register_event(b, VIR_DOMAIN_EVENT_ID_LIFECYCLE, VIR_DOMAIN_EVENT_CALLBACK(on_lifecycle), "lifecycle events");
+        if (r < 0)
+                goto fail;
+        (void) register_event(b, VIR_DOMAIN_EVENT_ID_BALLOON_CHANGE, VIR_DOMAIN_EVENT_CALLBACK(on_balloon_change),
+                              "balloon events");
+        (void) register_event(b, VIR_DOMAIN_EVENT_ID_METADATA_CHANGE, VIR_DOMAIN_EVENT_CALLBACK(on_metadata_change),
+                              "metadata events");
+        (void) register_event(b, VIR_DOMAIN_EVENT_ID_MIGRATION_ITERATION,
+                              VIR_DOMAIN_EVENT_CALLBACK(on_migration_iteration), "migration events");
+        (void) register_event(b, VIR_DOMAIN_EVENT_ID_JOB_COMPLETED, VIR_DOMAIN_EVENT_CALLBACK(on_job_completed),
+                              "job events");
+#if LIBVIR_CHECK_VERSION(7, 9, 0)
+        (void) register_event(b, VIR_DOMAIN_EVENT_ID_MEMORY_DEVICE_SIZE_CHANGE,
+                              VIR_DOMAIN_EVENT_CALLBACK(on_memory_device_size_change), "memory device events");
+#endif
+        r = discover(b);
+        if (r < 0)
+                goto fail;
+        return 0;
+fail:
+        disconnect(b);
+        return r;
+}
+
+static int on_reconnect_timer(sd_event_source *s _unused_, uint64_t usec _unused_, void *userdata) {
+        LibvirtBackend *b = userdata;
+
+        if (b->conn && virConnectIsAlive(b->conn) == 1)
+                return 0;
+        disconnect(b);
+        if (try_connect(b) < 0) {
+                b->failed_attempts++;
+                schedule_reconnect(b, b->backoff_usec);
+                b->backoff_usec = MIN(b->backoff_usec * 2, BACKOFF_MAX_USEC);
+                return 0;
+        }
+        b->connect_count++;
+        b->failed_attempts = 0;
+        b->backoff_usec = BACKOFF_MIN_USEC;
+        log_info("libvirt: connected to %s (%u domains managed)", b->uri, b->n_domains);
+        if (b->cb.connection_changed)
+                b->cb.connection_changed(b, true, b->userdata);
+        return 0;
+}
+
+static void schedule_reconnect(LibvirtBackend *b, uint64_t delay_usec) {
+        uint64_t now = 0;
+
+        (void) sd_event_now(b->event, CLOCK_MONOTONIC, &now);
+        if (!b->reconnect_source) {
+                if (sd_event_add_time(b->event, &b->reconnect_source, CLOCK_MONOTONIC, now + delay_usec, USEC_PER_MSEC,
+                                      on_reconnect_timer, b) < 0) {
+                        log_error("libvirt: cannot schedule a reconnect");
+                        return;
+                }
+                (void) sd_event_source_set_description(b->reconnect_source, "libvirt-reconnect");
+        } else
+                (void) sd_event_source_set_time(b->reconnect_source, now + delay_usec);
+        (void) sd_event_source_set_enabled(b->reconnect_source, SD_EVENT_ONESHOT);
+}
+
+/* After a failed call: if the connection is dead, start reconnecting now rather than wait for
+ * the close callback. */
+static void check_alive(LibvirtBackend *b) {
+        if (b->conn && virConnectIsAlive(b->conn) != 1)
+                schedule_reconnect(b, 0);
+}
+
+int libvirt_backend_new(sd_event *event, const LibvirtBackendConfig *config, const LibvirtBackendCallbacks *callbacks,
+                        void *userdata, LibvirtBackend **ret) {
+        LibvirtBackend *b;
+        int r;
+
+        if (!event || !ret)
+                return -EINVAL;
+        r = rs_libvirt_event_register(event);
+        if (r < 0)
+                return r;
+        virSetErrorFunc(NULL, quiet_error_handler);
+        if (virInitialize() < 0)
+                return -EIO;
+
+        b = calloc(1, sizeof(*b));
+        if (!b)
+                return -ENOMEM;
+        b->event = sd_event_ref(event);
+        b->uri = strdup(config && config->uri ? config->uri : "qemu:///system");
+        if (!b->uri) {
+                libvirt_backend_free(b);
+                return -ENOMEM;
+        }
+        b->manage_all = config && config->manage_all;
+        b->stats_period = config && config->stats_period ? config->stats_period : 1;
+        if (callbacks)
+                b->cb = *callbacks;
+        b->userdata = userdata;
+        b->backoff_usec = BACKOFF_MIN_USEC;
+
+        if (try_connect(b) < 0) {
+                b->failed_attempts++;
+                schedule_reconnect(b, b->backoff_usec);
+        } else {
+                b->connect_count++;
+                log_info("libvirt: connected to %s (%u domains managed)", b->uri, b->n_domains);
+                if (b->cb.connection_changed)
+                        b->cb.connection_changed(b, true, b->userdata);
+        }
+        *ret = b;
+        return 0;
+}
+
+LibvirtBackend *libvirt_backend_free(LibvirtBackend *b) {
+        if (!b)
+                return NULL;
+        b->cb = (LibvirtBackendCallbacks) {};
+        disconnect(b);
+        while (b->domains) {
+                DomainRecord *d = b->domains;
+                b->domains = d->next;
+                domain_free(d);
+        }
+        sd_event_source_disable_unref(b->reconnect_source);
+        sd_event_unref(b->event);
+        free(b->uri);
+        free(b);
+        return NULL;
+}
+
+bool libvirt_backend_is_connected(const LibvirtBackend *b) {
+        return b && b->conn;
+}
+
+unsigned libvirt_backend_connect_count(const LibvirtBackend *b) {
+        return b ? b->connect_count : 0;
+}
+
+const LibvirtDomainInfo *libvirt_backend_get_domain(LibvirtBackend *b, const char *uuid) {
+        DomainRecord *d = b && uuid ? domain_find(b, uuid) : NULL;
+
+        return d ? &d->info : NULL;
+}
+
+unsigned libvirt_backend_domain_count(const LibvirtBackend *b) {
+        return b ? b->n_domains : 0;
+}
+
+/* ---- stats ---- */
+
+int libvirt_backend_collect_all(LibvirtBackend *b, libvirt_stats_fn callback, void *userdata) {
+        virDomainStatsRecordPtr *records = NULL;
+        int n, reported = 0;
+
+        if (!b || !callback)
+                return -EINVAL;
+        if (!b->conn)
+                return -ENOTCONN;
+        n = virConnectGetAllDomainStats(b->conn, VIR_DOMAIN_STATS_BALLOON, &records,
+                                        VIR_CONNECT_GET_ALL_DOMAINS_STATS_ACTIVE);
+        if (n < 0) {
+                int r = libvirt_error(LOG_WARNING, NULL, "reading domain stats");
+                check_alive(b);
+                return r;
+        }
+        for (int i = 0; i < n; i++) {
+                char uuid[VIR_UUID_STRING_BUFLEN];
+                RsLibvirtStats stats;
+                DomainRecord *d;
+
+                if (!records[i]->dom || virDomainGetUUIDString(records[i]->dom, uuid) < 0)
+                        continue;
+                d = domain_find(b, uuid);
+                if (!d || d->skip_reason)
+                        continue;
+                rs_libvirt_stats_init(&stats);
+                (void) rs_libvirt_stats_map(records[i]->params, records[i]->nparams, &stats);
+                if (qmp_value_is_known(stats.actual))
+                        d->actual = d->info.actual = stats.actual;
+                /* The callback may not free the backend, but may call into it: copy the name. */
+                callback(b, d->uuid, d->name, &stats, userdata);
+                reported++;
+        }
+        virDomainStatsRecordListFree(records);
+        return reported;
+}
+
+/* ---- actuators ---- */
+
+/* The record of a domain rightsize may act on, or -errno. */
+static int domain_for_action(LibvirtBackend *b, const char *uuid, DomainRecord **ret) {
+        DomainRecord *d;
+
+        if (!b || !uuid)
+                return -EINVAL;
+        if (!b->conn)
+                return -ENOTCONN;
+        d = domain_find(b, uuid);
+        if (!d || !d->dom)
+                return -ENOENT;
+        if (d->skip_reason)
+                return d->migrating ? -EBUSY : -EOPNOTSUPP;
+        /* Events can be late: ask libvirt about a migration before touching memory. */
+        if (domain_migrating(d->dom)) {
+                if (!d->migrating)
+                        domain_refresh(b, d->dom, true);
+                return -EBUSY;
+        }
+        *ret = d;
+        return 0;
+}
+
+int libvirt_backend_set_balloon(LibvirtBackend *b, const char *uuid, uint64_t bytes) {
+        DomainRecord *d;
+        uint64_t kib;
+        int r;
+
+        r = domain_for_action(b, uuid, &d);
+        if (r < 0)
+                return r;
+        kib = bytes / KIB;
+        if (d->maximum > 0)
+                kib = MIN(kib, d->maximum / KIB);
+        if (kib == 0 || kib > ULONG_MAX)
+                return -EINVAL;
+        if (virDomainSetMemoryFlags(d->dom, (unsigned long) kib, VIR_DOMAIN_AFFECT_LIVE) < 0) {
+                r = libvirt_error(LOG_WARNING, d->name, "setting the balloon target");
+                check_alive(b);
+                return r;
+        }
+        log_guest_debug(d->name, NULL, "balloon target %" PRIu64 " MiB", kib / 1024);
+        return 0;
+}
+
+int libvirt_backend_set_virtio_mem(LibvirtBackend *b, const char *uuid, const char *alias, uint64_t bytes,
+                                   uint64_t *ret_requested) {
+        _cleanup_(rs_domain_xml_clear) RsDomainXml parsed = {};
+        _cleanup_free_ char *xml = NULL, *update = NULL;
+        const RsVirtioMem *dev;
+        DomainRecord *d;
+        uint64_t requested;
+        int r;
+
+        r = domain_for_action(b, uuid, &d);
+        if (r < 0)
+                return r;
+        /* The live XML: the device as libvirt has it now, with its alias and block size. */
+        xml = virDomainGetXMLDesc(d->dom, 0);
+        if (!xml) {
+                r = libvirt_error(LOG_WARNING, d->name, "reading the domain XML");
+                check_alive(b);
+                return r;
+        }
+        r = rs_domain_xml_parse(xml, &parsed);
+        if (r < 0)
+                return r;
+        dev = rs_domain_xml_find_virtio_mem(&parsed, alias);
+        if (!dev)
+                return -ENODEV;
+        if (!qmp_value_is_known(dev->block) || !qmp_value_is_known(dev->size))
+                return -EBADMSG;
+        r = rs_virtio_mem_align(bytes, dev->block, dev->size, &requested);
+        if (r < 0)
+                return r;
+        r = rs_virtio_mem_update_xml(dev, requested, &update);
+        if (r < 0)
+                return r;
+        if (virDomainUpdateDeviceFlags(d->dom, update, VIR_DOMAIN_AFFECT_LIVE) < 0) {
+                r = libvirt_error(LOG_WARNING, d->name, "resizing virtio-mem");
+                check_alive(b);
+                return r;
+        }
+        log_guest_debug(d->name, NULL, "virtio-mem %s requested %" PRIu64 " MiB", dev->alias ? dev->alias : "?",
+                        requested / MIB);
+        rs_domain_xml_clear(&d->xml);
+        d->xml = parsed;
+        parsed = (RsDomainXml) {};
+        for (size_t i = 0; i < d->xml.n_virtio_mem; i++)
+                if (d->xml.virtio_mem[i].alias && dev->alias && strcmp(d->xml.virtio_mem[i].alias, dev->alias) == 0)
+                        d->xml.virtio_mem[i].requested = requested;
+        domain_fill_info(d);
+        if (ret_requested)
+                *ret_requested = requested;
+        return 0;
+}
+
+int libvirt_backend_attach_dimm(LibvirtBackend *b, const char *uuid, uint64_t bytes, int node, bool allowed) {
+        _cleanup_free_ char *xml = NULL;
+        DomainRecord *d;
+        int r;
+
+        if (!allowed)
+                return -EPERM;
+        r = domain_for_action(b, uuid, &d);
+        if (r < 0)
+                return r;
+        r = rs_dimm_device_xml(bytes, node, &xml);
+        if (r < 0)
+                return r;
+        if (virDomainAttachDeviceFlags(d->dom, xml, VIR_DOMAIN_AFFECT_LIVE) < 0) {
+                r = libvirt_error(LOG_WARNING, d->name, "hot-plugging a DIMM");
+                check_alive(b);
+                return r;
+        }
+        return 0;
+}
+
+/* ---- guest agent ---- */
+
+static int agent_command(DomainRecord *d, json_object *cmd, char **ret) {
+        const char *text = json_object_to_json_string_ext(cmd, JSON_C_TO_STRING_PLAIN);
+        char *reply;
+
+        if (!text)
+                return -ENOMEM;
+        reply = virDomainQemuAgentCommand(d->dom, text, AGENT_TIMEOUT_SEC, 0);
+        if (!reply)
+                return libvirt_error(LOG_DEBUG, d->name, "guest agent command");
+        *ret = reply;
+        return 0;
+}
+
+static json_object *agent_cmd_new(const char *execute, json_object *arguments) {
+        json_object *cmd = json_object_new_object();
+
+        if (!cmd) {
+                json_object_put(arguments);
+                return NULL;
+        }
+        json_object_object_add(cmd, "execute", json_object_new_string(execute));
+        if (arguments)
+                json_object_object_add(cmd, "arguments", arguments);
+        return cmd;
+}
+
+static void json_putp(json_object **j) {
+        json_object_put(*j);
+}
+
+int libvirt_backend_agent_read_file(LibvirtBackend *b, const char *uuid, const char *path, bool allowed, char **ret,
+                                    size_t *ret_size) {
+        _cleanup_(json_putp) json_object *open_cmd = NULL, *close_cmd = NULL;
+        _cleanup_free_ char *reply = NULL, *buf = NULL;
+        json_object *args;
+        DomainRecord *d;
+        size_t size = 0;
+        int64_t handle;
+        bool eof = false;
+        int r;
+
+        if (!allowed)
+                return -EPERM;
+        if (!path)
+                return -EINVAL;
+        r = domain_for_action(b, uuid, &d);
+        if (r < 0)
+                return r;
+        if (!d->xml.agent_channel)
+                return -ENODEV;
+
+        args = json_object_new_object();
+        if (!args)
+                return -ENOMEM;
+        json_object_object_add(args, "path", json_object_new_string(path));
+        json_object_object_add(args, "mode", json_object_new_string("r"));
+        open_cmd = agent_cmd_new("guest-file-open", args);
+        if (!open_cmd)
+                return -ENOMEM;
+        r = agent_command(d, open_cmd, &reply);
+        if (r < 0)
+                return r;
+        r = rs_agent_parse_file_open(reply, &handle);
+        if (r < 0)
+                return r;
+
+        /* guest-file-read until eof, never more than AGENT_FILE_MAX. */
+        for (unsigned i = 0; !eof && i < AGENT_FILE_MAX / AGENT_READ_CHUNK + 1; i++) {
+                _cleanup_(json_putp) json_object *read_cmd = NULL;
+                _cleanup_free_ char *read_reply = NULL;
+
+                args = json_object_new_object();
+                if (!args) {
+                        r = -ENOMEM;
+                        break;
+                }
+                json_object_object_add(args, "handle", json_object_new_int64(handle));
+                json_object_object_add(args, "count", json_object_new_int(AGENT_READ_CHUNK));
+                read_cmd = agent_cmd_new("guest-file-read", args);
+                if (!read_cmd) {
+                        r = -ENOMEM;
+                        break;
+                }
+                r = agent_command(d, read_cmd, &read_reply);
+                if (r < 0)
+                        break;
+                r = rs_agent_parse_file_read(read_reply, AGENT_FILE_MAX, &buf, &size, &eof);
+                if (r < 0)
+                        break;
+        }
+        if (r >= 0 && !eof)
+                r = -EFBIG;
+
+        /* Always close: the agent has a small handle table. */
+        args = json_object_new_object();
+        if (args) {
+                _cleanup_free_ char *close_reply = NULL;
+                json_object_object_add(args, "handle", json_object_new_int64(handle));
+                close_cmd = agent_cmd_new("guest-file-close", args);
+                if (close_cmd)
+                        (void) agent_command(d, close_cmd, &close_reply);
+        }
+        if (r < 0)
+                return r;
+        if (!buf) {
+                buf = strdup("");
+                if (!buf)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(buf);
+        if (ret_size)
+                *ret_size = size;
+        return 0;
+}
+
+int libvirt_backend_read_agent(LibvirtBackend *b, const char *uuid, bool allowed, GuestVmstat *ret_vmstat,
+                               GuestPsi *ret_psi) {
+        _cleanup_free_ char *vmstat = NULL, *psi = NULL;
+        size_t size;
+        int r;
+
+        if (!ret_vmstat)
+                return -EINVAL;
+        r = libvirt_backend_agent_read_file(b, uuid, "/proc/vmstat", allowed, &vmstat, &size);
+        if (r < 0)
+                return r;
+        if (guest_vmstat_parse(vmstat, size, ret_vmstat) <= 0)
+                return -EBADMSG;
+        if (ret_psi) {
+                r = libvirt_backend_agent_read_file(b, uuid, "/proc/pressure/memory", allowed, &psi, &size);
+                if (r < 0)
+                        return r;
+                r = guest_psi_parse(psi, size, ret_psi);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* ---- rightsizectl enable|disable ---- */
+
+static virDomainPtr lookup_domain(virConnectPtr conn, const char *domain) {
+        virDomainPtr dom = NULL;
+
+        if (strlen(domain) == VIR_UUID_STRING_BUFLEN - 1)
+                dom = virDomainLookupByUUIDString(conn, domain);
+        if (!dom)
+                dom = virDomainLookupByName(conn, domain);
+        return dom;
+}
+
+int libvirt_domain_set_policy(virConnectPtr conn, const char *domain, const char *policy) {
+        _cleanup_free_ char *xml = NULL;
+        virDomainPtr dom;
+        unsigned flags = 0;
+        int r;
+
+        if (!conn || !domain)
+                return -EINVAL;
+        if (policy) {
+                r = rs_libvirt_metadata_format(policy, &xml);
+                if (r < 0)
+                        return r;
+        }
+        dom = lookup_domain(conn, domain);
+        if (!dom)
+                return libvirt_error(LOG_DEBUG, domain, "looking up the domain");
+        if (virDomainIsActive(dom) == 1)
+                flags |= VIR_DOMAIN_AFFECT_LIVE;
+        if (virDomainIsPersistent(dom) == 1)
+                flags |= VIR_DOMAIN_AFFECT_CONFIG;
+        if (virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, xml, policy ? RS_LIBVIRT_METADATA_PREFIX : NULL,
+                                 RS_LIBVIRT_METADATA_URI, flags) < 0)
+                r = libvirt_error(LOG_WARNING, domain, "writing the rightsize metadata");
+        else
+                r = 0;
+        virDomainFree(dom);
+        return r;
+}
+
+int libvirt_domain_get_policy(virConnectPtr conn, const char *domain, unsigned flags, char **ret) {
+        _cleanup_free_ char *xml = NULL;
+        virDomainPtr dom;
+        int r = 0;
+
+        if (!conn || !domain || !ret)
+                return -EINVAL;
+        dom = lookup_domain(conn, domain);
+        if (!dom)
+                return libvirt_error(LOG_DEBUG, domain, "looking up the domain");
+        *ret = NULL;
+        xml = virDomainGetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, RS_LIBVIRT_METADATA_URI, flags);
+        if (!xml) {
+                virErrorPtr e = virGetLastError();
+                if (!e || e->code != VIR_ERR_NO_DOMAIN_METADATA)
+                        r = libvirt_error(LOG_WARNING, domain, "reading the rightsize metadata");
+        } else
+                r = rs_libvirt_metadata_parse(xml, ret);
+        virDomainFree(dom);
+        return r;
+}

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The libvirt backend: rightsize's view of libvirt-managed guests, through libvirt's C API only
+ * (never the QMP socket libvirt owns, so `virsh dominfo` stays true).
+ *
+ * - One connection (default qemu:///system). When libvirtd goes away the close callback fires,
+ *   and the backend reconnects with backoff (0.25 s doubling to 30 s). Domain records survive a
+ *   reconnect; after it, active domains are matched by UUID, domains gone meanwhile are
+ *   reported removed, new ones added. The manager keeps its last targets meanwhile: actuators
+ *   return -ENOTCONN.
+ * - Domains: every active domain that opts in through the metadata element (libvirt-parse.h),
+ *   or every active domain with manage_all. Followed through lifecycle events (started,
+ *   stopped, crashed, migrated), METADATA_CHANGE (rightsizectl enable/disable), BALLOON_CHANGE
+ *   and MEMORY_DEVICE_SIZE_CHANGE.
+ * - A domain rightsize cannot manage is still reported, with a skip reason: no balloon,
+ *   <memballoon model='none'>, VFIO passthrough, or a migration in progress.
+ * - Stats: virDomainSetMemoryStatsPeriod once per domain, then one
+ *   virConnectGetAllDomainStats(VIR_DOMAIN_STATS_BALLOON) per tick for all domains.
+ *
+ * Domains are named by their UUID string. Every call is synchronous (libvirt's RPC) and runs
+ * on the caller's thread; events arrive from the sd-event loop given to libvirt_backend_new(). */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <systemd/sd-event.h>
+
+#include "daemon/libvirt-parse.h"
+#include "qmp/guest-procfs.h"
+
+typedef struct LibvirtBackend LibvirtBackend;
+
+typedef struct LibvirtDomainInfo {
+        const char *uuid;
+        const char *name;
+        const char *policy;        /* from the metadata; NULL: none (manage_all: the default policy) */
+        const char *skip_reason;   /* NULL when rightsize may act on it */
+        bool agent_channel;        /* has org.qemu.guest_agent.0 (the agent may still be down) */
+        bool free_page_reporting;
+        uint64_t maximum;          /* bytes: the balloon's ceiling (<memory> minus memory devices) */
+        uint64_t actual;           /* bytes the balloon leaves the guest */
+        const char *virtio_mem_alias; /* NULL when there is no virtio-mem device */
+        uint64_t virtio_mem_size, virtio_mem_block, virtio_mem_requested, virtio_mem_current;
+} LibvirtDomainInfo;
+
+typedef struct LibvirtBackendCallbacks {
+        /* A domain appeared (started, discovered, opted in), or, with `changed`, its policy or
+         * skip reason changed. */
+        void (*domain_added)(LibvirtBackend *b, const LibvirtDomainInfo *info, bool changed, void *userdata);
+        /* why: "stopped", "crashed", "migrated away", "opted out", "gone while disconnected". */
+        void (*domain_removed)(LibvirtBackend *b, const char *uuid, const char *name, const char *why, void *userdata);
+        /* BALLOON_CHANGE: the balloon reached a new size. */
+        void (*balloon_changed)(LibvirtBackend *b, const char *uuid, uint64_t actual, void *userdata);
+        /* MEMORY_DEVICE_SIZE_CHANGE: a virtio-mem device's plugged size. */
+        void (*memory_device_changed)(LibvirtBackend *b, const char *uuid, const char *alias, uint64_t size, void *userdata);
+        /* The connection came up (again) or went down. */
+        void (*connection_changed)(LibvirtBackend *b, bool connected, void *userdata);
+} LibvirtBackendCallbacks;
+
+typedef struct LibvirtBackendConfig {
+        const char *uri;           /* NULL: qemu:///system */
+        bool manage_all;           /* manage domains without the metadata element too */
+        unsigned stats_period;     /* seconds, for virDomainSetMemoryStatsPeriod; 0: 1 */
+} LibvirtBackendConfig;
+
+/* Registers the sd-event implementation with libvirt (libvirt-event.h) and connects. A failed
+ * first connection is not an error: the backend keeps retrying (connection_changed tells). */
+int libvirt_backend_new(sd_event *event, const LibvirtBackendConfig *config, const LibvirtBackendCallbacks *callbacks,
+                        void *userdata, LibvirtBackend **ret);
+LibvirtBackend *libvirt_backend_free(LibvirtBackend *b);
+static inline void libvirt_backend_freep(LibvirtBackend **b) {
+        libvirt_backend_free(*b);
+}
+
+bool libvirt_backend_is_connected(const LibvirtBackend *b);
+unsigned libvirt_backend_connect_count(const LibvirtBackend *b);
+/* The domain's record (NULL if not known). Valid until the next call into the backend. */
+const LibvirtDomainInfo *libvirt_backend_get_domain(LibvirtBackend *b, const char *uuid);
+unsigned libvirt_backend_domain_count(const LibvirtBackend *b);
+
+typedef void (*libvirt_stats_fn)(LibvirtBackend *b, const char *uuid, const char *name, const RsLibvirtStats *stats,
+                                 void *userdata);
+/* One bulk stats call for every active domain; `callback` runs for each known domain without
+ * a skip reason. Returns the number of domains reported, or -errno (-ENOTCONN). */
+int libvirt_backend_collect_all(LibvirtBackend *b, libvirt_stats_fn callback, void *userdata);
+
+/* Balloon target (virDomainSetMemoryFlags, live), capped at the domain's maximum. */
+int libvirt_backend_set_balloon(LibvirtBackend *b, const char *uuid, uint64_t bytes);
+/* virtio-mem requested size (virDomainUpdateDeviceFlags, live) of the device `alias` (NULL:
+ * the first), rounded up to its block and capped at its size; *ret_requested gets that. */
+int libvirt_backend_set_virtio_mem(LibvirtBackend *b, const char *uuid, const char *alias, uint64_t bytes,
+                                   uint64_t *ret_requested);
+/* Hot-plugs a DIMM (virDomainAttachDeviceFlags, live): only if the policy allows growth past
+ * the boot size (`allowed`), else -EPERM. node < 0: no <node>. */
+int libvirt_backend_attach_dimm(LibvirtBackend *b, const char *uuid, uint64_t bytes, int node, bool allowed);
+
+/* Reads a guest file through the agent (virDomainQemuAgentCommand guest-file-open/read/close)
+ * into a NUL-terminated buffer of at most 256 KiB. Only when the policy allows it (`allowed`,
+ * else -EPERM): libvirt then marks the domain tainted (custom-ga-command). */
+int libvirt_backend_agent_read_file(LibvirtBackend *b, const char *uuid, const char *path, bool allowed,
+                                    char **ret, size_t *ret_size);
+/* /proc/vmstat and /proc/pressure/memory, parsed (qmp/guest-procfs.h). ret_psi may be NULL. */
+int libvirt_backend_read_agent(LibvirtBackend *b, const char *uuid, bool allowed, GuestVmstat *ret_vmstat,
+                               GuestPsi *ret_psi);
+
+/* rightsizectl enable|disable: writes (policy != NULL) or removes (NULL) the opt-in element of
+ * the domain named `domain` (name or UUID), live and in the persistent config (whichever the
+ * domain has). Usable without a backend, on any connection. */
+int libvirt_domain_set_policy(virConnectPtr conn, const char *domain, const char *policy);
+/* The domain's policy name (*ret NULL when it has none). flags: VIR_DOMAIN_AFFECT_*. */
+int libvirt_domain_get_policy(virConnectPtr conn, const char *domain, unsigned flags, char **ret);

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* libvirt's event loop on sd-event. libvirt needs an event loop for its connection's socket,
+ * keepalives, the close callback and domain events; its default implementation wants a thread
+ * of its own. This one registers handles and timeouts as sd-event I/O and time sources, so the
+ * whole daemon stays one thread.
+ *
+ * libvirt keeps one event implementation per process: call rs_libvirt_event_register() once,
+ * before the first virConnectOpen(). The sd_event must outlive every libvirt connection. */
+#pragma once
+
+#include <systemd/sd-event.h>
+
+/* Registers the implementation (virEventRegisterImpl) on `event`. A second call with the same
+ * loop is a no-op; with another loop it is -EBUSY (libvirt cannot switch implementations). */
+int rs_libvirt_event_register(sd_event *event);
+
+/* Handles and timeouts currently registered (for tests and leak checks). */
+unsigned rs_libvirt_event_handles(void);
+unsigned rs_libvirt_event_timeouts(void);

@@ -1,0 +1,29 @@
+# daemon/ libvirt backend fragment (included from daemon/local.mk)
+
+# ---- liblibvirtbackend.a: libvirt's event loop on sd-event, the backend, its pure helpers ----
+noinst_LIBRARIES += daemon/liblibvirtbackend.a
+daemon_liblibvirtbackend_a_SOURCES = \
+	daemon/libvirt-event.c daemon/libvirt-event.h \
+	daemon/libvirt-parse.c daemon/libvirt-parse.h \
+	daemon/libvirt-backend.c daemon/libvirt-backend.h
+daemon_liblibvirtbackend_a_CFLAGS = $(AM_CFLAGS) $(LIBVIRT_CFLAGS) $(QMP_CFLAGS)
+
+# virDomainQemuAgentCommand lives in libvirt-qemu (same package, libvirt-dev).
+LIBVIRT_BACKEND_LIBS = daemon/liblibvirtbackend.a $(RIGHTSIZED_LIBS) $(QMP_LIBS) $(LIBVIRT_LIBS) -lvirt-qemu
+LIBVIRT_BACKEND_CFLAGS = $(LIBVIRT_CFLAGS) $(QMP_CFLAGS)
+
+EXTRA_DIST += contrib/libvirt-setup contrib/guest-domain-xml
+
+# ---- unit tests ----
+check_PROGRAMS += tests/unit/test-libvirt-parse
+TESTS += tests/unit/test-libvirt-parse
+tests_unit_test_libvirt_parse_SOURCES = tests/unit/test-libvirt-parse.c
+tests_unit_test_libvirt_parse_CFLAGS = $(AM_CFLAGS) $(LIBVIRT_BACKEND_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_test_libvirt_parse_LDADD = $(LIBVIRT_BACKEND_LIBS) $(CHECK_LIBS)
+
+# ---- against a real libvirtd (started by the test through contrib/libvirt-setup) ----
+check_PROGRAMS += tests/integration/test-libvirt-backend
+TESTS += tests/integration/test-libvirt-backend
+tests_integration_test_libvirt_backend_SOURCES = tests/integration/test-libvirt-backend.c
+tests_integration_test_libvirt_backend_CFLAGS = $(AM_CFLAGS) $(LIBVIRT_BACKEND_CFLAGS) $(CHECK_CFLAGS)
+tests_integration_test_libvirt_backend_LDADD = $(LIBVIRT_BACKEND_LIBS) $(CHECK_LIBS)

@@ -1,0 +1,371 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* org.rightsize.Manager1 (daemon/dbus-api.md). Every method checks its caller itself: reads
+ * need root or the read group, changes need root. The logic lives in manager.c and guest.c. */
+#include <errno.h>
+#include <grp.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/macro.h"
+#include "daemon/log.h"
+#include "daemon/manager-bus.h"
+#include "policies/policy.h"
+
+#define BUS_NAME "org.rightsize.Manager1"
+#define BUS_PATH "/org/rightsize/Manager1"
+#define BUS_INTERFACE "org.rightsize.Manager1"
+#define ERROR_NO_SUCH_GUEST "org.rightsize.Manager1.Error.NoSuchGuest"
+#define ERROR_RELOAD_FAILED "org.rightsize.Manager1.Error.ReloadFailed"
+
+/* ---- access ---- */
+
+static bool creds_in_group(sd_bus_creds *creds, gid_t gid) {
+        const gid_t *gids;
+        gid_t g;
+        int n;
+
+        if (sd_bus_creds_get_egid(creds, &g) >= 0 && g == gid)
+                return true;
+        n = sd_bus_creds_get_supplementary_gids(creds, &gids);
+        for (int i = 0; i < n; i++)
+                if (gids[i] == gid)
+                        return true;
+        return false;
+}
+
+static int check_access(Manager *m, sd_bus_message *msg, bool write, sd_bus_error *error) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        uid_t uid;
+        int r;
+
+        r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_EGID | SD_BUS_CREDS_SUPPLEMENTARY_GIDS |
+                                                   SD_BUS_CREDS_AUGMENT,
+                                      &creds);
+        if (r < 0)
+                return r;
+        r = sd_bus_creds_get_euid(creds, &uid);
+        if (r < 0)
+                return r;
+        if (uid == 0)
+                return 0;
+        if (!write && m->config->read_group) {
+                struct group *gr = getgrnam(m->config->read_group);
+                if (gr && creds_in_group(creds, gr->gr_gid))
+                        return 0;
+        }
+        return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                write ? "Changing rightsized requires root"
+                                      : "Reading rightsized's guests requires root or the read group");
+}
+
+static Guest *find_guest(Manager *m, const char *name, sd_bus_error *error) {
+        Guest *g = manager_find_guest(m, name);
+        if (!g)
+                sd_bus_error_setf(error, ERROR_NO_SUCH_GUEST, "No guest named '%s'", name);
+        return g;
+}
+
+/* ---- guest records ---- */
+
+static int append_str(sd_bus_message *r, const char *key, const char *value) {
+        return value ? sd_bus_message_append(r, "{sv}", key, "s", value) : 0;
+}
+
+static int append_u64(sd_bus_message *r, const char *key, uint64_t value) {
+        /* Unknown values are absent, never 0. */
+        return value != UINT64_MAX ? sd_bus_message_append(r, "{sv}", key, "t", value) : 0;
+}
+
+static int append_double(sd_bus_message *r, const char *key, double value) {
+        return isfinite(value) ? sd_bus_message_append(r, "{sv}", key, "d", value) : 0;
+}
+
+static int append_bool(sd_bus_message *r, const char *key, bool value) {
+        return sd_bus_message_append(r, "{sv}", key, "b", (int) value);
+}
+
+static uint64_t known_or_unknown(uint64_t v) {
+        return v == 0 ? UINT64_MAX : v;
+}
+
+static int append_guest(sd_bus_message *reply, Guest *g) {
+        const RsEstimate *e = guest_estimate(g);
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "{sv}");
+        if (r < 0)
+                return r;
+        if ((r = append_str(reply, "name", g->name)) < 0 || (r = append_str(reply, "source", "qemu")) < 0 ||
+            (r = append_str(reply, "policy", g->policy.name)) < 0 ||
+            (r = append_str(reply, "mode", rs_mode_to_string(g->policy.mode))) < 0 ||
+            (r = append_str(reply, "state", guest_state_string(g))) < 0 ||
+            (r = append_str(reply, "tier", guest_tier_string(g))) < 0 ||
+            (r = append_u64(reply, "target", known_or_unknown(g->target))) < 0 ||
+            (r = append_u64(reply, "actual", known_or_unknown(g->actual))) < 0 ||
+            (r = append_u64(reply, "floor", known_or_unknown(guest_floor(g)))) < 0 ||
+            (r = append_u64(reply, "max", known_or_unknown(guest_max(g)))) < 0 ||
+            (r = append_u64(reply, "host-rss", g->host_rss)) < 0 ||
+            (r = append_bool(reply, "agent", g->qga && qga_client_is_ready(g->qga))) < 0 ||
+            (r = append_bool(reply, "paused", g->paused)) < 0 ||
+            (r = append_str(reply, "reason", g->reason[0] ? g->reason : NULL)) < 0 ||
+            (r = append_str(reply, "fault", g->fault[0] ? g->fault : NULL)) < 0 ||
+            (r = append_double(reply, "refault-rate", g->refault_rate)) < 0 ||
+            (r = append_double(reply, "major-fault-rate", g->major_fault_rate)) < 0 ||
+            (r = append_u64(reply, "updated", known_or_unknown(g->updated_realtime))) < 0)
+                return r;
+        if (g->fpr_known && (r = append_bool(reply, "free-page-reporting", g->free_page_reporting)) < 0)
+                return r;
+        if (g->vmem_id && (r = append_u64(reply, "virtio-mem-size", g->vmem_size)) < 0)
+                return r;
+        if (e) {
+                if ((r = append_double(reply, "confidence", e->confidence)) < 0 ||
+                    (r = append_u64(reply, "estimate", e->estimate)) < 0 ||
+                    (r = append_u64(reply, "estimate-lower", e->lower)) < 0 ||
+                    (r = append_u64(reply, "estimate-upper", e->upper)) < 0 ||
+                    (r = append_u64(reply, "scan-onset", e->scan_onset)) < 0)
+                        return r;
+        }
+        return sd_bus_message_close_container(reply);
+}
+
+/* ---- methods ---- */
+
+static int method_list_guests(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        Manager *m = userdata;
+        int r;
+
+        if ((r = check_access(m, msg, false, error)) < 0)
+                return r;
+        if ((r = sd_bus_message_new_method_return(msg, &reply)) < 0 ||
+            (r = sd_bus_message_open_container(reply, 'a', "a{sv}")) < 0)
+                return r;
+        for (size_t i = 0; i < m->n_guests; i++)
+                if ((r = append_guest(reply, m->guests[i])) < 0)
+                        return r;
+        if ((r = sd_bus_message_close_container(reply)) < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_get_guest(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        Manager *m = userdata;
+        const char *name;
+        Guest *g;
+        int r;
+
+        if ((r = check_access(m, msg, false, error)) < 0)
+                return r;
+        if ((r = sd_bus_message_read(msg, "s", &name)) < 0)
+                return r;
+        if (!(g = find_guest(m, name, error)))
+                return -ENOENT;
+        if ((r = sd_bus_message_new_method_return(msg, &reply)) < 0 || (r = append_guest(reply, g)) < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_get_history(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_free_ GuestHistoryPoint *points = NULL;
+        Manager *m = userdata;
+        const char *name;
+        Guest *g;
+        size_t n;
+        int r;
+
+        if ((r = check_access(m, msg, false, error)) < 0)
+                return r;
+        if ((r = sd_bus_message_read(msg, "s", &name)) < 0)
+                return r;
+        if (!(g = find_guest(m, name, error)))
+                return -ENOENT;
+        points = calloc(GUEST_HISTORY_MAX, sizeof(*points));
+        if (!points)
+                return -ENOMEM;
+        n = guest_history(g, points, GUEST_HISTORY_MAX);
+        if ((r = sd_bus_message_new_method_return(msg, &reply)) < 0 ||
+            (r = sd_bus_message_open_container(reply, 'a', "(tttt)")) < 0)
+                return r;
+        for (size_t i = 0; i < n; i++)
+                if ((r = sd_bus_message_append(reply, "(tttt)", points[i].realtime_usec, points[i].target,
+                                               points[i].actual, points[i].estimate)) < 0)
+                        return r;
+        if ((r = sd_bus_message_close_container(reply)) < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_set_guest(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const char *name, *key, *value;
+        uint64_t bytes;
+        Guest *g;
+        int r;
+
+        if ((r = check_access(m, msg, true, error)) < 0)
+                return r;
+        if ((r = sd_bus_message_read(msg, "sss", &name, &key, &value)) < 0)
+                return r;
+        if (!(g = find_guest(m, name, error)))
+                return -ENOENT;
+
+        if (strcmp(key, "policy") == 0) {
+                r = manager_set_guest_policy(m, g, value);
+                if (r == -ENOENT)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "No policy named '%s'", value);
+                if (r < 0)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "Policy '%s' cannot be applied to '%s'", value, name);
+        } else if (strcmp(key, "floor") == 0 || strcmp(key, "max") == 0) {
+                if (rs_parse_size(value, &bytes) < 0)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Invalid size for %s: '%s'", key,
+                                                 value);
+                bool is_floor = key[0] == 'f';
+                r = guest_set_overrides(g, is_floor ? bytes : g->override_floor, is_floor ? g->override_max : bytes);
+                if (r < 0)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "%s=%s is not valid for '%s' (floor above max?)", key, value, name);
+        } else
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "Unknown key '%s' (expected policy, floor or max)", key);
+        log_guest_info(g->name, guest_state_string(g), "Operator set %s=%s", key, value);
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int pause_resume(sd_bus_message *msg, Manager *m, bool pause, sd_bus_error *error) {
+        const char *name;
+        int r;
+
+        if ((r = check_access(m, msg, true, error)) < 0)
+                return r;
+        if ((r = sd_bus_message_read(msg, "s", &name)) < 0)
+                return r;
+        if (name[0] == '\0') {
+                for (size_t i = 0; i < m->n_guests; i++)
+                        guest_set_paused(m->guests[i], pause);
+        } else {
+                Guest *g = find_guest(m, name, error);
+                if (!g)
+                        return -ENOENT;
+                guest_set_paused(g, pause);
+        }
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_pause(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return pause_resume(msg, userdata, true, error);
+}
+
+static int method_resume(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return pause_resume(msg, userdata, false, error);
+}
+
+static int method_probe(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const char *name;
+        Guest *g;
+        int r;
+
+        if ((r = check_access(m, msg, true, error)) < 0)
+                return r;
+        if ((r = sd_bus_message_read(msg, "s", &name)) < 0)
+                return r;
+        if (!(g = find_guest(m, name, error)))
+                return -ENOENT;
+        if (guest_request_probe(g) < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "Guest '%s' is %s: cannot probe it now", name,
+                                         guest_state_string(g));
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_free_ char *message = NULL;
+        Manager *m = userdata;
+        int r;
+
+        if ((r = check_access(m, msg, true, error)) < 0)
+                return r;
+        r = manager_reload(m, &message);
+        if (r < 0)
+                return sd_bus_error_setf(error, ERROR_RELOAD_FAILED, "%s", message ?: strerror(-r));
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+/* ---- properties ---- */
+
+static int property_get(sd_bus *bus, const char *path, const char *interface, const char *property,
+                        sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        sd_bus_message *msg = sd_bus_get_current_message(bus);
+        int r;
+        (void) path;
+        (void) interface;
+
+        if (msg && (r = check_access(m, msg, false, error)) < 0)
+                return r;
+        if (strcmp(property, "GuestsManaged") == 0)
+                return sd_bus_message_append(reply, "u", manager_guests_managed(m));
+        if (strcmp(property, "ReclaimedBytes") == 0)
+                return sd_bus_message_append(reply, "t", manager_reclaimed(m));
+        return sd_bus_message_append(reply, "s", RIGHTSIZE_VERSION);
+}
+
+static const sd_bus_vtable manager_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("Version", "s", property_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("GuestsManaged", "u", property_get, 0, 0),
+        SD_BUS_PROPERTY("ReclaimedBytes", "t", property_get, 0, 0),
+        SD_BUS_METHOD("ListGuests", "", "aa{sv}", method_list_guests, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("GetGuest", "s", "a{sv}", method_get_guest, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("GetHistory", "s", "a(tttt)", method_get_history, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("SetGuest", "sss", "", method_set_guest, 0),
+        SD_BUS_METHOD("Pause", "s", "", method_pause, 0),
+        SD_BUS_METHOD("Resume", "s", "", method_resume, 0),
+        SD_BUS_METHOD("Probe", "s", "", method_probe, 0),
+        SD_BUS_METHOD("Reload", "", "", method_reload, 0),
+        SD_BUS_SIGNAL("EstimateChanged", "sttt", 0),
+        SD_BUS_VTABLE_END,
+};
+
+int manager_bus_open(Manager *m) {
+        int r;
+
+        r = sd_bus_open_system(&m->bus);
+        if (r < 0)
+                return r;
+        r = sd_bus_attach_event(m->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
+        if (r < 0)
+                goto fail;
+        r = sd_bus_add_object_vtable(m->bus, &m->bus_slot, BUS_PATH, BUS_INTERFACE, manager_vtable, m);
+        if (r < 0)
+                goto fail;
+        r = sd_bus_request_name(m->bus, BUS_NAME, 0);
+        if (r < 0) {
+                log_error_errno(r, "Cannot own %s on the system bus: %m", BUS_NAME);
+                goto fail;
+        }
+        return 0;
+fail:
+        manager_bus_close(m);
+        return r;
+}
+
+void manager_bus_close(Manager *m) {
+        m->bus_slot = sd_bus_slot_unref(m->bus_slot);
+        if (m->bus) {
+                sd_bus_flush(m->bus);
+                m->bus = sd_bus_close_unref(m->bus);
+        }
+}
+
+void manager_bus_emit_estimate_changed(Manager *m, Guest *g) {
+        const RsEstimate *e = guest_estimate(g);
+        if (!m->bus || !e)
+                return;
+        (void) sd_bus_emit_signal(m->bus, BUS_PATH, BUS_INTERFACE, "EstimateChanged", "sttt", g->name,
+                                  e->estimate == RS_UNKNOWN ? 0 : e->estimate, e->lower == RS_UNKNOWN ? 0 : e->lower,
+                                  e->upper == RS_UNKNOWN ? 0 : e->upper);
+}

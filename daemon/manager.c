@@ -1,0 +1,504 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <inttypes.h>
+#include <sys/stat.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/macro.h"
+#include "daemon/log.h"
+#include "daemon/manager-bus.h"
+#include "daemon/manager.h"
+#include "daemon/metrics.h"
+#include "daemon/notify.h"
+#include "daemon/size.h"
+#include "daemon/state-file.h"
+#include "policies/arbiter.h"
+
+/* The metrics file and STATUS= line are refreshed at most this often, whatever the number of
+ * guests ticking. */
+#define PUBLISH_INTERVAL_USEC (1 * USEC_PER_SEC)
+#define HOST_READ_INTERVAL_USEC (500 * USEC_PER_MSEC)
+#define SHUTDOWN_TIMEOUT_USEC (5 * USEC_PER_SEC)
+
+static bool streq(const char *a, const char *b) {
+        return strcmp(a, b) == 0;
+}
+
+/* mkdir -p, mode 0700: state files describe guests, nobody else's business. */
+static int mkdir_p_simple(const char *path) {
+        _cleanup_free_ char *copy = strdup(path);
+        if (!copy)
+                return -ENOMEM;
+        for (char *p = copy + 1; *p; p++) {
+                if (*p != '/')
+                        continue;
+                *p = '\0';
+                if (mkdir(copy, 0755) < 0 && errno != EEXIST)
+                        return -errno;
+                *p = '/';
+        }
+        if (mkdir(copy, 0700) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+static uint64_t now_monotonic(void) {
+        struct timespec ts;
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+}
+
+/* ---- policies ---- */
+
+typedef struct PolicyErrors {
+        unsigned n;
+        char *first;
+} PolicyErrors;
+
+static void on_policy_error(const RsPolicyError *e, void *userdata) {
+        PolicyErrors *pe = userdata;
+        char buf[512];
+
+        rs_policy_error_format(e, buf, sizeof(buf));
+        log_error("Invalid policy: %s", buf);
+        if (pe->n++ == 0)
+                pe->first = strdup(buf);
+}
+
+int manager_load_policies(const char *dir, RsPolicySet *ret, char **ret_error) {
+        RsPolicySet set = {};
+        PolicyErrors pe = {};
+        int r;
+
+        r = rs_policy_set_load_dir(&set, dir, on_policy_error, &pe);
+        if (r < 0) {
+                rs_policy_set_clear(&set);
+                free(pe.first);
+                if (ret_error && asprintf(ret_error, "%s: cannot read the policy directory: %s", dir, strerror(-r)) < 0)
+                        *ret_error = NULL;
+                return r;
+        }
+        if (ret_error)
+                *ret_error = TAKE_PTR(pe.first);
+        free(pe.first);
+        *ret = set;
+        return r;
+}
+
+static void select_policy(Manager *m, const char *name, RsPolicy *ret) {
+        const RsPolicy *p = rs_policy_set_select(&m->policies, name, NULL);
+        if (p) {
+                *ret = *p;
+                return;
+        }
+        (void) rs_policy_preset("balanced", ret);
+        snprintf(ret->name, sizeof(ret->name), "balanced");
+}
+
+/* ---- host and arbitration ---- */
+
+static void manager_read_host(Manager *m) {
+        uint64_t now = now_monotonic();
+        if (m->host_read_usec && now < m->host_read_usec + HOST_READ_INTERVAL_USEC)
+                return;
+        if (host_memory_read("/proc", &m->host) < 0)
+                log_debug("Cannot read the host's MemAvailable");
+        m->host_read_usec = now;
+}
+
+static bool guest_arbitrated(const Guest *g) {
+        return g->phase == GUEST_PHASE_RUNNING && g->have_decision && g->actual > 0;
+}
+
+static uint64_t manager_arbitrate(Guest *self, void *userdata) {
+        Manager *m = userdata;
+        _cleanup_free_ RsArbiterGuest *in = NULL;
+        _cleanup_free_ uint64_t *out = NULL;
+        uint64_t held = 0, result = self->want;
+        size_t n = 0, self_index = SIZE_MAX;
+
+        manager_read_host(m);
+        if (m->host.mem_available == UINT64_MAX)
+                return self->want; /* nothing to arbitrate with */
+
+        in = calloc(m->n_guests, sizeof(*in));
+        out = calloc(m->n_guests, sizeof(*out));
+        if (!in || !out)
+                return self->want;
+
+        for (size_t i = 0; i < m->n_guests; i++) {
+                Guest *g = m->guests[i];
+                if (!guest_arbitrated(g))
+                        continue;
+                const RsEstimate *e = guest_estimate(g);
+                uint64_t want = g->paused ? g->actual : g->want;
+                in[n] = (RsArbiterGuest) {
+                        .want = want,
+                        .estimate = e ? e->estimate : RS_UNKNOWN,
+                        .floor = g->paused ? g->actual : guest_floor(g),
+                        .max = g->paused ? g->actual : guest_max(g),
+                        .shares = g->policy.shares,
+                        .mode = g->policy.mode,
+                };
+                in[n].floor = MIN(in[n].floor, in[n].max);
+                held += g->actual;
+                if (g == self)
+                        self_index = n;
+                n++;
+        }
+        if (self_index == SIZE_MAX)
+                return self->want;
+
+        RsArbiterHost host = {
+                .guest_memory = m->host.mem_available + held,
+                .reserve = size_spec_resolve(&m->config->host_reserve,
+                                             m->host.mem_total != UINT64_MAX ? m->host.mem_total : 0),
+        };
+        int r = rs_arbitrate(&host, in, n, out);
+        if (r < 0 && r != -ENOSPC)
+                return self->want;
+        result = out[self_index];
+        if (r != RS_ARBITER_FITS && result != self->want)
+                log_guest_debug(self->name, guest_state_string(self), "Host short of memory: arbitration gives %" PRIu64
+                                " instead of %" PRIu64, result, self->want);
+        return result;
+}
+
+/* ---- publishing ---- */
+
+uint64_t manager_reclaimed(const Manager *m) {
+        uint64_t sum = 0;
+        for (size_t i = 0; i < m->n_guests; i++) {
+                const Guest *g = m->guests[i];
+                uint64_t max = guest_max(g);
+                if (g->actual > 0 && max > g->actual)
+                        sum += max - g->actual;
+        }
+        return sum;
+}
+
+unsigned manager_guests_managed(const Manager *m) {
+        unsigned n = 0;
+        for (size_t i = 0; i < m->n_guests; i++)
+                n += m->guests[i]->phase == GUEST_PHASE_RUNNING;
+        return n;
+}
+
+static void manager_write_metrics(Manager *m) {
+        _cleanup_free_ MetricsGuest *mg = NULL;
+        int r;
+
+        if (!m->config->metrics_path)
+                return;
+        mg = calloc(MAX(m->n_guests, (size_t) 1), sizeof(*mg));
+        if (!mg) {
+                log_oom();
+                return;
+        }
+        for (size_t i = 0; i < m->n_guests; i++) {
+                const Guest *g = m->guests[i];
+                const RsEstimate *e = guest_estimate(g);
+                mg[i] = (MetricsGuest) {
+                        .name = g->name,
+                        .state = guest_state_string(g),
+                        .estimate_bytes = e ? e->estimate : METRICS_UNKNOWN,
+                        .estimate_lower_bytes = e ? e->lower : METRICS_UNKNOWN,
+                        .estimate_upper_bytes = e ? e->upper : METRICS_UNKNOWN,
+                        .target_bytes = g->target ?: METRICS_UNKNOWN,
+                        .actual_bytes = g->actual ?: METRICS_UNKNOWN,
+                        .host_rss_bytes = g->host_rss,
+                        .refault_rate = g->refault_rate,
+                        .major_fault_rate = g->major_fault_rate,
+                };
+        }
+        MetricsHost host = { .reclaimed_bytes = manager_reclaimed(m), .guests_managed = manager_guests_managed(m) };
+        r = metrics_write_file(m->config->metrics_path, mg, m->n_guests, &host);
+        if (r < 0)
+                log_warning_errno(r, "Failed to write the metrics file %s: %m", m->config->metrics_path);
+}
+
+static void manager_publish(Manager *m, bool force) {
+        uint64_t now = now_monotonic();
+        if (!force && m->metrics_written_usec && now < m->metrics_written_usec + PUBLISH_INTERVAL_USEC)
+                return;
+        m->metrics_written_usec = now;
+        manager_write_metrics(m);
+
+        unsigned n = manager_guests_managed(m);
+        uint64_t reclaimed = manager_reclaimed(m);
+        if (force || n != m->status_guests || reclaimed != m->status_reclaimed) {
+                (void) notify_status(n, reclaimed);
+                m->status_guests = n;
+                m->status_reclaimed = reclaimed;
+        }
+}
+
+static void manager_guest_updated(Guest *g, bool estimate_changed, void *userdata) {
+        Manager *m = userdata;
+        if (estimate_changed)
+                manager_bus_emit_estimate_changed(m, g);
+        manager_publish(m, false);
+}
+
+static const GuestHooks guest_hooks = {
+        .arbitrate = manager_arbitrate,
+        .updated = manager_guest_updated,
+};
+
+/* ---- discovery ---- */
+
+static ssize_t manager_find_path(Manager *m, const char *path) {
+        for (size_t i = 0; i < m->n_guests; i++)
+                if (streq(m->guests[i]->qmp_path, path))
+                        return (ssize_t) i;
+        return -1;
+}
+
+Guest *manager_find_guest(Manager *m, const char *name) {
+        for (size_t i = 0; i < m->n_guests; i++)
+                if (streq(m->guests[i]->name, name))
+                        return m->guests[i];
+        return NULL;
+}
+
+static void on_guest_added(Discovery *d, const char *path, const char *name, void *userdata) {
+        Manager *m = userdata;
+        _cleanup_free_ char *agent = NULL;
+        RsPolicy policy;
+        Guest *g;
+        int r;
+        (void) d;
+
+        if (m->stopping || manager_find_path(m, path) >= 0)
+                return;
+        if (!config_guest_is_managed(m->config, name, NULL)) {
+                log_debug("Not managing %s (%s): excluded by [guests]", name, path);
+                return;
+        }
+        r = config_agent_socket_path(m->config->agent_socket_pattern, path, &agent);
+        if (r < 0)
+                log_warning_errno(r, "%s: cannot derive the agent socket path, going without: %m", name);
+
+        Guest **array = realloc(m->guests, (m->n_guests + 1) * sizeof(Guest *));
+        if (!array) {
+                log_oom();
+                return;
+        }
+        m->guests = array;
+
+        select_policy(m, name, &policy);
+        r = guest_new(m->event, name, path, agent, m->config->state_dir, &policy, &guest_hooks, m, &g);
+        if (r < 0) {
+                log_error_errno(r, "%s: cannot set up the guest: %m", name);
+                return;
+        }
+        m->guests[m->n_guests++] = g;
+        log_guest_info(name, "connecting", "Discovered %s (policy %s)", path, policy.name);
+        (void) guest_start(g);
+}
+
+static void on_guest_removed(Discovery *d, const char *path, const char *name, void *userdata) {
+        Manager *m = userdata;
+        ssize_t i = manager_find_path(m, path);
+        (void) d;
+
+        if (i < 0)
+                return;
+        Guest *g = m->guests[i];
+        log_guest_info(name, guest_state_string(g), "QMP socket %s is gone: no longer managed", path);
+        (void) guest_save_state(g);
+        guest_free(g);
+        memmove(m->guests + i, m->guests + i + 1, (m->n_guests - (size_t) i - 1) * sizeof(Guest *));
+        m->n_guests--;
+        manager_publish(m, true);
+}
+
+/* ---- life cycle ---- */
+
+int manager_new(sd_event *event, const char *config_path, Config *config, Manager **ret) {
+        Manager *m = calloc(1, sizeof(Manager));
+        if (!m)
+                return -ENOMEM;
+        m->config_path = strdup(config_path);
+        if (!m->config_path) {
+                free(m);
+                return -ENOMEM;
+        }
+        m->event = sd_event_ref(event);
+        m->config = config;
+        m->host = (HostMemory) { UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX };
+        *ret = m;
+        return 0;
+}
+
+Manager *manager_free(Manager *m) {
+        if (!m)
+                return NULL;
+        manager_bus_close(m);
+        discovery_free(m->discovery);
+        for (size_t i = 0; i < m->n_guests; i++)
+                guest_free(m->guests[i]);
+        free(m->guests);
+        rs_policy_set_clear(&m->policies);
+        config_free(m->config);
+        sd_event_source_disable_unref(m->watchdog);
+        sd_event_source_disable_unref(m->shutdown_timer);
+        sd_event_unref(m->event);
+        free(m->config_path);
+        free(m);
+        return NULL;
+}
+
+int manager_start(Manager *m) {
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        log_set_max_level(m->config->log_level);
+        r = manager_load_policies(m->config->policy_dir, &m->policies, &error);
+        if (r < 0 && r != -ENOENT)
+                return log_error_errno(r, "%s", error ?: "cannot load the policies");
+        if (r == -ENOENT)
+                log_warning("Policy directory %s does not exist: every guest gets the balanced preset",
+                            m->config->policy_dir);
+        if (r > 0)
+                return log_error_errno(EINVAL, "Refusing to start with an invalid policy: %s", error ?: "?");
+
+        if (m->config->state_dir) {
+                r = mkdir_p_simple(m->config->state_dir);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot create the state directory %s: %m", m->config->state_dir);
+        }
+
+        r = manager_bus_open(m);
+        if (r < 0)
+                log_warning_errno(r, "D-Bus API unavailable, continuing without it: %m");
+
+        r = discovery_new(m->event, on_guest_added, on_guest_removed, m, &m->discovery);
+        if (r < 0)
+                return log_error_errno(r, "Cannot start guest discovery: %m");
+        r = discovery_set_globs(m->discovery, m->config->qmp_sockets);
+        if (r < 0)
+                return log_error_errno(r, "Cannot watch the QMP socket directories: %m");
+
+        (void) notify_watchdog_setup(m->event, &m->watchdog, NULL);
+        (void) notify_ready(manager_guests_managed(m), manager_reclaimed(m));
+        log_info("rightsized running: %zu policies, %zu guests found", m->policies.n, m->n_guests);
+        return 0;
+}
+
+int manager_reload(Manager *m, char **ret_error) {
+        _cleanup_(config_freep) Config *config = NULL;
+        _cleanup_free_ char *error = NULL;
+        RsPolicySet set = {};
+        int r;
+
+        (void) notify_reloading();
+        r = config_load(m->config_path, false, &config, &error);
+        if (r < 0) {
+                log_error("Reload failed, keeping the running configuration: %s", error ?: strerror(-r));
+                goto fail;
+        }
+        r = manager_load_policies(config->policy_dir, &set, &error);
+        if (r == -ENOENT)
+                r = 0;
+        else if (r > 0)
+                r = -EINVAL;
+        if (r < 0) {
+                rs_policy_set_clear(&set);
+                log_error("Reload failed, keeping the running configuration and policies: %s",
+                          error ?: strerror(-r));
+                goto fail;
+        }
+
+        rs_policy_set_clear(&m->policies);
+        m->policies = set;
+        Config *old = m->config;
+        m->config = TAKE_PTR(config);
+        config_free(old);
+        log_set_max_level(m->config->log_level);
+
+        for (size_t i = 0; i < m->n_guests; i++) {
+                Guest *g = m->guests[i];
+                RsPolicy p;
+                select_policy(m, g->name, &p);
+                if (guest_set_policy(g, &p) < 0)
+                        log_guest_warning(g->name, guest_state_string(g), "Policy %s not applicable, keeping %s",
+                                          p.name, g->policy.name);
+                (void) guest_set_state_dir(g, m->config->state_dir);
+        }
+        r = discovery_set_globs(m->discovery, m->config->qmp_sockets);
+        if (r < 0)
+                log_warning_errno(r, "Cannot watch the new QMP socket globs: %m");
+        log_info("Reloaded %s: %zu policies", m->config_path, m->policies.n);
+        (void) notify_ready(manager_guests_managed(m), manager_reclaimed(m));
+        return 0;
+
+fail:
+        (void) notify_ready(manager_guests_managed(m), manager_reclaimed(m));
+        if (ret_error)
+                *ret_error = TAKE_PTR(error);
+        return r;
+}
+
+int manager_set_guest_policy(Manager *m, Guest *g, const char *policy_name) {
+        for (size_t i = 0; i < m->policies.n; i++)
+                if (streq(m->policies.policies[i].name, policy_name))
+                        return guest_set_policy(g, &m->policies.policies[i]);
+        RsPolicy p;
+        if (rs_policy_preset(policy_name, &p) < 0)
+                return -ENOENT;
+        snprintf(p.name, sizeof(p.name), "%s", policy_name);
+        return guest_set_policy(g, &p);
+}
+
+static void manager_shutdown_finish(Manager *m) {
+        for (size_t i = 0; i < m->n_guests; i++)
+                (void) guest_save_state(m->guests[i]);
+        manager_publish(m, true);
+        (void) sd_event_exit(m->event, 0);
+}
+
+static void on_guest_shutdown_done(Guest *g, void *userdata) {
+        Manager *m = userdata;
+        (void) g;
+        if (m->shutdown_pending > 0 && --m->shutdown_pending == 0)
+                manager_shutdown_finish(m);
+}
+
+static int on_shutdown_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        (void) s;
+        (void) usec;
+        log_warning("%u guests did not confirm their shutdown size in time", m->shutdown_pending);
+        m->shutdown_pending = 0;
+        manager_shutdown_finish(m);
+        return 0;
+}
+
+void manager_shutdown(Manager *m) {
+        if (m->stopping)
+                return;
+        m->stopping = true;
+        (void) notify_stopping();
+        log_info("Stopping: leaving guests at shutdown-action=%s", shutdown_action_to_string(m->config->shutdown_action));
+
+        for (size_t i = 0; i < m->n_guests; i++) {
+                Guest *g = m->guests[i];
+                /* No more ticks: nothing may move the guest after its shutdown size was set. */
+                (void) sd_event_source_set_enabled(g->timer, SD_EVENT_OFF);
+                if (guest_shutdown(g, m->config->shutdown_action, on_guest_shutdown_done, m) > 0)
+                        m->shutdown_pending++;
+        }
+        if (m->shutdown_pending == 0) {
+                manager_shutdown_finish(m);
+                return;
+        }
+        uint64_t now;
+        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+        (void) sd_event_add_time(m->event, &m->shutdown_timer, CLOCK_MONOTONIC, now + SHUTDOWN_TIMEOUT_USEC, 0,
+                                 on_shutdown_timeout, m);
+}

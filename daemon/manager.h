@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The daemon's logic: configuration and policies, discovered guests (keyed by QMP socket path),
+ * host arbitration over every guest's latest wish, state files, the metrics file, and the
+ * service manager's STATUS/READY/WATCHDOG. The D-Bus layer (manager-bus.c) is a thin shell
+ * over the functions declared here. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
+
+#include "daemon/config.h"
+#include "daemon/discovery.h"
+#include "daemon/guest.h"
+#include "daemon/host.h"
+#include "policies/policy-file.h"
+
+typedef struct Manager {
+        sd_event *event;
+        char *config_path;
+        Config *config;
+        RsPolicySet policies;
+        Discovery *discovery;
+
+        Guest **guests;
+        size_t n_guests;
+
+        HostMemory host;
+        uint64_t host_read_usec;
+
+        uint64_t metrics_written_usec;
+        unsigned status_guests;
+        uint64_t status_reclaimed;
+
+        sd_bus *bus;
+        sd_bus_slot *bus_slot;
+
+        sd_event_source *watchdog;
+        bool stopping;
+        unsigned shutdown_pending;
+        sd_event_source *shutdown_timer;
+} Manager;
+
+/* Takes ownership of config. */
+int manager_new(sd_event *event, const char *config_path, Config *config, Manager **ret);
+Manager *manager_free(Manager *m);
+static inline void manager_freep(Manager **m) {
+        if (*m)
+                manager_free(*m);
+}
+
+/* Loads the policies (an invalid one is an error), starts discovery and the bus. */
+int manager_start(Manager *m);
+
+/* Re-reads the config file and the policy directory. On failure (-EINVAL, -errno) everything
+ * stays as it was and *ret_error (if given) names the file, line and key. */
+int manager_reload(Manager *m, char **ret_error);
+
+/* Leaves every guest at the shutdown action's size, saves state, and exits the loop when
+ * the commands completed (or after a short timeout). */
+void manager_shutdown(Manager *m);
+
+Guest *manager_find_guest(Manager *m, const char *name);
+/* Sum over guests of (max − actual). */
+uint64_t manager_reclaimed(const Manager *m);
+unsigned manager_guests_managed(const Manager *m);
+
+/* Operator changes (root-only through the bus). -ENOENT for an unknown policy name. */
+int manager_set_guest_policy(Manager *m, Guest *g, const char *policy_name);
+
+/* Loads a policy directory into a fresh set. The number of bad files, each logged (and the
+ * first one's message in *ret_error), or -errno. */
+int manager_load_policies(const char *dir, RsPolicySet *ret, char **ret_error);

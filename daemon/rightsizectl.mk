@@ -1,0 +1,29 @@
+# rightsizectl (the admin CLI), its tests, and the simulated guests (tests/sim).
+# Included from the top Makefile.am (or appended to daemon/local.mk), after daemon/local.mk.
+
+bin_PROGRAMS += rightsizectl
+rightsizectl_SOURCES = daemon/rightsizectl.c daemon/ctl-format.c daemon/ctl-format.h
+# (daemon/config.h would shadow the top config.h, so the version comes in as a define)
+rightsizectl_CPPFLAGS = $(AM_CPPFLAGS) -DRIGHTSIZECTL_VERSION='"$(PACKAGE_VERSION)"'
+rightsizectl_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(LIBSYSTEMD_CFLAGS)
+rightsizectl_LDADD = daemon/librightsized.a $(LIBSYSTEMD_LIBS) $(JSONC_LIBS) -lm
+
+EXTRA_DIST += daemon/rightsizectl.md
+
+CTL_TESTS = \
+	tests/unit/test-ctl-format \
+	tests/integration/test-rightsizectl
+check_PROGRAMS += $(CTL_TESTS)
+TESTS += $(CTL_TESTS)
+
+tests_unit_test_ctl_format_SOURCES = tests/unit/test-ctl-format.c daemon/ctl-format.c daemon/ctl-format.h
+tests_unit_test_ctl_format_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(JSONC_CFLAGS)
+tests_unit_test_ctl_format_LDADD = daemon/librightsized.a $(JSONC_LIBS) $(CHECK_LIBS) -lm
+
+# Runs the real rightsizectl against a stand-in service on a private dbus-daemon.
+tests_integration_test_rightsizectl_SOURCES = tests/integration/test-rightsizectl.c
+tests_integration_test_rightsizectl_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(JSONC_CFLAGS) $(LIBSYSTEMD_CFLAGS)
+tests_integration_test_rightsizectl_LDADD = $(LIBSYSTEMD_LIBS) $(JSONC_LIBS) $(CHECK_LIBS)
+EXTRA_tests_integration_test_rightsizectl_DEPENDENCIES = rightsizectl
+
+include tests/sim/sim.mk

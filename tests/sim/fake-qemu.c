@@ -1,0 +1,735 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* fake-qemu: one process serving N simulated guests, each a QMP server on DIR/sim-N.qmp that
+ * answers the commands rightsized uses, driven by the deterministic guest model of
+ * tests/model. For the daemon's scale and fault tests; never instead of a real guest.
+ *
+ * Time: every guest's model advances one interval (the scenario's, 10 s by default) every
+ * interval / time-scale real seconds. The balloon target a client sets goes into the model,
+ * which decides how far the guest lets it go (pushback); BALLOON_CHANGE follows each move.
+ * Guest stats refresh at model steps once the polling interval has passed, as in QEMU.
+ *
+ * Faults (--fault N:KIND) apply after the handshake, so a client connects and then fails:
+ *   garbage          every reply is bytes that are not JSON
+ *   huge-reply       every reply carries a 4 MiB string (beyond any sane message limit)
+ *   hang             commands are read and never answered
+ *   close-mid-reply  half a reply is written, then the connection is closed
+ *   lying-stats      every guest-stats sample is corrupted by the model (free > total, ...)
+ *   stuck-balloon    balloon is accepted but the guest never moves */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <systemd/sd-event.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/macro.h"
+#include "policies/rs-value.h"
+#include "tests/model/guest-model.h"
+#include "tests/model/scenario.h"
+
+#define BALLOON_PATH "/machine/peripheral/balloon0"
+#define VIRTIO_MEM_ID "vm0"
+#define VIRTIO_MEM_BLOCK (2 * MIB)
+#define MAX_INPUT (64 * 1024)
+#define HUGE_REPLY (4 * MIB)
+#define STATS_EPOCH 1700000000ULL /* guest clock at model time 0 */
+
+typedef enum FaultKind {
+        FAULT_NONE,
+        FAULT_GARBAGE,
+        FAULT_HUGE_REPLY,
+        FAULT_HANG,
+        FAULT_CLOSE_MID_REPLY,
+        FAULT_LYING_STATS,
+        FAULT_STUCK_BALLOON,
+        _FAULT_MAX,
+} FaultKind;
+
+static const char *const fault_names[_FAULT_MAX] = {
+        [FAULT_NONE] = "none",
+        [FAULT_GARBAGE] = "garbage",
+        [FAULT_HUGE_REPLY] = "huge-reply",
+        [FAULT_HANG] = "hang",
+        [FAULT_CLOSE_MID_REPLY] = "close-mid-reply",
+        [FAULT_LYING_STATS] = "lying-stats",
+        [FAULT_STUCK_BALLOON] = "stuck-balloon",
+};
+
+typedef struct Guest Guest;
+
+typedef struct Conn {
+        Guest *guest;
+        int fd;
+        sd_event_source *io;
+        json_tokener *tok;
+        bool negotiated;
+        bool close_after_flush;
+        char *out;
+        size_t out_len, out_size;
+        struct Conn *next;
+} Conn;
+
+struct Guest {
+        unsigned index;
+        char *path;
+        int listen_fd;
+        sd_event_source *accept_io;
+        GuestModel model;
+        FaultKind fault;
+        uint64_t polling_interval; /* seconds, 0 = off */
+        uint64_t stats_updated_usec; /* model time of the last stats refresh; 0 = never */
+        bool have_stats;
+        RsSample stats;
+        uint64_t last_actual;
+        uint64_t vm_requested, vm_size, vm_max;
+        Conn *conns;
+};
+
+typedef struct Sim {
+        sd_event *event;
+        Guest *guests;
+        unsigned n_guests;
+        double time_scale;
+        uint64_t interval_usec;
+} Sim;
+
+static void conn_free(Conn *c) {
+        Guest *g = c->guest;
+        for (Conn **p = &g->conns; *p; p = &(*p)->next)
+                if (*p == c) {
+                        *p = c->next;
+                        break;
+                }
+        sd_event_source_disable_unref(c->io);
+        if (c->fd >= 0)
+                close(c->fd);
+        json_tokener_free(c->tok);
+        free(c->out);
+        free(c);
+}
+
+static int conn_update_events(Conn *c) {
+        return sd_event_source_set_io_events(c->io, EPOLLIN | (c->out_len > 0 ? EPOLLOUT : 0));
+}
+
+static int conn_queue(Conn *c, const char *data, size_t len) {
+        if (c->out_len + len > c->out_size) {
+                size_t size = MAX(c->out_size * 2, c->out_len + len);
+                char *n = realloc(c->out, size);
+                if (!n)
+                        return -ENOMEM;
+                c->out = n;
+                c->out_size = size;
+        }
+        memcpy(c->out + c->out_len, data, len);
+        c->out_len += len;
+        return conn_update_events(c);
+}
+
+static int conn_queue_json(Conn *c, json_object *o) {
+        const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+        int r = conn_queue(c, s, strlen(s));
+        if (r >= 0)
+                r = conn_queue(c, "\r\n", 2);
+        return r;
+}
+
+static json_object *timestamp_now(void) {
+        struct timespec ts;
+        json_object *o = json_object_new_object();
+        clock_gettime(CLOCK_REALTIME, &ts);
+        json_object_object_add(o, "seconds", json_object_new_int64(ts.tv_sec));
+        json_object_object_add(o, "microseconds", json_object_new_int64(ts.tv_nsec / 1000));
+        return o;
+}
+
+static void broadcast_balloon_change(Guest *g) {
+        for (Conn *c = g->conns; c; c = c->next) {
+                if (!c->negotiated)
+                        continue;
+                json_object *ev = json_object_new_object(), *data = json_object_new_object();
+                json_object_object_add(ev, "event", json_object_new_string("BALLOON_CHANGE"));
+                json_object_object_add(data, "actual", json_object_new_uint64(g->model.actual));
+                json_object_object_add(ev, "data", data);
+                json_object_object_add(ev, "timestamp", timestamp_now());
+                (void) conn_queue_json(c, ev);
+                json_object_put(ev);
+        }
+}
+
+/* Sends a reply as the guest's fault dictates. Returns <0 to drop the connection now. */
+static int conn_reply(Conn *c, json_object *reply) {
+        switch (c->guest->fault) {
+        case FAULT_GARBAGE: {
+                static const char garbage[] = "}{\"return\": [1, 2,, \x01\xff\xfe nonsense ]]]\r\n";
+                return conn_queue(c, garbage, sizeof(garbage) - 1);
+        }
+        case FAULT_HUGE_REPLY: {
+                _cleanup_free_ char *big = malloc(HUGE_REPLY + 1);
+                if (!big)
+                        return -ENOMEM;
+                memset(big, 'x', HUGE_REPLY);
+                big[HUGE_REPLY] = '\0';
+                json_object_object_add(reply, "padding", json_object_new_string(big));
+                return conn_queue_json(c, reply);
+        }
+        case FAULT_HANG:
+                return 0;
+        case FAULT_CLOSE_MID_REPLY: {
+                const char *s = json_object_to_json_string_ext(reply, JSON_C_TO_STRING_PLAIN);
+                int r = conn_queue(c, s, MAX(strlen(s) / 2, (size_t) 1));
+                c->close_after_flush = true;
+                return r;
+        }
+        default:
+                return conn_queue_json(c, reply);
+        }
+}
+
+static json_object *error_reply(const char *class, const char *desc) {
+        json_object *o = json_object_new_object(), *e = json_object_new_object();
+        json_object_object_add(e, "class", json_object_new_string(class));
+        json_object_object_add(e, "desc", json_object_new_string(desc));
+        json_object_object_add(o, "error", e);
+        return o;
+}
+
+static json_object *return_reply(json_object *value) {
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "return", value ?: json_object_new_object());
+        return o;
+}
+
+static json_object *guest_stats_json(Guest *g) {
+        static const struct {
+                const char *name;
+                bool level;
+                unsigned index;
+        } map[] = {
+                { "stat-swap-in", false, RS_COUNTER_SWAP_IN },
+                { "stat-swap-out", false, RS_COUNTER_SWAP_OUT },
+                { "stat-major-faults", false, RS_COUNTER_MAJOR_FAULTS },
+                { "stat-minor-faults", false, RS_COUNTER_MINOR_FAULTS },
+                { "stat-free-memory", true, RS_LEVEL_FREE },
+                { "stat-total-memory", true, RS_LEVEL_TOTAL },
+                { "stat-available-memory", true, RS_LEVEL_AVAILABLE },
+                { "stat-disk-caches", true, RS_LEVEL_DISK_CACHES },
+                { "stat-oom-kills", false, RS_COUNTER_OOM_KILLS },
+                { "stat-alloc-stalls", false, RS_COUNTER_ALLOC_STALLS },
+                { "stat-async-scans", false, RS_COUNTER_ASYNC_SCANS },
+                { "stat-direct-scans", false, RS_COUNTER_DIRECT_SCANS },
+                { "stat-async-reclaims", false, RS_COUNTER_ASYNC_RECLAIMS },
+                { "stat-direct-reclaims", false, RS_COUNTER_DIRECT_RECLAIMS },
+        };
+        json_object *o = json_object_new_object(), *stats = json_object_new_object();
+
+        for (size_t i = 0; i < ARRAY_SIZE(map); i++) {
+                uint64_t v = !g->have_stats ? RS_UNKNOWN
+                             : map[i].level ? g->stats.level[map[i].index]
+                                            : g->stats.counter[map[i].index];
+                /* QEMU sends -1 for what the guest did not report */
+                json_object_object_add(stats, map[i].name,
+                                       v == RS_UNKNOWN ? json_object_new_int64(-1) : json_object_new_uint64(v));
+        }
+        json_object_object_add(o, "stats", stats);
+        json_object_object_add(o, "last-update",
+                               json_object_new_uint64(g->have_stats ? STATS_EPOCH + g->stats_updated_usec / USEC_PER_SEC
+                                                                    : 0));
+        return o;
+}
+
+static json_object *memory_devices_json(Guest *g) {
+        json_object *a = json_object_new_array();
+        if (g->vm_max == 0)
+                return a;
+        json_object *dev = json_object_new_object(), *data = json_object_new_object();
+        json_object_object_add(data, "id", json_object_new_string(VIRTIO_MEM_ID));
+        json_object_object_add(data, "memaddr", json_object_new_uint64(UINT64_C(0x140000000)));
+        json_object_object_add(data, "node", json_object_new_int(0));
+        json_object_object_add(data, "requested-size", json_object_new_uint64(g->vm_requested));
+        json_object_object_add(data, "size", json_object_new_uint64(g->vm_size));
+        json_object_object_add(data, "max-size", json_object_new_uint64(g->vm_max));
+        json_object_object_add(data, "block-size", json_object_new_uint64(VIRTIO_MEM_BLOCK));
+        json_object_object_add(data, "memdev", json_object_new_string("/objects/mem-vm0"));
+        json_object_object_add(dev, "type", json_object_new_string("virtio-mem"));
+        json_object_object_add(dev, "data", data);
+        json_object_array_add(a, dev);
+        return a;
+}
+
+static bool is_balloon_path(const char *p) {
+        return p && strcmp(p, BALLOON_PATH) == 0;
+}
+
+static bool is_virtio_mem_path(Guest *g, const char *p) {
+        return g->vm_max > 0 && p &&
+               (strcmp(p, VIRTIO_MEM_ID) == 0 || strcmp(p, "/machine/peripheral/" VIRTIO_MEM_ID) == 0);
+}
+
+static json_object *execute(Guest *g, const char *cmd, json_object *args) {
+        json_object *v;
+        const char *path = NULL, *prop = NULL;
+
+        if (args && json_object_object_get_ex(args, "path", &v))
+                path = json_object_get_string(v);
+        if (args && json_object_object_get_ex(args, "property", &v))
+                prop = json_object_get_string(v);
+
+        if (strcmp(cmd, "qmp_capabilities") == 0)
+                return error_reply("CommandNotFound", "Capabilities negotiation is already complete, command ignored");
+        if (strcmp(cmd, "query-balloon") == 0) {
+                json_object *o = json_object_new_object();
+                json_object_object_add(o, "actual", json_object_new_uint64(g->model.actual));
+                return return_reply(o);
+        }
+        if (strcmp(cmd, "balloon") == 0) {
+                if (!args || !json_object_object_get_ex(args, "value", &v) || !json_object_is_type(v, json_type_int))
+                        return error_reply("GenericError", "Parameter 'value' is missing");
+                int64_t target = json_object_get_int64(v);
+                if (target <= 0 || (uint64_t) target > g->model.cfg.boot_bytes)
+                        return error_reply("GenericError", "Parameter 'value' expects a size within the guest's memory");
+                if (g->fault != FAULT_STUCK_BALLOON)
+                        guest_model_set_target(&g->model, (uint64_t) target);
+                return return_reply(NULL);
+        }
+        if (strcmp(cmd, "query-memory-devices") == 0)
+                return return_reply(memory_devices_json(g));
+        if (strcmp(cmd, "qom-get") == 0) {
+                if (!path || !prop)
+                        return error_reply("GenericError", "Parameters 'path' and 'property' are required");
+                if (is_balloon_path(path) && strcmp(prop, "guest-stats") == 0)
+                        return return_reply(guest_stats_json(g));
+                if (is_balloon_path(path) && strcmp(prop, "guest-stats-polling-interval") == 0)
+                        return return_reply(json_object_new_uint64(g->polling_interval));
+                if (is_balloon_path(path) && strcmp(prop, "free-page-reporting") == 0)
+                        return return_reply(json_object_new_boolean(g->index % 2 == 0));
+                if (is_virtio_mem_path(g, path) && strcmp(prop, "requested-size") == 0)
+                        return return_reply(json_object_new_uint64(g->vm_requested));
+                if (is_virtio_mem_path(g, path) && strcmp(prop, "size") == 0)
+                        return return_reply(json_object_new_uint64(g->vm_size));
+                return error_reply("GenericError", "Property not found");
+        }
+        if (strcmp(cmd, "qom-set") == 0) {
+                if (!path || !prop || !json_object_object_get_ex(args, "value", &v))
+                        return error_reply("GenericError", "Parameters 'path', 'property' and 'value' are required");
+                if (is_balloon_path(path) && strcmp(prop, "guest-stats-polling-interval") == 0) {
+                        if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0 ||
+                            json_object_get_int64(v) > UINT32_MAX)
+                                return error_reply("GenericError", "timer value is invalid");
+                        g->polling_interval = (uint64_t) json_object_get_int64(v);
+                        return return_reply(NULL);
+                }
+                if (is_virtio_mem_path(g, path) && strcmp(prop, "requested-size") == 0) {
+                        int64_t size = json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
+                        if (size < 0 || (uint64_t) size > g->vm_max || (uint64_t) size % VIRTIO_MEM_BLOCK != 0)
+                                return error_reply("GenericError",
+                                                   "'requested-size' must be a multiple of 'block-size' and at most 'max-size'");
+                        g->vm_requested = (uint64_t) size;
+                        return return_reply(NULL);
+                }
+                return error_reply("GenericError", "Property not found or not writable");
+        }
+        return error_reply("CommandNotFound", "The command is not found");
+}
+
+static int conn_handle(Conn *c, json_object *msg) {
+        json_object *v, *id = NULL, *args = NULL, *reply;
+        const char *cmd = NULL;
+
+        if (!json_object_is_type(msg, json_type_object))
+                reply = error_reply("GenericError", "QMP input must be a JSON object");
+        else {
+                if (json_object_object_get_ex(msg, "execute", &v) && json_object_is_type(v, json_type_string))
+                        cmd = json_object_get_string(v);
+                (void) json_object_object_get_ex(msg, "id", &id);
+                (void) json_object_object_get_ex(msg, "arguments", &args);
+                if (!cmd)
+                        reply = error_reply("GenericError", "QMP input lacks member 'execute'");
+                else if (!c->negotiated) {
+                        if (strcmp(cmd, "qmp_capabilities") == 0) {
+                                c->negotiated = true;
+                                reply = return_reply(NULL);
+                                if (id)
+                                        json_object_object_add(reply, "id", json_object_get(id));
+                                int r = conn_queue_json(c, reply); /* the handshake is never faulty */
+                                json_object_put(reply);
+                                return r;
+                        }
+                        reply = error_reply("CommandNotFound",
+                                            "Expecting capabilities negotiation with 'qmp_capabilities'");
+                } else
+                        reply = execute(c->guest, cmd, args);
+        }
+        if (id)
+                json_object_object_add(reply, "id", json_object_get(id));
+        int r = conn_reply(c, reply);
+        json_object_put(reply);
+        return r;
+}
+
+static int conn_on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Conn *c = userdata;
+
+        if (revents & EPOLLOUT && c->out_len > 0) {
+                ssize_t n = write(fd, c->out, c->out_len);
+                if (n < 0 && errno != EAGAIN && errno != EINTR) {
+                        conn_free(c);
+                        return 0;
+                }
+                if (n > 0) {
+                        memmove(c->out, c->out + n, c->out_len - (size_t) n);
+                        c->out_len -= (size_t) n;
+                }
+                if (c->out_len == 0 && c->close_after_flush) {
+                        conn_free(c);
+                        return 0;
+                }
+                (void) conn_update_events(c);
+        }
+        if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+                char buf[4096];
+                ssize_t n = read(fd, buf, sizeof(buf));
+                if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                        return 0;
+                if (n <= 0) {
+                        conn_free(c);
+                        return 0;
+                }
+                if (c->close_after_flush)
+                        return 0; /* nothing more is answered on a connection about to break */
+                size_t off = 0;
+                while (off < (size_t) n) {
+                        json_object *msg = json_tokener_parse_ex(c->tok, buf + off, (int) ((size_t) n - off));
+                        enum json_tokener_error e = json_tokener_get_error(c->tok);
+                        if (e == json_tokener_continue)
+                                break;
+                        if (e != json_tokener_success) {
+                                /* QEMU answers a parse error and resynchronises; we drop the peer */
+                                conn_free(c);
+                                return 0;
+                        }
+                        off += json_tokener_get_parse_end(c->tok);
+                        json_tokener_reset(c->tok);
+                        int r = conn_handle(c, msg);
+                        json_object_put(msg);
+                        if (r < 0) {
+                                conn_free(c);
+                                return 0;
+                        }
+                        if (c->close_after_flush)
+                                break;
+                }
+        }
+        return 0;
+}
+
+static int guest_on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Guest *g = userdata;
+        int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (cfd < 0)
+                return 0; /* EAGAIN, or out of fds: the client sees a refused or stalled connect */
+
+        Conn *c = calloc(1, sizeof(*c));
+        if (!c) {
+                close(cfd);
+                return 0;
+        }
+        c->guest = g;
+        c->fd = cfd;
+        c->tok = json_tokener_new_ex(64);
+        if (!c->tok || sd_event_add_io(sd_event_source_get_event(s), &c->io, cfd, EPOLLIN, conn_on_io, c) < 0) {
+                json_tokener_free(c->tok);
+                close(cfd);
+                free(c);
+                return 0;
+        }
+        c->next = g->conns;
+        g->conns = c;
+        static const char greeting[] =
+                "{\"QMP\": {\"version\": {\"qemu\": {\"micro\": 0, \"minor\": 2, \"major\": 9}, \"package\": \"fake-qemu\"}, "
+                "\"capabilities\": [\"oob\"]}}\r\n";
+        if (conn_queue(c, greeting, sizeof(greeting) - 1) < 0)
+                conn_free(c);
+        return 0;
+}
+
+static void guest_step(Guest *g) {
+        GuestModel *m = &g->model;
+
+        guest_model_step(m);
+        if (g->polling_interval > 0 &&
+            (!g->have_stats || m->now_usec - g->stats_updated_usec >= g->polling_interval * USEC_PER_SEC)) {
+                guest_model_sample(m, &g->stats);
+                g->stats_updated_usec = m->now_usec;
+                g->have_stats = true;
+        }
+        if (g->vm_size != g->vm_requested) /* virtio-mem (un)plugs up to 64 blocks per interval */
+                g->vm_size = g->vm_size < g->vm_requested ? MIN(g->vm_requested, g->vm_size + 64 * VIRTIO_MEM_BLOCK)
+                                                          : MAX(g->vm_requested, g->vm_size - 64 * VIRTIO_MEM_BLOCK);
+        if (m->actual != g->last_actual) {
+                g->last_actual = m->actual;
+                broadcast_balloon_change(g);
+        }
+}
+
+static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
+        Sim *sim = userdata;
+        for (unsigned i = 0; i < sim->n_guests; i++)
+                guest_step(&sim->guests[i]);
+        uint64_t period = MAX((uint64_t) ((double) sim->interval_usec / sim->time_scale), (uint64_t) 1000);
+        (void) sd_event_source_set_time(s, usec + period);
+        return 0;
+}
+
+static int guest_listen(Sim *sim, Guest *g, const char *dir) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        _cleanup_free_ char *tmp = NULL;
+
+        if (asprintf(&g->path, "%s/sim-%u.qmp", dir, g->index) < 0 || asprintf(&tmp, "%s/.sim-%u.tmp", dir, g->index) < 0)
+                return -ENOMEM;
+        if (strlen(tmp) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        strcpy(sa.sun_path, tmp);
+        g->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (g->listen_fd < 0)
+                return -errno;
+        (void) unlink(tmp);
+        /* listen first, then rename: a watcher never sees a socket that refuses connections */
+        if (bind(g->listen_fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 || listen(g->listen_fd, 16) < 0 ||
+            rename(tmp, g->path) < 0)
+                return -errno;
+        return sd_event_add_io(sim->event, &g->accept_io, g->listen_fd, EPOLLIN, guest_on_accept, g);
+}
+
+static int parse_scenario(const char *name, int *ret) {
+        static const struct {
+                const char *alias, *name;
+        } aliases[] = { { "steady", "steady-anon" }, { "file", "file-balloon" }, { "liar", "lying-guest" } };
+
+        if (strcmp(name, "all") == 0) {
+                *ret = -1;
+                return 0;
+        }
+        for (size_t i = 0; i < ARRAY_SIZE(aliases); i++)
+                if (strcmp(name, aliases[i].alias) == 0)
+                        name = aliases[i].name;
+        for (int k = 0; k < _SCENARIO_MAX; k++) {
+                GuestModelConfig cfg;
+                ScenarioSpec spec;
+                scenario_config((ScenarioKind) k, 0, false, &cfg, &spec);
+                if (strcmp(spec.name, name) == 0) {
+                        *ret = k;
+                        return 0;
+                }
+        }
+        return -EINVAL;
+}
+
+static void help(void) {
+        printf("Usage: fake-qemu --dir DIR [OPTIONS]\n"
+               "Serves simulated guests, each a QMP server on DIR/sim-N.qmp (N from 0).\n\n"
+               "  --dir DIR              Where the sockets go (must exist)\n"
+               "  --guests N             How many guests (default 1)\n"
+               "  --seed S               Model seed; guest N uses S+N (default 1)\n"
+               "  --scenario NAME        steady(-anon), file(-balloon), file-agent, mixed, doubling,\n"
+               "                         shrinking, streaming, streaming-late, idle, reboot,\n"
+               "                         lying-guest, growth-no-swap, or all (round robin); default mixed\n"
+               "  --randomize            Draw sizes from the seed instead of the scenario's fixed sizes\n"
+               "  --time-scale X         Model seconds per real second (default 1)\n"
+               "  --virtio-mem SIZE_MIB  Give every guest a virtio-mem device vm0 of this maximum\n"
+               "  --fault N:KIND         Guest N misbehaves: garbage, huge-reply, hang,\n"
+               "                         close-mid-reply, lying-stats, stuck-balloon (repeatable)\n\n"
+               "Prints \"READY\" on stdout once every socket listens; SIGTERM/SIGINT remove them.\n");
+}
+
+int main(int argc, char *argv[]) {
+        enum { ARG_DIR = 0x100, ARG_GUESTS, ARG_SEED, ARG_SCENARIO, ARG_TIME_SCALE, ARG_FAULT, ARG_RANDOMIZE, ARG_VM };
+        static const struct option options[] = {
+                { "dir", required_argument, NULL, ARG_DIR },
+                { "guests", required_argument, NULL, ARG_GUESTS },
+                { "seed", required_argument, NULL, ARG_SEED },
+                { "scenario", required_argument, NULL, ARG_SCENARIO },
+                { "time-scale", required_argument, NULL, ARG_TIME_SCALE },
+                { "fault", required_argument, NULL, ARG_FAULT },
+                { "randomize", no_argument, NULL, ARG_RANDOMIZE },
+                { "virtio-mem", required_argument, NULL, ARG_VM },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        const char *dir = NULL;
+        unsigned n_guests = 1;
+        uint64_t seed = 1, vm_max = 0;
+        int scenario = SCENARIO_MIXED;
+        bool randomize = false;
+        double time_scale = 1.0;
+        struct {
+                unsigned guest;
+                FaultKind kind;
+        } faults[64];
+        size_t n_faults = 0;
+        Sim sim = {};
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                char *end = NULL;
+                switch (c) {
+                case ARG_DIR:
+                        dir = optarg;
+                        break;
+                case ARG_GUESTS:
+                        n_guests = (unsigned) strtoul(optarg, &end, 10);
+                        if (*end || n_guests == 0 || n_guests > 100000)
+                                goto usage;
+                        break;
+                case ARG_SEED:
+                        seed = strtoull(optarg, &end, 10);
+                        if (*end)
+                                goto usage;
+                        break;
+                case ARG_SCENARIO:
+                        if (parse_scenario(optarg, &scenario) < 0) {
+                                fprintf(stderr, "fake-qemu: unknown scenario \"%s\"\n", optarg);
+                                return 2;
+                        }
+                        break;
+                case ARG_TIME_SCALE:
+                        time_scale = strtod(optarg, &end);
+                        if (*end || !(time_scale > 0) || !isfinite(time_scale))
+                                goto usage;
+                        break;
+                case ARG_RANDOMIZE:
+                        randomize = true;
+                        break;
+                case ARG_VM:
+                        vm_max = strtoull(optarg, &end, 10) * MIB;
+                        if (*end)
+                                goto usage;
+                        break;
+                case ARG_FAULT: {
+                        const char *colon = strchr(optarg, ':');
+                        size_t k;
+                        if (!colon || n_faults >= ARRAY_SIZE(faults))
+                                goto usage;
+                        faults[n_faults].guest = (unsigned) strtoul(optarg, &end, 10);
+                        if (end != colon)
+                                goto usage;
+                        for (k = 1; k < _FAULT_MAX; k++)
+                                if (strcmp(colon + 1, fault_names[k]) == 0)
+                                        break;
+                        if (k == _FAULT_MAX) {
+                                fprintf(stderr, "fake-qemu: unknown fault \"%s\"\n", colon + 1);
+                                return 2;
+                        }
+                        faults[n_faults++].kind = (FaultKind) k;
+                        break;
+                }
+                case 'h':
+                        help();
+                        return 0;
+                default:
+                        goto usage;
+                }
+        }
+        if (!dir || optind < argc)
+                goto usage;
+
+        /* hundreds of guests: a listening socket each plus their clients */
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                (void) setrlimit(RLIMIT_NOFILE, &rl);
+        }
+        (void) signal(SIGPIPE, SIG_IGN);
+
+        r = sd_event_new(&sim.event);
+        if (r < 0)
+                return 1;
+        sim.n_guests = n_guests;
+        sim.time_scale = time_scale;
+        sim.guests = calloc(n_guests, sizeof(Guest));
+        if (!sim.guests)
+                return 1;
+        for (unsigned i = 0; i < n_guests; i++) {
+                Guest *g = &sim.guests[i];
+                GuestModelConfig cfg;
+                ScenarioSpec spec;
+                ScenarioKind kind = scenario < 0 ? (ScenarioKind) (i % _SCENARIO_MAX) : (ScenarioKind) scenario;
+
+                g->index = i;
+                g->listen_fd = -1;
+                scenario_config(kind, seed + i, randomize, &cfg, &spec);
+                for (size_t f = 0; f < n_faults; f++)
+                        if (faults[f].guest == i)
+                                g->fault = faults[f].kind;
+                if (g->fault == FAULT_LYING_STATS)
+                        cfg.lie_probability = 1.0;
+                guest_model_init(&g->model, &cfg);
+                g->last_actual = g->model.actual;
+                g->vm_max = vm_max;
+                /* one tick period for everyone: the first guest's interval (all scenarios share it) */
+                if (i == 0)
+                        sim.interval_usec = cfg.interval_usec;
+                r = guest_listen(&sim, g, dir);
+                if (r < 0) {
+                        fprintf(stderr, "fake-qemu: cannot listen for guest %u in %s: %s\n", i, dir, strerror(-r));
+                        return 1;
+                }
+        }
+        for (size_t f = 0; f < n_faults; f++)
+                if (faults[f].guest >= n_guests)
+                        fprintf(stderr, "fake-qemu: warning: --fault for guest %u, which does not exist\n", faults[f].guest);
+
+        uint64_t now;
+        sd_event_now(sim.event, CLOCK_MONOTONIC, &now);
+        r = sd_event_add_time(sim.event, NULL, CLOCK_MONOTONIC,
+                              now + MAX((uint64_t) ((double) sim.interval_usec / time_scale), (uint64_t) 1000), 0,
+                              on_tick, &sim);
+        if (r >= 0) {
+                sigset_t mask;
+                sigemptyset(&mask);
+                sigaddset(&mask, SIGTERM);
+                sigaddset(&mask, SIGINT);
+                sigprocmask(SIG_BLOCK, &mask, NULL);
+                r = sd_event_add_signal(sim.event, NULL, SIGTERM, NULL, NULL);
+                if (r >= 0)
+                        r = sd_event_add_signal(sim.event, NULL, SIGINT, NULL, NULL);
+        }
+        if (r < 0) {
+                fprintf(stderr, "fake-qemu: event loop setup failed: %s\n", strerror(-r));
+                return 1;
+        }
+        printf("READY\n");
+        fflush(stdout);
+        r = sd_event_loop(sim.event);
+
+        for (unsigned i = 0; i < n_guests; i++) {
+                Guest *g = &sim.guests[i];
+                while (g->conns)
+                        conn_free(g->conns);
+                sd_event_source_disable_unref(g->accept_io);
+                if (g->listen_fd >= 0)
+                        close(g->listen_fd);
+                if (g->path)
+                        (void) unlink(g->path);
+                free(g->path);
+        }
+        free(sim.guests);
+        sd_event_unref(sim.event);
+        return r < 0 ? 1 : 0;
+
+usage:
+        fprintf(stderr, "fake-qemu: invalid arguments. Try 'fake-qemu --help'.\n");
+        return 2;
+}

@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* rightsizectl's formatting: tables stay aligned whatever the names, hostile names cannot
+ * reach the terminal, sizes read as people write them, pictures follow the data, and the JSON
+ * keeps its documented shape. */
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/macro.h"
+#include "daemon/ctl-format.h"
+
+static char *capture_begin(FILE **f, size_t *size, char **buf) {
+        *f = open_memstream(buf, size);
+        ck_assert_ptr_nonnull(*f);
+        return NULL;
+}
+
+static char *capture_end(FILE *f, char *buf) {
+        ck_assert_int_eq(fclose(f), 0);
+        return buf;
+}
+
+/* The nth line (0-based) of text, malloc'd. */
+static char *nth_line(const char *text, size_t n) {
+        const char *p = text;
+        for (size_t i = 0; i < n; i++) {
+                p = strchr(p, '\n');
+                ck_assert_ptr_nonnull(p);
+                p++;
+        }
+        return strndup(p, strcspn(p, "\n"));
+}
+
+/* Display column at which `needle` starts in line. */
+static size_t column_of(const char *line, const char *needle) {
+        const char *p = strstr(line, needle);
+        ck_assert_msg(p != NULL, "\"%s\" not in \"%s\"", needle, line);
+        _cleanup_free_ char *prefix = strndup(line, (size_t) (p - line));
+        return ctl_display_width(prefix);
+}
+
+static void guest_fill(CtlGuest *g, const char *name, const char *state, uint64_t actual) {
+        ctl_guest_init(g);
+        ck_assert_int_eq(ctl_guest_set_string(g, ctl_guest_field_find("name"), name), 0);
+        ck_assert_int_eq(ctl_guest_set_string(g, ctl_guest_field_find("state"), state), 0);
+        ck_assert_int_eq(ctl_guest_set_string(g, ctl_guest_field_find("policy"), "balanced"), 0);
+        ctl_guest_set_u64(g, ctl_guest_field_find("actual"), actual);
+        ctl_guest_set_u64(g, ctl_guest_field_find("max"), 4 * GIB);
+}
+
+START_TEST(test_sanitize) {
+        _cleanup_free_ char *a = ctl_sanitize("web\x1b]0;pwned\x07\x1b[2J");
+        ck_assert_str_eq(a, "web?]0;pwned??[2J");
+        _cleanup_free_ char *b = ctl_sanitize("tab\there\nnl\x7f");
+        ck_assert_str_eq(b, "tab?here?nl?");
+        /* UTF-8 survives; a C1 CSI (U+009B) and a lone continuation byte do not */
+        _cleanup_free_ char *c = ctl_sanitize("gäst-€\xc2\x9b" "31m\x80x");
+        ck_assert_str_eq(c, "gäst-€?31m?x");
+        /* truncated and overlong sequences */
+        _cleanup_free_ char *d = ctl_sanitize("a\xe2\x82" "b\xc0\xafz");
+        ck_assert_str_eq(d, "a??b??z");
+        _cleanup_free_ char *e = ctl_sanitize(NULL);
+        ck_assert_str_eq(e, "");
+        ck_assert_uint_eq(ctl_display_width("gäst-€"), 6);
+}
+END_TEST
+
+START_TEST(test_sizes) {
+        char buf[64];
+        ck_assert_str_eq(ctl_format_size(buf, sizeof(buf), 512), "512 B");
+        ck_assert_str_eq(ctl_format_size(buf, sizeof(buf), 1536 * MIB), "1.5 GiB");
+        ck_assert_str_eq(ctl_format_size(buf, sizeof(buf), 300 * MIB), "300 MiB");
+        ck_assert_str_eq(ctl_format_size(buf, sizeof(buf), CTL_UNKNOWN), "-");
+}
+END_TEST
+
+START_TEST(test_table_alignment_hostile_names) {
+        CtlGuest g[3];
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        guest_fill(&g[0], "a", "probe", 2 * GIB);
+        guest_fill(&g[1], "very-long-guest-name-\x1b[31mred\x1b[0m-and-more-ünïcödé", "hold", 1536 * MIB);
+        guest_fill(&g[2], "broken", "faulty", 512 * MIB);
+        ck_assert_int_eq(ctl_guest_set_string(&g[2], ctl_guest_field_find("fault"), "QMP: garbage\x1b[H"), 0);
+        ck_assert_int_eq(ctl_guest_set_string(&g[0], ctl_guest_field_find("reason"), "probing down"), 0);
+        ctl_guest_set_u64(&g[0], ctl_guest_field_find("estimate"), 700 * MIB);
+
+        capture_begin(&f, &size, &buf);
+        ck_assert_int_eq(ctl_print_guest_table(f, g, 3), 0);
+        capture_end(f, buf);
+
+        ck_assert_ptr_null(strchr(buf, '\x1b'));
+        _cleanup_free_ char *h = nth_line(buf, 0), *l0 = nth_line(buf, 1), *l1 = nth_line(buf, 2),
+                             *l2 = nth_line(buf, 3);
+        /* Left-aligned columns start where their header does. */
+        ck_assert_uint_eq(column_of(l0, "probe"), column_of(h, "STATE"));
+        ck_assert_uint_eq(column_of(l1, "hold"), column_of(h, "STATE"));
+        ck_assert_uint_eq(column_of(l2, "faulty"), column_of(h, "STATE"));
+        ck_assert_uint_eq(column_of(l1, "balanced"), column_of(h, "POLICY"));
+        /* Right-aligned sizes end where their header ends. */
+        ck_assert_uint_eq(column_of(l0, "2 GiB") + strlen("2 GiB"), column_of(h, "ACTUAL") + strlen("ACTUAL"));
+        ck_assert_uint_eq(column_of(l1, "1.5 GiB") + strlen("1.5 GiB"), column_of(h, "ACTUAL") + strlen("ACTUAL"));
+        ck_assert_uint_eq(column_of(l0, "700 MiB") + strlen("700 MiB"),
+                          column_of(h, "ESTIMATE") + strlen("ESTIMATE"));
+        /* Reclaimed is max - actual; the fault replaces the reason. */
+        ck_assert_uint_eq(column_of(l2, "3.5 GiB") + strlen("3.5 GiB"), column_of(h, "RECLAIMED") + strlen("RECLAIMED"));
+        ck_assert_uint_eq(column_of(l2, "fault: QMP: garbage?[H"), column_of(h, "REASON/FAULT"));
+        ck_assert_uint_eq(column_of(l0, "probing down"), column_of(h, "REASON/FAULT"));
+        ck_assert_ptr_nonnull(strstr(l1, "very-long-guest-name-?[31mred?[0m-and-more-ünïcödé"));
+        /* No trailing blanks. */
+        ck_assert(l1[strlen(l1) - 1] != ' ');
+        free(buf);
+        for (size_t i = 0; i < 3; i++)
+                ctl_guest_done(&g[i]);
+}
+END_TEST
+
+START_TEST(test_sparkline) {
+        const uint64_t series[] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+        _cleanup_free_ char *s = ctl_sparkline(series, 8, 0, 7, 80);
+        ck_assert_str_eq(s, "▁▂▃▄▅▆▇█");
+
+        /* Resampling keeps the last value of each bucket; unknown is a blank. */
+        const uint64_t longer[] = { 0, 10, 10, 0, CTL_UNKNOWN, CTL_UNKNOWN, 5, 10 };
+        _cleanup_free_ char *t = ctl_sparkline(longer, 8, 0, 10, 4);
+        ck_assert_str_eq(t, "█▁ █");
+
+        /* Out of range values are clamped; a flat range is the lowest bar. */
+        const uint64_t flat[] = { 3, 3, 3 };
+        _cleanup_free_ char *u = ctl_sparkline(flat, 3, 3, 3, 10);
+        ck_assert_str_eq(u, "▁▁▁");
+        const uint64_t wild[] = { 0, 100 };
+        _cleanup_free_ char *w = ctl_sparkline(wild, 2, 10, 20, 10);
+        ck_assert_str_eq(w, "▁█");
+}
+END_TEST
+
+START_TEST(test_chart) {
+        CtlHistoryPoint h[20];
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        /* Target falls from 4 GiB to 2 GiB, actual follows one step late, estimate flat at 1 GiB. */
+        for (size_t i = 0; i < 20; i++) {
+                h[i].usec = 1700000000ULL * 1000000 + i * 10 * 1000000;
+                h[i].target = i < 10 ? 4 * GIB : 2 * GIB;
+                h[i].actual = i < 11 ? 4 * GIB : 2 * GIB;
+                h[i].estimate = i < 2 ? 0 : GIB;
+        }
+        capture_begin(&f, &size, &buf);
+        ck_assert_int_eq(ctl_print_chart(f, h, 20, 80, 7), 0);
+        capture_end(f, buf);
+
+        _cleanup_free_ char *top = nth_line(buf, 0), *bottom = nth_line(buf, 6), *mid = nth_line(buf, 4);
+        /* Top row: 4 GiB, target and actual together (*) for ten columns, then actual alone. */
+        ck_assert_ptr_nonnull(strstr(top, "4 GiB"));
+        ck_assert_ptr_nonnull(strstr(top, "┤**********A"));
+        ck_assert_ptr_null(strchr(top, 'E'));
+        /* Bottom row: 1 GiB, the estimate from the third point on (the first two unknown). */
+        ck_assert_ptr_nonnull(strstr(bottom, "1 GiB"));
+        ck_assert_ptr_nonnull(strstr(bottom, "┤  EEEEEEEEEEEEEEEEEE"));
+        /* 2 GiB is a third of the way up from 1 GiB to 4 GiB: row 4 of 0..6. */
+        ck_assert_ptr_nonnull(strstr(mid, "┤          T*********"));
+        ck_assert_ptr_nonnull(strstr(buf, "-3m"));
+        ck_assert_ptr_nonnull(strstr(buf, "T target  A actual  E estimate"));
+        free(buf);
+}
+END_TEST
+
+START_TEST(test_json_shape) {
+        CtlGuest g;
+        guest_fill(&g, "web\x1b", "hold", 3 * GIB);
+        ctl_guest_set_double(&g, ctl_guest_field_find("confidence"), 0.75);
+        ctl_guest_set_bool(&g, ctl_guest_field_find("agent"), true);
+
+        json_object *o = ctl_guest_to_json(&g), *v;
+        ck_assert_ptr_nonnull(o);
+        /* Every documented key is there, null when unknown. */
+        for (size_t i = 0; i < ctl_n_guest_fields; i++)
+                ck_assert_msg(json_object_object_get_ex(o, ctl_guest_fields[i].key, NULL), "%s missing",
+                              ctl_guest_fields[i].key);
+        ck_assert(json_object_object_get_ex(o, "reclaimed", &v));
+        ck_assert_uint_eq(json_object_get_uint64(v), GIB);
+        ck_assert(json_object_object_get_ex(o, "name", &v));
+        ck_assert_str_eq(json_object_get_string(v), "web\x1b"); /* JSON escapes it; the data is kept */
+        ck_assert(json_object_object_get_ex(o, "actual", &v));
+        ck_assert(json_object_is_type(v, json_type_int));
+        ck_assert_uint_eq(json_object_get_uint64(v), 3 * GIB);
+        ck_assert(json_object_object_get_ex(o, "estimate", &v));
+        ck_assert_ptr_null(v);
+        ck_assert(json_object_object_get_ex(o, "confidence", &v));
+        ck_assert(fabs(json_object_get_double(v) - 0.75) < 1e-9);
+        ck_assert(json_object_object_get_ex(o, "agent", &v));
+        ck_assert(json_object_get_boolean(v));
+        ck_assert(json_object_object_get_ex(o, "paused", &v));
+        ck_assert_ptr_null(v);
+
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f;
+        capture_begin(&f, &size, &buf);
+        ck_assert_int_eq(ctl_print_json(f, o), 0);
+        capture_end(f, buf);
+        ck_assert_ptr_nonnull(strstr(buf, "\"web\\u001b\""));
+        json_object *back = json_tokener_parse(buf);
+        ck_assert_ptr_nonnull(back);
+        json_object_put(back);
+        free(buf);
+        json_object_put(o);
+        ctl_guest_done(&g);
+
+        CtlHistoryPoint h[2] = { { 1, 2, 3, 0 }, { 4, 5, 6, 7 } };
+        json_object *a = ctl_history_to_json(h, 2);
+        ck_assert_uint_eq(json_object_array_length(a), 2);
+        json_object *p0 = json_object_array_get_idx(a, 0), *p1 = json_object_array_get_idx(a, 1);
+        ck_assert(json_object_object_get_ex(p0, "estimate", &v));
+        ck_assert_ptr_null(v);
+        ck_assert(json_object_object_get_ex(p1, "estimate", &v));
+        ck_assert_uint_eq(json_object_get_uint64(v), 7);
+        ck_assert(json_object_object_get_ex(p1, "time", &v));
+        ck_assert_uint_eq(json_object_get_uint64(v), 4);
+        json_object_put(a);
+}
+END_TEST
+
+START_TEST(test_details) {
+        CtlGuest g;
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        guest_fill(&g, "db\x1b[1m", "probe", 3 * GIB);
+        ctl_guest_set_u64(&g, ctl_guest_field_find("estimate"), 1200 * MIB);
+        ctl_guest_set_u64(&g, ctl_guest_field_find("estimate-lower"), GIB);
+        ctl_guest_set_u64(&g, ctl_guest_field_find("estimate-upper"), 1536 * MIB);
+        ctl_guest_set_double(&g, ctl_guest_field_find("confidence"), 0.8);
+        ck_assert_int_eq(ctl_guest_set_string(&g, ctl_guest_field_find("tier"), "agent"), 0);
+        ck_assert_int_eq(ctl_guest_set_string(&g, ctl_guest_field_find("reason"), "refaults low"), 0);
+
+        capture_begin(&f, &size, &buf);
+        ck_assert_int_eq(ctl_print_guest_details(f, &g, NULL, 0, 80), 0);
+        capture_end(f, buf);
+        ck_assert_ptr_null(strchr(buf, '\x1b'));
+        ck_assert_ptr_nonnull(strstr(buf, "db?[1m"));
+        ck_assert_ptr_nonnull(strstr(buf, "Estimate: 1.2 GiB (1 GiB .. 1.5 GiB)"));
+        ck_assert_ptr_nonnull(strstr(buf, "State: probe (tier agent)"));
+        ck_assert_ptr_nonnull(strstr(buf, "Confidence: 80 %"));
+        ck_assert_ptr_nonnull(strstr(buf, "Reason: refaults low"));
+        ck_assert_ptr_nonnull(strstr(buf, "Reclaimed: 1 GiB"));
+        free(buf);
+        ctl_guest_done(&g);
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("ctl-format");
+        TCase *tc = tcase_create("format");
+        SRunner *sr;
+        int failed;
+
+        tcase_add_test(tc, test_sanitize);
+        tcase_add_test(tc, test_sizes);
+        tcase_add_test(tc, test_table_alignment_hostile_names);
+        tcase_add_test(tc, test_sparkline);
+        tcase_add_test(tc, test_chart);
+        tcase_add_test(tc, test_json_shape);
+        tcase_add_test(tc, test_details);
+        suite_add_tcase(s, tc);
+        sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
