@@ -266,7 +266,12 @@ static void domain_refresh(LibvirtBackend *b, virDomainPtr dom, bool migrating_h
         for (size_t i = 0; i < d->xml.n_virtio_mem; i++)
                 if (qmp_value_is_known(d->xml.virtio_mem[i].size) && d->xml.virtio_mem[i].size < d->maximum)
                         d->maximum -= d->xml.virtio_mem[i].size;
+        /* Likewise libvirt's current memory counts plugged virtio-mem memory; BALLOON_CHANGE
+         * does not. actual is the balloon's part only. */
         d->actual = (uint64_t) info.memory * KIB;
+        for (size_t i = 0; i < d->xml.n_virtio_mem; i++)
+                if (qmp_value_is_known(d->xml.virtio_mem[i].current) && d->xml.virtio_mem[i].current < d->actual)
+                        d->actual -= d->xml.virtio_mem[i].current;
         domain_fill_info(d);
 
         if (is_new && !skip && d->dom &&
@@ -637,8 +642,6 @@ int libvirt_backend_collect_all(LibvirtBackend *b, libvirt_stats_fn callback, vo
                         continue;
                 rs_libvirt_stats_init(&stats);
                 (void) rs_libvirt_stats_map(records[i]->params, records[i]->nparams, &stats);
-                if (qmp_value_is_known(stats.actual))
-                        d->actual = d->info.actual = stats.actual;
                 /* The callback may not free the backend, but may call into it: copy the name. */
                 callback(b, d->uuid, d->name, &stats, userdata);
                 reported++;

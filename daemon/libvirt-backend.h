@@ -38,7 +38,8 @@ typedef struct LibvirtDomainInfo {
         bool agent_channel;        /* has org.qemu.guest_agent.0 (the agent may still be down) */
         bool free_page_reporting;
         uint64_t maximum;          /* bytes: the balloon's ceiling (<memory> minus memory devices) */
-        uint64_t actual;           /* bytes the balloon leaves the guest */
+        uint64_t actual;           /* bytes the balloon leaves the guest (without virtio-mem, as
+                                    * BALLOON_CHANGE reports it; virsh dominfo adds virtio-mem) */
         const char *virtio_mem_alias; /* NULL when there is no virtio-mem device */
         uint64_t virtio_mem_size, virtio_mem_block, virtio_mem_requested, virtio_mem_current;
 } LibvirtDomainInfo;

@@ -96,7 +96,8 @@ int rs_virtio_mem_align(uint64_t bytes, uint64_t block, uint64_t size, uint64_t 
  * (MemAvailable). libvirt reports KiB; these are bytes (fault counters stay counts). */
 typedef struct RsLibvirtStats {
         QmpGuestStats guest;  /* value[] in QMP's units, QMP_VALUE_UNKNOWN when absent */
-        uint64_t actual;      /* balloon.current: bytes the balloon leaves the guest */
+        uint64_t actual;      /* balloon.current, bytes: libvirt's current memory, which counts
+                               * plugged virtio-mem memory too (measured on libvirt 9.0) */
         uint64_t maximum;     /* balloon.maximum: bytes */
         uint64_t rss;         /* balloon.rss: QEMU's host RSS, bytes */
 } RsLibvirtStats;

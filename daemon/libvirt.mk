@@ -9,8 +9,8 @@ daemon_liblibvirtbackend_a_SOURCES = \
 daemon_liblibvirtbackend_a_CFLAGS = $(AM_CFLAGS) $(LIBVIRT_CFLAGS) $(QMP_CFLAGS)
 
 # virDomainQemuAgentCommand lives in libvirt-qemu (same package, libvirt-dev).
-LIBVIRT_BACKEND_LIBS = daemon/liblibvirtbackend.a $(RIGHTSIZED_LIBS) $(QMP_LIBS) $(LIBVIRT_LIBS) -lvirt-qemu
-LIBVIRT_BACKEND_CFLAGS = $(LIBVIRT_CFLAGS) $(QMP_CFLAGS)
+LIBVIRT_BACKEND_LIBS = daemon/liblibvirtbackend.a $(RIGHTSIZED_LIBS) $(QMP_LIBS) $(LIBVIRT_QEMU_LIBS) $(LIBVIRT_LIBS)
+LIBVIRT_BACKEND_CFLAGS = $(LIBVIRT_CFLAGS) $(LIBVIRT_QEMU_CFLAGS) $(QMP_CFLAGS)
 
 EXTRA_DIST += contrib/libvirt-setup contrib/guest-domain-xml
 

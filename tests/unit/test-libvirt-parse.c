@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/macro.h"
+#include "daemon/libvirt-parse.h"
+
+static const char domain_xml[] =
+        "<domain type='qemu' id='3'>\n"
+        "  <name>g</name>\n"
+        "  <metadata><rightsize:policy xmlns:rightsize='https://rightsize.org/xmlns/policy/1'>balanced</rightsize:policy></metadata>\n"
+        "  <maxMemory slots='4' unit='KiB'>4194304</maxMemory>\n"
+        "  <memory unit='KiB'>3145728</memory>\n"
+        "  <cpu><numa><cell id='0' cpus='0' memory='1048576' unit='KiB'/></numa></cpu>\n"
+        "  <devices>\n"
+        "    <!-- <memballoon model='none'/> in a comment does not count -->\n"
+        "    <channel type='unix'><source mode='bind' path='/x'/>"
+        "<target type='virtio' name='org.qemu.guest_agent.0' state='connected'/><alias name='channel0'/></channel>\n"
+        "    <memballoon model='virtio' autodeflate='on' freePageReporting='on'><stats period='1'/><alias name='balloon0'/></memballoon>\n"
+        "    <memory model='virtio-mem'>\n"
+        "      <target>\n"
+        "        <size unit='KiB'>2097152</size>\n"
+        "        <node>0</node>\n"
+        "        <block unit='KiB'>2048</block>\n"
+        "        <requested unit='KiB'>0</requested>\n"
+        "        <current unit='KiB'>0</current>\n"
+        "      </target>\n"
+        "      <alias name='virtiomem0'/>\n"
+        "      <address type='pci' domain='0x0000' bus='0x00' slot='0x06' function='0x0'/>\n"
+        "    </memory>\n"
+        "  </devices>\n"
+        "</domain>\n";
+
+START_TEST(test_domain_xml) {
+        _cleanup_(rs_domain_xml_clear) RsDomainXml x = {};
+        const RsVirtioMem *m;
+
+        ck_assert_int_eq(rs_domain_xml_parse(domain_xml, &x), 0);
+        ck_assert_int_eq(x.balloon, RS_BALLOON_VIRTIO);
+        ck_assert_uint_eq(x.stats_period, 1);
+        ck_assert(x.free_page_reporting && x.autodeflate && x.agent_channel && x.numa && !x.vfio_hostdev);
+        ck_assert_uint_eq(x.max_memory, 4 * GIB);
+        ck_assert_uint_eq(x.n_virtio_mem, 1);
+        m = rs_domain_xml_find_virtio_mem(&x, "virtiomem0");
+        ck_assert_ptr_nonnull(m);
+        ck_assert_ptr_eq(rs_domain_xml_find_virtio_mem(&x, NULL), m);
+        ck_assert_ptr_null(rs_domain_xml_find_virtio_mem(&x, "virtiomem1"));
+        ck_assert_uint_eq(m->size, 2 * GIB);
+        ck_assert_uint_eq(m->block, 2 * MIB);
+        ck_assert_uint_eq(m->requested, 0);
+        ck_assert_uint_eq(m->current, 0);
+        ck_assert_int_eq(m->node, 0);
+        ck_assert_ptr_nonnull(strstr(m->device_xml, "<alias name='virtiomem0'/>"));
+        ck_assert_int_eq(strncmp(m->device_xml, "<memory model='virtio-mem'>", 27), 0);
+        ck_assert_ptr_null(rs_domain_xml_skip_reason(&x));
+}
+END_TEST
+
+START_TEST(test_skip_reasons) {
+        RsDomainXml x = {};
+
+        ck_assert_int_eq(rs_domain_xml_parse("<domain><devices><memballoon model='none'/></devices></domain>", &x), 0);
+        ck_assert_int_eq(x.balloon, RS_BALLOON_NONE);
+        ck_assert_ptr_nonnull(strstr(rs_domain_xml_skip_reason(&x), "none"));
+        rs_domain_xml_clear(&x);
+        ck_assert_int_eq(rs_domain_xml_parse("<domain><devices></devices></domain>", &x), 0);
+        ck_assert_str_eq(rs_domain_xml_skip_reason(&x), "no balloon device");
+        rs_domain_xml_clear(&x);
+        ck_assert_int_eq(rs_domain_xml_parse("<domain><devices><memballoon model=\"virtio\"/>"
+                                             "<hostdev mode='subsystem' type='pci' managed='yes'><source/></hostdev>"
+                                             "</devices></domain>",
+                                             &x),
+                         0);
+        ck_assert_ptr_nonnull(strstr(rs_domain_xml_skip_reason(&x), "VFIO"));
+        rs_domain_xml_clear(&x);
+        /* A USB hostdev pins nothing. */
+        ck_assert_int_eq(rs_domain_xml_parse("<domain><devices><memballoon model='virtio'/>"
+                                             "<hostdev mode='subsystem' type='usb'/></devices></domain>",
+                                             &x),
+                         0);
+        ck_assert_ptr_null(rs_domain_xml_skip_reason(&x));
+        rs_domain_xml_clear(&x);
+}
+END_TEST
+
+START_TEST(test_garbage_xml) {
+        static const char *const bad[] = {
+                "", "<", "<>", "not xml", "<notdomain/>", "</domain>", "<domain",
+                "<domain><devices><memory model='virtio-mem'><target><size unit='KiB'>2048",
+                "<domain><devices><memory model='virtio-mem'><target><size unit='parsec'>1</size>",
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+                RsDomainXml x = {};
+                if (rs_domain_xml_parse(bad[i], &x) == 0) {
+                        /* Tolerated, but nothing half-read may survive. */
+                        for (size_t j = 0; j < x.n_virtio_mem; j++)
+                                ck_assert_ptr_nonnull(x.virtio_mem[j].device_xml);
+                        rs_domain_xml_clear(&x);
+                }
+        }
+        ck_assert_int_eq(rs_domain_xml_parse(NULL, &(RsDomainXml) {}), -EBADMSG);
+        ck_assert_int_eq(rs_domain_xml_parse("<notdomain/>", &(RsDomainXml) {}), -EBADMSG);
+}
+END_TEST
+
+START_TEST(test_virtio_mem_update) {
+        _cleanup_(rs_domain_xml_clear) RsDomainXml x = {};
+        _cleanup_free_ char *u = NULL, *u2 = NULL;
+        RsDomainXml y = {};
+
+        ck_assert_int_eq(rs_domain_xml_parse(domain_xml, &x), 0);
+        ck_assert_int_eq(rs_virtio_mem_update_xml(&x.virtio_mem[0], 302 * MIB, &u), 0);
+        ck_assert_ptr_nonnull(strstr(u, "<requested unit='KiB'>309248</requested>"));
+        ck_assert_ptr_null(strstr(u, "<current"));
+        ck_assert_ptr_null(strstr(u, "<requested unit='KiB'>0</requested>"));
+        ck_assert_ptr_nonnull(strstr(u, "<block unit='KiB'>2048</block>"));
+        ck_assert_ptr_nonnull(strstr(u, "<alias name='virtiomem0'/>"));
+        /* The result reads back as the same device with the new size. */
+        {
+                _cleanup_free_ char *wrapped = NULL;
+                ck_assert_int_ge(asprintf(&wrapped, "<domain><devices>%s</devices></domain>", u), 0);
+                ck_assert_int_eq(rs_domain_xml_parse(wrapped, &y), 0);
+                ck_assert_uint_eq(y.virtio_mem[0].requested, 302 * MIB);
+                ck_assert_uint_eq(y.virtio_mem[0].size, 2 * GIB);
+                ck_assert_uint_eq(y.virtio_mem[0].current, QMP_VALUE_UNKNOWN);
+                /* No <requested> at all: it is added inside <target>. */
+                ck_assert_int_eq(rs_virtio_mem_update_xml(&(RsVirtioMem) {
+                                                                  .device_xml = (char *) "<memory model='virtio-mem'><target><size>4</size></target></memory>" },
+                                                          4 * MIB, &u2),
+                                 0);
+                ck_assert_str_eq(u2, "<memory model='virtio-mem'><target><size>4</size><requested unit='KiB'>4096</requested></target></memory>");
+                rs_domain_xml_clear(&y);
+        }
+        ck_assert_int_eq(rs_virtio_mem_update_xml(&x.virtio_mem[0], 1000, &u2), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_align) {
+        uint64_t v;
+
+        ck_assert_int_eq(rs_virtio_mem_align(300 * MIB + 1, 2 * MIB, 2 * GIB, &v), 0);
+        ck_assert_uint_eq(v, 302 * MIB);
+        ck_assert_int_eq(rs_virtio_mem_align(300 * MIB, 2 * MIB, 2 * GIB, &v), 0);
+        ck_assert_uint_eq(v, 300 * MIB);
+        ck_assert_int_eq(rs_virtio_mem_align(0, 2 * MIB, 2 * GIB, &v), 0);
+        ck_assert_uint_eq(v, 0);
+        ck_assert_int_eq(rs_virtio_mem_align(UINT64_MAX, 2 * MIB, 2 * GIB, &v), 0);
+        ck_assert_uint_eq(v, 2 * GIB);
+        ck_assert_int_eq(rs_virtio_mem_align(5 * MIB, 2 * MIB, 5 * MIB, &v), 0);
+        ck_assert_uint_eq(v, 4 * MIB);
+        ck_assert_int_eq(rs_virtio_mem_align(1, 0, 2 * GIB, &v), -EINVAL);
+        ck_assert_int_eq(rs_virtio_mem_align(1, 3 * MIB, 2 * GIB, &v), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_metadata) {
+        _cleanup_free_ char *f = NULL;
+        char *p = NULL;
+
+        ck_assert_int_eq(rs_libvirt_metadata_format("balanced", &f), 0);
+        ck_assert_str_eq(f, "<policy>balanced</policy>");
+        ck_assert_int_eq(rs_libvirt_metadata_format("../x", &p), -EINVAL);
+        ck_assert_int_eq(rs_libvirt_metadata_format("a b", &p), -EINVAL);
+        ck_assert_int_eq(rs_libvirt_metadata_format("", &p), -EINVAL);
+
+        ck_assert_int_eq(rs_libvirt_metadata_parse("<rightsize:policy xmlns:rightsize=\"https://rightsize.org/xmlns/policy/1\">"
+                                                   "balanced</rightsize:policy>",
+                                                   &p),
+                         0);
+        ck_assert_str_eq(p, "balanced");
+        free(p);
+        ck_assert_int_eq(rs_libvirt_metadata_parse("<policy xmlns='u'>\n  fast-1.2_x \n</policy>", &p), 0);
+        ck_assert_str_eq(p, "fast-1.2_x");
+        free(p);
+        ck_assert_int_eq(rs_libvirt_metadata_parse("<policy>bal&amp;anced</policy>", &p), -EBADMSG);
+        ck_assert_int_eq(rs_libvirt_metadata_parse("<policy>a/b</policy>", &p), -EBADMSG);
+        ck_assert_int_eq(rs_libvirt_metadata_parse("<policy><x/>a</policy>", &p), -EBADMSG);
+        ck_assert_int_eq(rs_libvirt_metadata_parse("<other>a</other>", &p), -EBADMSG);
+        ck_assert_int_eq(rs_libvirt_metadata_parse("<policy>a</other>", &p), -EBADMSG);
+        ck_assert_int_eq(rs_libvirt_metadata_parse("<policy></policy>", &p), -EBADMSG);
+        ck_assert_int_eq(rs_libvirt_metadata_parse("<policy>", &p), -EBADMSG);
+        ck_assert_int_eq(rs_libvirt_metadata_parse(NULL, &p), -EBADMSG);
+        {
+                char big[256];
+                memset(big, 'a', sizeof(big));
+                memcpy(big, "<policy>", 8);
+                memcpy(big + 200, "</policy>", 10);
+                ck_assert_int_eq(rs_libvirt_metadata_parse(big, &p), -EBADMSG);
+        }
+}
+END_TEST
+
+static void set_ull(virTypedParameter *p, const char *field, unsigned long long v) {
+        memset(p, 0, sizeof(*p));
+        strncpy(p->field, field, VIR_TYPED_PARAM_FIELD_LENGTH - 1);
+        p->type = VIR_TYPED_PARAM_ULLONG;
+        p->value.ul = v;
+}
+
+START_TEST(test_stats_map) {
+        virTypedParameter p[16];
+        RsLibvirtStats s;
+        int n = 0;
+
+        set_ull(&p[n++], "balloon.current", 786432);
+        set_ull(&p[n++], "balloon.maximum", 1048576);
+        set_ull(&p[n++], "balloon.unused", 100000);     /* MemFree */
+        set_ull(&p[n++], "balloon.available", 996732);  /* MemTotal */
+        set_ull(&p[n++], "balloon.usable", 883472);     /* MemAvailable */
+        set_ull(&p[n++], "balloon.swap_in", 8);
+        set_ull(&p[n++], "balloon.major_fault", 7);
+        set_ull(&p[n++], "balloon.minor_fault", 946);
+        set_ull(&p[n++], "balloon.disk_caches", 9384);
+        set_ull(&p[n++], "balloon.rss", 269668);
+        set_ull(&p[n++], "balloon.last-update", 1796294546);
+        set_ull(&p[n++], "balloon.something-new", 5);
+        p[n] = p[0];
+        strcpy(p[n].field, "balloon.swap_out");
+        p[n].type = VIR_TYPED_PARAM_LLONG;
+        p[n++].value.l = -1; /* negative: stays unknown */
+        p[n] = p[0];
+        strcpy(p[n].field, "balloon.hugetlb_pgalloc");
+        p[n].type = VIR_TYPED_PARAM_STRING; /* wrong type: ignored */
+        p[n++].value.s = NULL;
+
+        rs_libvirt_stats_init(&s);
+        ck_assert_int_eq(rs_libvirt_stats_map(p, n, &s), 11);
+        ck_assert_uint_eq(s.actual, 768 * MIB);
+        ck_assert_uint_eq(s.maximum, 1 * GIB);
+        ck_assert_uint_eq(s.guest.value[QMP_STAT_FREE_MEMORY], 100000 * KIB);
+        ck_assert_uint_eq(s.guest.value[QMP_STAT_TOTAL_MEMORY], 996732 * KIB);
+        ck_assert_uint_eq(s.guest.value[QMP_STAT_AVAILABLE_MEMORY], 883472 * KIB);
+        ck_assert_uint_eq(s.guest.value[QMP_STAT_SWAP_IN], 8 * KIB);
+        ck_assert_uint_eq(s.guest.value[QMP_STAT_MAJOR_FAULTS], 7);
+        ck_assert_uint_eq(s.guest.value[QMP_STAT_MINOR_FAULTS], 946);
+        ck_assert_uint_eq(s.guest.value[QMP_STAT_DISK_CACHES], 9384 * KIB);
+        ck_assert_uint_eq(s.rss, 269668 * KIB);
+        ck_assert_uint_eq(s.guest.last_update, 1796294546);
+        ck_assert_uint_eq(s.guest.value[QMP_STAT_SWAP_OUT], QMP_VALUE_UNKNOWN);
+        ck_assert_uint_eq(s.guest.value[QMP_STAT_HTLB_PGALLOC], QMP_VALUE_UNKNOWN);
+        ck_assert_uint_eq(s.guest.value[QMP_STAT_OOM_KILLS], QMP_VALUE_UNKNOWN);
+
+        rs_libvirt_stats_init(&s);
+        ck_assert_int_eq(rs_libvirt_stats_map(NULL, 0, &s), 0);
+        /* A huge KiB value must not wrap into a small byte count. */
+        set_ull(&p[0], "balloon.unused", UINT64_MAX / 2);
+        ck_assert_int_eq(rs_libvirt_stats_map(p, 1, &s), 1);
+        ck_assert_uint_eq(s.guest.value[QMP_STAT_FREE_MEMORY], QMP_VALUE_UNKNOWN);
+}
+END_TEST
+
+START_TEST(test_agent_replies) {
+        int64_t h;
+        char *buf = NULL;
+        size_t size = 0;
+        bool eof = false;
+
+        ck_assert_int_eq(rs_agent_parse_file_open("{\"return\": 1000}", &h), 0);
+        ck_assert_int_eq(h, 1000);
+        ck_assert_int_eq(rs_agent_parse_file_open("{\"return\": \"x\"}", &h), -EBADMSG);
+        ck_assert_int_eq(rs_agent_parse_file_open("{\"error\": {}}", &h), -EBADMSG);
+        ck_assert_int_eq(rs_agent_parse_file_open("garbage", &h), -EBADMSG);
+
+        ck_assert_int_eq(rs_agent_parse_file_read("{\"return\":{\"count\":6,\"buf-b64\":\"cGdmYXVs\",\"eof\":false}}", 64,
+                                                  &buf, &size, &eof),
+                         0);
+        ck_assert(!eof);
+        ck_assert_int_eq(rs_agent_parse_file_read("{\"return\":{\"count\":4,\"buf-b64\":\"dCAxMA==\",\"eof\":true}}", 64,
+                                                  &buf, &size, &eof),
+                         0);
+        ck_assert(eof);
+        ck_assert_uint_eq(size, 10);
+        ck_assert_str_eq(buf, "pgfault 10");
+        ck_assert_int_eq(rs_agent_parse_file_read("{\"return\":{\"count\":6,\"buf-b64\":\"cGdmYXVs\",\"eof\":true}}", 12,
+                                                  &buf, &size, &eof),
+                         -EFBIG);
+        ck_assert_int_eq(rs_agent_parse_file_read("{\"return\":{\"buf-b64\":\"!!!!\",\"eof\":true}}", 64, &buf, &size, &eof),
+                         -EBADMSG);
+        ck_assert_int_eq(rs_agent_parse_file_read("{\"return\":{\"buf-b64\":\"cGdm\"}}", 64, &buf, &size, &eof), -EBADMSG);
+        ck_assert_uint_eq(size, 10);
+        free(buf);
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("libvirt-parse");
+        TCase *tc = tcase_create("pure");
+        SRunner *sr;
+        int failed;
+
+        tcase_add_test(tc, test_domain_xml);
+        tcase_add_test(tc, test_skip_reasons);
+        tcase_add_test(tc, test_garbage_xml);
+        tcase_add_test(tc, test_virtio_mem_update);
+        tcase_add_test(tc, test_align);
+        tcase_add_test(tc, test_metadata);
+        tcase_add_test(tc, test_stats_map);
+        tcase_add_test(tc, test_agent_replies);
+        suite_add_tcase(s, tc);
+        sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed == 0 ? 0 : 1;
+}
