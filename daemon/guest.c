@@ -303,15 +303,8 @@ static void guest_actuate(Guest *g, uint64_t target, bool urgent, uint64_t now) 
                 log_guest_warning_errno(g->name, guest_state_string(g), r, "No actuation plan: %m");
                 return;
         }
-        if (plan.skip) {
-                /* A probe step may be smaller than the dead-band near the knee; the core waits
-                 * for the size it asked for, so dropping the step would stall the probe. */
-                if (rs_guest_state(g->core) != RS_STATE_PROBE || target == g->actual ||
-                    target == g->balloon_target || (g->vmem_id && g->policy.actuator != RS_ACTUATOR_BALLOON))
-                        return;
-                plan.set_balloon = true;
-                plan.balloon_target = target;
-        }
+        if (plan.skip)
+                return;
 
         if (plan.set_vmem && g->vmem_id) {
                 r = qmp_virtio_mem_set_requested_size(g->qmp, g->vmem_id, plan.vmem_requested, command_timeout(g),
@@ -447,12 +440,7 @@ static void guest_finish_cycle(Guest *g) {
                 g->host_rss = host_process_rss("/proc", g->qemu_pid, &rss) >= 0 ? rss : UINT64_MAX;
         }
 
-        /* QEMU balloons whole pages: a target that is not page-aligned is reached at the page
-         * above it. Report it as reached, or the core would wait for the last few KiB forever. */
-        uint64_t actual = g->actual;
-        if (g->balloon_target && actual > g->balloon_target && actual - g->balloon_target < 64 * KIB)
-                actual = g->balloon_target;
-        g->sample.level[RS_LEVEL_BALLOON_ACTUAL] = actual ?: RS_UNKNOWN;
+        g->sample.level[RS_LEVEL_BALLOON_ACTUAL] = g->actual ?: RS_UNKNOWN;
         if (g->vmem_id)
                 g->sample.level[RS_LEVEL_VIRTIO_MEM_SIZE] = g->vmem_size;
         /* The pushback signal: the target we asked for (the guest's own size before that). */
@@ -461,22 +449,16 @@ static void guest_finish_cycle(Guest *g) {
         /* Everything the guest told us is untrusted. */
         rs_sample_sanitize(&g->sample, g->guest_max);
 
-        if (g->probe_requested && rs_guest_state(g->core) == RS_STATE_HOLD) {
-                /* A forced probe: the core has no call for it, so re-enter HOLD from its own
-                 * snapshot with a hold that ends now; this feed then starts the probe. */
-                RsPolicy p = g->policy;
-                RsGuestSnapshot snap;
-                p.hold_usec = p.poll_interval_usec;
-                (void) rs_guest_set_policy(g->core, &p);
-                rs_guest_snapshot(g->core, &snap);
-                (void) rs_guest_restore(g->core, &snap, now > p.hold_usec ? now - p.hold_usec : 0);
+        if (g->probe_requested) {
+                /* A forced probe starts with this feed; the core refuses while it is giving
+                 * memory back (or in observe mode). */
+                int r = rs_guest_probe_now(g->core, now);
+                if (r < 0)
+                        log_guest_debug_errno(g->name, guest_state_string(g), r, "Probe request not taken: %m");
+                g->probe_requested = false;
         }
         RsState before = rs_guest_state(g->core);
         rs_guest_feed(g->core, &g->sample, now);
-        if (g->probe_requested) {
-                (void) rs_guest_set_policy(g->core, &g->policy);
-                g->probe_requested = false;
-        }
         rs_guest_decide(g->core, now, &d);
         g->decision = d;
         g->have_decision = true;

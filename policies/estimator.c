@@ -25,6 +25,14 @@
  * this share of the guest, or as the size nears a size known to refault. */
 #define HEADROOM_SPAN 0.30
 #define NEAR_SPAN 0.25
+/* After a deflation (emergency, backoff, grow) the guest pages back in what it swapped
+ * out while it was short, for as long as its workload takes to touch those pages again:
+ * swap-ins without swap-outs in this window are that recovery, not a working set that
+ * grew. At least this long, and at least SETTLE_INTERVALS polling intervals. */
+#define SETTLE_MIN_USEC (120 * USEC_PER_SEC)
+#define SETTLE_INTERVALS 12
+/* QEMU balloons whole pages and a guest may settle a few KiB above its target. */
+#define REACH_MIN (64 * KIB)
 
 struct RsGuest {
         RsPolicy policy;
@@ -44,6 +52,8 @@ struct RsGuest {
         bool urgent;
 
         unsigned confirm;    /* consecutive refaulting samples */
+        uint64_t settle_until; /* swap-in-only refaults before this are recovery (see SETTLE_MIN_USEC) */
+        bool probe_requested;  /* rs_guest_probe_now(): probe at the next feed */
         unsigned learned;
         unsigned refines;
         bool refine;         /* the running BACKOFF returns to probing, not to HOLD */
@@ -89,6 +99,27 @@ static void recompute_limits(RsGuest *g) {
 
 static uint64_t clamp_target(const RsGuest *g, uint64_t t) {
         return CLAMP(t, g->floor, g->max);
+}
+
+/* How close to a target the guest counts as there. QEMU balloons whole pages and the guest
+ * may settle a few KiB off; the balloon is not pushed back until it is off by the pushback
+ * threshold (pressure.c); and the plan never makes a non-urgent change inside the
+ * dead-band, so a guest that close will not get any closer. */
+static uint64_t reach_tolerance(const RsGuest *g) {
+        uint64_t t = MAX(REACH_MIN, MAX(4 * MIB, g->size / 200));
+        return MAX(t, g->policy.dead_band_bytes);
+}
+
+static bool reached_or_below(const RsGuest *g, uint64_t target) {
+        return g->size <= target + reach_tolerance(g);
+}
+
+static bool reached_or_above(const RsGuest *g, uint64_t target) {
+        return g->size + reach_tolerance(g) >= target;
+}
+
+static void start_settling(RsGuest *g, uint64_t now) {
+        g->settle_until = now + MAX(SETTLE_MIN_USEC, SETTLE_INTERVALS * g->policy.poll_interval_usec);
 }
 
 /* The margin grows as the signals get fewer: with balloon stats alone file thrashing is
@@ -142,6 +173,8 @@ static void enter_learn(RsGuest *g, uint64_t now) {
         rs_baseline_reset(&g->baseline);
         g->target = clamp_target(g, g->size);
         g->urgent = false;
+        g->settle_until = 0;
+        g->probe_requested = false;
 }
 
 static void enter_hold(RsGuest *g, uint64_t now) {
@@ -155,8 +188,8 @@ static uint64_t hold_target(const RsGuest *g) {
                 return clamp_target(g, g->size);
         /* Clean at the floor and never seen to refault: the working set fits under the
          * floor, and the floor is all it gets. */
-        if (!rs_known(g->est.lower) && g->est.estimate <= g->floor)
-                return g->floor;
+        if (!rs_known(g->est.lower) && g->est.estimate <= g->floor + g->policy.dead_band_bytes)
+                return g->floor; /* (the probe stops a dead-band short of the floor) */
         return with_margin(g, g->est.estimate);
 }
 
@@ -171,6 +204,7 @@ static void enter_emergency(RsGuest *g, const RsObservation *o, uint64_t now) {
         set_state(g, RS_STATE_EMERGENCY, now);
         g->target = g->max;
         g->urgent = true;
+        start_settling(g, now);
         set_reason(g, "emergency: %s at %.0f MiB; deflating to max %.0f MiB", o->why, mib(g->size), mib(g->max));
 }
 
@@ -181,6 +215,8 @@ static void finish_cycle(RsGuest *g, uint64_t now) {
         g->refine = false;
         set_state(g, RS_STATE_BACKOFF, now);
         g->urgent = g->target > g->size;
+        if (g->urgent)
+                start_settling(g, now);
         if (rs_known(g->est.lower))
                 set_reason(g, "working set %.0f MiB (refaults at %.0f, clean at %.0f): holding at %.0f MiB",
                            mib(g->est.estimate), mib(g->est.lower), mib(g->est.upper), mib(g->target));
@@ -197,6 +233,7 @@ static void enter_grow(RsGuest *g, const RsObservation *o, uint64_t now) {
         set_state(g, RS_STATE_GROW, now);
         g->target = clamp_target(g, g->size + (uint64_t) ((double) g->size * pct / 100.0));
         g->urgent = true;
+        start_settling(g, now);
         set_reason(g, "working set grew (%s at %.0f MiB): growing to %.0f MiB", o->why, mib(g->size), mib(g->target));
 }
 
@@ -215,6 +252,7 @@ static void refault_onset(RsGuest *g, const RsObservation *o, uint64_t now) {
                 set_state(g, RS_STATE_BACKOFF, now);
                 g->target = clamp_target(g, g->est.upper);
                 g->urgent = true;
+                start_settling(g, now);
                 set_reason(g, "refaults at %.0f MiB (%s): back to clean %.0f MiB to refine", mib(g->size), o->why,
                            mib(g->target));
                 return;
@@ -259,7 +297,7 @@ static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
                 return;
         case RS_VERDICT_UNKNOWN:
                 g->target = clamp_target(g, g->size);
-                set_reason(g, "probing: waiting for rates at %.0f MiB", mib(g->size));
+                set_reason(g, "probing: waiting at %.0f MiB (%s)", mib(g->size), o->why);
                 return;
         case RS_VERDICT_REFAULT:
                 if (++g->confirm >= sp->confirm) {
@@ -282,16 +320,26 @@ static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
         rs_baseline_track(&g->baseline, o);
         g->est.upper = rs_known(g->est.upper) ? MIN(g->est.upper, g->size) : g->size;
 
-        if (g->size <= g->floor || (rs_known(g->est.lower) && g->est.upper <= g->est.lower + 2 * resolution(g, g->size))) {
+        if (reached_or_below(g, g->floor) ||
+            (rs_known(g->est.lower) && g->est.upper <= g->est.lower + 2 * resolution(g, g->size))) {
                 finish_cycle(g, now);
                 return;
         }
 
-        uint64_t step = probe_step(g, o);
+        /* A step is never inside the dead-band: the plan would skip it, the size would
+         * never change and the probe would stop for good. */
+        uint64_t step = MAX(probe_step(g, o), g->policy.dead_band_bytes);
         uint64_t next = g->size > step ? g->size - step : 0;
         if (rs_known(g->est.lower))
                 next = MAX(next, g->est.lower + resolution(g, g->size));
-        g->target = clamp_target(g, next);
+        next = clamp_target(g, next);
+        if (next + g->policy.dead_band_bytes > g->size) {
+                /* Only a move inside the dead-band is left (the gap to a refaulting size
+                 * or to the floor): this is as close as probing gets. */
+                finish_cycle(g, now);
+                return;
+        }
+        g->target = next;
         g->urgent = false;
         set_reason(g, "probing: clean at %.0f MiB, next %.0f MiB", mib(g->size), mib(g->target));
 }
@@ -321,7 +369,7 @@ static void hold(RsGuest *g, const RsObservation *o, uint64_t now) {
         /* Growth without refaults yet (anonymous memory filling the margin, no swap):
          * the headroom we granted is being eaten while reclaim runs. */
         if (rs_known(o->available) && rs_known(g->est.estimate) && g->target > g->est.estimate && o->scanning &&
-            g->size >= g->target) {
+            reached_or_above(g, g->target)) {
                 uint64_t granted = g->target - g->est.estimate;
                 if (o->available < granted / 3) {
                         RsObservation grow = *o;
@@ -336,7 +384,7 @@ static void hold(RsGuest *g, const RsObservation *o, uint64_t now) {
                 set_reason(g, "no guest memory stats: holding at %.0f MiB", mib(g->target));
                 return;
         }
-        if (now >= g->hold_until && g->size <= g->target) {
+        if (g->probe_requested || (now >= g->hold_until && reached_or_below(g, g->target))) {
                 set_state(g, RS_STATE_PROBE, now);
                 start_cycle(g);
                 probe(g, o, now);
@@ -387,7 +435,7 @@ static void grow(RsGuest *g, const RsObservation *o, uint64_t now) {
 
 static void emergency(RsGuest *g, const RsObservation *o, uint64_t now) {
         if (o->verdict == RS_VERDICT_STORM || o->verdict == RS_VERDICT_REFAULT || o->verdict == RS_VERDICT_UNKNOWN ||
-            g->size < g->target) {
+            !reached_or_above(g, g->target)) {
                 g->target = g->max;
                 g->urgent = true;
                 if (o->verdict != RS_VERDICT_UNKNOWN && g->size >= g->target)
@@ -412,7 +460,7 @@ static void backoff(RsGuest *g, const RsObservation *o, uint64_t now) {
                 enter_emergency(g, o, now);
                 return;
         }
-        if (o->verdict == RS_VERDICT_UNKNOWN || g->size + MAX(4 * MIB, g->size / 200) < g->target)
+        if (o->verdict == RS_VERDICT_UNKNOWN || !reached_or_above(g, g->target))
                 return; /* not there yet */
         if (o->verdict == RS_VERDICT_REFAULT) {
                 /* It refaults where it ran clean before: it grew. */
@@ -440,14 +488,14 @@ static void learn(RsGuest *g, const RsObservation *o, uint64_t now) {
                 g->learned++;
         }
         set_reason(g, "learning the baseline at %.0f MiB (%u/%u)", mib(g->size), g->learned, LEARN_SAMPLES);
-        if (g->learned < LEARN_SAMPLES)
+        if (g->learned < LEARN_SAMPLES && !(g->probe_requested && g->baseline.known))
                 return;
         if (o->tier == RS_TIER_HOST) {
                 enter_hold(g, now);
                 set_reason(g, "no guest memory stats: holding at %.0f MiB", mib(g->target));
                 return;
         }
-        if (rs_known(g->est.estimate) && g->size > hold_target(g)) {
+        if (!g->probe_requested && rs_known(g->est.estimate) && !reached_or_below(g, hold_target(g))) {
                 /* Learned before (a reboot): return to the known size, then probe later. */
                 g->target = hold_target(g);
                 g->urgent = false;
@@ -542,6 +590,13 @@ void rs_guest_feed(RsGuest *g, const RsSample *sample, uint64_t now) {
         if (!rs_known(o.size))
                 o.size = g->target;
         g->size = MIN(o.size, g->guest_max);
+        if (o.verdict == RS_VERDICT_REFAULT && o.swapin_only && !o.pushback && now < g->settle_until) {
+                /* Right after a deflation, pages coming back from swap with none going out
+                 * are the guest recovering what it lost while short, not a working set
+                 * that grew: judge the size again once that is over. */
+                o.verdict = RS_VERDICT_UNKNOWN;
+                o.why = "swap-in after a deflation, the guest paging back in";
+        }
         g->obs = o;
         g->have_obs = true;
         g->est.tier = o.tier;
@@ -577,8 +632,34 @@ void rs_guest_feed(RsGuest *g, const RsSample *sample, uint64_t now) {
                         break;
                 }
 
+        /* A requested probe waits in HOLD (or LEARN) until a sample lets it start; any
+         * other state has moved on and the request lapses. */
+        if (g->state != RS_STATE_HOLD && g->state != RS_STATE_LEARN)
+                g->probe_requested = false;
         g->target = clamp_target(g, g->target);
         update_confidence(g);
+}
+
+int rs_guest_probe_now(RsGuest *g, uint64_t now_usec) {
+        (void) now_usec;
+        if (g->state == RS_STATE_OBSERVE || g->policy.mode == RS_MODE_OBSERVE)
+                return -EOPNOTSUPP;
+        if (g->have_obs && g->obs.tier == RS_TIER_HOST)
+                return -EOPNOTSUPP; /* no guest stats: nothing to see pressure with */
+        switch (g->state) {
+        case RS_STATE_PROBE:
+                return 0; /* already probing */
+        case RS_STATE_HOLD:
+                break;
+        case RS_STATE_LEARN:
+                if (!g->baseline.known)
+                        return -EBUSY; /* nothing to judge a probe against yet */
+                break;
+        default:
+                return -EBUSY; /* emergency, backoff, grow: the guest is being given memory */
+        }
+        g->probe_requested = true;
+        return 0;
 }
 
 void rs_guest_decide(const RsGuest *g, uint64_t now_usec, RsDecision *ret) {
@@ -652,6 +733,8 @@ int rs_guest_restore(RsGuest *g, const RsGuestSnapshot *snap, uint64_t now_usec)
         };
         rs_rate_tracker_init(&g->tracker);
         g->have_obs = false;
+        g->probe_requested = false;
+        g->settle_until = 0;
         g->size = clamp_target(g, rs_known(snap->target) ? snap->target : g->max);
         if (g->policy.mode == RS_MODE_OBSERVE)
                 g->state = RS_STATE_OBSERVE;

@@ -80,6 +80,13 @@ RsGuest *rs_guest_free(RsGuest *g);
 int rs_guest_set_policy(RsGuest *g, const RsPolicy *policy);
 const RsPolicy *rs_guest_policy(const RsGuest *g);
 
+/* Probe at the next feed instead of waiting for the hold time to end (an operator's
+ * request). From HOLD, or from LEARN once a baseline sample is in (the rest of learning is
+ * skipped); a request the next sample cannot act on (refaults, no rates yet) waits in that
+ * state. Returns 0 (also when already probing), -EBUSY in EMERGENCY, BACKOFF, GROW or LEARN
+ * before any baseline, -EOPNOTSUPP in observe mode or without guest memory stats. */
+int rs_guest_probe_now(RsGuest *g, uint64_t now_usec);
+
 /* One sample. The sample is copied and sanitized; now_usec is any monotonic clock. */
 void rs_guest_feed(RsGuest *g, const RsSample *sample, uint64_t now_usec);
 /* The current recommendation (a pure read of what the last feed decided). */

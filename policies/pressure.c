@@ -18,6 +18,8 @@ static const RsSensitivityParams sensitivity_params[_RS_SENSITIVITY_MAX] = {
 #define PSI_STORM 60.0
 /* Stalls per second in direct reclaim that, with refaults, make a storm. */
 #define STALL_RATE 1.0
+/* Swap-outs below this share of the swap-ins: nothing is being pushed out to make room. */
+#define SWAPOUT_SHARE 0.1
 
 const RsSensitivityParams *rs_sensitivity_params(RsSensitivity s) {
         if (s < 0 || s >= _RS_SENSITIVITY_MAX)
@@ -174,6 +176,17 @@ void rs_observe(const RsSample *s,
                   STALL_RATE;
 
         bool refaulting = o.have_rates && o.useful > o.threshold;
+
+        /* A guest short of memory pushes pages out as others come back; one paging in what
+         * it lost earlier only brings them back. Known only with swap counters. */
+        bool swap_known = (rates->known[RS_COUNTER_PSWPIN] && rates->known[RS_COUNTER_PSWPOUT]) ||
+                          (rates->known[RS_COUNTER_SWAP_IN] && rates->known[RS_COUNTER_SWAP_OUT]);
+        double swapin = MAX(rs_rate_or_zero(rates, RS_COUNTER_PSWPIN),
+                            rs_rate_or_zero(rates, RS_COUNTER_SWAP_IN) / RS_PAGE_SIZE);
+        double swapout = MAX(rs_rate_or_zero(rates, RS_COUNTER_PSWPOUT),
+                             rs_rate_or_zero(rates, RS_COUNTER_SWAP_OUT) / RS_PAGE_SIZE);
+        o.swapin_only = refaulting && swap_known && swapin > 0 && swapout <= SWAPOUT_SHARE * swapin &&
+                        o.useful - swapin <= o.threshold;
         bool psi_up = o.have_rates && o.psi_some >= 0 && baseline && baseline->known &&
                       o.psi_some > baseline->psi_some + sp->psi_points && o.useful > base_useful;
 

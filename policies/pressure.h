@@ -86,6 +86,9 @@ struct RsObservation {
         bool available_critical;
         bool oom;            /* an OOM kill happened */
         bool stall;          /* allocation stalls (direct reclaim) */
+        bool swapin_only;    /* the refaults above the threshold are swap-ins with no swap-out
+                              * to match: pages coming back, none pushed out (a guest paging in
+                              * after a deflation rather than one short of memory) */
         const char *why;     /* the deciding signal, a static string */
 };
 

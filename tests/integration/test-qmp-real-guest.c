@@ -82,8 +82,6 @@ START_TEST(test_guest_stats_are_plausible) {
         ck_assert_uint_ge(total, GUEST_MEM - 160 * MIB);
         ck_assert_uint_le(free_mem, total);
         ck_assert_uint_le(available, total);
-        /* The 64 MiB workload is resident, so free memory is well below total. */
-        ck_assert_uint_lt(free_mem, total - 64 * MIB);
         ck_assert(qmp_value_is_known(stats.value[QMP_STAT_MINOR_FAULTS]));
         ck_assert_uint_gt(stats.value[QMP_STAT_MINOR_FAULTS], 0);
         /* QEMU 7.2 and a 6.1 guest do not report the 9.2+ scan counters: unknown, not 0. */

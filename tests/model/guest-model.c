@@ -183,6 +183,17 @@ void guest_model_step(GuestModel *m) {
         double stream = jitter(m, m->stream_rate / PAGE);
         double background = 3.0 * rng_unit(m);  /* a few refaults come from anywhere */
         double cold_dropped = MAX(0.0, m->prev_cold_resident - (cold_cache + resident_anon_cold)) / PAGE / dt;
+        double recovered = 0; /* pages/s paged back in from swap, nothing pushed out for them */
+        if (c->swap_bytes > 0 && c->swap_recovery_bytes_per_sec > 0) {
+                unsigned every = MAX(c->swap_recovery_every, 1u);
+                if (d_anon >= m->anon_on_swap)
+                        m->anon_on_swap = d_anon;
+                else if (m->tick % every == 0) {
+                        double back = MIN(m->anon_on_swap - d_anon, c->swap_recovery_bytes_per_sec * dt * every);
+                        m->anon_on_swap -= back;
+                        recovered = back / PAGE / dt;
+                }
+        }
         m->prev_cold_resident = cold_cache + resident_anon_cold;
 
         double refault_file = refault_file_hot + 0.9 * stream + background;
@@ -191,18 +202,18 @@ void guest_model_step(GuestModel *m) {
         double severe = hot > 0 ? (d_anon + d_file) / hot : 0;
         double direct = severe > 0.2 ? 0.3 * steal : 0;
         double stalls = severe > 0.2 ? 0.01 * (refault_anon + refault_file_hot) : 0;
-        double majflt = refault_anon + 0.5 * rng_unit(m);
+        double majflt = refault_anon + recovered + 0.5 * rng_unit(m);
         double swapout = c->swap_bytes > 0 ? refault_anon + cold_dropped * (m->anon_cold > 0 ? 0.3 : 0) : 0;
 
-        m->c[RS_COUNTER_REFAULT_ANON] += refault_anon * dt;
+        m->c[RS_COUNTER_REFAULT_ANON] += (refault_anon + recovered) * dt;
         m->c[RS_COUNTER_REFAULT_FILE] += refault_file * dt;
-        m->c[RS_COUNTER_ACTIVATE_ANON] += 0.95 * refault_anon * dt;
+        m->c[RS_COUNTER_ACTIVATE_ANON] += 0.95 * (refault_anon + recovered) * dt;
         m->c[RS_COUNTER_ACTIVATE_FILE] += activate_file * dt;
         m->c[RS_COUNTER_PGSTEAL_KSWAPD] += (steal - direct) * dt;
         m->c[RS_COUNTER_PGSTEAL_DIRECT] += direct * dt;
         m->c[RS_COUNTER_PGSCAN_KSWAPD] += 1.3 * (steal - direct) * dt;
         m->c[RS_COUNTER_PGSCAN_DIRECT] += 1.3 * direct * dt;
-        m->c[RS_COUNTER_PSWPIN] += refault_anon * dt;
+        m->c[RS_COUNTER_PSWPIN] += (refault_anon + recovered) * dt;
         m->c[RS_COUNTER_PSWPOUT] += swapout * dt;
         m->c[RS_COUNTER_PGMAJFAULT] += majflt * dt;
         m->c[RS_COUNTER_ALLOCSTALL] += stalls * dt;

@@ -52,6 +52,12 @@ typedef struct GuestModelConfig {
         double noise;                /* relative jitter of the rates, e.g. 0.1 */
         unsigned reboot_tick;        /* 0: never; else counters restart at this tick */
         double lie_probability;      /* chance per sample of a corrupted report */
+        /* Hot anonymous pages on swap that fit again (after the guest grew) come back when
+         * the workload touches them: 0 models them back at once and unseen; otherwise at
+         * most this fast, as swap-ins with no swap-out, and only every swap_recovery_every
+         * intervals (a pass reaching the swapped region), so quiet intervals come between. */
+        double swap_recovery_bytes_per_sec;
+        unsigned swap_recovery_every;
         GuestModelPhase phases[GUEST_MODEL_PHASES_MAX];
         unsigned n_phases;
 } GuestModelConfig;
@@ -71,6 +77,7 @@ typedef struct GuestModel {
         double free_b, cache_b, available_b, swapped_b;
         double hot_deficit_file, hot_deficit_anon;
         double prev_cold_resident;
+        double anon_on_swap;         /* hot anonymous bytes on swap (deficit plus not yet recovered) */
 
         /* cumulative counters as the guest kernel keeps them */
         double c[_RS_COUNTER_MAX];

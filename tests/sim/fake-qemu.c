@@ -490,6 +490,7 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
                 guest_step(&sim->guests[i]);
         uint64_t period = MAX((uint64_t) ((double) sim->interval_usec / sim->time_scale), (uint64_t) 1000);
         (void) sd_event_source_set_time(s, usec + period);
+        (void) sd_event_source_set_enabled(s, SD_EVENT_ON); /* timers are one-shot */
         return 0;
 }
 

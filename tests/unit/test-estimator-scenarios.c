@@ -6,11 +6,13 @@
  * first estimate from a 2 GiB start; 35 after a doubling; 100 after a shrink (found by the
  * next probe, one 10 min hold later); 40 after a stream starts. */
 #include <check.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "common/macro.h"
+#include "policies/actuation.h"
 #include "tests/model/scenario.h"
 
 #define TOLERANCE 0.10
@@ -185,6 +187,142 @@ START_TEST(test_lying_guest) {
 }
 END_TEST
 
+/* The daemon's whole loop against the model: the decision goes through the actuation
+ * plan (per-interval cap, dead-band) before the balloon gets it. */
+typedef struct Actuated {
+        GuestModel m;
+        RsGuest *g;
+        RsPolicy policy;
+        RsDecision d;
+        uint64_t oom_kills;        /* injected OOM kills, reported as the balloon counter */
+        unsigned emergencies, grows;
+        unsigned first_hold;       /* first tick in HOLD with a known estimate (0: never) */
+        double worst_error_after;  /* largest |estimate - ws| / ws from `judge_from` on */
+        unsigned judge_from;
+} Actuated;
+
+static void actuated_init(Actuated *a, const GuestModelConfig *cfg, const RsPolicy *policy) {
+        *a = (Actuated) { .policy = *policy, .judge_from = UINT_MAX };
+        guest_model_init(&a->m, cfg);
+        ck_assert_int_eq(rs_guest_new(&a->g, policy, cfg->boot_bytes), 0);
+}
+
+static void actuated_tick(Actuated *a) {
+        RsSample s;
+        RsState before = rs_guest_state(a->g);
+
+        guest_model_sample(&a->m, &s);
+        s.counter[RS_COUNTER_OOM_KILLS] = a->oom_kills;
+        rs_guest_feed(a->g, &s, a->m.now_usec + USEC_PER_SEC);
+        rs_guest_decide(a->g, a->m.now_usec + USEC_PER_SEC, &a->d);
+        if (a->d.state != before && a->d.state == RS_STATE_EMERGENCY)
+                a->emergencies++;
+        if (a->d.state != before && a->d.state == RS_STATE_GROW)
+                a->grows++;
+        if (a->d.state == RS_STATE_HOLD && rs_known(a->d.estimate) && a->first_hold == 0)
+                a->first_hold = a->m.tick + 1;
+        if (a->m.tick >= a->judge_from && rs_known(a->d.estimate)) {
+                double ws = (double) guest_model_working_set(&a->m);
+                a->worst_error_after = MAX(a->worst_error_after, fabs((double) a->d.estimate - ws) / ws);
+        }
+
+        RsActuationInput in = {
+                .current = guest_model_actual(&a->m),
+                .target = a->d.target,
+                .urgent = a->d.urgent,
+                .estimate = a->d.estimate,
+                .margin_percent = a->policy.margin_percent,
+                .boot_bytes = a->m.cfg.boot_bytes,
+        };
+        RsActuationPlan plan;
+        ck_assert_int_eq(rs_actuation_plan(&a->policy, &in, &plan), 0);
+        if (!plan.skip && plan.set_balloon)
+                guest_model_set_target(&a->m, plan.balloon_target);
+        guest_model_step(&a->m);
+}
+
+static double actuated_error(const Actuated *a) {
+        if (!rs_known(a->d.estimate))
+                return 1e9;
+        double ws = (double) guest_model_working_set(&a->m);
+        return fabs((double) a->d.estimate - ws) / ws;
+}
+
+/* Near the knee a probe step (1 %) is smaller than the 8 MiB dead-band: the probe must
+ * still get there, not repeat a step the plan skips forever. */
+START_TEST(test_probe_through_dead_band) {
+        GuestModelConfig cfg;
+        RsPolicy p;
+        Actuated a;
+
+        guest_model_config_default(&cfg, 3);
+        cfg.boot_bytes = 1 * GIB;
+        cfg.swap_bytes = 1 * GIB;
+        cfg.phases[0].anon_hot = 300 * MIB;
+        rs_policy_init(&p);
+        ck_assert_uint_eq(p.dead_band_bytes, 8 * MIB);
+        actuated_init(&a, &cfg, &p);
+        while (a.m.tick < 120 && a.first_hold == 0)
+                actuated_tick(&a);
+        printf("dead-band: ws=%.0f MiB estimate=%.0f MiB, held after %u intervals\n",
+               (double) guest_model_working_set(&a.m) / MIB, (double) a.d.estimate / MIB, a.first_hold);
+        ck_assert_msg(a.first_hold > 0, "the probe never finished (stuck at %.0f MiB)",
+                      (double) guest_model_actual(&a.m) / MIB);
+        ck_assert_uint_le(a.first_hold, 40);
+        ck_assert_double_le(actuated_error(&a), TOLERANCE);
+        ck_assert_uint_eq(a.m.oom_kills, 0);
+        rs_guest_free(a.g);
+}
+END_TEST
+
+/* An OOM kill while probing (a hog that pushed 40 MiB of the working set to swap dies):
+ * emergency, deflate to max, then the capped way back down while the guest pages its
+ * working set back in, in bursts. Those swap-ins are recovery, not growth: the estimate
+ * stays within 10 % of the (unchanged) working set and GROW never runs. */
+START_TEST(test_swapin_after_emergency_is_not_growth) {
+        GuestModelConfig cfg;
+        RsPolicy p;
+        Actuated a;
+
+        guest_model_config_default(&cfg, 5);
+        cfg.boot_bytes = 1 * GIB;
+        cfg.swap_bytes = 1 * GIB;
+        cfg.phases[0].anon_hot = 400 * MIB;
+        cfg.swap_recovery_bytes_per_sec = 400.0 * KIB;
+        cfg.swap_recovery_every = 2;
+        rs_policy_init(&p);
+        p.dead_band_bytes = 1 * MIB; /* this is about the swap-ins, not the dead-band */
+        actuated_init(&a, &cfg, &p);
+
+        /* into the first probe until it first refaults */
+        while (a.m.tick < 100 && !(rs_guest_state(a.g) == RS_STATE_PROBE && rs_guest_observation(a.g)->verdict == RS_VERDICT_REFAULT))
+                actuated_tick(&a);
+        ck_assert_int_eq(rs_guest_state(a.g), RS_STATE_PROBE);
+        ck_assert_uint_eq(a.emergencies, 0);
+
+        a.oom_kills++;
+        a.m.anon_on_swap += 40 * MIB;
+        a.judge_from = a.m.tick;
+        unsigned end = a.m.tick + 150;
+        unsigned hold_ticks = 0;
+        while (a.m.tick < end) {
+                actuated_tick(&a);
+                hold_ticks += a.d.state == RS_STATE_HOLD;
+        }
+        double ws = (double) guest_model_working_set(&a.m);
+        printf("emergency recovery: ws=%.0f MiB estimate=%.0f MiB, worst error after %.1f%%, grows=%u, swap left %.0f MiB\n",
+               ws / MIB, (double) a.d.estimate / MIB, 100 * a.worst_error_after, a.grows, a.m.anon_on_swap / MIB);
+        ck_assert_uint_eq(a.emergencies, 1);
+        ck_assert_double_eq_tol(a.m.anon_on_swap, 0, 1.0); /* the recovery did happen */
+        ck_assert_uint_eq(a.grows, 0);
+        ck_assert_double_le(a.worst_error_after, TOLERANCE);
+        ck_assert_double_le(actuated_error(&a), TOLERANCE);
+        ck_assert_uint_gt(hold_ticks, 0);
+        ck_assert_uint_eq(a.m.oom_kills, 0);
+        rs_guest_free(a.g);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("estimator-scenarios");
         TCase *tc = tcase_create("scenarios");
@@ -201,6 +339,8 @@ int main(void) {
         tcase_add_test(tc, test_idle_ends_at_floor);
         tcase_add_test(tc, test_reboot_no_spike);
         tcase_add_test(tc, test_lying_guest);
+        tcase_add_test(tc, test_probe_through_dead_band);
+        tcase_add_test(tc, test_swapin_after_emergency_is_not_growth);
         suite_add_tcase(s, tc);
         SRunner *sr = srunner_create(s);
         srunner_set_fork_status(sr, CK_NOFORK);

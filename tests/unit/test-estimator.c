@@ -17,6 +17,7 @@ typedef struct Fake {
         uint64_t oom;
         uint64_t actual;
         uint64_t target;
+        uint64_t settle_above; /* the balloon stops this far above the target (page rounding) */
         bool stats;
 } Fake;
 
@@ -40,7 +41,7 @@ static void step(RsGuest *g, Fake *f, double majflt_rate, uint64_t available) {
         RsDecision d;
         rs_guest_decide(g, f->now, &d);
         f->target = d.target;
-        f->actual = d.target; /* the balloon reaches it */
+        f->actual = MIN(d.target + f->settle_above, MAXMEM); /* the balloon reaches it */
 }
 
 static RsGuest *new_guest(const RsPolicy *p, Fake *f) {
@@ -227,6 +228,124 @@ START_TEST(test_hold_then_probe_again) {
 }
 END_TEST
 
+/* QEMU balloons whole pages and the guest may stop a few KiB above an unaligned target:
+ * the hold must still end in a probe. */
+START_TEST(test_hold_ends_when_settled_just_above_target) {
+        RsPolicy p;
+        Fake f;
+        rs_policy_init(&p);
+        p.hold_usec = 100 * USEC_PER_SEC; /* 10 intervals */
+        p.floor_bytes = 1 * GIB + 4097;   /* an unaligned hold target */
+        RsGuest *g = new_guest(&p, &f);
+        int i;
+        for (i = 0; i < 100 && rs_guest_state(g) != RS_STATE_HOLD; i++)
+                step(g, &f, 1, GIB);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_HOLD);
+        f.settle_above = 12 * KIB;
+        f.actual += f.settle_above;
+        int held = 0;
+        while (rs_guest_state(g) == RS_STATE_HOLD && held < 50) {
+                step(g, &f, 1, GIB);
+                held++;
+        }
+        ck_assert_int_ge(held, 9);
+        ck_assert_int_le(held, 12);
+        rs_guest_free(g);
+}
+END_TEST
+
+static RsGuest *held_guest(Fake *f) {
+        RsPolicy p;
+        rs_policy_init(&p);
+        p.floor_bytes = 512 * MIB;
+        RsGuest *g = new_guest(&p, f);
+        /* clean down to 1 GiB, refaulting below: a working set of about 1 GiB */
+        for (int i = 0; i < 200 && rs_guest_state(g) != RS_STATE_HOLD; i++)
+                step(g, f, f->actual < GIB ? 400 : 1, GIB);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_HOLD);
+        return g;
+}
+
+START_TEST(test_probe_now) {
+        Fake f;
+        RsGuest *g = held_guest(&f);
+        uint64_t held = f.target;
+
+        /* not asked: it holds */
+        step(g, &f, 1, GIB);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_HOLD);
+        ck_assert_uint_eq(f.target, held);
+
+        ck_assert_int_eq(rs_guest_probe_now(g, f.now), 0);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_HOLD); /* at the next decision, not before */
+        step(g, &f, 1, GIB);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_PROBE);
+        ck_assert_uint_lt(f.target, held);
+        ck_assert_int_eq(rs_guest_probe_now(g, f.now), 0); /* already probing */
+
+        /* a probe that finds refaults backs off: no forced probe while memory is given back */
+        for (int i = 0; i < 50 && rs_guest_state(g) == RS_STATE_PROBE; i++)
+                step(g, &f, f.actual < GIB ? 400 : 1, GIB);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_BACKOFF);
+        ck_assert_int_eq(rs_guest_probe_now(g, f.now), -EBUSY);
+        rs_guest_free(g);
+}
+END_TEST
+
+START_TEST(test_probe_now_refused) {
+        RsPolicy p;
+        Fake f;
+        RsGuest *g;
+
+        /* emergency */
+        g = held_guest(&f);
+        f.oom++;
+        step(g, &f, 1, GIB);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_EMERGENCY);
+        ck_assert_int_eq(rs_guest_probe_now(g, f.now), -EBUSY);
+        rs_guest_free(g);
+
+        /* grow */
+        g = held_guest(&f);
+        step(g, &f, 400, GIB);
+        step(g, &f, 400, GIB);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_GROW);
+        ck_assert_int_eq(rs_guest_probe_now(g, f.now), -EBUSY);
+        rs_guest_free(g);
+
+        /* observe mode */
+        rs_policy_preset("observe-only", &p);
+        g = new_guest(&p, &f);
+        step(g, &f, 1, GIB);
+        ck_assert_int_eq(rs_guest_probe_now(g, f.now), -EOPNOTSUPP);
+        rs_guest_free(g);
+
+        /* learning, nothing learned yet */
+        rs_policy_init(&p);
+        g = new_guest(&p, &f);
+        ck_assert_int_eq(rs_guest_probe_now(g, f.now), -EBUSY);
+        step(g, &f, 1, GIB); /* first sample: no rates yet */
+        ck_assert_int_eq(rs_guest_probe_now(g, f.now), -EBUSY);
+        rs_guest_free(g);
+}
+END_TEST
+
+START_TEST(test_probe_now_from_learn) {
+        RsPolicy p;
+        Fake f;
+        rs_policy_init(&p);
+        RsGuest *g = new_guest(&p, &f);
+        step(g, &f, 1, GIB);
+        step(g, &f, 1, GIB); /* one baseline sample in */
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_LEARN);
+        ck_assert_int_eq(rs_guest_probe_now(g, f.now), 0);
+        step(g, &f, 1, GIB);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_PROBE);
+        ck_assert_uint_lt(f.target, MAXMEM);
+        rs_guest_free(g);
+}
+END_TEST
+
 START_TEST(test_growth_in_hold) {
         RsPolicy p;
         Fake f;
@@ -348,6 +467,10 @@ int main(void) {
         tcase_add_test(tc, test_floor_never_crossed);
         tcase_add_test(tc, test_hold_then_probe_again);
         tcase_add_test(tc, test_growth_in_hold);
+        tcase_add_test(tc, test_hold_ends_when_settled_just_above_target);
+        tcase_add_test(tc, test_probe_now);
+        tcase_add_test(tc, test_probe_now_refused);
+        tcase_add_test(tc, test_probe_now_from_learn);
         tcase_add_test(tc, test_observe_mode_never_moves);
         tcase_add_test(tc, test_no_stats_holds);
         tcase_add_test(tc, test_snapshot_restore);
