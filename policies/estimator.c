@@ -742,6 +742,15 @@ int rs_guest_restore(RsGuest *g, const RsGuestSnapshot *snap, uint64_t now_usec)
                 g->target = hold_target(g);
                 enter_hold(g, now_usec);
                 set_reason(g, "resumed from the state file: holding at %.0f MiB", mib(g->target));
+        } else if (g->baseline.known) {
+                /* Saved mid-cycle, after a refault proved the old estimate too small: the
+                 * baseline still holds, so back off to the last clean size (or max) and
+                 * probe from there instead of learning from scratch. */
+                set_state(g, RS_STATE_BACKOFF, now_usec);
+                g->refine = true;
+                g->urgent = false;
+                g->target = clamp_target(g, rs_known(g->est.upper) ? g->est.upper : g->max);
+                set_reason(g, "resumed mid-cycle: backing off to %.0f MiB, then probing", mib(g->target));
         } else {
                 enter_learn(g, now_usec);
                 set_reason(g, "resumed without a baseline: learning again");

@@ -20,4 +20,4 @@ tests_integration_test_daemon_real_guest_SOURCES = tests/integration/test-daemon
 tests_integration_test_daemon_real_guest_CFLAGS = $(AM_CFLAGS) $(QMP_CFLAGS) $(CHECK_CFLAGS) $(LIBSYSTEMD_CFLAGS)
 tests_integration_test_daemon_real_guest_LDADD = $(QMP_LIBS) $(CHECK_LIBS) $(LIBSYSTEMD_LIBS)
 # The test runs the daemon it checks.
-tests/integration/test-daemon-real-guest.log: rightsized$(EXEEXT)
+tests/integration/test-daemon-real-guest.log: rightsized$(EXEEXT) rightsizectl$(EXEEXT)

@@ -430,6 +430,52 @@ START_TEST(test_snapshot_restore) {
 }
 END_TEST
 
+/* Killed mid-cycle after an emergency proved the estimate too small: the baseline is
+ * still good, so the resumed guest backs off to its last clean size and probes again
+ * instead of learning from scratch. */
+START_TEST(test_restore_mid_cycle_backs_off) {
+        RsPolicy p;
+        Fake f;
+        rs_policy_init(&p);
+        p.floor_bytes = 900 * MIB;
+        RsGuest *g = new_guest(&p, &f);
+        for (int i = 0; i < 100 && rs_guest_state(g) != RS_STATE_HOLD; i++)
+                step(g, &f, 1, GIB);
+        RsGuestSnapshot snap;
+        rs_guest_snapshot(g, &snap);
+        ck_assert(snap.baseline_known);
+        snap.estimate = RS_UNKNOWN;
+
+        for (int with_upper = 0; with_upper < 2; with_upper++) {
+                uint64_t clean = 1536 * MIB;
+                snap.upper = with_upper ? clean : RS_UNKNOWN;
+                snap.lower = with_upper ? 1400 * MIB : RS_UNKNOWN;
+                RsGuest *h = NULL;
+                Fake fh = { .actual = 1200 * MIB, .target = 1200 * MIB, .stats = true };
+                ck_assert_int_eq(rs_guest_new(&h, &p, MAXMEM), 0);
+                ck_assert_int_eq(rs_guest_restore(h, &snap, 5), 0);
+                ck_assert_int_eq(rs_guest_state(h), RS_STATE_BACKOFF);
+                RsDecision d;
+                rs_guest_decide(h, 5, &d);
+                ck_assert_uint_eq(d.target, with_upper ? clean : MAXMEM);
+
+                /* Clean once there: it probes below the size it backed off to. */
+                fh.now = 5;
+                fh.target = fh.actual = d.target;
+                bool probed = false;
+                for (int i = 0; i < 10 && !probed; i++) {
+                        step(h, &fh, 1, GIB);
+                        probed = rs_guest_state(h) == RS_STATE_PROBE;
+                }
+                ck_assert(probed);
+                ck_assert_uint_lt(fh.target, d.target);
+                ck_assert_uint_ge(fh.target, p.floor_bytes);
+                rs_guest_free(h);
+        }
+        rs_guest_free(g);
+}
+END_TEST
+
 START_TEST(test_bad_policy_rejected) {
         RsPolicy p;
         RsGuest *g = NULL;
@@ -474,6 +520,7 @@ int main(void) {
         tcase_add_test(tc, test_observe_mode_never_moves);
         tcase_add_test(tc, test_no_stats_holds);
         tcase_add_test(tc, test_snapshot_restore);
+        tcase_add_test(tc, test_restore_mid_cycle_backs_off);
         tcase_add_test(tc, test_bad_policy_rejected);
         tcase_add_test(tc, test_state_names);
         suite_add_tcase(s, tc);
