@@ -393,16 +393,23 @@ START_TEST(test_no_stats_holds) {
 }
 END_TEST
 
+/* A guest with a 900 MiB floor, stepped clean until it holds, and its snapshot. */
+static RsGuest *held_guest_snapshot(RsPolicy *p, Fake *f, RsGuestSnapshot *snap) {
+        rs_policy_init(p);
+        p->floor_bytes = 900 * MIB;
+        RsGuest *g = new_guest(p, f);
+        for (int i = 0; i < 100 && rs_guest_state(g) != RS_STATE_HOLD; i++)
+                step(g, f, 1, GIB);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_HOLD);
+        rs_guest_snapshot(g, snap);
+        return g;
+}
+
 START_TEST(test_snapshot_restore) {
         RsPolicy p;
         Fake f;
-        rs_policy_init(&p);
-        p.floor_bytes = 900 * MIB;
-        RsGuest *g = new_guest(&p, &f);
-        for (int i = 0; i < 100 && rs_guest_state(g) != RS_STATE_HOLD; i++)
-                step(g, &f, 1, GIB);
         RsGuestSnapshot snap;
-        rs_guest_snapshot(g, &snap);
+        RsGuest *g = held_guest_snapshot(&p, &f, &snap);
         ck_assert_uint_eq(snap.magic, RS_SNAPSHOT_MAGIC);
 
         RsGuest *h = NULL;
@@ -436,13 +443,8 @@ END_TEST
 START_TEST(test_restore_mid_cycle_backs_off) {
         RsPolicy p;
         Fake f;
-        rs_policy_init(&p);
-        p.floor_bytes = 900 * MIB;
-        RsGuest *g = new_guest(&p, &f);
-        for (int i = 0; i < 100 && rs_guest_state(g) != RS_STATE_HOLD; i++)
-                step(g, &f, 1, GIB);
         RsGuestSnapshot snap;
-        rs_guest_snapshot(g, &snap);
+        RsGuest *g = held_guest_snapshot(&p, &f, &snap);
         ck_assert(snap.baseline_known);
         snap.estimate = RS_UNKNOWN;
 
