@@ -30,6 +30,7 @@ POLICIES_TEST_LIBS = $(POLICIES_LIBS) $(CHECK_LIBS)
 
 policies_tests = \
 	tests/unit/test-signals \
+	tests/unit/test-pressure \
 	tests/unit/test-policy \
 	tests/unit/test-policy-file \
 	tests/unit/test-guest-model \
@@ -44,6 +45,10 @@ TESTS += $(policies_tests)
 tests_unit_test_signals_SOURCES = tests/unit/test-signals.c
 tests_unit_test_signals_CFLAGS = $(POLICIES_TEST_CFLAGS)
 tests_unit_test_signals_LDADD = $(POLICIES_TEST_LIBS)
+
+tests_unit_test_pressure_SOURCES = tests/unit/test-pressure.c
+tests_unit_test_pressure_CFLAGS = $(POLICIES_TEST_CFLAGS)
+tests_unit_test_pressure_LDADD = $(POLICIES_TEST_LIBS)
 
 tests_unit_test_policy_SOURCES = tests/unit/test-policy.c
 tests_unit_test_policy_CFLAGS = $(POLICIES_TEST_CFLAGS)

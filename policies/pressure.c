@@ -20,6 +20,9 @@ static const RsSensitivityParams sensitivity_params[_RS_SENSITIVITY_MAX] = {
 #define STALL_RATE 1.0
 /* Swap-outs below this share of the swap-ins: nothing is being pushed out to make room. */
 #define SWAPOUT_SHARE 0.1
+/* Host disk reads count only this many times the refault noise floor above their baseline:
+ * readahead turns each fault the guest reports into several pages read. */
+#define HOST_READ_NOISE_FACTOR 8.0
 
 const RsSensitivityParams *rs_sensitivity_params(RsSensitivity s) {
         if (s < 0 || s >= _RS_SENSITIVITY_MAX)
@@ -34,6 +37,10 @@ void rs_baseline_reset(RsBaseline *b) {
 void rs_baseline_learn(RsBaseline *b, const RsObservation *o) {
         if (!o->have_rates)
                 return;
+        if (o->host_reads >= 0) {
+                b->host_reads = b->host_known ? MIN(b->host_reads, o->host_reads) : o->host_reads;
+                b->host_known = true;
+        }
         if (!b->known) {
                 b->useful = o->useful;
                 b->scan = o->scan;
@@ -54,6 +61,13 @@ void rs_baseline_track(RsBaseline *b, const RsObservation *o) {
 
         if (!o->have_rates || !b->known)
                 return;
+        if (o->host_reads >= 0 && !o->hidden) {
+                /* Learned anew after a restore, then followed like the rest. */
+                b->host_reads = b->host_known ? b->host_reads + alpha * (o->host_reads - b->host_reads) : o->host_reads;
+                b->host_known = true;
+        }
+        if (o->hidden)
+                return; /* the guest's own rates are not what was judged */
         if (o->useful < o->threshold)
                 b->useful += alpha * (o->useful - b->useful);
         if (!o->scanning)
@@ -66,6 +80,12 @@ void rs_baseline_track(RsBaseline *b, const RsObservation *o) {
 void rs_baseline_rebase(RsBaseline *b, const RsObservation *o) {
         if (!o->have_rates)
                 return;
+        if (o->hidden) {
+                /* More memory did not lower the host's reads: they are the guest's normal. */
+                b->host_reads = MAX(b->host_reads, o->host_reads);
+                b->host_known = true;
+                return;
+        }
         b->useful = MAX(b->useful, o->useful);
         b->scan = MAX(b->scan, o->scan);
         if (o->psi_some >= 0)
@@ -92,6 +112,19 @@ static const RsCounter agent_refault[] = { RS_COUNTER_REFAULT_ANON, RS_COUNTER_R
 static const RsCounter agent_scan[] = { RS_COUNTER_PGSCAN_KSWAPD, RS_COUNTER_PGSCAN_DIRECT };
 static const RsCounter balloon_scan[] = { RS_COUNTER_ASYNC_SCANS, RS_COUNTER_DIRECT_SCANS };
 
+static double host_read_threshold(const RsBaseline *b, const RsSensitivityParams *sp) {
+        return b->host_reads * sp->ratio + HOST_READ_NOISE_FACTOR * sp->abs_min;
+}
+
+/* The host read from the guest's disks well above its baseline while the guest itself
+ * reports nothing above its own: the guest hides its pressure, or thrashes its page cache
+ * through read(), which no balloon stat counts. */
+static bool hidden_reads(const RsObservation *o, const RsBaseline *b, const RsSensitivityParams *sp) {
+        if (o->host_reads < 0 || !b || !b->known || !b->host_known)
+                return false;
+        return o->useful <= b->useful + sp->abs_min && o->host_reads > host_read_threshold(b, sp);
+}
+
 void rs_observe(const RsSample *s,
                 const RsRates *rates,
                 const RsObservation *prev,
@@ -104,6 +137,7 @@ void rs_observe(const RsSample *s,
                 .available = s->level[RS_LEVEL_AVAILABLE],
                 .caches = s->level[RS_LEVEL_DISK_CACHES],
                 .psi_some = -1,
+                .host_reads = -1,
                 .have_rates = rates->event == RS_RATE_NONE,
                 .why = "no pressure",
         };
@@ -143,6 +177,8 @@ void rs_observe(const RsSample *s,
         double base_useful = baseline && baseline->known ? baseline->useful : 0;
         double base_scan = baseline && baseline->known ? baseline->scan : 0;
         o.threshold = base_useful * sp->ratio + sp->abs_min;
+        if (rates->known[RS_COUNTER_HOST_DISK_READ])
+                o.host_reads = rates->per_sec[RS_COUNTER_HOST_DISK_READ] / RS_PAGE_SIZE;
 
         uint64_t size = o.size;
         if (rs_known(size)) {
@@ -222,6 +258,12 @@ void rs_observe(const RsSample *s,
         } else if (!o.have_rates) {
                 o.verdict = RS_VERDICT_UNKNOWN;
                 o.why = "no rates yet";
+        } else if (hidden_reads(&o, baseline, sp)) {
+                o.verdict = RS_VERDICT_REFAULT;
+                o.hidden = true;
+                o.useful = o.host_reads;
+                o.threshold = host_read_threshold(baseline, sp);
+                o.why = "disk reads above baseline that the guest's stats do not show";
         } else if (o.scanning) {
                 o.verdict = RS_VERDICT_SCAN;
                 o.why = "reclaim running, no refaults";

@@ -8,6 +8,10 @@
  *                    which shows no faults at all through read())
  *   RS_TIER_AGENT    guest agent vmstat: workingset refaults and activations, scans, PSI
  *
+ * Host disk reads (QEMU's blockstats) back every tier: a refault the guest does not report
+ * still has to come from its disks. Reads well above their own baseline that the guest's
+ * stats do not explain count as refaults ("hidden").
+ *
  * The "useful refault" rate is what more memory would save: workingset_activate (refaults
  * whose refault distance fit in memory) when the agent reports it, else all workingset
  * refaults, else major faults plus swap-in pages. A streaming guest refaults at every size
@@ -56,6 +60,8 @@ typedef struct RsBaseline {
         double scan;     /* pages/s, agent or new balloon stats */
         double psi_some; /* percent */
         unsigned n;
+        bool host_known; /* host_reads is measured (not kept in state files: learned again) */
+        double host_reads; /* pages/s QEMU read from the guest's disks */
 } RsBaseline;
 
 void rs_baseline_reset(RsBaseline *b);
@@ -86,6 +92,11 @@ struct RsObservation {
         bool available_critical;
         bool oom;            /* an OOM kill happened */
         bool stall;          /* allocation stalls (direct reclaim) */
+        double host_reads;   /* pages/s QEMU read from the guest's disks, or -1 */
+        bool hidden;         /* the verdict came from disk reads the guest's own stats do not
+                              * show (a guest hiding pressure, or file thrashing through read()
+                              * that no balloon stat counts); useful and threshold are then the
+                              * host's reads and their threshold */
         bool swapin_only;    /* the refaults above the threshold are swap-ins with no swap-out
                               * to match: pages coming back, none pushed out (a guest paging in
                               * after a deflation rather than one short of memory) */

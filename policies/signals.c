@@ -44,6 +44,7 @@ static const char *const counter_names[_RS_COUNTER_MAX] = {
         [RS_COUNTER_OOM_KILL] = "oom_kill",
         [RS_COUNTER_PSI_SOME_TOTAL] = "psi-some-total",
         [RS_COUNTER_PSI_FULL_TOTAL] = "psi-full-total",
+        [RS_COUNTER_HOST_DISK_READ] = "host-disk-read",
 };
 
 void rs_sample_init(RsSample *s) {
@@ -66,7 +67,11 @@ bool rs_counter_is_balloon(RsCounter c) {
 }
 
 bool rs_counter_is_agent(RsCounter c) {
-        return c >= RS_COUNTER_REFAULT_ANON && c < _RS_COUNTER_MAX;
+        return c >= RS_COUNTER_REFAULT_ANON && c <= RS_COUNTER_PSI_FULL_TOTAL;
+}
+
+bool rs_counter_is_host(RsCounter c) {
+        return c == RS_COUNTER_HOST_DISK_READ;
 }
 
 void rs_sample_sanitize(RsSample *s, uint64_t mem_max) {
@@ -117,6 +122,7 @@ double rs_counter_max_rate(RsCounter c) {
         switch (c) {
         case RS_COUNTER_SWAP_IN:
         case RS_COUNTER_SWAP_OUT:
+        case RS_COUNTER_HOST_DISK_READ:
                 return 64.0 * GIB; /* bytes/s: beyond any swap device */
         case RS_COUNTER_OOM_KILLS:
         case RS_COUNTER_OOM_KILL:

@@ -70,6 +70,9 @@ typedef enum RsCounter {
         /* guest /proc/pressure/memory total=, microseconds stalled */
         RS_COUNTER_PSI_SOME_TOTAL,
         RS_COUNTER_PSI_FULL_TOTAL,
+        /* the host's own view: bytes QEMU read from the guest's disks (query-blockstats).
+         * Swap-ins and file refaults must come from disk, whatever the guest reports. */
+        RS_COUNTER_HOST_DISK_READ,
         _RS_COUNTER_MAX,
 } RsCounter;
 
@@ -86,6 +89,7 @@ const char *rs_counter_name(RsCounter c);
 /* Which group a counter belongs to: the tiers are built from these. */
 bool rs_counter_is_agent(RsCounter c);
 bool rs_counter_is_balloon(RsCounter c);
+bool rs_counter_is_host(RsCounter c);
 
 /* Levels checked for consistency. mem_max is the most memory the guest can have (bytes,
  * 0 when not known): levels above it (with slack) or contradicting each other (free or

@@ -24,6 +24,31 @@ int qmp_parse_balloon_info(json_object *result, QmpBalloonInfo *ret) {
         return 0;
 }
 
+int qmp_parse_blockstats_read_bytes(json_object *result, uint64_t *ret) {
+        uint64_t sum = 0;
+
+        if (!json_object_is_type(result, json_type_array))
+                return -EBADMSG;
+        for (size_t i = 0, n = json_object_array_length(result); i < n; i++) {
+                json_object *entry = json_object_array_get_idx(result, i), *stats;
+                uint64_t rd;
+                int r;
+
+                if (!json_object_is_type(entry, json_type_object))
+                        return -EBADMSG;
+                r = required(json_member_get_object(entry, "stats", &stats));
+                if (r < 0)
+                        return r;
+                r = required(json_member_get_u64(stats, "rd_bytes", &rd));
+                if (r < 0)
+                        return r;
+                /* Saturate below UINT64_MAX, which callers read as "not reported". */
+                sum = rd >= UINT64_MAX - 1 - sum ? UINT64_MAX - 1 : sum + rd;
+        }
+        *ret = sum;
+        return 0;
+}
+
 static const char *const stat_names[_QMP_STAT_MAX] = {
         [QMP_STAT_SWAP_IN] = "stat-swap-in",
         [QMP_STAT_SWAP_OUT] = "stat-swap-out",
@@ -410,6 +435,31 @@ static void handle_u64(HelperCall *call, QmpClient *c, const QmpReply *reply) {
                 r = bad_reply(reply, k, "qom-get returned a value that is not a non-negative integer");
         if (call->callback.u64)
                 call->callback.u64(c, &r, r.error == 0 ? value : 0, call->userdata);
+}
+
+static void handle_blockstats(HelperCall *call, QmpClient *c, const QmpReply *reply) {
+        uint64_t value = 0;
+        QmpReply r = *reply;
+        int k;
+
+        if (r.error == 0 && (k = qmp_parse_blockstats_read_bytes(reply->result, &value)) < 0)
+                r = bad_reply(reply, k, "malformed reply to query-blockstats");
+        if (call->callback.u64)
+                call->callback.u64(c, &r, r.error == 0 ? value : 0, call->userdata);
+}
+
+int qmp_query_blockstats_read_bytes(QmpClient *c, uint64_t timeout_usec, qmp_u64_fn callback, void *userdata) {
+        if (!c)
+                return -EINVAL;
+        return helper_execute(c,
+                              "query-blockstats",
+                              NULL,
+                              timeout_usec,
+                              &(HelperCall) {
+                                      .handle = handle_blockstats,
+                                      .callback.u64 = callback,
+                                      .userdata = userdata,
+                              });
 }
 
 static void handle_bool(HelperCall *call, QmpClient *c, const QmpReply *reply) {

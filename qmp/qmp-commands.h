@@ -94,6 +94,14 @@ QmpStat qmp_stat_from_name(const char *name); /* _QMP_STAT_MAX when unknown */
 int qmp_parse_guest_stats(json_object *result, QmpGuestStats *ret);
 int qmp_get_guest_stats(QmpClient *c, const char *qom_path, uint64_t timeout_usec, qmp_guest_stats_fn callback, void *userdata);
 
+/* ---- block devices (the host's view of the guest's disk reads) ---- */
+
+/* The bytes read from every block device QEMU serves the guest (query-blockstats, the
+ * device-level "stats" of each entry; the protocol layers beneath are not added again).
+ * An empty list is 0. -EBADMSG for a malformed entry; the sum saturates at UINT64_MAX - 1. */
+int qmp_parse_blockstats_read_bytes(json_object *result, uint64_t *ret);
+int qmp_query_blockstats_read_bytes(QmpClient *c, uint64_t timeout_usec, qmp_u64_fn callback, void *userdata);
+
 /* ---- memory devices ---- */
 
 typedef enum QmpMemoryDeviceType {

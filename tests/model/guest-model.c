@@ -41,6 +41,7 @@ void guest_model_config_default(GuestModelConfig *cfg, uint64_t seed) {
                 .pass_sec = 10,
                 .noise = 0.05,
                 .n_phases = 1,
+                .host_disk_stats = true,
         };
 }
 
@@ -228,6 +229,8 @@ void guest_model_step(GuestModel *m) {
         m->c[RS_COUNTER_DIRECT_SCANS] = m->c[RS_COUNTER_PGSCAN_DIRECT];
         m->c[RS_COUNTER_ASYNC_RECLAIMS] = m->c[RS_COUNTER_PGSTEAL_KSWAPD];
         m->c[RS_COUNTER_DIRECT_RECLAIMS] = m->c[RS_COUNTER_PGSTEAL_DIRECT];
+        /* Every swap-in and file refault is a read QEMU serves, whatever the guest says. */
+        m->c[RS_COUNTER_HOST_DISK_READ] += (refault_anon + recovered + refault_file) * PAGE * dt;
 
         /* PSI: tasks stall on refaults of pages that were part of the working set, not on
          * first reads of a stream. */
@@ -298,10 +301,19 @@ void guest_model_sample(GuestModel *m, RsSample *s) {
                 for (RsCounter i = RS_COUNTER_OOM_KILLS; i <= RS_COUNTER_DIRECT_RECLAIMS; i++)
                         s->counter[i] = (uint64_t) m->c[i];
         if (c->agent) {
-                for (RsCounter i = RS_COUNTER_REFAULT_ANON; i < _RS_COUNTER_MAX; i++)
+                for (RsCounter i = RS_COUNTER_REFAULT_ANON; i <= RS_COUNTER_PSI_FULL_TOTAL; i++)
                         s->counter[i] = (uint64_t) m->c[i];
                 s->level[RS_LEVEL_PSI_SOME_AVG10] = (uint64_t) (m->psi_some_avg10 * 100.0);
                 s->level[RS_LEVEL_PSI_FULL_AVG10] = (uint64_t) (m->psi_full_avg10 * 100.0);
+        }
+
+        if (c->host_disk_stats)
+                s->counter[RS_COUNTER_HOST_DISK_READ] = (uint64_t) m->c[RS_COUNTER_HOST_DISK_READ];
+        if (c->hides_pressure) {
+                s->counter[RS_COUNTER_MAJOR_FAULTS] = s->counter[RS_COUNTER_SWAP_IN] = 0;
+                s->counter[RS_COUNTER_SWAP_OUT] = 0;
+                s->level[RS_LEVEL_AVAILABLE] = s->level[RS_LEVEL_FREE] = (uint64_t) (total / 2);
+                s->level[RS_LEVEL_DISK_CACHES] = 64 * MIB;
         }
 
         m->lied = false;

@@ -52,6 +52,8 @@ typedef struct GuestModelConfig {
         double noise;                /* relative jitter of the rates, e.g. 0.1 */
         unsigned reboot_tick;        /* 0: never; else counters restart at this tick */
         double lie_probability;      /* chance per sample of a corrupted report */
+        bool host_disk_stats;        /* QEMU's blockstats: bytes read from the guest's disks */
+        bool hides_pressure;         /* reports no faults, no swap and plenty available, always */
         /* Hot anonymous pages on swap that fit again (after the guest grew) come back when
          * the workload touches them: 0 models them back at once and unseen; otherwise at
          * most this fast, as swap-ins with no swap-out, and only every swap_recovery_every

@@ -202,6 +202,13 @@ void scenario_config(ScenarioKind kind, uint64_t seed, bool randomize, GuestMode
                 cfg->n_phases = 2;
                 spec->ticks = 220;
                 break;
+        case SCENARIO_HIDING:
+                spec->name = "hiding-guest";
+                cfg->swap_bytes = 1 * GIB;
+                cfg->hides_pressure = true;
+                p0->anon_hot = hot;
+                p0->file_cold = randomize ? pick(&x, 0, 300) : 200 * MIB;
+                break;
         default:
                 break;
         }

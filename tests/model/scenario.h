@@ -52,6 +52,7 @@ typedef enum ScenarioKind {
         SCENARIO_REBOOT,           /* counters reset mid-run */
         SCENARIO_LIAR,             /* corrupted reports: free > total, counters backwards, absurd values */
         SCENARIO_GROWTH_NO_SWAP,   /* anon grows in a ramp, no swap, no deflate-on-oom */
+        SCENARIO_HIDING,           /* balloon stats that never show pressure: only host disk reads do */
         _SCENARIO_MAX,
 } ScenarioKind;
 

@@ -102,6 +102,26 @@ SCENARIO_TEST(test_file_balloon_only, SCENARIO_FILE_BALLOON)
 SCENARIO_TEST(test_mixed, SCENARIO_MIXED)
 SCENARIO_TEST(test_doubling, SCENARIO_DOUBLING)
 SCENARIO_TEST(test_growth_no_swap, SCENARIO_GROWTH_NO_SWAP)
+SCENARIO_TEST(test_hiding_guest, SCENARIO_HIDING)
+
+/* The same hiding guest without the host's disk reads: nothing stops the squeeze, which
+ * is what makes the host signal worth having (and the floor the last line). */
+START_TEST(test_hiding_guest_needs_host_reads) {
+        GuestModelConfig cfg;
+        ScenarioSpec spec;
+        ScenarioResult r;
+        RsPolicy p;
+
+        rs_policy_init(&p);
+        scenario_config(SCENARIO_HIDING, 1, false, &cfg, &spec);
+        cfg.host_disk_stats = false;
+        ck_assert_int_eq(scenario_run(&cfg, &p, spec.ticks, TOLERANCE, NULL, NULL, &r), 0);
+        printf("hiding-guest without host disk reads: min target %.0f MiB for a %.0f MiB set (floor %.0f)\n",
+               (double) r.min_target / MIB, (double) r.final_ws / MIB, (double) r.floor / MIB);
+        ck_assert_uint_lt(r.min_target, r.final_ws * 8 / 10);
+        ck_assert_uint_ge(r.min_target, r.floor);
+}
+END_TEST
 
 START_TEST(test_file_agent_more_precise) {
         ScenarioResult rb, ra;
@@ -333,6 +353,8 @@ int main(void) {
         tcase_add_test(tc, test_mixed);
         tcase_add_test(tc, test_doubling);
         tcase_add_test(tc, test_growth_no_swap);
+        tcase_add_test(tc, test_hiding_guest);
+        tcase_add_test(tc, test_hiding_guest_needs_host_reads);
         tcase_add_test(tc, test_shrinking);
         tcase_add_test(tc, test_streaming_piggin);
         tcase_add_test(tc, test_streaming_late_marginal_effect);

@@ -180,6 +180,64 @@ START_TEST(test_query_balloon_no_device) {
 }
 END_TEST
 
+/* ---- block devices ---- */
+
+/* The shape QEMU 7.2 sends: device-level stats, with the protocol layer under "parent". */
+#define BLOCKSTATS_ENTRY(rd) \
+        "{\"device\": \"\", \"node-name\": \"n1\", \"qdev\": \"/machine/peripheral-anon/device[2]/virtio-backend\", " \
+        "\"stats\": {\"rd_bytes\": " rd ", \"wr_bytes\": 4096, \"rd_operations\": 3, \"flush_operations\": 0, " \
+        "\"timed_stats\": [], \"account_invalid\": true}, " \
+        "\"parent\": {\"node-name\": \"p1\", \"stats\": {\"rd_bytes\": 999999, \"wr_bytes\": 0}}}"
+
+START_TEST(test_parse_blockstats) {
+        static const struct {
+                const char *json;
+                int error;
+                uint64_t bytes;
+        } cases[] = {
+                { "[" BLOCKSTATS_ENTRY("1000") "," BLOCKSTATS_ENTRY("24") "]", 0, 1024 },
+                { "[]", 0, 0 },
+                { "[" BLOCKSTATS_ENTRY("18446744073709551000") "," BLOCKSTATS_ENTRY("18446744073709551000") "]", 0,
+                  UINT64_MAX - 1 },
+                { "[{\"device\": \"d\"}]", -EBADMSG, 0 },
+                { "[{\"stats\": {\"rd_bytes\": -1}}]", -EBADMSG, 0 },
+                { "[{\"stats\": {\"rd_bytes\": \"many\"}}]", -EBADMSG, 0 },
+                { "[{\"stats\": []}]", -EBADMSG, 0 },
+                { "[7]", -EBADMSG, 0 },
+                { "{\"stats\": {\"rd_bytes\": 5}}", -EBADMSG, 0 },
+                { "null", -EBADMSG, 0 },
+        };
+
+        for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+                json_object *o = json_tokener_parse(cases[i].json);
+                uint64_t bytes = 42;
+
+                ck_assert_msg(qmp_parse_blockstats_read_bytes(o, &bytes) == cases[i].error, "case %s", cases[i].json);
+                ck_assert_uint_eq(bytes, cases[i].error == 0 ? cases[i].bytes : 42);
+                json_object_put(o);
+        }
+}
+END_TEST
+
+START_TEST(test_query_blockstats) {
+        fake_peer_expect(p, "query-blockstats", NULL);
+        fake_peer_reply(p, "[" BLOCKSTATS_ENTRY("65536") "]");
+        ck_assert_int_ge(qmp_query_blockstats_read_bytes(c, 0, on_u64, NULL), 0);
+        wait_done();
+        ck_assert_int_eq(got_error, 0);
+        ck_assert_uint_eq(got_u64, 65536);
+
+        done = false;
+        fake_peer_expect(p, "query-blockstats", NULL);
+        fake_peer_reply(p, "[{\"stats\": {}}]");
+        ck_assert_int_ge(qmp_query_blockstats_read_bytes(c, 0, on_u64, NULL), 0);
+        wait_done();
+        ck_assert_int_eq(got_error, -EBADMSG);
+        ck_assert_ptr_nonnull(strstr(got_desc, "query-blockstats"));
+        ck_assert(qmp_client_is_ready(c));
+}
+END_TEST
+
 START_TEST(test_balloon_set_target) {
         fake_peer_expect(p, "balloon", "{\"value\": 805306368}");
         fake_peer_reply(p, "{}");
@@ -778,6 +836,8 @@ static Suite *qmp_commands_suite(void) {
         tcase_add_test(tc, test_query_balloon);
         tcase_add_test(tc, test_query_balloon_wrong_type);
         tcase_add_test(tc, test_query_balloon_no_device);
+        tcase_add_test(tc, test_parse_blockstats);
+        tcase_add_test(tc, test_query_blockstats);
         tcase_add_test(tc, test_balloon_set_target);
         tcase_add_test(tc, test_stats_polling_interval);
         tcase_add_test(tc, test_free_page_reporting);

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* rs_observe's verdicts on hand-built intervals, and the baseline it judges them against:
+ * in particular the host's disk reads catching pressure the guest's own stats do not show. */
+#include <check.h>
+
+#include "common/macro.h"
+#include "policies/pressure.h"
+
+#define SIZE (1 * GIB)
+
+/* One interval: the given guest fault rate and host read rate (pages/s, <0: not reported). */
+static void observe(const RsBaseline *b, double majflt, double host_reads, RsObservation *ret) {
+        RsSample s;
+        RsRates r = { .event = RS_RATE_NONE, .interval_sec = 10 };
+        RsPolicy p;
+
+        rs_policy_init(&p);
+        rs_sample_init(&s);
+        s.level[RS_LEVEL_BALLOON_ACTUAL] = s.level[RS_LEVEL_BALLOON_TARGET] = SIZE;
+        s.level[RS_LEVEL_TOTAL] = SIZE - 64 * MIB;
+        s.level[RS_LEVEL_AVAILABLE] = 300 * MIB;
+        s.level[RS_LEVEL_FREE] = 200 * MIB;
+        r.known[RS_COUNTER_MAJOR_FAULTS] = true;
+        r.per_sec[RS_COUNTER_MAJOR_FAULTS] = majflt;
+        if (host_reads >= 0) {
+                r.known[RS_COUNTER_HOST_DISK_READ] = true;
+                r.per_sec[RS_COUNTER_HOST_DISK_READ] = host_reads * RS_PAGE_SIZE;
+        }
+        rs_observe(&s, &r, NULL, b, &p, ret);
+}
+
+/* A baseline learned from a few quiet intervals: 2 faults/s, 10 pages/s read by the host. */
+static void quiet_baseline(RsBaseline *b) {
+        RsObservation o;
+        rs_baseline_reset(b);
+        for (int i = 0; i < 3; i++) {
+                observe(b, 2, 10, &o);
+                rs_baseline_learn(b, &o);
+        }
+        ck_assert(b->known && b->host_known);
+        ck_assert_double_eq_tol(b->host_reads, 10, 1e-9);
+}
+
+START_TEST(test_quiet_is_clean) {
+        RsBaseline b;
+        RsObservation o;
+        quiet_baseline(&b);
+        observe(&b, 2, 12, &o);
+        ck_assert_int_eq(o.verdict, RS_VERDICT_CLEAN);
+        ck_assert(!o.hidden);
+}
+END_TEST
+
+START_TEST(test_hidden_reads_are_refaults) {
+        RsBaseline b;
+        RsObservation o;
+        quiet_baseline(&b);
+        /* The guest reports nothing new; the host reads 4 MiB/s from its disks. */
+        observe(&b, 2, 1024, &o);
+        ck_assert_int_eq(o.verdict, RS_VERDICT_REFAULT);
+        ck_assert(o.hidden);
+        ck_assert_double_eq_tol(o.useful, 1024, 1e-9);
+        ck_assert_double_lt(o.threshold, 1024);
+        /* Such an interval teaches the guest's own baseline nothing. */
+        double before = b.useful;
+        rs_baseline_track(&b, &o);
+        ck_assert_double_eq_tol(b.useful, before, 1e-9);
+        ck_assert_double_eq_tol(b.host_reads, 10, 1e-9);
+}
+END_TEST
+
+START_TEST(test_reported_refaults_are_not_hidden) {
+        RsBaseline b;
+        RsObservation o;
+        quiet_baseline(&b);
+        /* The guest owns up to its faults: the ordinary verdict, from its own counters. */
+        observe(&b, 400, 3200, &o);
+        ck_assert_int_eq(o.verdict, RS_VERDICT_REFAULT);
+        ck_assert(!o.hidden);
+        ck_assert_double_eq_tol(o.useful, 400, 1e-9);
+}
+END_TEST
+
+START_TEST(test_readahead_noise_is_not_hidden) {
+        RsBaseline b;
+        RsObservation o;
+        quiet_baseline(&b);
+        /* A few faults below the refault threshold, each read with readahead: still clean. */
+        observe(&b, 30, 30 * 8, &o);
+        ck_assert_int_eq(o.verdict, RS_VERDICT_CLEAN);
+}
+END_TEST
+
+START_TEST(test_no_host_baseline_no_hidden_verdict) {
+        RsBaseline b;
+        RsObservation o;
+        quiet_baseline(&b);
+        b.host_known = false; /* as after a restore from a state file */
+        observe(&b, 2, 5000, &o);
+        ck_assert_int_eq(o.verdict, RS_VERDICT_CLEAN);
+        /* The first clean interval sets it again. */
+        rs_baseline_track(&b, &o);
+        ck_assert(b.host_known);
+        observe(&b, 2, -1, &o);
+        ck_assert_double_lt(o.host_reads, 0);
+        ck_assert_int_eq(o.verdict, RS_VERDICT_CLEAN);
+}
+END_TEST
+
+START_TEST(test_rebase_on_hidden_moves_host_baseline) {
+        RsBaseline b;
+        RsObservation o;
+        quiet_baseline(&b);
+        observe(&b, 2, 2048, &o);
+        ck_assert(o.hidden);
+        double useful = b.useful;
+        rs_baseline_rebase(&b, &o);
+        ck_assert_double_eq_tol(b.host_reads, 2048, 1e-9);
+        ck_assert_double_eq_tol(b.useful, useful, 1e-9);
+        observe(&b, 2, 2100, &o);
+        ck_assert_int_eq(o.verdict, RS_VERDICT_CLEAN);
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("pressure");
+        TCase *tc = tcase_create("host-reads");
+        tcase_add_test(tc, test_quiet_is_clean);
+        tcase_add_test(tc, test_hidden_reads_are_refaults);
+        tcase_add_test(tc, test_reported_refaults_are_not_hidden);
+        tcase_add_test(tc, test_readahead_noise_is_not_hidden);
+        tcase_add_test(tc, test_no_host_baseline_no_hidden_verdict);
+        tcase_add_test(tc, test_rebase_on_hidden_moves_host_baseline);
+        suite_add_tcase(s, tc);
+        SRunner *sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed == 0 ? 0 : 1;
+}
