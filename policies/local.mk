@@ -81,3 +81,6 @@ tests_unit_test_arbiter_LDADD = $(POLICIES_TEST_LIBS)
 tests_unit_test_actuation_SOURCES = tests/unit/test-actuation.c
 tests_unit_test_actuation_CFLAGS = $(POLICIES_TEST_CFLAGS)
 tests_unit_test_actuation_LDADD = $(POLICIES_TEST_LIBS)
+
+# The shared end of the Check test programs.
+noinst_HEADERS += tests/unit/check-run.h

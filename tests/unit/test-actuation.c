@@ -6,6 +6,7 @@
 #include "common/macro.h"
 #include "policies/actuation.h"
 #include "policies/rs-value.h"
+#include "tests/unit/check-run.h"
 
 static RsActuationInput balloon_only(uint64_t cur, uint64_t target) {
         return (RsActuationInput) { .current = cur, .target = target, .estimate = RS_UNKNOWN, .margin_percent = 10, .boot_bytes = 4 * GIB };
@@ -147,9 +148,5 @@ int main(void) {
         tcase_add_test(tc, test_dimm_only_past_boot_and_when_allowed);
         tcase_add_test(tc, test_bad_input);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return check_run_suite(s);
 }

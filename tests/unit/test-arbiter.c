@@ -6,6 +6,7 @@
 #include "common/macro.h"
 #include "policies/arbiter.h"
 #include "policies/rs-value.h"
+#include "tests/unit/check-run.h"
 
 static RsArbiterGuest guest(uint64_t want, uint64_t est, uint64_t floor, uint64_t max, uint64_t shares, RsMode mode) {
         return (RsArbiterGuest) { .want = want, .estimate = est, .floor = floor, .max = max, .shares = shares, .mode = mode };
@@ -156,9 +157,5 @@ int main(void) {
         tcase_add_test(tc, test_random_invariants);
         tcase_add_test(tc, test_bad_input);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return check_run_suite(s);
 }

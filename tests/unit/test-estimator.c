@@ -7,6 +7,7 @@
 
 #include "common/macro.h"
 #include "policies/estimator.h"
+#include "tests/unit/check-run.h"
 
 #define MAXMEM (2 * GIB)
 #define STEP (10 * USEC_PER_SEC)
@@ -526,9 +527,5 @@ int main(void) {
         tcase_add_test(tc, test_bad_policy_rejected);
         tcase_add_test(tc, test_state_names);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return check_run_suite(s);
 }

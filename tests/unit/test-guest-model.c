@@ -5,6 +5,7 @@
 
 #include "common/macro.h"
 #include "tests/model/guest-model.h"
+#include "tests/unit/check-run.h"
 
 static void run(GuestModel *m, uint64_t target, unsigned ticks, RsSample *first, RsSample *last) {
         guest_model_set_target(m, target);
@@ -143,9 +144,5 @@ int main(void) {
         tcase_add_test(tc, test_growth_without_swap_ooms);
         tcase_add_test(tc, test_deterministic_and_reboot);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return check_run_suite(s);
 }

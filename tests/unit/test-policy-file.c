@@ -8,6 +8,7 @@
 
 #include "common/macro.h"
 #include "policies/policy-file.h"
+#include "tests/unit/check-run.h"
 
 static bool policy_equal(const RsPolicy *a, const RsPolicy *b) {
         return strcmp(a->name, b->name) == 0 && strcmp(a->match, b->match) == 0 && a->mode == b->mode &&
@@ -239,9 +240,5 @@ int main(void) {
         tcase_add_test(tc, test_shipped_presets_match_builtin);
         tcase_add_test(tc, test_garbage_never_crashes);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return check_run_suite(s);
 }

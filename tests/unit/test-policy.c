@@ -7,6 +7,7 @@
 
 #include "common/macro.h"
 #include "policies/policy.h"
+#include "tests/unit/check-run.h"
 
 START_TEST(test_presets_valid_and_distinct) {
         RsPolicy c, b, a, o;
@@ -146,9 +147,5 @@ int main(void) {
         tcase_add_test(tc, test_value_parsers);
         tcase_add_test(tc, test_enum_strings);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return check_run_suite(s);
 }

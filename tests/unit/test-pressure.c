@@ -5,6 +5,7 @@
 
 #include "common/macro.h"
 #include "policies/pressure.h"
+#include "tests/unit/check-run.h"
 
 #define SIZE (1 * GIB)
 
@@ -132,9 +133,5 @@ int main(void) {
         tcase_add_test(tc, test_no_host_baseline_no_hidden_verdict);
         tcase_add_test(tc, test_rebase_on_hidden_moves_host_baseline);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? 0 : 1;
+        return check_run_suite(s);
 }

@@ -5,6 +5,7 @@
 
 #include "common/macro.h"
 #include "policies/signals.h"
+#include "tests/unit/check-run.h"
 
 #define SEC USEC_PER_SEC
 
@@ -225,9 +226,5 @@ int main(void) {
         tcase_add_test(tc, test_sanitize);
         tcase_add_test(tc, test_names);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return check_run_suite(s);
 }
