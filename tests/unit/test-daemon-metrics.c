@@ -100,7 +100,7 @@ static const char two_guests_text[] =
         "rightsize_guest_state{guest=\"web1\",state=\"holding\"} 1\n"
         "# TYPE rightsize_host_reclaimed_bytes gauge\n"
         "# UNIT rightsize_host_reclaimed_bytes bytes\n"
-        "# HELP rightsize_host_reclaimed_bytes Memory the host got back from its guests (configured minus resident).\n"
+        "# HELP rightsize_host_reclaimed_bytes Memory the balloons hold back from the guests: the sum of max minus actual size.\n"
         "rightsize_host_reclaimed_bytes 223741824\n"
         "# TYPE rightsize_guests_managed gauge\n"
         "# HELP rightsize_guests_managed Guests rightsize is managing.\n"
