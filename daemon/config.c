@@ -31,6 +31,9 @@
 #define DEFAULT_READ_GROUP "rightsize"
 #define DEFAULT_LIBVIRT_URI "qemu:///system"
 
+/* The longest line config_reader() takes from inih's buffer, without the newline. */
+#define CONFIG_LINE_MAX (INI_MAX_LINE - 3)
+
 /* Group names as useradd(8) accepts them by default. */
 #define GROUP_NAME_MAX 32
 
@@ -158,6 +161,7 @@ int config_new_default(Config **ret) {
                 .libvirt_enabled = true,
                 .libvirt_uri = strdup(DEFAULT_LIBVIRT_URI),
                 .libvirt_manage_all = false,
+                .libvirt_agent = false,
         };
         if (!c->policy_dir || !c->state_dir || !c->read_group || !c->manage || !c->exclude ||
             !c->qmp_sockets || !c->agent_socket_pattern || !c->libvirt_uri)
@@ -177,7 +181,7 @@ bool config_equal(const Config *a, const Config *b) {
                strv_equal(a->exclude, b->exclude) && strv_equal(a->qmp_sockets, b->qmp_sockets) &&
                streq_null(a->agent_socket_pattern, b->agent_socket_pattern) &&
                a->libvirt_enabled == b->libvirt_enabled && streq_null(a->libvirt_uri, b->libvirt_uri) &&
-               a->libvirt_manage_all == b->libvirt_manage_all;
+               a->libvirt_manage_all == b->libvirt_manage_all && a->libvirt_agent == b->libvirt_agent;
 }
 
 /* ---- value parsers: each returns 0, or -EINVAL with a reason for the message ---- */
@@ -218,6 +222,7 @@ static const ConfigKey config_keys[] = {
         { "libvirt", "enabled", VALUE_BOOL, offsetof(Config, libvirt_enabled) },
         { "libvirt", "uri", VALUE_URI, offsetof(Config, libvirt_uri) },
         { "libvirt", "manage-all", VALUE_BOOL, offsetof(Config, libvirt_manage_all) },
+        { "libvirt", "agent", VALUE_BOOL, offsetof(Config, libvirt_agent) },
 };
 
 static const char *const section_names[] = { "daemon", "guests", "qemu", "libvirt" };
@@ -404,7 +409,11 @@ static char *config_reader(char *str, int num, void *stream) {
         }
 
         ctx->line_is_continuation = ctx->line_buf[0] == ' ' || ctx->line_buf[0] == '\t';
-        memcpy(str, ctx->line_buf, (size_t) n + 1);
+        /* Only the content and one newline: any number of trailing CRs would not fit in str
+         * (inih strips them anyway). */
+        memcpy(str, ctx->line_buf, content);
+        str[content] = '\n';
+        str[content + 1] = '\0';
         return str;
 }
 
@@ -725,6 +734,50 @@ static void print_value(const Config *c, const ConfigKey *k, FILE *f) {
         }
 }
 
+/* "key = a b c" in lines the reader takes back: a list may be longer than one line (read from
+ * continuation lines or from repeated keys), so it goes on indented continuation lines, or on
+ * repeated "key = ..." lines for words that cannot follow a space (";x" would be a comment, so
+ * it needs "key=;x") or start a continuation line ("#x", ";x": comment lines). Such words came
+ * from a "key=..." line, so they fit on one. */
+static void print_list_line(const char *key, char *const *l, FILE *f) {
+        size_t key_len = strlen(key), column = 0;
+
+        if (!l || !l[0]) {
+                fprintf(f, "%s =\n", key);
+                return;
+        }
+        for (size_t i = 0; l[i]; i++) {
+                size_t n = strlen(l[i]);
+                bool comment = strchr("#;", l[i][0]);
+
+                if (i > 0 && l[i][0] != ';' && column + 1 + n <= CONFIG_LINE_MAX) {
+                        fputc(' ', f);
+                        column++;
+                } else if (i > 0 && !comment) {
+                        fputs("\n\t", f);
+                        column = 1;
+                } else {
+                        if (i > 0)
+                                fputc('\n', f);
+                        if (l[i][0] != ';' && key_len + 3 + n <= CONFIG_LINE_MAX) {
+                                fprintf(f, "%s = ", key);
+                                column = key_len + 3;
+                        } else if (key_len + 1 + n <= CONFIG_LINE_MAX || comment) {
+                                fprintf(f, "%s=", key);
+                                column = key_len + 1;
+                        } else {
+                                /* The first word, too long even for "key=": an empty first value,
+                                 * then the word on a continuation line. */
+                                fprintf(f, "%s =\n\t", key);
+                                column = 1;
+                        }
+                }
+                fputs(l[i], f);
+                column += n;
+        }
+        fputc('\n', f);
+}
+
 int config_print(const Config *c, FILE *f) {
         if (!c || !f)
                 return -EINVAL;
@@ -738,6 +791,11 @@ int config_print(const Config *c, FILE *f) {
 
                         if (strcmp(config_keys[i].section, section_names[s]) != 0)
                                 continue;
+                        if (is_list(config_keys[i].type)) {
+                                print_list_line(config_keys[i].key,
+                                                *(char **const *) ((const char *) c + config_keys[i].offset), f);
+                                continue;
+                        }
 
                         v = open_memstream(&value, &size);
                         if (!v)
@@ -746,8 +804,15 @@ int config_print(const Config *c, FILE *f) {
                         if (fclose(v) != 0)
                                 return -ENOMEM;
 
-                        /* "key =" with nothing after it reads back as empty. */
-                        fprintf(f, "%s =%s%s\n", config_keys[i].key, size > 0 ? " " : "", value);
+                        /* "key =" with nothing after it reads back as empty; "key=value" when
+                         * the spaces would make the line longer than the reader takes, or the
+                         * value would read as a comment after a space (";..."). */
+                        fprintf(f, "%s%s%s\n", config_keys[i].key,
+                                size == 0 ? " ="
+                                : value[0] == ';' || strlen(config_keys[i].key) + 3 + size > CONFIG_LINE_MAX
+                                        ? "="
+                                        : " = ",
+                                value);
                 }
         }
 

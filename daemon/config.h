@@ -41,6 +41,7 @@ typedef struct Config {
         bool libvirt_enabled;
         char *libvirt_uri;
         bool libvirt_manage_all;
+        bool libvirt_agent;            /* /proc/vmstat + PSI through the guest agent (taints) */
 } Config;
 
 /* Where the configuration lives, as the build configured it: $(sysconfdir)/rightsize, and the

@@ -33,6 +33,13 @@
 #define STALL_CYCLES 4
 /* The state file is rewritten when something changed, and at least this often. */
 #define STATE_SAVE_USEC (60 * USEC_PER_SEC)
+/* Untrusted input: stats whose last-update stays put this many cycles are stale; dated further
+ * ahead than this, they lie; more events than this in one interval are a flood; a data fault
+ * clears after this many clean cycles. */
+#define STATS_STALE_CYCLES 5
+#define STATS_FUTURE_SLACK_SEC 300
+#define EVENT_FLOOD_PER_CYCLE 1000
+#define DATA_CLEAN_CYCLES 3
 
 static uint64_t now_usec(clockid_t clock) {
         struct timespec ts;
@@ -53,6 +60,7 @@ static uint64_t command_timeout(const Guest *g) {
 }
 
 static void guest_schedule_reconnect(Guest *g);
+static int guest_setup_finish(Guest *g);
 static void guest_tick_arm(Guest *g, uint64_t usec);
 static void agent_schedule_reconnect(Guest *g);
 
@@ -220,7 +228,8 @@ static void on_vmem_set(QmpClient *c, const QmpReply *reply, void *userdata) {
 static int guest_send_balloon(Guest *g, uint64_t bytes) {
         /* Never below the floor, whatever asked for it. */
         bytes = MAX(bytes, guest_floor(g));
-        int r = qmp_balloon_set_target(g->qmp, bytes, command_timeout(g), on_balloon_set, g);
+        int r = g->driver ? g->driver->set_balloon(g, bytes, g->driver_data)
+                          : qmp_balloon_set_target(g->qmp, bytes, command_timeout(g), on_balloon_set, g);
         if (r < 0)
                 return r;
         g->balloon_target = bytes;
@@ -237,13 +246,20 @@ static bool guest_check_stall(Guest *g, uint64_t now) {
                 /* Pushing resumes when the core asks for no less than where it stuck, or when
                  * the hold time has passed (the guest may have freed memory since). */
                 if (g->want >= g->stall_size || now >= g->stall_until) {
+                        /* The fault stays on show until the balloon moves away from where it stuck:
+                         * a balloon that never moves stays reported. */
                         g->stalled = false;
-                        g->fault[0] = '\0';
                         g->stall_count = 0;
                         log_guest_info(g->name, guest_state_string(g), "Balloon no longer held back");
                         return false;
                 }
                 return true;
+        }
+        if (g->stall_size > 0 && g->actual > 0 &&
+            (g->actual + 2 * STALL_MOVE_BYTES <= g->stall_size || g->actual >= g->stall_size + 2 * STALL_MOVE_BYTES)) {
+                if (strncmp(g->fault, "balloon stopped", strlen("balloon stopped")) == 0)
+                        g->fault[0] = '\0';
+                g->stall_size = 0;
         }
 
         if (g->balloon_target == 0 || g->actual == 0 ||
@@ -269,6 +285,7 @@ static bool guest_check_stall(Guest *g, uint64_t now) {
                  "balloon stopped at %s short of its target %s: the guest cannot give more; stopped pushing",
                  fmt_size(b1, sizeof(b1), g->actual), fmt_size(b2, sizeof(b2), g->balloon_target));
         guest_set_fault(g, "%s", g->reason);
+        g->data_fault = false;
         log_guest_warning(g->name, guest_state_string(g), "%s", g->reason);
         /* Stop pushing: ask for what the guest has. */
         if (g->actual > g->balloon_target)
@@ -307,8 +324,9 @@ static void guest_actuate(Guest *g, uint64_t target, bool urgent, uint64_t now) 
                 return;
 
         if (plan.set_vmem && g->vmem_id) {
-                r = qmp_virtio_mem_set_requested_size(g->qmp, g->vmem_id, plan.vmem_requested, command_timeout(g),
-                                                      on_vmem_set, g);
+                r = g->driver ? g->driver->set_virtio_mem(g, plan.vmem_requested, g->driver_data)
+                              : qmp_virtio_mem_set_requested_size(g->qmp, g->vmem_id, plan.vmem_requested,
+                                                                  command_timeout(g), on_vmem_set, g);
                 if (r < 0)
                         log_guest_warning_errno(g->name, guest_state_string(g), r, "virtio-mem resize: %m");
         }
@@ -389,6 +407,13 @@ static void guest_update_rates(Guest *g, uint64_t now) {
                 g->major_fault_rate = (double) (major - g->prev_major) * USEC_PER_SEC / (double) (now - g->prev_major_usec);
         else
                 g->major_fault_rate = NAN;
+        /* Once is a guest reboot; again and again is a guest that lies. */
+        g->major_backwards_cycles = major != RS_UNKNOWN && g->prev_major != RS_UNKNOWN && major < g->prev_major
+                                            ? g->major_backwards_cycles + 1
+                                            : 0;
+        if (g->major_backwards_cycles >= 2)
+                snprintf(g->data_problem, sizeof(g->data_problem),
+                         "guest stats lie: the fault counter went backwards %u times in a row", g->major_backwards_cycles);
         g->prev_major = major;
         g->prev_major_usec = now;
 
@@ -416,17 +441,75 @@ static bool estimate_changed(Guest *g) {
         return changed;
 }
 
+/* The cycle's sign of untrusted input becomes the fault (a stalled balloon's reason goes first),
+ * and goes once DATA_CLEAN_CYCLES cycles came without one. */
+static void guest_report_data_problem(Guest *g) {
+        if (g->data_problem[0]) {
+                if (!g->data_fault || strcmp(g->fault, g->data_problem) != 0)
+                        log_guest_warning(g->name, guest_state_string(g), "%s", g->data_problem);
+                if (!g->stalled) {
+                        guest_set_fault(g, "%s", g->data_problem);
+                        g->data_fault = true;
+                }
+                g->data_clean_cycles = 0;
+        } else if (g->data_fault && ++g->data_clean_cycles >= DATA_CLEAN_CYCLES) {
+                if (!g->stalled)
+                        g->fault[0] = '\0';
+                g->data_fault = false;
+        }
+        g->data_problem[0] = '\0';
+}
+
+/* Levels the sanity check had to drop: the guest contradicts itself or QEMU. */
+static void guest_check_sanitized(Guest *g, const RsSample *before) {
+        char dropped[96] = "";
+        size_t n = 0;
+
+        for (RsLevel l = RS_LEVEL_TOTAL; l <= RS_LEVEL_DISK_CACHES; l++)
+                if (before->level[l] != g->sample.level[l] && n + 24 < sizeof(dropped))
+                        n += (size_t) snprintf(dropped + n, sizeof(dropped) - n, "%s%s", n ? ", " : "", rs_level_name(l));
+        if (n > 0)
+                snprintf(g->data_problem, sizeof(g->data_problem), "guest stats lie: impossible values dropped (%s)",
+                         dropped);
+}
+
+/* last-update is QEMU's clock when the guest last reported: far ahead of ours, it lies; still
+ * where it was after several intervals, the guest stopped reporting. */
+static void guest_check_stats_time(Guest *g, const QmpGuestStats *st) {
+        uint64_t now_sec = now_usec(CLOCK_REALTIME) / USEC_PER_SEC;
+
+        if (st->last_update == 0)
+                return;
+        g->stats_stale_cycles = st->last_update == g->stats_last_update ? g->stats_stale_cycles + 1 : 0;
+        g->stats_last_update = st->last_update;
+        if (st->last_update > now_sec + STATS_FUTURE_SLACK_SEC)
+                snprintf(g->data_problem, sizeof(g->data_problem),
+                         "guest stats lie: last update %" PRIu64 " s in the future", st->last_update - now_sec);
+        else if (g->stats_stale_cycles >= STATS_STALE_CYCLES)
+                snprintf(g->data_problem, sizeof(g->data_problem),
+                         "guest stats stale: not updated for %u intervals", g->stats_stale_cycles);
+}
+
 static void guest_finish_cycle(Guest *g) {
         uint64_t now = now_usec(CLOCK_MONOTONIC);
         HostMemory host;
         RsDecision d;
         char b1[FORMAT_SIZE_MAX], b2[FORMAT_SIZE_MAX], b3[FORMAT_SIZE_MAX];
 
-        if (g->phase != GUEST_PHASE_RUNNING || !g->qmp || !qmp_client_is_ready(g->qmp))
+        if (g->phase != GUEST_PHASE_RUNNING ||
+            (g->source == GUEST_SOURCE_QEMU && (!g->qmp || !qmp_client_is_ready(g->qmp))))
                 return;
+        if (g->events_in_cycle > EVENT_FLOOD_PER_CYCLE)
+                snprintf(g->data_problem, sizeof(g->data_problem), "QMP event flood: %u events in one interval",
+                         g->events_in_cycle);
+        g->events_in_cycle = 0;
         if (g->cycle_qmp_failed) {
                 /* A timeout on one guest only costs that guest its tick. */
-                log_guest_warning(g->name, guest_state_string(g), "Skipping this interval: %s", g->cycle_error);
+                log_guest_debug(g->name, guest_state_string(g), "Skipping this interval: %s", g->cycle_error);
+                snprintf(g->data_problem, sizeof(g->data_problem), "%s failing: %s",
+                         g->source == GUEST_SOURCE_LIBVIRT ? "libvirt calls" : "QMP commands", g->cycle_error);
+                guest_report_data_problem(g);
+                guest_notify(g, false);
                 return;
         }
 
@@ -447,7 +530,9 @@ static void guest_finish_cycle(Guest *g) {
         g->sample.level[RS_LEVEL_BALLOON_TARGET] = g->balloon_target ?: g->actual ?: RS_UNKNOWN;
 
         /* Everything the guest told us is untrusted. */
+        RsSample reported = g->sample;
         rs_sample_sanitize(&g->sample, g->guest_max);
+        guest_check_sanitized(g, &reported);
 
         if (g->probe_requested) {
                 /* A forced probe starts with this feed; the core refuses while it is giving
@@ -488,6 +573,7 @@ static void guest_finish_cycle(Guest *g) {
             g->target != g->saved_target || now >= g->saved_usec + STATE_SAVE_USEC)
                 (void) guest_save_state(g);
 
+        guest_report_data_problem(g);
         guest_notify(g, estimate_changed(g));
 }
 
@@ -509,8 +595,10 @@ static void on_stats(QmpClient *c, const QmpReply *reply, const QmpGuestStats *s
         (void) c;
         if (reply->error < 0)
                 cycle_fail(g, "guest-stats", reply);
-        else
+        else {
                 sample_from_stats(&g->sample, stats);
+                guest_check_stats_time(g, stats);
+        }
         cycle_step_done(g);
 }
 
@@ -533,6 +621,21 @@ static void on_memory_devices(QmpClient *c, const QmpReply *reply, const QmpMemo
                         g->vmem_size = d->size;
         }
         /* virtio-mem's size is informative here; its failure does not cost the interval. */
+        cycle_step_done(g);
+}
+
+/* The host's own count of what the guest read from its disks: refaults it does not report
+ * still show here. Optional: a failure costs neither the interval nor the guest. */
+static void on_blockstats(QmpClient *c, const QmpReply *reply, uint64_t read_bytes, void *userdata) {
+        Guest *g = userdata;
+        (void) c;
+        if (reply->error >= 0)
+                g->sample.counter[RS_COUNTER_HOST_DISK_READ] = read_bytes;
+        else if (reply->error == -EOPNOTSUPP)
+                g->no_blockstats = true;
+        else
+                log_guest_debug(g->name, guest_state_string(g), "query-blockstats: %s",
+                                reply->error_desc ?: strerror(-reply->error));
         cycle_step_done(g);
 }
 
@@ -599,6 +702,8 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
                 g->cycle_pending++;
         if (g->vmem_id && qmp_query_memory_devices(g->qmp, t, on_memory_devices, g) >= 0)
                 g->cycle_pending++;
+        if (!g->no_blockstats && qmp_query_blockstats_read_bytes(g->qmp, t, on_blockstats, g) >= 0)
+                g->cycle_pending++;
         if (g->qga && qga_client_is_ready(g->qga) && !g->agent_busy &&
             qga_read_vmstat(g->qga, agent_timeout(g), on_agent_vmstat, g) >= 0) {
                 g->agent_busy = true;
@@ -624,29 +729,36 @@ static void guest_tick_arm(Guest *g, uint64_t usec) {
 /* ---- connection ---- */
 
 static void guest_setup_done(Guest *g) {
-        int r;
-
         if (g->setup_pending == 0 || --g->setup_pending > 0)
                 return;
         /* The connection is going away: the disconnect callback takes it from here. */
         if (!g->qmp || !qmp_client_is_ready(g->qmp))
                 return;
+        (void) guest_setup_finish(g);
+}
+
+/* The guest's memory is known: the decision core takes over. */
+static int guest_setup_finish(Guest *g) {
+        int r;
 
         g->guest_max = (g->base_memory ?: g->actual) +
                        (g->vmem_id && g->policy.actuator != RS_ACTUATOR_BALLOON ? g->vmem_max : 0);
         if (g->guest_max == 0) {
-                guest_set_fault(g, "QEMU reported no memory size");
+                /* With why, when a setup command failed (e.g. timed out: a QEMU that never answers). */
+                guest_set_fault(g, "QEMU reported no memory size%s%s", g->cycle_error[0] ? ": " : "", g->cycle_error);
                 g->phase = GUEST_PHASE_FAULTY;
-                qmp_client_close(g->qmp);
-                guest_schedule_reconnect(g);
-                return;
+                if (g->qmp) {
+                        qmp_client_close(g->qmp);
+                        guest_schedule_reconnect(g);
+                }
+                return -EINVAL;
         }
         if (!g->core) {
                 r = rs_guest_new(&g->core, &g->policy, g->guest_max);
                 if (r < 0) {
                         guest_set_fault(g, "the decision core refused the guest: %s", strerror(-r));
                         g->phase = GUEST_PHASE_FAULTY;
-                        return;
+                        return r;
                 }
                 (void) guest_restore_state(g);
         }
@@ -655,14 +767,18 @@ static void guest_setup_done(Guest *g) {
         log_guest_info(g->name, guest_state_string(g),
                        "Managing: %s (balloon at %s), policy %s, agent %s, free page reporting %s%s%s",
                        fmt_size(b1, sizeof(b1), g->guest_max), fmt_size(b2, sizeof(b2), g->actual), g->policy.name,
-                       g->agent_path ? g->agent_path : "none",
+                       g->agent_path ? g->agent_path : g->driven_agent ? "through libvirt" : "none",
                        g->fpr_known ? (g->free_page_reporting ? "on" : "off") : "unknown",
                        g->vmem_id ? ", virtio-mem " : "", g->vmem_id ?: "");
         g->phase = GUEST_PHASE_RUNNING;
         g->fault[0] = '\0';
+        g->data_fault = false;
         g->backoff_usec = 0;
-        guest_tick_arm(g, 0);
+        /* A driven guest's cycles come from its driver. */
+        if (!g->driver)
+                guest_tick_arm(g, 0);
         guest_notify(g, false);
+        return 0;
 }
 
 static void on_polling_set(QmpClient *c, const QmpReply *reply, void *userdata) {
@@ -697,6 +813,9 @@ static void on_setup_balloon(QmpClient *c, const QmpReply *reply, const QmpBallo
         (void) c;
         if (reply->error >= 0)
                 g->actual = info->actual;
+        else
+                snprintf(g->cycle_error, sizeof(g->cycle_error), "query-balloon: %s",
+                         reply->error_desc ?: strerror(-reply->error));
         guest_setup_done(g);
 }
 
@@ -724,6 +843,7 @@ static void on_qmp_ready(QmpClient *c, void *userdata) {
         uint64_t t = command_timeout(g);
         unsigned interval = (unsigned) MAX(g->policy.poll_interval_usec / USEC_PER_SEC, 1);
 
+        g->cycle_error[0] = '\0';
         g->setup_pending = 1;
         if (qmp_set_stats_polling_interval(c, NULL, interval, t, on_polling_set, g) >= 0)
                 g->setup_pending++;
@@ -742,6 +862,7 @@ static void on_qmp_event(QmpClient *c, const QmpEvent *event, void *userdata) {
         Guest *g = userdata;
         QmpTypedEvent t;
         (void) c;
+        g->events_in_cycle++;
         if (qmp_event_parse(event, &t) < 0)
                 return;
         if (t.type == QMP_EVENT_BALLOON_CHANGE && t.balloon_change.actual > 0 &&
@@ -756,6 +877,7 @@ static void on_qmp_disconnect(QmpClient *c, int error, const char *reason, void 
         Guest *g = userdata;
         (void) c;
         guest_set_fault(g, "QMP connection lost: %s", reason ?: strerror(-error));
+        g->data_fault = false;
         log_guest_warning(g->name, guest_state_string(g), "%s", g->fault);
         g->phase = GUEST_PHASE_FAULTY;
         /* cycle_pending is left alone: an agent read may still complete the cycle, which
@@ -908,10 +1030,10 @@ int guest_new(sd_event *event, const char *name, const char *qmp_path, const cha
         if (!g)
                 return -ENOMEM;
         g->name = strdup(name);
-        g->qmp_path = strdup(qmp_path);
+        g->qmp_path = qmp_path ? strdup(qmp_path) : NULL;
         g->agent_path = agent_path ? strdup(agent_path) : NULL;
         g->state_dir = state_dir ? strdup(state_dir) : NULL;
-        if (!g->name || !g->qmp_path || (agent_path && !g->agent_path) || (state_dir && !g->state_dir)) {
+        if (!g->name || (qmp_path && !g->qmp_path) || (agent_path && !g->agent_path) || (state_dir && !g->state_dir)) {
                 free(g->name);
                 free(g->qmp_path);
                 free(g->agent_path);
@@ -946,6 +1068,7 @@ Guest *guest_free(Guest *g) {
         sd_event_unref(g->event);
         free(g->vmem_id);
         free(g->name);
+        free(g->uuid);
         free(g->qmp_path);
         free(g->agent_path);
         free(g->state_dir);
@@ -954,6 +1077,8 @@ Guest *guest_free(Guest *g) {
 }
 
 int guest_start(Guest *g) {
+        if (!g->qmp_path)
+                return -EINVAL; /* driven guests have no QMP to connect to */
         int r = guest_connect(g);
         if (r < 0) {
                 /* Typically ECONNREFUSED: QEMU bound the socket but does not listen yet. */
@@ -1098,8 +1223,8 @@ int guest_shutdown(Guest *g, ShutdownAction action, void (*done)(Guest *g, void 
         uint64_t size;
         int r;
 
-        if (action == SHUTDOWN_ACTION_KEEP || !g->core || !g->qmp || !qmp_client_is_ready(g->qmp) ||
-            g->policy.mode == RS_MODE_OBSERVE)
+        if (action == SHUTDOWN_ACTION_KEEP || !g->core || g->policy.mode == RS_MODE_OBSERVE ||
+            g->phase != GUEST_PHASE_RUNNING || (!g->driver && (!g->qmp || !qmp_client_is_ready(g->qmp))))
                 return 0;
         if (action == SHUTDOWN_ACTION_ESTIMATE && e->estimate != RS_UNKNOWN)
                 size = e->estimate + (uint64_t) ((double) e->estimate * g->policy.margin_percent / 100.0);
@@ -1110,6 +1235,16 @@ int guest_shutdown(Guest *g, ShutdownAction action, void (*done)(Guest *g, void 
         if (g->actual >= size && g->balloon_target >= size)
                 return 0;
         size = MAX(size, MIN(g->actual, guest_max(g)));
+
+        if (g->driver) {
+                /* Synchronous: done when it returns. */
+                r = g->driver->set_balloon(g, size, g->driver_data);
+                if (r < 0)
+                        return log_guest_warning_errno(g->name, NULL, r, "Leaving the guest at its size failed: %m");
+                log_guest_info(g->name, guest_state_string(g), "Left the guest at %s (shutdown-action=%s)",
+                               format_size(b, sizeof(b), size), shutdown_action_to_string(action));
+                return 0;
+        }
 
         ShutdownCall *call = malloc(sizeof(*call));
         if (!call)
@@ -1125,4 +1260,113 @@ int guest_shutdown(Guest *g, ShutdownAction action, void (*done)(Guest *g, void 
         log_guest_info(g->name, guest_state_string(g), "Leaving the guest at %s (shutdown-action=%s)",
                        format_size(b, sizeof(b), size), shutdown_action_to_string(action));
         return 1;
+}
+
+/* ---- driven guests ---- */
+
+int guest_new_driven(sd_event *event, GuestSource source, const char *name, const char *uuid, const char *state_dir,
+                     const RsPolicy *policy, const GuestHooks *hooks, void *userdata, const GuestDriver *driver,
+                     void *driver_data, Guest **ret) {
+        Guest *g;
+        int r;
+
+        if (!driver || !driver->set_balloon || !driver->set_virtio_mem)
+                return -EINVAL;
+        r = guest_new(event, name, NULL, NULL, state_dir, policy, hooks, userdata, &g);
+        if (r < 0)
+                return r;
+        if (uuid && !(g->uuid = strdup(uuid))) {
+                guest_free(g);
+                return -ENOMEM;
+        }
+        g->source = source;
+        g->driver = driver;
+        g->driver_data = driver_data;
+        *ret = g;
+        return 0;
+}
+
+int guest_driven_attach(Guest *g, const GuestResources *res) {
+        if (!g->driver || !res)
+                return -EINVAL;
+        if (res->vmem_id) {
+                char *id = strdup(res->vmem_id);
+                if (!id)
+                        return -ENOMEM;
+                free(g->vmem_id);
+                g->vmem_id = id;
+                g->vmem_size = res->vmem_size;
+                g->vmem_max = res->vmem_max;
+                g->vmem_block = res->vmem_block;
+        } else {
+                free(g->vmem_id);
+                g->vmem_id = NULL;
+        }
+        g->base_memory = res->base_memory;
+        if (res->actual > 0)
+                g->actual = res->actual;
+        g->fpr_known = res->fpr_known;
+        g->free_page_reporting = res->free_page_reporting;
+        g->driven_agent = res->agent;
+        /* A core exists already (re-attach): its size stays what it was created with. */
+        if (g->core && g->phase == GUEST_PHASE_RUNNING)
+                return 0;
+        return guest_setup_finish(g);
+}
+
+void guest_set_faulty(Guest *g, const char *fault) {
+        if (g->phase == GUEST_PHASE_FAULTY && strcmp(g->fault, fault ?: "") == 0)
+                return;
+        guest_set_fault(g, "%s", fault ?: "");
+        g->phase = GUEST_PHASE_FAULTY;
+        g->cycle_pending = 0;
+        guest_notify(g, false);
+}
+
+int guest_cycle_begin(Guest *g) {
+        if (g->phase != GUEST_PHASE_RUNNING || !g->core)
+                return -EAGAIN;
+        if (g->cycle_pending > 0)
+                return -EBUSY;
+        rs_sample_init(&g->sample);
+        g->cycle_qmp_failed = false;
+        g->cycle_error[0] = '\0';
+        g->cycle_started = now_usec(CLOCK_MONOTONIC);
+        g->cycle_pending = 1;
+        return 0;
+}
+
+void guest_cycle_hold(Guest *g) {
+        g->cycle_pending++;
+}
+
+void guest_cycle_step_done(Guest *g) {
+        cycle_step_done(g);
+}
+
+void guest_cycle_cancel(Guest *g) {
+        g->cycle_pending = 0;
+}
+
+void guest_cycle_fail(Guest *g, const char *error) {
+        g->cycle_qmp_failed = true;
+        snprintf(g->cycle_error, sizeof(g->cycle_error), "%s", error ?: "unknown error");
+}
+
+void guest_sample_add_stats(Guest *g, const QmpGuestStats *stats) {
+        sample_from_stats(&g->sample, stats);
+        guest_check_stats_time(g, stats);
+}
+
+void guest_sample_add_agent(Guest *g, const GuestVmstat *vmstat, const GuestPsi *psi) {
+        if (vmstat)
+                sample_from_vmstat(&g->sample, vmstat);
+        if (psi) {
+                g->sample.level[RS_LEVEL_PSI_SOME_AVG10] = psi_hundredths(&psi->some);
+                g->sample.level[RS_LEVEL_PSI_FULL_AVG10] = psi_hundredths(&psi->full);
+                if (psi->some.known)
+                        g->sample.counter[RS_COUNTER_PSI_SOME_TOTAL] = psi->some.total_usec;
+                if (psi->full.known)
+                        g->sample.counter[RS_COUNTER_PSI_FULL_TOTAL] = psi->full.total_usec;
+        }
 }

@@ -21,8 +21,10 @@
 #include "daemon/config.h"
 #include "policies/estimator.h"
 #include "policies/policy.h"
+#include "qmp/guest-procfs.h"
 #include "qmp/qga-client.h"
 #include "qmp/qmp-client.h"
+#include "qmp/qmp-commands.h"
 
 #define GUEST_HISTORY_MAX 360
 
@@ -41,6 +43,31 @@ typedef struct GuestHooks {
         void (*updated)(Guest *g, bool estimate_changed, void *userdata);
 } GuestHooks;
 
+/* Where a guest comes from: its own QMP socket, or a libvirt domain (daemon/libvirt-guest.h),
+ * which is never touched through QMP. */
+typedef enum GuestSource {
+        GUEST_SOURCE_QEMU,
+        GUEST_SOURCE_LIBVIRT,
+} GuestSource;
+
+/* The actuators of a guest that is not driven over QMP (guest_new_driven()). Synchronous:
+ * 0 or -errno. The sizes are what QMP would be sent: balloon = bytes to leave the guest,
+ * virtio-mem = the block-aligned requested size. */
+typedef struct GuestDriver {
+        int (*set_balloon)(Guest *g, uint64_t bytes, void *userdata);
+        int (*set_virtio_mem)(Guest *g, uint64_t requested, void *userdata);
+} GuestDriver;
+
+/* What a driven guest has, from its driver (guest_driven_attach()). */
+typedef struct GuestResources {
+        uint64_t base_memory;       /* boot memory */
+        uint64_t actual;            /* what the balloon leaves the guest now */
+        const char *vmem_id;        /* NULL: no virtio-mem */
+        uint64_t vmem_size, vmem_max, vmem_block;
+        bool fpr_known, free_page_reporting;
+        bool agent;                 /* signals from the guest agent are expected */
+} GuestResources;
+
 /* The connection's phase; the decision core's state takes over once RUNNING. */
 typedef enum GuestPhase {
         GUEST_PHASE_CONNECTING,
@@ -50,7 +77,9 @@ typedef enum GuestPhase {
 
 struct Guest {
         char *name;
-        char *qmp_path;
+        GuestSource source;
+        char *uuid;            /* NULL when unknown (QMP guests) */
+        char *qmp_path;        /* NULL for driven guests */
         char *agent_path;      /* NULL: no agent */
         char *state_dir;       /* NULL: no state file */
         sd_event *event;
@@ -80,11 +109,18 @@ struct Guest {
         sd_event_source *agent_reconnect;
         bool agent_busy;
 
+        /* Driven guests (no QMP): their actuators, and whether their agent answered last. */
+        const GuestDriver *driver;
+        void *driver_data;
+        bool driven_agent;
+        bool agent_ok;
+
         /* What the guest has. */
         uint64_t base_memory;  /* boot memory (query-memory-size-summary) */
         char *vmem_id;         /* the first virtio-mem device, NULL if none */
         uint64_t vmem_size, vmem_max, vmem_block;
         bool fpr_known, free_page_reporting;
+        bool no_blockstats;    /* QEMU refused query-blockstats: not asked again */
         uint64_t host_rss;     /* UINT64_MAX when unknown */
         uint64_t guest_max;
 
@@ -110,6 +146,14 @@ struct Guest {
         bool cycle_qmp_failed;
         char cycle_error[160];
 
+        /* Untrusted input noticed in a cycle (stats that lie or never update, an event flood,
+         * commands failing): shown as the fault until a few clean cycles have passed. */
+        char data_problem[192];   /* this cycle's, "" when none */
+        bool data_fault;          /* fault[] holds a data problem */
+        unsigned data_clean_cycles;
+        uint64_t stats_last_update;
+        unsigned stats_stale_cycles, major_backwards_cycles, events_in_cycle;
+
         /* Rates for the API and metrics (NaN when unknown). */
         uint64_t prev_major, prev_major_usec;
         double major_fault_rate, refault_rate;
@@ -128,6 +172,30 @@ int guest_new(sd_event *event, const char *name, const char *qmp_path, const cha
               const char *state_dir, const RsPolicy *policy, const GuestHooks *hooks, void *userdata,
               Guest **ret);
 Guest *guest_free(Guest *g);
+
+/* A guest driven from outside instead of over QMP (a libvirt domain): no socket, no timer of
+ * its own. Its driver calls guest_driven_attach() once it knows the guest's memory, then runs
+ * each cycle with guest_cycle_begin(), guest_sample_add_*() and guest_cycle_step_done(). */
+int guest_new_driven(sd_event *event, GuestSource source, const char *name, const char *uuid, const char *state_dir,
+                     const RsPolicy *policy, const GuestHooks *hooks, void *userdata, const GuestDriver *driver,
+                     void *driver_data, Guest **ret);
+/* Creates the decision core if needed (resuming from the state file) and makes the guest
+ * RUNNING; may be called again when the resources change (e.g. virtio-mem appeared). */
+int guest_driven_attach(Guest *g, const GuestResources *res);
+/* Not managed now, with the reason (`rightsizectl list` shows it as the fault). */
+void guest_set_faulty(Guest *g, const char *fault);
+/* Starts a cycle: -EBUSY while the previous one still runs, -EAGAIN when not running. The
+ * cycle holds one step, released by guest_cycle_step_done(); guest_cycle_hold() adds one. */
+int guest_cycle_begin(Guest *g);
+void guest_cycle_hold(Guest *g);
+void guest_cycle_step_done(Guest *g);
+/* The cycle ends now, without a decision and without a fault (its guest is going away). */
+void guest_cycle_cancel(Guest *g);
+/* The cycle's readings failed: it ends without a decision. */
+void guest_cycle_fail(Guest *g, const char *error);
+void guest_sample_add_stats(Guest *g, const QmpGuestStats *stats);
+/* psi may be NULL. */
+void guest_sample_add_agent(Guest *g, const GuestVmstat *vmstat, const GuestPsi *psi);
 
 /* Connects (and keeps reconnecting with backoff). */
 int guest_start(Guest *g);

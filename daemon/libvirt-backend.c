@@ -11,6 +11,7 @@
 #include <libvirt/virterror.h>
 
 #include "common/macro.h"
+#include "daemon/libvirt-agent.h"
 #include "daemon/libvirt-backend.h"
 #include "daemon/libvirt-event.h"
 #include "daemon/log.h"
@@ -18,9 +19,6 @@
 
 #define BACKOFF_MIN_USEC (250 * USEC_PER_MSEC)
 #define BACKOFF_MAX_USEC (30 * USEC_PER_SEC)
-#define AGENT_TIMEOUT_SEC 5
-#define AGENT_FILE_MAX (256 * KIB)
-#define AGENT_READ_CHUNK 65536
 
 typedef struct DomainRecord {
         struct DomainRecord *next;
@@ -61,9 +59,8 @@ struct LibvirtBackend {
 static void quiet_error_handler(void *userdata _unused_, virErrorPtr error _unused_) {
 }
 
-/* -errno for the last libvirt error, logged at `level` with `what`. */
-static int libvirt_error(int level, const char *guest, const char *what) {
-        virErrorPtr e = virGetLastError();
+/* -errno for the libvirt error e (NULL: unknown), logged at `level` with `what`. */
+static int libvirt_error_from(int level, const char *guest, const char *what, const virError *e) {
         int code = e ? e->code : VIR_ERR_INTERNAL_ERROR, r;
 
         switch (code) {
@@ -100,6 +97,11 @@ static int libvirt_error(int level, const char *guest, const char *what) {
         log_full_guest_errno(level, r, guest, NULL, "libvirt: %s: %s", what,
                              e && e->message ? e->message : "unknown error");
         return r;
+}
+
+/* The same for the calling thread's last libvirt error. */
+static int libvirt_error(int level, const char *guest, const char *what) {
+        return libvirt_error_from(level, guest, what, virGetLastError());
 }
 
 /* ---- domain records ---- */
@@ -652,6 +654,28 @@ int libvirt_backend_collect_all(LibvirtBackend *b, libvirt_stats_fn callback, vo
 
 /* ---- actuators ---- */
 
+/* A call on a domain failed. A domain that stopped meanwhile is no error worth a warning: its
+ * lifecycle event follows, and it leaves. */
+static int domain_call_error(LibvirtBackend *b, DomainRecord *d, const char *what) {
+        virError saved = {};
+        bool gone;
+        int r;
+
+        if (virCopyLastError(&saved) < 0)
+                saved.code = VIR_ERR_INTERNAL_ERROR;
+        gone = saved.code == VIR_ERR_NO_DOMAIN ||
+               (saved.code == VIR_ERR_OPERATION_INVALID && virDomainIsActive(d->dom) != 1);
+        if (gone) {
+                log_guest_debug(d->name, NULL, "libvirt: %s: the domain stopped meanwhile", what);
+                virResetError(&saved);
+                return -ENOENT;
+        }
+        r = libvirt_error_from(LOG_WARNING, d->name, what, &saved);
+        virResetError(&saved);
+        check_alive(b);
+        return r;
+}
+
 /* The record of a domain rightsize may act on, or -errno. */
 static int domain_for_action(LibvirtBackend *b, const char *uuid, DomainRecord **ret) {
         DomainRecord *d;
@@ -675,6 +699,30 @@ static int domain_for_action(LibvirtBackend *b, const char *uuid, DomainRecord *
         return 0;
 }
 
+int libvirt_backend_balloon_actual(LibvirtBackend *b, const char *uuid, uint64_t *ret) {
+        virDomainMemoryStatStruct stats[VIR_DOMAIN_MEMORY_STAT_NR];
+        DomainRecord *d;
+        int n, r;
+
+        if (!ret)
+                return -EINVAL;
+        r = domain_for_action(b, uuid, &d);
+        if (r < 0)
+                return r;
+        n = virDomainMemoryStats(d->dom, stats, VIR_DOMAIN_MEMORY_STAT_NR, 0);
+        if (n < 0) {
+                r = domain_call_error(b, d, "reading the balloon size");
+                return r;
+        }
+        for (int i = 0; i < n; i++)
+                if (stats[i].tag == VIR_DOMAIN_MEMORY_STAT_ACTUAL_BALLOON && stats[i].val > 0 &&
+                    stats[i].val < UINT64_MAX / KIB) {
+                        *ret = stats[i].val * KIB;
+                        return 0;
+                }
+        return -ENODATA;
+}
+
 int libvirt_backend_set_balloon(LibvirtBackend *b, const char *uuid, uint64_t bytes) {
         DomainRecord *d;
         uint64_t kib;
@@ -689,8 +737,7 @@ int libvirt_backend_set_balloon(LibvirtBackend *b, const char *uuid, uint64_t by
         if (kib == 0 || kib > ULONG_MAX)
                 return -EINVAL;
         if (virDomainSetMemoryFlags(d->dom, (unsigned long) kib, VIR_DOMAIN_AFFECT_LIVE) < 0) {
-                r = libvirt_error(LOG_WARNING, d->name, "setting the balloon target");
-                check_alive(b);
+                r = domain_call_error(b, d, "setting the balloon target");
                 return r;
         }
         log_guest_debug(d->name, NULL, "balloon target %" PRIu64 " MiB", kib / 1024);
@@ -712,8 +759,7 @@ int libvirt_backend_set_virtio_mem(LibvirtBackend *b, const char *uuid, const ch
         /* The live XML: the device as libvirt has it now, with its alias and block size. */
         xml = virDomainGetXMLDesc(d->dom, 0);
         if (!xml) {
-                r = libvirt_error(LOG_WARNING, d->name, "reading the domain XML");
-                check_alive(b);
+                r = domain_call_error(b, d, "reading the domain XML");
                 return r;
         }
         r = rs_domain_xml_parse(xml, &parsed);
@@ -731,8 +777,7 @@ int libvirt_backend_set_virtio_mem(LibvirtBackend *b, const char *uuid, const ch
         if (r < 0)
                 return r;
         if (virDomainUpdateDeviceFlags(d->dom, update, VIR_DOMAIN_AFFECT_LIVE) < 0) {
-                r = libvirt_error(LOG_WARNING, d->name, "resizing virtio-mem");
-                check_alive(b);
+                r = domain_call_error(b, d, "resizing virtio-mem");
                 return r;
         }
         log_guest_debug(d->name, NULL, "virtio-mem %s requested %" PRIu64 " MiB", dev->alias ? dev->alias : "?",
@@ -763,8 +808,7 @@ int libvirt_backend_attach_dimm(LibvirtBackend *b, const char *uuid, uint64_t by
         if (r < 0)
                 return r;
         if (virDomainAttachDeviceFlags(d->dom, xml, VIR_DOMAIN_AFFECT_LIVE) < 0) {
-                r = libvirt_error(LOG_WARNING, d->name, "hot-plugging a DIMM");
-                check_alive(b);
+                r = domain_call_error(b, d, "hot-plugging a DIMM");
                 return r;
         }
         return 0;
@@ -772,45 +816,10 @@ int libvirt_backend_attach_dimm(LibvirtBackend *b, const char *uuid, uint64_t by
 
 /* ---- guest agent ---- */
 
-static int agent_command(DomainRecord *d, json_object *cmd, char **ret) {
-        const char *text = json_object_to_json_string_ext(cmd, JSON_C_TO_STRING_PLAIN);
-        char *reply;
-
-        if (!text)
-                return -ENOMEM;
-        reply = virDomainQemuAgentCommand(d->dom, text, AGENT_TIMEOUT_SEC, 0);
-        if (!reply)
-                return libvirt_error(LOG_DEBUG, d->name, "guest agent command");
-        *ret = reply;
-        return 0;
-}
-
-static json_object *agent_cmd_new(const char *execute, json_object *arguments) {
-        json_object *cmd = json_object_new_object();
-
-        if (!cmd) {
-                json_object_put(arguments);
-                return NULL;
-        }
-        json_object_object_add(cmd, "execute", json_object_new_string(execute));
-        if (arguments)
-                json_object_object_add(cmd, "arguments", arguments);
-        return cmd;
-}
-
-static void json_putp(json_object **j) {
-        json_object_put(*j);
-}
-
 int libvirt_backend_agent_read_file(LibvirtBackend *b, const char *uuid, const char *path, bool allowed, char **ret,
                                     size_t *ret_size) {
-        _cleanup_(json_putp) json_object *open_cmd = NULL, *close_cmd = NULL;
-        _cleanup_free_ char *reply = NULL, *buf = NULL;
-        json_object *args;
+        char message[256] = "";
         DomainRecord *d;
-        size_t size = 0;
-        int64_t handle;
-        bool eof = false;
         int r;
 
         if (!allowed)
@@ -822,93 +831,41 @@ int libvirt_backend_agent_read_file(LibvirtBackend *b, const char *uuid, const c
                 return r;
         if (!d->xml.agent_channel)
                 return -ENODEV;
-
-        args = json_object_new_object();
-        if (!args)
-                return -ENOMEM;
-        json_object_object_add(args, "path", json_object_new_string(path));
-        json_object_object_add(args, "mode", json_object_new_string("r"));
-        open_cmd = agent_cmd_new("guest-file-open", args);
-        if (!open_cmd)
-                return -ENOMEM;
-        r = agent_command(d, open_cmd, &reply);
+        r = libvirt_agent_read_file(d->dom, path, ret, ret_size, message, sizeof(message));
         if (r < 0)
-                return r;
-        r = rs_agent_parse_file_open(reply, &handle);
-        if (r < 0)
-                return r;
-
-        /* guest-file-read until eof, never more than AGENT_FILE_MAX. */
-        for (unsigned i = 0; !eof && i < AGENT_FILE_MAX / AGENT_READ_CHUNK + 1; i++) {
-                _cleanup_(json_putp) json_object *read_cmd = NULL;
-                _cleanup_free_ char *read_reply = NULL;
-
-                args = json_object_new_object();
-                if (!args) {
-                        r = -ENOMEM;
-                        break;
-                }
-                json_object_object_add(args, "handle", json_object_new_int64(handle));
-                json_object_object_add(args, "count", json_object_new_int(AGENT_READ_CHUNK));
-                read_cmd = agent_cmd_new("guest-file-read", args);
-                if (!read_cmd) {
-                        r = -ENOMEM;
-                        break;
-                }
-                r = agent_command(d, read_cmd, &read_reply);
-                if (r < 0)
-                        break;
-                r = rs_agent_parse_file_read(read_reply, AGENT_FILE_MAX, &buf, &size, &eof);
-                if (r < 0)
-                        break;
-        }
-        if (r >= 0 && !eof)
-                r = -EFBIG;
-
-        /* Always close: the agent has a small handle table. */
-        args = json_object_new_object();
-        if (args) {
-                _cleanup_free_ char *close_reply = NULL;
-                json_object_object_add(args, "handle", json_object_new_int64(handle));
-                close_cmd = agent_cmd_new("guest-file-close", args);
-                if (close_cmd)
-                        (void) agent_command(d, close_cmd, &close_reply);
-        }
-        if (r < 0)
-                return r;
-        if (!buf) {
-                buf = strdup("");
-                if (!buf)
-                        return -ENOMEM;
-        }
-        *ret = TAKE_PTR(buf);
-        if (ret_size)
-                *ret_size = size;
-        return 0;
+                log_guest_debug_errno(d->name, NULL, r, "guest agent: reading %s: %s", path, message[0] ? message : strerror(-r));
+        return r;
 }
 
 int libvirt_backend_read_agent(LibvirtBackend *b, const char *uuid, bool allowed, GuestVmstat *ret_vmstat,
                                GuestPsi *ret_psi) {
-        _cleanup_free_ char *vmstat = NULL, *psi = NULL;
-        size_t size;
+        char message[256] = "";
+        DomainRecord *d;
         int r;
 
         if (!ret_vmstat)
                 return -EINVAL;
-        r = libvirt_backend_agent_read_file(b, uuid, "/proc/vmstat", allowed, &vmstat, &size);
+        if (!allowed)
+                return -EPERM;
+        r = domain_for_action(b, uuid, &d);
         if (r < 0)
                 return r;
-        if (guest_vmstat_parse(vmstat, size, ret_vmstat) <= 0)
-                return -EBADMSG;
-        if (ret_psi) {
-                r = libvirt_backend_agent_read_file(b, uuid, "/proc/pressure/memory", allowed, &psi, &size);
-                if (r < 0)
-                        return r;
-                r = guest_psi_parse(psi, size, ret_psi);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
+        if (!d->xml.agent_channel)
+                return -ENODEV;
+        r = libvirt_agent_read_procfs(d->dom, ret_vmstat, ret_psi, message, sizeof(message));
+        if (r < 0)
+                log_guest_debug_errno(d->name, NULL, r, "guest agent: %s", message[0] ? message : strerror(-r));
+        return r;
+}
+
+virConnectPtr libvirt_backend_get_connection(LibvirtBackend *b) {
+        return b ? b->conn : NULL;
+}
+
+virDomainPtr libvirt_backend_get_domain_ptr(LibvirtBackend *b, const char *uuid) {
+        DomainRecord *d = b && uuid && b->conn ? domain_find(b, uuid) : NULL;
+
+        return d ? d->dom : NULL;
 }
 
 /* ---- rightsizectl enable|disable ---- */

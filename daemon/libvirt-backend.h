@@ -85,6 +85,12 @@ typedef void (*libvirt_stats_fn)(LibvirtBackend *b, const char *uuid, const char
  * a skip reason. Returns the number of domains reported, or -errno (-ENOTCONN). */
 int libvirt_backend_collect_all(LibvirtBackend *b, libvirt_stats_fn callback, void *userdata);
 
+/* QEMU's balloon size right now, in bytes: what the balloon leaves of the boot memory, without
+ * virtio-mem (virDomainMemoryStats' actual, which libvirt reads with query-balloon). One call
+ * for one domain: for a balloon in motion, where the bulk stats' balloon.current lags behind
+ * (it follows BALLOON_CHANGE, which QEMU sends at most once a second). */
+int libvirt_backend_balloon_actual(LibvirtBackend *b, const char *uuid, uint64_t *ret);
+
 /* Balloon target (virDomainSetMemoryFlags, live), capped at the domain's maximum. */
 int libvirt_backend_set_balloon(LibvirtBackend *b, const char *uuid, uint64_t bytes);
 /* virtio-mem requested size (virDomainUpdateDeviceFlags, live) of the device `alias` (NULL:
@@ -103,6 +109,13 @@ int libvirt_backend_agent_read_file(LibvirtBackend *b, const char *uuid, const c
 /* /proc/vmstat and /proc/pressure/memory, parsed (qmp/guest-procfs.h). ret_psi may be NULL. */
 int libvirt_backend_read_agent(LibvirtBackend *b, const char *uuid, bool allowed, GuestVmstat *ret_vmstat,
                                GuestPsi *ret_psi);
+
+/* The domain's handle (borrowed: valid until the domain leaves or the connection drops), for
+ * calls made elsewhere (the agent worker, libvirt-agent.h). NULL when unknown or disconnected. */
+virDomainPtr libvirt_backend_get_domain_ptr(LibvirtBackend *b, const char *uuid);
+
+/* The backend's connection (borrowed), NULL while disconnected. */
+virConnectPtr libvirt_backend_get_connection(LibvirtBackend *b);
 
 /* rightsizectl enable|disable: writes (policy != NULL) or removes (NULL) the opt-in element of
  * the domain named `domain` (name or UUID), live and in the persistent config (whichever the

@@ -2,7 +2,9 @@
 /* libvirt's event loop on sd-event. libvirt needs an event loop for its connection's socket,
  * keepalives, the close callback and domain events; its default implementation wants a thread
  * of its own. This one registers handles and timeouts as sd-event I/O and time sources, so the
- * whole daemon stays one thread.
+ * loop stays on one thread. libvirt calls it from whichever thread makes an API call (the agent
+ * worker, libvirt-agent.h, does): those calls only record the change and wake the loop, which
+ * applies it to its sources.
  *
  * libvirt keeps one event implementation per process: call rs_libvirt_event_register() once,
  * before the first virConnectOpen(). The sd_event must outlive every libvirt connection. */

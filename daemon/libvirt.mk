@@ -5,14 +5,15 @@ noinst_LIBRARIES += daemon/liblibvirtbackend.a
 daemon_liblibvirtbackend_a_SOURCES = \
 	daemon/libvirt-event.c daemon/libvirt-event.h \
 	daemon/libvirt-parse.c daemon/libvirt-parse.h \
+	daemon/libvirt-agent.c daemon/libvirt-agent.h \
 	daemon/libvirt-backend.c daemon/libvirt-backend.h
 daemon_liblibvirtbackend_a_CFLAGS = $(AM_CFLAGS) $(LIBVIRT_CFLAGS) $(QMP_CFLAGS)
 
 # virDomainQemuAgentCommand lives in libvirt-qemu (same package, libvirt-dev).
-LIBVIRT_BACKEND_LIBS = daemon/liblibvirtbackend.a $(RIGHTSIZED_LIBS) $(QMP_LIBS) $(LIBVIRT_QEMU_LIBS) $(LIBVIRT_LIBS)
+LIBVIRT_BACKEND_LIBS = daemon/liblibvirtbackend.a $(RIGHTSIZED_LIBS) $(QMP_LIBS) $(LIBVIRT_QEMU_LIBS) $(LIBVIRT_LIBS) -lpthread
 LIBVIRT_BACKEND_CFLAGS = $(LIBVIRT_CFLAGS) $(LIBVIRT_QEMU_CFLAGS) $(QMP_CFLAGS)
 
-EXTRA_DIST += contrib/libvirt-setup contrib/guest-domain-xml
+EXTRA_DIST += contrib/libvirt-setup contrib/guest-domain-xml etc/libvirt-domain-example.xml
 
 # ---- unit tests ----
 check_PROGRAMS += tests/unit/test-libvirt-parse

@@ -104,8 +104,11 @@ rightsized_SOURCES = \
 	daemon/manager.c daemon/manager.h \
 	daemon/manager-bus.c daemon/manager-bus.h \
 	daemon/guest.c daemon/guest.h \
-	daemon/host.c daemon/host.h
+	daemon/host.c daemon/host.h \
+	daemon/libvirt-guest.c daemon/libvirt-guest.h
 rightsized_CPPFLAGS = $(AM_CPPFLAGS) -DRIGHTSIZE_VERSION='"$(PACKAGE_VERSION)"'
-rightsized_CFLAGS = $(AM_CFLAGS) $(QMP_CFLAGS) $(JSONC_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(INIH_CFLAGS)
-rightsized_LDADD = $(RIGHTSIZED_LIBS) $(POLICIES_LIBS) $(QMP_LIBS) -lm
+rightsized_CFLAGS = $(AM_CFLAGS) $(QMP_CFLAGS) $(JSONC_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(INIH_CFLAGS) $(LIBVIRT_CFLAGS)
+# The libvirt backend comes first: it needs librightsized.a and the QMP library after it.
+rightsized_LDADD = daemon/liblibvirtbackend.a $(RIGHTSIZED_LIBS) $(POLICIES_LIBS) $(QMP_LIBS) \
+	$(LIBVIRT_QEMU_LIBS) $(LIBVIRT_LIBS) -lpthread -lm
 include daemon/libvirt.mk

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/macro.h"
+#include "daemon/libvirt-guest.h"
 #include "daemon/log.h"
 #include "daemon/manager-bus.h"
 #include "policies/policy.h"
@@ -17,6 +18,8 @@
 #define BUS_INTERFACE "org.rightsize.Manager1"
 #define ERROR_NO_SUCH_GUEST "org.rightsize.Manager1.Error.NoSuchGuest"
 #define ERROR_RELOAD_FAILED "org.rightsize.Manager1.Error.ReloadFailed"
+#define ERROR_NO_SUCH_DOMAIN "org.rightsize.Manager1.Error.NoSuchDomain"
+#define ERROR_LIBVIRT_UNAVAILABLE "org.rightsize.Manager1.Error.LibvirtUnavailable"
 
 /* ---- access ---- */
 
@@ -96,7 +99,8 @@ static int append_guest(sd_bus_message *reply, Guest *g) {
         r = sd_bus_message_open_container(reply, 'a', "{sv}");
         if (r < 0)
                 return r;
-        if ((r = append_str(reply, "name", g->name)) < 0 || (r = append_str(reply, "source", "qemu")) < 0 ||
+        if ((r = append_str(reply, "name", g->name)) < 0 || (r = append_str(reply, "uuid", g->uuid)) < 0 ||
+            (r = append_str(reply, "source", g->source == GUEST_SOURCE_LIBVIRT ? "libvirt" : "qemu")) < 0 ||
             (r = append_str(reply, "policy", g->policy.name)) < 0 ||
             (r = append_str(reply, "mode", rs_mode_to_string(g->policy.mode))) < 0 ||
             (r = append_str(reply, "state", guest_state_string(g))) < 0 ||
@@ -106,7 +110,7 @@ static int append_guest(sd_bus_message *reply, Guest *g) {
             (r = append_u64(reply, "floor", known_or_unknown(guest_floor(g)))) < 0 ||
             (r = append_u64(reply, "max", known_or_unknown(guest_max(g)))) < 0 ||
             (r = append_u64(reply, "host-rss", g->host_rss)) < 0 ||
-            (r = append_bool(reply, "agent", g->qga && qga_client_is_ready(g->qga))) < 0 ||
+            (r = append_bool(reply, "agent", (g->qga && qga_client_is_ready(g->qga)) || g->agent_ok)) < 0 ||
             (r = append_bool(reply, "paused", g->paused)) < 0 ||
             (r = append_str(reply, "reason", g->reason[0] ? g->reason : NULL)) < 0 ||
             (r = append_str(reply, "fault", g->fault[0] ? g->fault : NULL)) < 0 ||
@@ -294,6 +298,39 @@ static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         return sd_bus_reply_method_return(msg, NULL);
 }
 
+static int method_set_domain_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const char *domain, *policy;
+        RsPolicy p;
+        int r;
+
+        if ((r = check_access(m, msg, true, error)) < 0)
+                return r;
+        if ((r = sd_bus_message_read(msg, "ss", &domain, &policy)) < 0)
+                return r;
+        if (!m->libvirt)
+                return sd_bus_error_set(error, ERROR_LIBVIRT_UNAVAILABLE,
+                                        "libvirt guests are disabled ([libvirt] enabled=no)");
+        if (domain[0] == '\0')
+                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "Empty domain name");
+        /* The daemon must know the policy it is asked to apply. */
+        if (policy[0] != '\0' && manager_resolve_policy(m, policy, domain, NULL, &p) < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "No policy named '%s'", policy);
+        r = libvirt_guests_set_domain_policy(m->libvirt, domain, policy[0] ? policy : NULL);
+        if (r == -ENOENT)
+                return sd_bus_error_setf(error, ERROR_NO_SUCH_DOMAIN, "No libvirt domain named '%s'", domain);
+        if (r == -EINVAL)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Invalid policy name '%s'", policy);
+        if (r == -ENOTCONN)
+                return sd_bus_error_set(error, ERROR_LIBVIRT_UNAVAILABLE, "Not connected to libvirt: try again");
+        if (r < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "Writing the metadata of '%s' failed: %s",
+                                         domain, strerror(-r));
+        log_info("Operator %s libvirt domain %s%s%s", policy[0] ? "enabled" : "disabled", domain,
+                 policy[0] ? " with policy " : "", policy);
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
 /* ---- properties ---- */
 
 static int property_get(sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -326,6 +363,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD("Resume", "s", "", method_resume, 0),
         SD_BUS_METHOD("Probe", "s", "", method_probe, 0),
         SD_BUS_METHOD("Reload", "", "", method_reload, 0),
+        SD_BUS_METHOD("SetDomainPolicy", "ss", "", method_set_domain_policy, 0),
         SD_BUS_SIGNAL("EstimateChanged", "sttt", 0),
         SD_BUS_VTABLE_END,
 };

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "common/macro.h"
+#include "daemon/libvirt-guest.h"
 #include "daemon/log.h"
 #include "daemon/manager-bus.h"
 #include "daemon/manager.h"
@@ -87,6 +88,36 @@ int manager_load_policies(const char *dir, RsPolicySet *ret, char **ret_error) {
         free(pe.first);
         *ret = set;
         return r;
+}
+
+static int find_policy(Manager *m, const char *policy_name, RsPolicy *ret) {
+        for (size_t i = 0; i < m->policies.n; i++)
+                if (streq(m->policies.policies[i].name, policy_name)) {
+                        *ret = m->policies.policies[i];
+                        return 0;
+                }
+        if (rs_policy_preset(policy_name, ret) < 0)
+                return -ENOENT;
+        snprintf(ret->name, sizeof(ret->name), "%s", policy_name);
+        return 0;
+}
+
+static void select_policy_full(Manager *m, const char *name, const char *uuid, RsPolicy *ret) {
+        const RsPolicy *p = rs_policy_set_select(&m->policies, name, uuid);
+        if (p) {
+                *ret = *p;
+                return;
+        }
+        (void) rs_policy_preset("balanced", ret);
+        snprintf(ret->name, sizeof(ret->name), "balanced");
+}
+
+int manager_resolve_policy(Manager *m, const char *policy_name, const char *guest_name, const char *uuid,
+                           RsPolicy *ret) {
+        if (policy_name && find_policy(m, policy_name, ret) >= 0)
+                return 0;
+        select_policy_full(m, guest_name, uuid, ret);
+        return policy_name ? -ENOENT : 0;
 }
 
 static void select_policy(Manager *m, const char *name, RsPolicy *ret) {
@@ -251,9 +282,34 @@ static const GuestHooks guest_hooks = {
 
 /* ---- discovery ---- */
 
+const GuestHooks *manager_guest_hooks(void) {
+        return &guest_hooks;
+}
+
+int manager_add_guest(Manager *m, Guest *g) {
+        Guest **array = realloc(m->guests, (m->n_guests + 1) * sizeof(Guest *));
+        if (!array)
+                return -ENOMEM;
+        m->guests = array;
+        m->guests[m->n_guests++] = g;
+        return 0;
+}
+
+void manager_remove_guest(Manager *m, Guest *g) {
+        for (size_t i = 0; i < m->n_guests; i++)
+                if (m->guests[i] == g) {
+                        memmove(m->guests + i, m->guests + i + 1, (m->n_guests - i - 1) * sizeof(Guest *));
+                        m->n_guests--;
+                        break;
+                }
+        (void) guest_save_state(g);
+        guest_free(g);
+        manager_publish(m, true);
+}
+
 static ssize_t manager_find_path(Manager *m, const char *path) {
         for (size_t i = 0; i < m->n_guests; i++)
-                if (streq(m->guests[i]->qmp_path, path))
+                if (m->guests[i]->qmp_path && streq(m->guests[i]->qmp_path, path))
                         return (ssize_t) i;
         return -1;
 }
@@ -339,6 +395,7 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
         manager_bus_close(m);
+        m->libvirt = libvirt_guests_free(m->libvirt);
         discovery_free(m->discovery);
         for (size_t i = 0; i < m->n_guests; i++)
                 guest_free(m->guests[i]);
@@ -384,6 +441,12 @@ int manager_start(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Cannot watch the QMP socket directories: %m");
 
+        if (m->config->libvirt_enabled) {
+                r = libvirt_guests_new(m, &m->libvirt);
+                if (r < 0)
+                        log_warning_errno(r, "libvirt guests unavailable, continuing without them: %m");
+        }
+
         (void) notify_watchdog_setup(m->event, &m->watchdog, NULL);
         (void) notify_ready(manager_guests_managed(m), manager_reclaimed(m));
         log_info("rightsized running: %zu policies, %zu guests found", m->policies.n, m->n_guests);
@@ -424,6 +487,8 @@ int manager_reload(Manager *m, char **ret_error) {
         for (size_t i = 0; i < m->n_guests; i++) {
                 Guest *g = m->guests[i];
                 RsPolicy p;
+                if (g->source != GUEST_SOURCE_QEMU)
+                        continue; /* below */
                 select_policy(m, g->name, &p);
                 if (guest_set_policy(g, &p) < 0)
                         log_guest_warning(g->name, guest_state_string(g), "Policy %s not applicable, keeping %s",
@@ -433,6 +498,15 @@ int manager_reload(Manager *m, char **ret_error) {
         r = discovery_set_globs(m->discovery, m->config->qmp_sockets);
         if (r < 0)
                 log_warning_errno(r, "Cannot watch the new QMP socket globs: %m");
+        if (m->libvirt && libvirt_guests_config_matches(m->libvirt, m->config))
+                libvirt_guests_reload(m->libvirt);
+        else if (m->libvirt || m->config->libvirt_enabled) {
+                /* Another URI, scope or agent setting: start over (the guests' state files keep
+                 * what was learnt). */
+                m->libvirt = libvirt_guests_free(m->libvirt);
+                if (m->config->libvirt_enabled && libvirt_guests_new(m, &m->libvirt) < 0)
+                        log_warning("libvirt guests unavailable after the reload");
+        }
         log_info("Reloaded %s: %zu policies", m->config_path, m->policies.n);
         (void) notify_ready(manager_guests_managed(m), manager_reclaimed(m));
         return 0;

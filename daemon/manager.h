@@ -17,12 +17,15 @@
 #include "daemon/host.h"
 #include "policies/policy-file.h"
 
+struct LibvirtGuests;
+
 typedef struct Manager {
         sd_event *event;
         char *config_path;
         Config *config;
         RsPolicySet policies;
         Discovery *discovery;
+        struct LibvirtGuests *libvirt; /* NULL when [libvirt] enabled=no */
 
         Guest **guests;
         size_t n_guests;
@@ -66,6 +69,17 @@ Guest *manager_find_guest(Manager *m, const char *name);
 /* Sum over guests of (max − actual). */
 uint64_t manager_reclaimed(const Manager *m);
 unsigned manager_guests_managed(const Manager *m);
+
+/* Guests that come from elsewhere than QMP discovery (libvirt-guest.h). add takes ownership
+ * on success; remove saves the guest's state and frees it. */
+int manager_add_guest(Manager *m, Guest *g);
+void manager_remove_guest(Manager *m, Guest *g);
+const GuestHooks *manager_guest_hooks(void);
+/* The policy for a guest: the one named `policy_name` when given (a policy file, else a
+ * preset), otherwise the first whose globs match guest_name or uuid, else balanced. -ENOENT
+ * when policy_name names no policy (*ret is then the fallback), else 0. */
+int manager_resolve_policy(Manager *m, const char *policy_name, const char *guest_name, const char *uuid,
+                           RsPolicy *ret);
 
 /* Operator changes (root-only through the bus). -ENOENT for an unknown policy name. */
 int manager_set_guest_policy(Manager *m, Guest *g, const char *policy_name);

@@ -21,6 +21,8 @@
 #define BUS_INTERFACE "org.rightsize.Manager1"
 #define ERROR_NO_SUCH_GUEST "org.rightsize.Manager1.Error.NoSuchGuest"
 #define ERROR_RELOAD_FAILED "org.rightsize.Manager1.Error.ReloadFailed"
+#define ERROR_NO_SUCH_DOMAIN "org.rightsize.Manager1.Error.NoSuchDomain"
+#define DEFAULT_ENABLE_POLICY "balanced"
 
 enum {
         EXIT_OK = 0,
@@ -32,6 +34,7 @@ enum {
 };
 
 static bool arg_json;
+static const char *arg_policy;
 
 static void help(void) {
         printf("Usage: rightsizectl [OPTIONS] COMMAND [ARGS]\n"
@@ -48,9 +51,14 @@ static void help(void) {
                "  probe GUEST           Start a probe now\n"
                "  reload                Re-read rightsized.conf and the policies\n"
                "  status                The daemon: version, guests managed, memory reclaimed\n"
+               "  enable DOMAIN [--policy P]\n"
+               "                        Opt a libvirt domain in (metadata, live and persistent;\n"
+               "                        policy " DEFAULT_ENABLE_POLICY " unless given)\n"
+               "  disable DOMAIN        Opt a libvirt domain out\n"
                "\n"
                "Options:\n"
                "  -j --json             Machine-readable output (shapes in rightsizectl(1))\n"
+               "  -p --policy NAME      The policy `enable` writes\n"
                "  -h --help             Show this help\n"
                "     --version          Show the version\n"
                "\n"
@@ -89,7 +97,7 @@ static int report_bus_error(const char *what, const sd_bus_error *error, int r) 
                         error->message ? ": " : "", error->message ?: "");
                 return EXIT_DENIED;
         }
-        if (sd_bus_error_has_name(error, ERROR_NO_SUCH_GUEST)) {
+        if (sd_bus_error_has_names(error, ERROR_NO_SUCH_GUEST, ERROR_NO_SUCH_DOMAIN)) {
                 fprintf(stderr, "rightsizectl: %s\n", error->message ?: "no such guest");
                 return EXIT_NO_GUEST;
         }
@@ -449,6 +457,7 @@ int main(int argc, char *argv[]) {
         enum { ARG_VERSION = 0x100 };
         static const struct option options[] = {
                 { "json", no_argument, NULL, 'j' },
+                { "policy", required_argument, NULL, 'p' },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 {},
@@ -456,10 +465,13 @@ int main(int argc, char *argv[]) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         int c, code;
 
-        while ((c = getopt_long(argc, argv, "jh", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "jhp:", options, NULL)) >= 0)
                 switch (c) {
                 case 'j':
                         arg_json = true;
+                        break;
+                case 'p':
+                        arg_policy = optarg;
                         break;
                 case 'h':
                         help();
@@ -478,6 +490,7 @@ int main(int argc, char *argv[]) {
         } verbs[] = {
                 { "list", 0, 0 },  { "show", 1, 1 },  { "history", 1, 1 }, { "set", 2, 2 },  { "pause", 0, 1 },
                 { "resume", 0, 1 }, { "probe", 1, 1 }, { "reload", 0, 0 },  { "status", 0, 0 },
+                { "enable", 1, 1 }, { "disable", 1, 1 },
         };
         const char *verb = optind < argc ? argv[optind] : "list";
         int n_args = optind < argc ? argc - optind - 1 : 0;
@@ -501,6 +514,15 @@ int main(int argc, char *argv[]) {
                         return EXIT_USAGE;
                 }
 
+        if (arg_policy && strcmp(verb, "enable") != 0) {
+                fprintf(stderr, "rightsizectl: --policy only goes with enable\n");
+                return EXIT_USAGE;
+        }
+        if (arg_policy && arg_policy[0] == '\0') {
+                fprintf(stderr, "rightsizectl: enable: empty policy name\n");
+                return EXIT_USAGE;
+        }
+
         code = connect_bus(&bus);
         if (code != EXIT_OK)
                 return code;
@@ -519,5 +541,11 @@ int main(int argc, char *argv[]) {
                 return call(bus, "probe", "Probe", NULL, "s", args[0]);
         if (strcmp(verb, "reload") == 0)
                 return call(bus, "reload", "Reload", NULL, NULL);
+        /* Through the daemon: it holds the libvirt connection of its configured URI, checks the
+         * policy exists, and is root-only like every change. */
+        if (strcmp(verb, "enable") == 0)
+                return call(bus, "enable", "SetDomainPolicy", NULL, "ss", args[0], arg_policy ?: DEFAULT_ENABLE_POLICY);
+        if (strcmp(verb, "disable") == 0)
+                return call(bus, "disable", "SetDomainPolicy", NULL, "ss", args[0], "");
         return cmd_status(bus);
 }

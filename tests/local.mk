@@ -21,3 +21,5 @@ tests_integration_test_daemon_real_guest_CFLAGS = $(AM_CFLAGS) $(QMP_CFLAGS) $(C
 tests_integration_test_daemon_real_guest_LDADD = $(QMP_LIBS) $(CHECK_LIBS) $(LIBSYSTEMD_LIBS)
 # The test runs the daemon it checks.
 tests/integration/test-daemon-real-guest.log: rightsized$(EXEEXT) rightsizectl$(EXEEXT)
+include tests/integration/integration-libvirt.mk
+include tests/integration/integration-daemon.mk

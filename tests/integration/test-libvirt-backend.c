@@ -9,11 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <libvirt/virterror.h>
 
 #include "common/macro.h"
+#include "daemon/libvirt-agent.h"
 #include "daemon/libvirt-backend.h"
 #include "daemon/log.h"
 
@@ -171,6 +174,35 @@ static void on_stats(LibvirtBackend *b _unused_, const char *uuid, const char *n
         }
 }
 
+typedef struct AgentSeen {
+        unsigned done;
+        int error;
+        GuestVmstat vmstat;
+        bool psi_known;
+        unsigned ticks_before_done;
+} AgentSeen;
+
+static unsigned loop_ticks;
+
+static int on_loop_tick(sd_event_source *s, uint64_t usec, void *userdata _unused_) {
+        loop_ticks++;
+        (void) sd_event_source_set_time(s, usec + 2 * USEC_PER_MSEC);
+        return 0;
+}
+
+static void on_agent_job(int error, const GuestVmstat *vmstat, const GuestPsi *psi, const char *message,
+                         void *userdata) {
+        AgentSeen *a = userdata;
+        a->done++;
+        a->error = error;
+        a->ticks_before_done = loop_ticks;
+        if (error >= 0) {
+                a->vmstat = *vmstat;
+                a->psi_known = psi->some.known;
+        } else
+                fprintf(stderr, "agent job: %s\n", message ?: "?");
+}
+
 static void stamp(const char *what, double since) {
         fprintf(stderr, "test-libvirt-backend: %s: %.2f s\n", what, now_sec() - since);
 }
@@ -309,6 +341,39 @@ START_TEST(test_libvirt_backend) {
                 ck_assert(psi.some.known);
         }
 
+        /* The same on the worker thread: the loop keeps running meanwhile, and a cancelled job
+         * never calls back. */
+        {
+                LibvirtAgentWorker *w = NULL;
+                AgentSeen a = {}, cancelled = {};
+                LibvirtAgentJob *job = NULL;
+                sd_event_source *ticker = NULL;
+                uint64_t now;
+
+                ck_assert_int_eq(libvirt_agent_worker_new(event, &w), 0);
+                ck_assert_int_eq(sd_event_now(event, CLOCK_MONOTONIC, &now), 0);
+                ck_assert_int_eq(sd_event_add_time(event, &ticker, CLOCK_MONOTONIC, now, 0, on_loop_tick, NULL), 0);
+                ck_assert_int_eq(sd_event_source_set_enabled(ticker, SD_EVENT_ON), 0);
+                loop_ticks = 0;
+                t = now_sec();
+                ck_assert_int_eq(libvirt_agent_submit(w, dom, on_agent_job, &cancelled, &job), 0);
+                libvirt_agent_job_cancel(job);
+                ck_assert_int_eq(libvirt_agent_submit(w, dom, on_agent_job, &a, NULL), 0);
+                ck_assert_msg(RUN_UNTIL(event, a.done == 1 && libvirt_agent_worker_pending(w) == 0, 30),
+                              "the worker did not finish");
+                stamp("agent read on the worker (two jobs, one cancelled)", t);
+                fprintf(stderr, "loop ticks while the agent was read: %u\n", a.ticks_before_done);
+                ck_assert_int_eq(a.error, 0);
+                ck_assert_uint_eq(cancelled.done, 0);
+                ck_assert(guest_value_is_known(a.vmstat.value[GUEST_VMSTAT_PGFAULT]));
+                ck_assert(a.psi_known);
+                /* Two agent reads of six commands each under TCG: tens of milliseconds at least,
+                 * during which a 2 ms timer on the loop kept firing. */
+                ck_assert_uint_ge(a.ticks_before_done, 5);
+                sd_event_source_disable_unref(ticker);
+                libvirt_agent_worker_free(w);
+        }
+
         /* enable/disable through the metadata, live and persistent. */
         {
                 char *p = NULL;
@@ -376,7 +441,8 @@ START_TEST(test_libvirt_backend) {
                 ck_assert_int_eq(virDomainDestroy(dom), 0);
                 ck_assert_msg(RUN_UNTIL(event, seen.removed > removed, 10), "no removal after destroy");
                 ck_assert_str_eq(seen.removed_why, "stopped");
-                ck_assert_uint_eq(libvirt_backend_domain_count(b), 0);
+                /* Only ours: other tests' domains may run on this libvirtd too. */
+                ck_assert_ptr_null(libvirt_backend_get_domain(b, seen.uuid));
         }
         r = virDomainUndefine(dom);
         ck_assert_int_eq(r, 0);
@@ -404,6 +470,13 @@ int main(void) {
         if (getuid() != 0) {
                 /* libvirtd, qemu.conf and the libvirt-qemu user need root; CI runs as root. */
                 fprintf(stderr, "test-libvirt-backend: needs root\n");
+                return 1;
+        }
+        /* One libvirtd per host, which each libvirt test starts, restarts and stops: tests run
+         * from several build trees at once take turns (test-daemon-libvirt.c takes it too). */
+        int lock_fd = open("/run/rightsize-libvirt-test.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (lock_fd < 0 || flock(lock_fd, LOCK_EX) < 0) {
+                fprintf(stderr, "test-libvirt-backend: cannot take the libvirt test lock: %m\n");
                 return 1;
         }
         snprintf(domain_name, sizeof(domain_name), "rightsize-test-%d", (int) getpid());

@@ -17,42 +17,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <systemd/sd-bus.h>
 #include <unistd.h>
 
 #include "common/macro.h"
+#include "tests/integration/bus-fixture.h"
 
 #define NAME "org.rightsize.Manager1"
 #define PATH "/org/rightsize/Manager1"
 #define HOSTILE "evil\x1b]0;owned\x07\x1b[2J"
 #define N_HISTORY 30
 
-static const char bus_config[] =
-        "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\"\n"
-        " \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n"
-        "<busconfig>\n"
-        "  <listen>unix:path=%s/bus</listen>\n"
-        "  <auth>EXTERNAL</auth>\n"
-        "  <policy context=\"default\">\n"
-        "    <allow user=\"*\"/>\n"
-        "    <allow own=\"*\"/>\n"
-        "    <allow send_destination=\"*\"/>\n"
-        "    <allow receive_sender=\"*\"/>\n"
-        "  </policy>\n"
-        "</busconfig>\n";
-
-static char dir[] = "/tmp/rightsizectl-test.XXXXXX";
-static char *address;
-static pid_t bus_pid = -1, server_pid = -1;
-
-static void child_init(void) {
-        (void) signal(SIGTERM, SIG_DFL);
-        (void) signal(SIGINT, SIG_DFL);
-        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-}
+static BusFixture private_bus;
+static const char *dir, *address; /* the bus's: the stand-in's call log and the CLI's output go there too */
+static pid_t server_pid = -1;
 
 /* ---- the stand-in service ---- */
 
@@ -275,43 +255,9 @@ static char *read_file(const char *name) {
 }
 
 static void start_bus(void) {
-        char path[256], arg_config[300];
-        int pipefd[2];
-        char buf[512];
-        ssize_t n;
-
-        ck_assert_ptr_nonnull(mkdtemp(dir));
-        ck_assert_int_eq(chmod(dir, 0755), 0); /* callers that are not root connect too */
-        snprintf(path, sizeof(path), "%s/bus.conf", dir);
-        FILE *f = fopen(path, "we");
-        ck_assert_ptr_nonnull(f);
-        fprintf(f, bus_config, dir);
-        fclose(f);
-
-        ck_assert_int_eq(pipe2(pipefd, O_CLOEXEC), 0);
-        bus_pid = fork();
-        ck_assert_int_ge(bus_pid, 0);
-        if (bus_pid == 0) {
-                child_init();
-                if (dup2(pipefd[1], 3) < 0)
-                        _exit(127);
-                if (!getenv("TEST_DEBUG")) { /* its fd-limit complaint is noise here */
-                        int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-                        if (null >= 0)
-                                (void) dup2(null, STDERR_FILENO);
-                }
-                snprintf(arg_config, sizeof(arg_config), "--config-file=%s", path);
-                execlp("dbus-daemon", "dbus-daemon", arg_config, "--print-address=3", "--nofork", "--nopidfile",
-                       (char *) NULL);
-                _exit(127);
-        }
-        close(pipefd[1]);
-        n = read(pipefd[0], buf, sizeof(buf) - 1);
-        close(pipefd[0]);
-        ck_assert_msg(n > 0, "dbus-daemon did not start");
-        buf[n] = '\0';
-        buf[strcspn(buf, "\n")] = '\0';
-        address = strdup(buf);
+        ck_assert_int_eq(bus_fixture_start(&private_bus, BUS_POLICY_OPEN), 0);
+        dir = private_bus.dir;
+        address = private_bus.address;
 }
 
 static void start_server(void) {
@@ -322,7 +268,7 @@ static void start_server(void) {
         server_pid = fork();
         ck_assert_int_ge(server_pid, 0);
         if (server_pid == 0) {
-                child_init();
+                test_child_init();
                 close(ready[0]);
                 run_server(ready[1]);
         }
@@ -345,14 +291,9 @@ static void setup_with_service(void) {
 }
 
 static void teardown(void) {
-        char cmd[300];
         stop(&server_pid);
-        stop(&bus_pid);
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-        if (system(cmd) != 0)
-                fprintf(stderr, "could not remove %s\n", dir);
-        free(address);
-        address = NULL;
+        bus_fixture_stop(&private_bus);
+        dir = address = NULL;
 }
 
 typedef struct Run {
@@ -387,7 +328,7 @@ static Run run_ctl_as(uid_t uid, const char *bus_address, ...) {
         pid_t pid = fork();
         ck_assert_int_ge(pid, 0);
         if (pid == 0) {
-                child_init();
+                test_child_init();
                 int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
                 int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
                 if (out < 0 || err < 0 || dup2(out, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0)

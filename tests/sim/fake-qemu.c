@@ -8,17 +8,29 @@
  * which decides how far the guest lets it go (pushback); BALLOON_CHANGE follows each move.
  * Guest stats refresh at model steps once the polling interval has passed, as in QEMU.
  *
- * Faults (--fault N:KIND) apply after the handshake, so a client connects and then fails:
+ * Faults (--fault N:KIND[@SECONDS]) apply after the handshake, so a client connects and then
+ * fails; with @SECONDS only once that many real seconds have passed (a guest that goes bad while
+ * it is managed):
  *   garbage          every reply is bytes that are not JSON
- *   huge-reply       every reply carries a 4 MiB string (beyond any sane message limit)
+ *   huge-reply       every reply carries a long string (--huge-reply-size, 4 MiB by default),
+ *                    generated as the socket drains so that 100 MiB costs no memory here
+ *   deep-nesting     every reply's "return" is an array nested 100000 deep
+ *   wrong-types      every reply's values have the wrong JSON types (numbers as strings, ...)
  *   hang             commands are read and never answered
  *   close-mid-reply  half a reply is written, then the connection is closed
+ *   event-flood      thousands of events per model step, and more before every reply
  *   lying-stats      every guest-stats sample is corrupted by the model (free > total, ...)
+ *   lie-free         free memory reported above total memory
+ *   lie-backwards    the fault and swap counters go backwards at every refresh
+ *   lie-huge         every statistic near 2^64
+ *   lie-future       last-update ten years in the future
+ *   stale-stats      the statistics are refreshed once and never again
  *   stuck-balloon    balloon is accepted but the guest never moves */
 
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <json-c/json.h>
 #include <math.h>
 #include <signal.h>
@@ -43,7 +55,12 @@
 #define VIRTIO_MEM_ID "vm0"
 #define VIRTIO_MEM_BLOCK (2 * MIB)
 #define MAX_INPUT (64 * 1024)
-#define HUGE_REPLY (4 * MIB)
+#define HUGE_REPLY_DEFAULT (4 * MIB)
+#define DEEP_NESTING 100000
+#define FLOOD_EVENTS_PER_STEP 2000
+#define FLOOD_EVENTS_PER_REPLY 200
+#define FLOOD_QUEUE_MAX (1 * MIB) /* a reader that does not keep up does not grow us */
+#define PAD_CHUNK (256 * 1024)
 #define STATS_EPOCH 1700000000ULL /* guest clock at model time 0 */
 
 typedef enum FaultKind {
@@ -54,6 +71,14 @@ typedef enum FaultKind {
         FAULT_CLOSE_MID_REPLY,
         FAULT_LYING_STATS,
         FAULT_STUCK_BALLOON,
+        FAULT_DEEP_NESTING,
+        FAULT_WRONG_TYPES,
+        FAULT_EVENT_FLOOD,
+        FAULT_LIE_FREE,
+        FAULT_LIE_BACKWARDS,
+        FAULT_LIE_HUGE,
+        FAULT_LIE_FUTURE,
+        FAULT_STALE_STATS,
         _FAULT_MAX,
 } FaultKind;
 
@@ -65,7 +90,18 @@ static const char *const fault_names[_FAULT_MAX] = {
         [FAULT_CLOSE_MID_REPLY] = "close-mid-reply",
         [FAULT_LYING_STATS] = "lying-stats",
         [FAULT_STUCK_BALLOON] = "stuck-balloon",
+        [FAULT_DEEP_NESTING] = "deep-nesting",
+        [FAULT_WRONG_TYPES] = "wrong-types",
+        [FAULT_EVENT_FLOOD] = "event-flood",
+        [FAULT_LIE_FREE] = "lie-free",
+        [FAULT_LIE_BACKWARDS] = "lie-backwards",
+        [FAULT_LIE_HUGE] = "lie-huge",
+        [FAULT_LIE_FUTURE] = "lie-future",
+        [FAULT_STALE_STATS] = "stale-stats",
 };
+
+static uint64_t huge_reply_size = HUGE_REPLY_DEFAULT;
+static uint64_t start_usec;
 
 typedef struct Guest Guest;
 
@@ -78,6 +114,8 @@ typedef struct Conn {
         bool close_after_flush;
         char *out;
         size_t out_len, out_size;
+        uint64_t pad_left;     /* huge-reply bytes still to generate, then pad_suffix */
+        char *pad_suffix;
         struct Conn *next;
 } Conn;
 
@@ -88,12 +126,14 @@ struct Guest {
         sd_event_source *accept_io;
         GuestModel model;
         FaultKind fault;
+        uint64_t fault_after_usec; /* CLOCK_MONOTONIC since start */
         uint64_t polling_interval; /* seconds, 0 = off */
         uint64_t stats_updated_usec; /* model time of the last stats refresh; 0 = never */
         bool have_stats;
         RsSample stats;
         uint64_t last_actual;
         uint64_t vm_requested, vm_size, vm_max;
+        uint64_t n_commands, n_stats_reads, n_balloon_sets; /* for --counters */
         Conn *conns;
 };
 
@@ -101,6 +141,7 @@ typedef struct Sim {
         sd_event *event;
         Guest *guests;
         unsigned n_guests;
+        const char *counters_path;
         double time_scale;
         uint64_t interval_usec;
 } Sim;
@@ -117,11 +158,27 @@ static void conn_free(Conn *c) {
                 close(c->fd);
         json_tokener_free(c->tok);
         free(c->out);
+        free(c->pad_suffix);
         free(c);
 }
 
+static uint64_t now_monotonic(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+}
+
+/* The guest's fault, once its start time has come. */
+static FaultKind guest_fault(const Guest *g) {
+        if (g->fault == FAULT_NONE || now_monotonic() < start_usec + g->fault_after_usec)
+                return FAULT_NONE;
+        return g->fault;
+}
+
 static int conn_update_events(Conn *c) {
-        return sd_event_source_set_io_events(c->io, EPOLLIN | (c->out_len > 0 ? EPOLLOUT : 0));
+        return sd_event_source_set_io_events(c->io, EPOLLIN | (c->out_len > 0 || c->pad_left > 0 || c->pad_suffix
+                                                                       ? EPOLLOUT
+                                                                       : 0));
 }
 
 static int conn_queue(Conn *c, const char *data, size_t len) {
@@ -139,6 +196,8 @@ static int conn_queue(Conn *c, const char *data, size_t len) {
 }
 
 static int conn_queue_json(Conn *c, json_object *o) {
+        if (c->pad_left > 0 || c->pad_suffix)
+                return 0; /* nothing may cut into a huge reply on its way out */
         const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
         int r = conn_queue(c, s, strlen(s));
         if (r >= 0)
@@ -155,36 +214,106 @@ static json_object *timestamp_now(void) {
         return o;
 }
 
+static void conn_send_balloon_change(Conn *c) {
+        json_object *ev = json_object_new_object(), *data = json_object_new_object();
+        json_object_object_add(ev, "event", json_object_new_string("BALLOON_CHANGE"));
+        json_object_object_add(data, "actual", json_object_new_uint64(c->guest->model.actual));
+        json_object_object_add(ev, "data", data);
+        json_object_object_add(ev, "timestamp", timestamp_now());
+        (void) conn_queue_json(c, ev);
+        json_object_put(ev);
+}
+
 static void broadcast_balloon_change(Guest *g) {
-        for (Conn *c = g->conns; c; c = c->next) {
-                if (!c->negotiated)
-                        continue;
-                json_object *ev = json_object_new_object(), *data = json_object_new_object();
-                json_object_object_add(ev, "event", json_object_new_string("BALLOON_CHANGE"));
-                json_object_object_add(data, "actual", json_object_new_uint64(g->model.actual));
-                json_object_object_add(ev, "data", data);
-                json_object_object_add(ev, "timestamp", timestamp_now());
-                (void) conn_queue_json(c, ev);
-                json_object_put(ev);
+        for (Conn *c = g->conns; c; c = c->next)
+                if (c->negotiated)
+                        conn_send_balloon_change(c);
+}
+
+/* Events a client must read and can only ignore: true balloon sizes and unrelated ones. */
+static void conn_flood(Conn *c, unsigned n) {
+        static const char rtc[] = "{\"event\": \"RTC_CHANGE\", \"data\": {\"offset\": 0, \"qom-path\": "
+                                  "\"/machine/unattached/device[0]\"}, \"timestamp\": {\"seconds\": 1700000000, "
+                                  "\"microseconds\": 0}}\r\n";
+        for (unsigned i = 0; i < n && c->out_len < FLOOD_QUEUE_MAX && !c->pad_left && !c->pad_suffix; i++) {
+                if (i % 2 == 0)
+                        conn_send_balloon_change(c);
+                else
+                        (void) conn_queue(c, rtc, sizeof(rtc) - 1);
+        }
+}
+
+/* Every value of the wrong JSON type: numbers become strings, strings numbers, objects keep
+ * their keys with mistyped values, arrays become objects. */
+static json_object *mistype(json_object *v) {
+        switch (json_object_get_type(v)) {
+        case json_type_int:
+        case json_type_double:
+                return json_object_new_string(json_object_get_string(v));
+        case json_type_boolean:
+                return json_object_new_int(json_object_get_boolean(v) ? 1 : 0);
+        case json_type_string:
+                return json_object_new_int(42);
+        case json_type_array:
+                return json_object_new_object();
+        case json_type_object: {
+                json_object *o = json_object_new_object();
+                json_object_object_foreach(v, key, member)
+                        json_object_object_add(o, key, mistype(member));
+                return o;
+        }
+        default:
+                return json_object_new_boolean(true);
         }
 }
 
 /* Sends a reply as the guest's fault dictates. Returns <0 to drop the connection now. */
 static int conn_reply(Conn *c, json_object *reply) {
-        switch (c->guest->fault) {
+        json_object *v;
+
+        if (c->pad_left > 0 || c->pad_suffix)
+                return 0; /* still sending a huge reply: later ones are lost in it */
+        switch (guest_fault(c->guest)) {
         case FAULT_GARBAGE: {
                 static const char garbage[] = "}{\"return\": [1, 2,, \x01\xff\xfe nonsense ]]]\r\n";
                 return conn_queue(c, garbage, sizeof(garbage) - 1);
         }
         case FAULT_HUGE_REPLY: {
-                _cleanup_free_ char *big = malloc(HUGE_REPLY + 1);
-                if (!big)
+                /* {...reply..., "padding": "xxxx...x"}: the x's are generated as the socket drains. */
+                const char *s = json_object_to_json_string_ext(reply, JSON_C_TO_STRING_PLAIN);
+                size_t len = strlen(s);
+                int r = conn_queue(c, s, len - 1); /* without the closing brace */
+                if (r >= 0)
+                        r = conn_queue(c, ", \"padding\": \"", strlen(", \"padding\": \""));
+                if (r < 0)
+                        return r;
+                c->pad_suffix = strdup("\"}\r\n");
+                if (!c->pad_suffix)
                         return -ENOMEM;
-                memset(big, 'x', HUGE_REPLY);
-                big[HUGE_REPLY] = '\0';
-                json_object_object_add(reply, "padding", json_object_new_string(big));
-                return conn_queue_json(c, reply);
+                c->pad_left = huge_reply_size;
+                return conn_update_events(c);
         }
+        case FAULT_DEEP_NESTING: {
+                _cleanup_free_ char *deep = malloc(2 * DEEP_NESTING + 64);
+                if (!deep)
+                        return -ENOMEM;
+                size_t n = (size_t) sprintf(deep, "{\"return\": ");
+                memset(deep + n, '[', DEEP_NESTING);
+                n += DEEP_NESTING;
+                memset(deep + n, ']', DEEP_NESTING);
+                n += DEEP_NESTING;
+                if (json_object_object_get_ex(reply, "id", &v))
+                        n += (size_t) sprintf(deep + n, ", \"id\": %s", json_object_to_json_string(v));
+                n += (size_t) sprintf(deep + n, "}\r\n");
+                return conn_queue(c, deep, n);
+        }
+        case FAULT_WRONG_TYPES:
+                if (json_object_object_get_ex(reply, "return", &v))
+                        json_object_object_add(reply, "return", mistype(v));
+                return conn_queue_json(c, reply);
+        case FAULT_EVENT_FLOOD:
+                conn_flood(c, FLOOD_EVENTS_PER_REPLY);
+                return conn_queue_json(c, reply);
         case FAULT_HANG:
                 return 0;
         case FAULT_CLOSE_MID_REPLY: {
@@ -234,19 +363,31 @@ static json_object *guest_stats_json(Guest *g) {
                 { "stat-direct-reclaims", false, RS_COUNTER_DIRECT_RECLAIMS },
         };
         json_object *o = json_object_new_object(), *stats = json_object_new_object();
+        FaultKind fault = guest_fault(g);
+        uint64_t refreshes = g->stats_updated_usec / MAX(g->model.cfg.interval_usec, (uint64_t) 1);
+        uint64_t last_update = g->have_stats ? STATS_EPOCH + g->stats_updated_usec / USEC_PER_SEC : 0;
 
         for (size_t i = 0; i < ARRAY_SIZE(map); i++) {
                 uint64_t v = !g->have_stats ? RS_UNKNOWN
                              : map[i].level ? g->stats.level[map[i].index]
                                             : g->stats.counter[map[i].index];
+                if (g->have_stats && fault == FAULT_LIE_FREE && map[i].level && map[i].index == RS_LEVEL_FREE)
+                        v = g->stats.level[RS_LEVEL_TOTAL] + GIB;
+                else if (g->have_stats && fault == FAULT_LIE_BACKWARDS && !map[i].level && v != RS_UNKNOWN)
+                        v = UINT64_C(1000000000) - MIN(refreshes * 100000, UINT64_C(999999999)); /* ever smaller */
+                else if (g->have_stats && fault == FAULT_LIE_HUGE)
+                        v = UINT64_MAX - 2 - i;
                 /* QEMU sends -1 for what the guest did not report */
                 json_object_object_add(stats, map[i].name,
                                        v == RS_UNKNOWN ? json_object_new_int64(-1) : json_object_new_uint64(v));
         }
+        if (g->have_stats && fault == FAULT_LIE_FUTURE) {
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                last_update = (uint64_t) ts.tv_sec + 10 * 365 * 24 * 3600ULL + refreshes;
+        }
         json_object_object_add(o, "stats", stats);
-        json_object_object_add(o, "last-update",
-                               json_object_new_uint64(g->have_stats ? STATS_EPOCH + g->stats_updated_usec / USEC_PER_SEC
-                                                                    : 0));
+        json_object_object_add(o, "last-update", json_object_new_uint64(last_update));
         return o;
 }
 
@@ -286,6 +427,7 @@ static json_object *execute(Guest *g, const char *cmd, json_object *args) {
                 path = json_object_get_string(v);
         if (args && json_object_object_get_ex(args, "property", &v))
                 prop = json_object_get_string(v);
+        g->n_commands++;
 
         if (strcmp(cmd, "qmp_capabilities") == 0)
                 return error_reply("CommandNotFound", "Capabilities negotiation is already complete, command ignored");
@@ -300,8 +442,9 @@ static json_object *execute(Guest *g, const char *cmd, json_object *args) {
                 int64_t target = json_object_get_int64(v);
                 if (target <= 0 || (uint64_t) target > g->model.cfg.boot_bytes)
                         return error_reply("GenericError", "Parameter 'value' expects a size within the guest's memory");
-                if (g->fault != FAULT_STUCK_BALLOON)
+                if (guest_fault(g) != FAULT_STUCK_BALLOON)
                         guest_model_set_target(&g->model, (uint64_t) target);
+                g->n_balloon_sets++;
                 return return_reply(NULL);
         }
         if (strcmp(cmd, "query-memory-devices") == 0)
@@ -309,8 +452,10 @@ static json_object *execute(Guest *g, const char *cmd, json_object *args) {
         if (strcmp(cmd, "qom-get") == 0) {
                 if (!path || !prop)
                         return error_reply("GenericError", "Parameters 'path' and 'property' are required");
-                if (is_balloon_path(path) && strcmp(prop, "guest-stats") == 0)
+                if (is_balloon_path(path) && strcmp(prop, "guest-stats") == 0) {
+                        g->n_stats_reads++;
                         return return_reply(guest_stats_json(g));
+                }
                 if (is_balloon_path(path) && strcmp(prop, "guest-stats-polling-interval") == 0)
                         return return_reply(json_object_new_uint64(g->polling_interval));
                 if (is_balloon_path(path) && strcmp(prop, "free-page-reporting") == 0)
@@ -382,6 +527,21 @@ static int conn_handle(Conn *c, json_object *msg) {
 static int conn_on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Conn *c = userdata;
 
+        if (revents & EPOLLOUT && c->out_len < PAD_CHUNK && (c->pad_left > 0 || c->pad_suffix)) {
+                /* The next stretch of a huge reply, then its end. */
+                if (c->pad_left > 0) {
+                        size_t n = (size_t) MIN(c->pad_left, (uint64_t) PAD_CHUNK);
+                        _cleanup_free_ char *xs = malloc(n);
+                        if (!xs || (memset(xs, 'x', n), conn_queue(c, xs, n)) < 0) {
+                                conn_free(c);
+                                return 0;
+                        }
+                        c->pad_left -= n;
+                } else {
+                        _cleanup_free_ char *suffix = TAKE_PTR(c->pad_suffix);
+                        (void) conn_queue(c, suffix, strlen(suffix));
+                }
+        }
         if (revents & EPOLLOUT && c->out_len > 0) {
                 ssize_t n = write(fd, c->out, c->out_len);
                 if (n < 0 && errno != EAGAIN && errno != EINTR) {
@@ -468,8 +628,12 @@ static int guest_on_accept(sd_event_source *s, int fd, uint32_t revents, void *u
 static void guest_step(Guest *g) {
         GuestModel *m = &g->model;
 
+        FaultKind fault = guest_fault(g);
+
+        if (fault == FAULT_LYING_STATS)
+                m->cfg.lie_probability = 1.0;
         guest_model_step(m);
-        if (g->polling_interval > 0 &&
+        if (g->polling_interval > 0 && !(fault == FAULT_STALE_STATS && g->have_stats) &&
             (!g->have_stats || m->now_usec - g->stats_updated_usec >= g->polling_interval * USEC_PER_SEC)) {
                 guest_model_sample(m, &g->stats);
                 g->stats_updated_usec = m->now_usec;
@@ -482,6 +646,10 @@ static void guest_step(Guest *g) {
                 g->last_actual = m->actual;
                 broadcast_balloon_change(g);
         }
+        if (fault == FAULT_EVENT_FLOOD)
+                for (Conn *c = g->conns; c; c = c->next)
+                        if (c->negotiated)
+                                conn_flood(c, FLOOD_EVENTS_PER_STEP);
 }
 
 static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -512,6 +680,39 @@ static int guest_listen(Sim *sim, Guest *g, const char *dir) {
             rename(tmp, g->path) < 0)
                 return -errno;
         return sd_event_add_io(sim->event, &g->accept_io, g->listen_fd, EPOLLIN, guest_on_accept, g);
+}
+
+/* One line per guest: "sim-N commands stats-reads balloon-sets", replaced atomically, so a
+ * benchmark can count the cycles a client completed without trusting the client. */
+static int write_counters(Sim *sim) {
+        _cleanup_free_ char *tmp = NULL;
+        if (!sim->counters_path)
+                return 0;
+        if (asprintf(&tmp, "%s.tmp", sim->counters_path) < 0)
+                return -ENOMEM;
+        FILE *f = fopen(tmp, "we");
+        if (!f)
+                return -errno;
+        for (unsigned i = 0; i < sim->n_guests; i++) {
+                const Guest *g = &sim->guests[i];
+                fprintf(f, "sim-%u %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", g->index, g->n_commands, g->n_stats_reads,
+                        g->n_balloon_sets);
+        }
+        if (fclose(f) != 0 || rename(tmp, sim->counters_path) < 0) {
+                int r = -errno;
+                (void) unlink(tmp);
+                return r;
+        }
+        return 0;
+}
+
+static int on_sigusr1(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        (void) s;
+        (void) si;
+        int r = write_counters(userdata);
+        if (r < 0)
+                fprintf(stderr, "fake-qemu: cannot write the counters: %s\n", strerror(-r));
+        return 0;
 }
 
 static int parse_scenario(const char *name, int *ret) {
@@ -550,13 +751,32 @@ static void help(void) {
                "  --randomize            Draw sizes from the seed instead of the scenario's fixed sizes\n"
                "  --time-scale X         Model seconds per real second (default 1)\n"
                "  --virtio-mem SIZE_MIB  Give every guest a virtio-mem device vm0 of this maximum\n"
-               "  --fault N:KIND         Guest N misbehaves: garbage, huge-reply, hang,\n"
-               "                         close-mid-reply, lying-stats, stuck-balloon (repeatable)\n\n"
+               "  --fault N:KIND[@SEC]   Guest N misbehaves (from SEC seconds on): garbage, huge-reply,\n"
+               "                         deep-nesting, wrong-types, hang, close-mid-reply, event-flood,\n"
+               "                         lying-stats, lie-free, lie-backwards, lie-huge, lie-future,\n"
+               "                         stale-stats, stuck-balloon (repeatable)\n"
+               "  --huge-reply-size MIB  Length of a huge-reply string (default 4)\n"
+               "  --first-index N        Number the guests from N (sim-N.qmp, seed S+N, --fault N),\n"
+               "                         so that several processes can share one directory\n"
+               "  --counters FILE        On SIGUSR1 and at exit, write per guest the commands,\n"
+               "                         guest-stats reads and balloon sets it answered\n\n"
                "Prints \"READY\" on stdout once every socket listens; SIGTERM/SIGINT remove them.\n");
 }
 
 int main(int argc, char *argv[]) {
-        enum { ARG_DIR = 0x100, ARG_GUESTS, ARG_SEED, ARG_SCENARIO, ARG_TIME_SCALE, ARG_FAULT, ARG_RANDOMIZE, ARG_VM };
+        enum {
+                ARG_DIR = 0x100,
+                ARG_GUESTS,
+                ARG_SEED,
+                ARG_SCENARIO,
+                ARG_TIME_SCALE,
+                ARG_FAULT,
+                ARG_RANDOMIZE,
+                ARG_VM,
+                ARG_FIRST_INDEX,
+                ARG_COUNTERS,
+                ARG_HUGE,
+        };
         static const struct option options[] = {
                 { "dir", required_argument, NULL, ARG_DIR },
                 { "guests", required_argument, NULL, ARG_GUESTS },
@@ -566,11 +786,14 @@ int main(int argc, char *argv[]) {
                 { "fault", required_argument, NULL, ARG_FAULT },
                 { "randomize", no_argument, NULL, ARG_RANDOMIZE },
                 { "virtio-mem", required_argument, NULL, ARG_VM },
+                { "first-index", required_argument, NULL, ARG_FIRST_INDEX },
+                { "counters", required_argument, NULL, ARG_COUNTERS },
+                { "huge-reply-size", required_argument, NULL, ARG_HUGE },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
         const char *dir = NULL;
-        unsigned n_guests = 1;
+        unsigned n_guests = 1, first_index = 0;
         uint64_t seed = 1, vm_max = 0;
         int scenario = SCENARIO_MIXED;
         bool randomize = false;
@@ -578,6 +801,7 @@ int main(int argc, char *argv[]) {
         struct {
                 unsigned guest;
                 FaultKind kind;
+                uint64_t after_usec;
         } faults[64];
         size_t n_faults = 0;
         Sim sim = {};
@@ -618,16 +842,38 @@ int main(int argc, char *argv[]) {
                         if (*end)
                                 goto usage;
                         break;
+                case ARG_FIRST_INDEX:
+                        first_index = (unsigned) strtoul(optarg, &end, 10);
+                        if (*end || first_index > 1000000)
+                                goto usage;
+                        break;
+                case ARG_COUNTERS:
+                        sim.counters_path = optarg;
+                        break;
+                case ARG_HUGE:
+                        huge_reply_size = strtoull(optarg, &end, 10) * MIB;
+                        if (*end || huge_reply_size == 0)
+                                goto usage;
+                        break;
                 case ARG_FAULT: {
-                        const char *colon = strchr(optarg, ':');
-                        size_t k;
+                        const char *colon = strchr(optarg, ':'), *at;
+                        size_t k, len;
                         if (!colon || n_faults >= ARRAY_SIZE(faults))
                                 goto usage;
                         faults[n_faults].guest = (unsigned) strtoul(optarg, &end, 10);
                         if (end != colon)
                                 goto usage;
+                        at = strchr(colon + 1, '@');
+                        len = at ? (size_t) (at - colon - 1) : strlen(colon + 1);
+                        faults[n_faults].after_usec = 0;
+                        if (at) {
+                                double sec = strtod(at + 1, &end);
+                                if (*end || !(sec >= 0) || sec > 1e6)
+                                        goto usage;
+                                faults[n_faults].after_usec = (uint64_t) (sec * USEC_PER_SEC);
+                        }
                         for (k = 1; k < _FAULT_MAX; k++)
-                                if (strcmp(colon + 1, fault_names[k]) == 0)
+                                if (strlen(fault_names[k]) == len && strncmp(colon + 1, fault_names[k], len) == 0)
                                         break;
                         if (k == _FAULT_MAX) {
                                 fprintf(stderr, "fake-qemu: unknown fault \"%s\"\n", colon + 1);
@@ -653,6 +899,7 @@ int main(int argc, char *argv[]) {
                 (void) setrlimit(RLIMIT_NOFILE, &rl);
         }
         (void) signal(SIGPIPE, SIG_IGN);
+        start_usec = now_monotonic();
 
         r = sd_event_new(&sim.event);
         if (r < 0)
@@ -666,15 +913,18 @@ int main(int argc, char *argv[]) {
                 Guest *g = &sim.guests[i];
                 GuestModelConfig cfg;
                 ScenarioSpec spec;
-                ScenarioKind kind = scenario < 0 ? (ScenarioKind) (i % _SCENARIO_MAX) : (ScenarioKind) scenario;
+                unsigned index = first_index + i;
+                ScenarioKind kind = scenario < 0 ? (ScenarioKind) (index % _SCENARIO_MAX) : (ScenarioKind) scenario;
 
-                g->index = i;
+                g->index = index;
                 g->listen_fd = -1;
-                scenario_config(kind, seed + i, randomize, &cfg, &spec);
+                scenario_config(kind, seed + index, randomize, &cfg, &spec);
                 for (size_t f = 0; f < n_faults; f++)
-                        if (faults[f].guest == i)
+                        if (faults[f].guest == index) {
                                 g->fault = faults[f].kind;
-                if (g->fault == FAULT_LYING_STATS)
+                                g->fault_after_usec = faults[f].after_usec;
+                        }
+                if (g->fault == FAULT_LYING_STATS && g->fault_after_usec == 0)
                         cfg.lie_probability = 1.0;
                 guest_model_init(&g->model, &cfg);
                 g->last_actual = g->model.actual;
@@ -689,7 +939,7 @@ int main(int argc, char *argv[]) {
                 }
         }
         for (size_t f = 0; f < n_faults; f++)
-                if (faults[f].guest >= n_guests)
+                if (faults[f].guest < first_index || faults[f].guest - first_index >= n_guests)
                         fprintf(stderr, "fake-qemu: warning: --fault for guest %u, which does not exist\n", faults[f].guest);
 
         uint64_t now;
@@ -702,10 +952,13 @@ int main(int argc, char *argv[]) {
                 sigemptyset(&mask);
                 sigaddset(&mask, SIGTERM);
                 sigaddset(&mask, SIGINT);
+                sigaddset(&mask, SIGUSR1);
                 sigprocmask(SIG_BLOCK, &mask, NULL);
                 r = sd_event_add_signal(sim.event, NULL, SIGTERM, NULL, NULL);
                 if (r >= 0)
                         r = sd_event_add_signal(sim.event, NULL, SIGINT, NULL, NULL);
+                if (r >= 0)
+                        r = sd_event_add_signal(sim.event, NULL, SIGUSR1, on_sigusr1, &sim);
         }
         if (r < 0) {
                 fprintf(stderr, "fake-qemu: event loop setup failed: %s\n", strerror(-r));
@@ -714,6 +967,7 @@ int main(int argc, char *argv[]) {
         printf("READY\n");
         fflush(stdout);
         r = sd_event_loop(sim.event);
+        (void) write_counters(&sim);
 
         for (unsigned i = 0; i < n_guests; i++) {
                 Guest *g = &sim.guests[i];

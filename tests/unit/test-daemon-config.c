@@ -78,7 +78,8 @@ static const char default_text[] =
         "[libvirt]\n"
         "enabled = yes\n"
         "uri = qemu:///system\n"
-        "manage-all = no\n";
+        "manage-all = no\n"
+        "agent = no\n";
 
 START_TEST(test_defaults_printed) {
         _cleanup_(config_freep) Config *c = NULL;

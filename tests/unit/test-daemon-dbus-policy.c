@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The shipped D-Bus policy, enforced by a real dbus-daemon: a private bus with the system bus's
- * default policy plus etc/org.rightsize.Manager1.conf, a stand-in rightsized owning the name, and
- * callers that drop to other users. The group in the policy ("rightsize") does not exist on a
- * test machine, so the copy under test names "nogroup" instead; nothing else is changed. */
+ * default policy plus etc/org.rightsize.Manager1.conf (tests/integration/bus-fixture.c), a stand-in
+ * rightsized owning the name, and callers that drop to other users. The group in the policy
+ * ("rightsize") does not exist on a test machine, so the copy under test names "nogroup" instead;
+ * nothing else is changed. */
 
 #include <check.h>
 #include <errno.h>
@@ -21,65 +22,20 @@
 #include <unistd.h>
 
 #include "common/macro.h"
+#include "tests/integration/bus-fixture.h"
 #include "tests/unit/test-daemon-util.h"
 
 #define NAME "org.rightsize.Manager1"
 #define PATH "/org/rightsize/Manager1"
-#define TEST_GROUP "nogroup"
+#define TEST_GROUP BUS_FIXTURE_READ_GROUP
 
 enum { CALL_OK = 0, CALL_DENIED = 10, CALL_OTHER_ERROR = 20, CALL_SETUP_FAILED = 30 };
 
-static const char bus_config[] =
-        "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\"\n"
-        " \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n"
-        "<busconfig>\n"
-        "  <listen>unix:path=%s/bus</listen>\n"
-        "  <auth>EXTERNAL</auth>\n"
-        "  <policy context=\"default\">\n" /* as in the system bus's system.conf */
-        "    <allow user=\"*\"/>\n"
-        "    <deny own=\"*\"/>\n"
-        "    <deny send_type=\"method_call\"/>\n"
-        "    <allow send_type=\"signal\"/>\n"
-        "    <allow send_requested_reply=\"true\" send_type=\"method_return\"/>\n"
-        "    <allow send_requested_reply=\"true\" send_type=\"error\"/>\n"
-        "    <allow receive_type=\"method_call\"/>\n"
-        "    <allow receive_type=\"method_return\"/>\n"
-        "    <allow receive_type=\"error\"/>\n"
-        "    <allow receive_type=\"signal\"/>\n"
-        "    <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus\"/>\n"
-        "    <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus.Introspectable\"/>\n"
-        "  </policy>\n"
-        "  <include>%s/policy.conf</include>\n"
-        "</busconfig>\n";
-
-static char *dir, *address;
-
-/* Forked children start here: Check's own SIGTERM/SIGINT handlers, inherited through fork(),
- * would take the test's whole process group down with them. */
-static void child_init(void) {
-        (void) signal(SIGTERM, SIG_DFL);
-        (void) signal(SIGINT, SIG_DFL);
-        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-}
-static pid_t bus_pid = -1, server_pid = -1;
+static BusFixture private_bus;
+static pid_t server_pid = -1;
 
 static int connect_bus(sd_bus **ret) {
-        sd_bus *bus = NULL;
-        int r;
-
-        r = sd_bus_new(&bus);
-        if (r >= 0)
-                r = sd_bus_set_address(bus, address);
-        if (r >= 0)
-                r = sd_bus_set_bus_client(bus, 1);
-        if (r >= 0)
-                r = sd_bus_start(bus);
-        if (r < 0) {
-                sd_bus_unref(bus);
-                return r;
-        }
-        *ret = bus;
-        return 0;
+        return bus_fixture_connect(&private_bus, ret);
 }
 
 static int method_reply(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -145,7 +101,7 @@ static int call_as(uid_t uid, gid_t gid, const Call *call) {
                 sd_bus *bus = NULL;
                 int r;
 
-                child_init();
+                test_child_init();
                 if (setgroups(1, &gid) < 0 || setgid(gid) < 0 || setuid(uid) < 0)
                         _exit(CALL_SETUP_FAILED);
                 if (connect_bus(&bus) < 0)
@@ -177,58 +133,6 @@ static int call_as(uid_t uid, gid_t gid, const Call *call) {
         return WEXITSTATUS(status);
 }
 
-static char *replace_all(const char *s, const char *from, const char *to) {
-        char *out = NULL;
-        size_t size = 0;
-        FILE *f = open_memstream(&out, &size);
-
-        ck_assert_ptr_nonnull(f);
-        for (const char *p; (p = strstr(s, from)); s = p + strlen(from)) {
-                fwrite(s, 1, (size_t) (p - s), f);
-                fputs(to, f);
-        }
-        fputs(s, f);
-        fclose(f);
-        return out;
-}
-
-static pid_t spawn_bus(const char *config) {
-        int pipefd[2];
-        char buf[512];
-        ssize_t n;
-        pid_t pid;
-
-        ck_assert_int_eq(pipe2(pipefd, O_CLOEXEC), 0);
-        pid = fork();
-        ck_assert_int_ge(pid, 0);
-        if (pid == 0) {
-                char arg_config[512], arg_fd[32];
-
-                child_init();
-                if (dup2(pipefd[1], 3) < 0)
-                        _exit(127);
-                if (!getenv("TEST_DEBUG")) {
-                        /* Its "Rejected send message" lines are expected here; TEST_DEBUG=1 shows them. */
-                        int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-                        if (null >= 0)
-                                (void) dup2(null, STDERR_FILENO);
-                }
-                snprintf(arg_config, sizeof(arg_config), "--config-file=%s", config);
-                snprintf(arg_fd, sizeof(arg_fd), "--print-address=3");
-                execlp("dbus-daemon", "dbus-daemon", arg_config, arg_fd, "--nofork", "--nopidfile", (char *) NULL);
-                _exit(127);
-        }
-        close(pipefd[1]);
-        n = read(pipefd[0], buf, sizeof(buf) - 1);
-        close(pipefd[0]);
-        ck_assert_msg(n > 0, "dbus-daemon did not start");
-        buf[n] = '\0';
-        buf[strcspn(buf, "\n")] = '\0';
-        address = strdup(buf);
-        ck_assert_ptr_nonnull(address);
-        return pid;
-}
-
 static void stop(pid_t *pid) {
         if (*pid > 0) {
                 (void) kill(*pid, SIGTERM);
@@ -239,17 +143,10 @@ static void stop(pid_t *pid) {
 
 static void teardown(void) {
         stop(&server_pid);
-        stop(&bus_pid);
-        test_rm_rf(dir);
-        free(dir);
-        free(address);
-        dir = address = NULL;
+        bus_fixture_stop(&private_bus);
 }
 
 START_TEST(test_policy_enforced) {
-        _cleanup_(freep) char *policy_src = NULL, *policy = NULL, *policy_path = NULL, *config_path = NULL,
-                              *config = NULL;
-        const char *srcdir = getenv("top_srcdir") ?: TEST_TOP_SRCDIR;
         struct passwd *pw;
         struct group *gr;
         uid_t member_uid, outsider_uid;
@@ -272,30 +169,14 @@ START_TEST(test_policy_enforced) {
         outsider_gid = pw->pw_gid;
         ck_assert_int_ne(outsider_gid, member_gid);
 
-        dir = test_mkdtemp();
-        ck_assert_int_eq(chmod(dir, 0755), 0); /* the callers are not root */
-
-        /* The shipped policy, with the group swapped for one that exists here. */
-        ck_assert_int_ge(asprintf(&policy_path, "%s/etc/org.rightsize.Manager1.conf", srcdir), 0);
-        policy_src = test_read_file(policy_path);
-        ck_assert_ptr_nonnull(policy_src);
-        ck_assert_ptr_nonnull(strstr(policy_src, "<policy group=\"rightsize\">"));
-        policy = replace_all(policy_src, "group=\"rightsize\"", "group=\"" TEST_GROUP "\"");
-        free(policy_path);
-        ck_assert_int_ge(asprintf(&policy_path, "%s/policy.conf", dir), 0);
-        test_write_file(policy_path, policy);
-
-        ck_assert_int_ge(asprintf(&config, bus_config, dir, dir), 0);
-        ck_assert_int_ge(asprintf(&config_path, "%s/bus.conf", dir), 0);
-        test_write_file(config_path, config);
-
-        bus_pid = spawn_bus(config_path);
+        /* System bus defaults plus the shipped policy, its group swapped for one that exists here. */
+        ck_assert_int_eq(bus_fixture_start(&private_bus, BUS_POLICY_SYSTEM), 0);
 
         ck_assert_int_eq(pipe2(ready, O_CLOEXEC), 0);
         server_pid = fork();
         ck_assert_int_ge(server_pid, 0);
         if (server_pid == 0) {
-                child_init();
+                test_child_init();
                 close(ready[0]);
                 run_server(ready[1]);
         }

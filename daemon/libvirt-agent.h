@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The guest agent through libvirt (virDomainQemuAgentCommand), off the event loop.
+ *
+ * libvirt's agent calls are synchronous and may take their whole timeout (5 s each, and a
+ * file read is three or more of them) when a guest's agent is slow or gone. The daemon is one
+ * sd-event loop, so they run on a worker thread instead: jobs go in a queue, the worker runs
+ * them one after the other on the shared libvirt connection (libvirt's API is thread-safe),
+ * and each result comes back on the loop through an eventfd, where the job's callback runs.
+ * A slow agent therefore delays only the agent reads queued behind it, never the loop.
+ *
+ * Reading guest files through the agent makes libvirt mark the domain tainted
+ * (custom-ga-command): callers do it only when configured to. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <libvirt/libvirt.h>
+#include <systemd/sd-event.h>
+
+#include "qmp/guest-procfs.h"
+
+#define LIBVIRT_AGENT_TIMEOUT_SEC 5
+#define LIBVIRT_AGENT_FILE_MAX (256 * 1024)
+
+/* Reads a guest file (guest-file-open/read/close) into a NUL-terminated buffer of at most
+ * LIBVIRT_AGENT_FILE_MAX bytes. Thread-safe, does not log: -errno (-ETIMEDOUT when the agent
+ * does not answer, -EBADMSG for a malformed reply, -EFBIG for a file too large), with
+ * libvirt's message in `message` (may be NULL) on libvirt errors. */
+int libvirt_agent_read_file(virDomainPtr dom, const char *path, char **ret, size_t *ret_size, char *message,
+                            size_t message_size);
+/* /proc/vmstat and /proc/pressure/memory, parsed. ret_psi may be NULL. Thread-safe. */
+int libvirt_agent_read_procfs(virDomainPtr dom, GuestVmstat *ret_vmstat, GuestPsi *ret_psi, char *message,
+                              size_t message_size);
+
+typedef struct LibvirtAgentWorker LibvirtAgentWorker;
+typedef struct LibvirtAgentJob LibvirtAgentJob;
+
+/* On the event loop. error 0: vmstat and psi are valid (psi->some.known false when the guest
+ * has no PSI); else -errno and message says why. */
+typedef void (*libvirt_agent_done_fn)(int error, const GuestVmstat *vmstat, const GuestPsi *psi,
+                                      const char *message, void *userdata);
+
+int libvirt_agent_worker_new(sd_event *event, LibvirtAgentWorker **ret);
+/* Cancels every job and waits for the one running (at most the agent's timeout per call). */
+LibvirtAgentWorker *libvirt_agent_worker_free(LibvirtAgentWorker *w);
+
+/* Queues a /proc/vmstat + PSI read of `dom` (referenced until the job is done). *ret_job
+ * (may be NULL) is valid until `done` runs or the job is cancelled. */
+int libvirt_agent_submit(LibvirtAgentWorker *w, virDomainPtr dom, libvirt_agent_done_fn done, void *userdata,
+                         LibvirtAgentJob **ret_job);
+/* `done` will not run for this job (its read may still be under way; its result is dropped). */
+void libvirt_agent_job_cancel(LibvirtAgentJob *job);
+/* Jobs queued or running (for tests). */
+unsigned libvirt_agent_worker_pending(LibvirtAgentWorker *w);

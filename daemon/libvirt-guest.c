@@ -1,0 +1,507 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/macro.h"
+#include "daemon/libvirt-agent.h"
+#include "daemon/libvirt-guest.h"
+#include "daemon/log.h"
+#include "daemon/manager.h"
+
+#define TICK_USEC (1 * USEC_PER_SEC)
+
+typedef struct Domain {
+        LibvirtGuests *owner;
+        Guest *guest;
+        char uuid[VIR_UUID_STRING_BUFLEN];
+        char *policy_name;            /* from the metadata, NULL when none */
+        bool skipped;
+        bool agent_channel;
+        uint64_t vmem_requested;      /* what virtio-mem was last asked for (bytes) */
+        uint64_t next_due;            /* CLOCK_MONOTONIC µs */
+        bool in_cycle, got_stats;     /* during a tick */
+        LibvirtAgentJob *job;         /* the agent read in flight */
+        bool agent_waiting;           /* the current cycle waits for it */
+        sd_event_source *agent_deadline;
+} Domain;
+
+struct LibvirtGuests {
+        Manager *manager;
+        char *uri;
+        bool manage_all;
+        bool agent;
+        LibvirtBackend *backend;
+        LibvirtAgentWorker *worker;
+        sd_event_source *timer;
+        Domain **domains;
+        size_t n_domains;
+};
+
+static Domain *domain_find(LibvirtGuests *lg, const char *uuid) {
+        for (size_t i = 0; i < lg->n_domains; i++)
+                if (strcmp(lg->domains[i]->uuid, uuid) == 0)
+                        return lg->domains[i];
+        return NULL;
+}
+
+static uint64_t now_monotonic(LibvirtGuests *lg) {
+        uint64_t now = 0;
+        (void) sd_event_now(lg->manager->event, CLOCK_MONOTONIC, &now);
+        return now;
+}
+
+/* ---- the guests' actuators ----
+ *
+ * Sizes: the guest's total, as the decision core and the actuation plan count it, is what the
+ * balloon leaves of the boot memory plus the plugged virtio-mem memory; that is libvirt's
+ * current memory (balloon.current, `virsh dominfo`). QEMU's balloon, and so
+ * virDomainSetMemoryFlags, only covers the boot memory (measured with QEMU 7.2 and libvirt 9.0:
+ * with 256 MiB plugged, `setmem 700M` leaves 956 MiB). So a total becomes a balloon target by
+ * taking away what virtio-mem was asked for; the plan sets virtio-mem before the balloon. */
+
+static int driver_set_balloon(Guest *g, uint64_t total, void *userdata) {
+        Domain *d = userdata;
+        uint64_t plugged = g->vmem_id ? d->vmem_requested : 0;
+
+        if (total <= plugged) {
+                log_guest_debug(g->name, guest_state_string(g), "virtio-mem alone exceeds the target: balloon left alone");
+                return 0;
+        }
+        return libvirt_backend_set_balloon(d->owner->backend, d->uuid, total - plugged);
+}
+
+static int driver_set_virtio_mem(Guest *g, uint64_t requested, void *userdata) {
+        Domain *d = userdata;
+        uint64_t aligned;
+        int r = libvirt_backend_set_virtio_mem(d->owner->backend, d->uuid, g->vmem_id, requested, &aligned);
+        if (r >= 0)
+                d->vmem_requested = aligned;
+        if (r >= 0)
+                log_guest_debug(g->name, guest_state_string(g), "virtio-mem %s requested %" PRIu64 " MiB",
+                                g->vmem_id, aligned / MIB);
+        return r;
+}
+
+static const GuestDriver libvirt_driver = {
+        .set_balloon = driver_set_balloon,
+        .set_virtio_mem = driver_set_virtio_mem,
+};
+
+/* ---- guests from domains ---- */
+
+static void domain_cancel_agent(Domain *d) {
+        libvirt_agent_job_cancel(d->job);
+        d->job = NULL;
+        d->agent_waiting = false;
+        (void) sd_event_source_set_enabled(d->agent_deadline, SD_EVENT_OFF);
+}
+
+static void domain_free(Domain *d) {
+        if (!d)
+                return;
+        domain_cancel_agent(d);
+        sd_event_source_disable_unref(d->agent_deadline);
+        free(d->policy_name);
+        free(d);
+}
+
+static void domain_select_policy(LibvirtGuests *lg, Domain *d, const char *name, RsPolicy *ret) {
+        if (manager_resolve_policy(lg->manager, d->policy_name, name, d->uuid, ret) == -ENOENT)
+                log_guest_warning(name, NULL, "The metadata names policy '%s', which does not exist: using %s",
+                                  d->policy_name, ret->name);
+}
+
+static void domain_attach(LibvirtGuests *lg, Domain *d, const LibvirtDomainInfo *info) {
+        Guest *g = d->guest;
+        char fault[256];
+
+        d->skipped = info->skip_reason != NULL;
+        d->agent_channel = info->agent_channel;
+        if (info->skip_reason) {
+                domain_cancel_agent(d);
+                snprintf(fault, sizeof(fault), "skipped: %s", info->skip_reason);
+                guest_set_faulty(g, fault);
+                return;
+        }
+        d->vmem_requested = qmp_value_is_known(info->virtio_mem_requested) ? info->virtio_mem_requested : 0;
+        GuestResources res = {
+                .base_memory = info->maximum,
+                /* The total: the balloon's part plus what virtio-mem has plugged. */
+                .actual = g->actual ?: info->actual + (qmp_value_is_known(info->virtio_mem_current) ?
+                                                               info->virtio_mem_current : 0),
+                .vmem_id = info->virtio_mem_alias,
+                .vmem_size = qmp_value_is_known(info->virtio_mem_current) ? info->virtio_mem_current : 0,
+                .vmem_max = qmp_value_is_known(info->virtio_mem_size) ? info->virtio_mem_size : 0,
+                .vmem_block = qmp_value_is_known(info->virtio_mem_block) ? info->virtio_mem_block : 0,
+                .fpr_known = true,
+                .free_page_reporting = info->free_page_reporting,
+                .agent = lg->agent && info->agent_channel,
+        };
+        if (res.vmem_block == 0 || res.vmem_max == 0)
+                res.vmem_id = NULL;
+        int r = guest_driven_attach(g, &res);
+        if (r < 0)
+                log_guest_warning_errno(g->name, guest_state_string(g), r, "Cannot manage the domain: %m");
+}
+
+static void on_domain_added(LibvirtBackend *b _unused_, const LibvirtDomainInfo *info, bool changed _unused_,
+                            void *userdata) {
+        LibvirtGuests *lg = userdata;
+        Manager *m = lg->manager;
+        Domain *d = domain_find(lg, info->uuid);
+        RsPolicy policy;
+        int r;
+
+        if (m->stopping)
+                return;
+        if (!config_guest_is_managed(m->config, info->name, info->uuid)) {
+                log_debug("Not managing libvirt domain %s: excluded by [guests]", info->name);
+                return;
+        }
+        if (!d) {
+                Domain **array = realloc(lg->domains, (lg->n_domains + 1) * sizeof(Domain *));
+                if (!array) {
+                        log_oom();
+                        return;
+                }
+                lg->domains = array;
+                d = calloc(1, sizeof(*d));
+                if (!d) {
+                        log_oom();
+                        return;
+                }
+                d->owner = lg;
+                snprintf(d->uuid, sizeof(d->uuid), "%s", info->uuid);
+                d->policy_name = info->policy ? strdup(info->policy) : NULL;
+                domain_select_policy(lg, d, info->name, &policy);
+                r = guest_new_driven(m->event, GUEST_SOURCE_LIBVIRT, info->name, info->uuid, m->config->state_dir,
+                                     &policy, manager_guest_hooks(), m, &libvirt_driver, d, &d->guest);
+                if (r >= 0) {
+                        r = manager_add_guest(m, d->guest);
+                        if (r < 0)
+                                guest_free(d->guest);
+                }
+                if (r < 0) {
+                        log_error_errno(r, "%s: cannot set up the libvirt guest: %m", info->name);
+                        domain_free(d);
+                        return;
+                }
+                lg->domains[lg->n_domains++] = d;
+                log_guest_info(info->name, "connecting", "libvirt domain %s (policy %s)", info->uuid, policy.name);
+        } else if (!!d->policy_name != !!info->policy || (info->policy && strcmp(d->policy_name, info->policy) != 0)) {
+                free(d->policy_name);
+                d->policy_name = info->policy ? strdup(info->policy) : NULL;
+                domain_select_policy(lg, d, info->name, &policy);
+                if (guest_set_policy(d->guest, &policy) < 0)
+                        log_guest_warning(info->name, guest_state_string(d->guest),
+                                          "Policy %s not applicable, keeping %s", policy.name,
+                                          d->guest->policy.name);
+                else
+                        log_guest_info(info->name, guest_state_string(d->guest), "Policy now %s", policy.name);
+        }
+        domain_attach(lg, d, info);
+}
+
+static void domain_drop(LibvirtGuests *lg, Domain *d) {
+        for (size_t i = 0; i < lg->n_domains; i++)
+                if (lg->domains[i] == d) {
+                        memmove(lg->domains + i, lg->domains + i + 1, (lg->n_domains - i - 1) * sizeof(Domain *));
+                        lg->n_domains--;
+                        break;
+                }
+        domain_cancel_agent(d);
+        manager_remove_guest(lg->manager, d->guest);
+        domain_free(d);
+}
+
+static void on_domain_removed(LibvirtBackend *b _unused_, const char *uuid, const char *name, const char *why,
+                              void *userdata) {
+        LibvirtGuests *lg = userdata;
+        Domain *d = domain_find(lg, uuid);
+
+        if (!d)
+                return;
+        log_guest_info(name, guest_state_string(d->guest), "libvirt domain %s: %s, no longer managed", uuid, why);
+        domain_drop(lg, d);
+}
+
+static void on_memory_device_changed(LibvirtBackend *b _unused_, const char *uuid, const char *alias, uint64_t size,
+                                     void *userdata) {
+        Domain *d = domain_find(userdata, uuid);
+
+        if (d && d->guest->vmem_id && strcmp(d->guest->vmem_id, alias) == 0)
+                d->guest->vmem_size = size;
+}
+
+static void on_connection_changed(LibvirtBackend *b, bool connected, void *userdata) {
+        LibvirtGuests *lg = userdata;
+
+        for (size_t i = 0; i < lg->n_domains; i++) {
+                Domain *d = lg->domains[i];
+                if (!connected) {
+                        /* The guest keeps the size it was given; nothing moves it meanwhile. */
+                        domain_cancel_agent(d);
+                        guest_set_faulty(d->guest, "libvirt connection lost: reconnecting");
+                        continue;
+                }
+                const LibvirtDomainInfo *info = libvirt_backend_get_domain(b, d->uuid);
+                if (info)
+                        domain_attach(lg, d, info);
+        }
+}
+
+/* ---- the tick ---- */
+
+static void domain_agent_finish(Domain *d) {
+        if (!d->agent_waiting)
+                return;
+        d->agent_waiting = false;
+        (void) sd_event_source_set_enabled(d->agent_deadline, SD_EVENT_OFF);
+        guest_cycle_step_done(d->guest);
+}
+
+static void on_agent_done(int error, const GuestVmstat *vmstat, const GuestPsi *psi, const char *message,
+                          void *userdata) {
+        Domain *d = userdata;
+        Guest *g = d->guest;
+
+        d->job = NULL;
+        if (error < 0) {
+                if (g->agent_ok)
+                        log_guest_info(g->name, guest_state_string(g), "Guest agent not answering: %s",
+                                       message ?: strerror(-error));
+                g->agent_ok = false;
+        } else {
+                if (!g->agent_ok)
+                        log_guest_info(g->name, guest_state_string(g), "Guest agent answers");
+                g->agent_ok = true;
+                if (d->agent_waiting)
+                        guest_sample_add_agent(g, vmstat, psi);
+        }
+        domain_agent_finish(d);
+}
+
+static int on_agent_deadline(sd_event_source *s _unused_, uint64_t usec _unused_, void *userdata) {
+        Domain *d = userdata;
+
+        log_guest_debug(d->guest->name, guest_state_string(d->guest), "Guest agent slow: interval without it");
+        domain_agent_finish(d);
+        return 0;
+}
+
+static void domain_start_agent(LibvirtGuests *lg, Domain *d, uint64_t now) {
+        Guest *g = d->guest;
+        virDomainPtr dom;
+        uint64_t timeout = CLAMP(g->policy.poll_interval_usec * 3 / 4, 500 * USEC_PER_MSEC, 10 * USEC_PER_SEC);
+
+        if (!lg->agent || !d->agent_channel || d->job || !lg->worker)
+                return;
+        dom = libvirt_backend_get_domain_ptr(lg->backend, d->uuid);
+        if (!dom || libvirt_agent_submit(lg->worker, dom, on_agent_done, d, &d->job) < 0)
+                return;
+        if (!d->agent_deadline) {
+                if (sd_event_add_time(lg->manager->event, &d->agent_deadline, CLOCK_MONOTONIC, now + timeout, 0,
+                                      on_agent_deadline, d) < 0) {
+                        domain_cancel_agent(d);
+                        return;
+                }
+                (void) sd_event_source_set_description(d->agent_deadline, "libvirt-agent-deadline");
+        } else {
+                (void) sd_event_source_set_time(d->agent_deadline, now + timeout);
+                (void) sd_event_source_set_enabled(d->agent_deadline, SD_EVENT_ONESHOT);
+        }
+        d->agent_waiting = true;
+        guest_cycle_hold(g);
+}
+
+static void on_stats(LibvirtBackend *b _unused_, const char *uuid, const char *name _unused_,
+                     const RsLibvirtStats *stats, void *userdata) {
+        Domain *d = domain_find(userdata, uuid);
+        Guest *g;
+
+        if (!d || !d->in_cycle)
+                return;
+        g = d->guest;
+        d->got_stats = true;
+        /* balloon.current: what the balloon leaves of the boot memory plus plugged virtio-mem. */
+        if (qmp_value_is_known(stats->actual) && stats->actual > 0 &&
+            (g->guest_max == 0 || stats->actual <= 2 * g->guest_max))
+                g->actual = stats->actual;
+        g->host_rss = qmp_value_is_known(stats->rss) ? stats->rss : UINT64_MAX;
+        guest_sample_add_stats(g, &stats->guest);
+}
+
+/* balloon.current follows BALLOON_CHANGE, which QEMU sends at most once a second: while the
+ * balloon moves, it lags a whole interval and the guest would look as if it pushed back. So a
+ * guest away from its balloon target gets its size read directly (one small call). */
+static void domain_refresh_moving_balloon(LibvirtGuests *lg, Domain *d) {
+        Guest *g = d->guest;
+        uint64_t tolerance = MAX(4 * MIB, g->balloon_target / 200), balloon;
+
+        if (g->balloon_target == 0 || (g->actual <= g->balloon_target + tolerance &&
+                                       g->actual + tolerance >= g->balloon_target))
+                return;
+        if (libvirt_backend_balloon_actual(lg->backend, d->uuid, &balloon) < 0)
+                return;
+        g->actual = balloon + (g->vmem_id ? g->vmem_size : 0);
+}
+
+static int on_tick(sd_event_source *s, uint64_t usec _unused_, void *userdata) {
+        LibvirtGuests *lg = userdata;
+        uint64_t now = now_monotonic(lg);
+        _cleanup_free_ char (*due)[VIR_UUID_STRING_BUFLEN] = NULL;
+        size_t n_due = 0;
+        int r;
+
+        (void) sd_event_source_set_time(s, now + TICK_USEC);
+        (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        if (lg->manager->stopping || lg->n_domains == 0 || !libvirt_backend_is_connected(lg->backend))
+                return 0;
+
+        due = calloc(lg->n_domains, sizeof(*due));
+        if (!due)
+                return log_oom(), 0;
+        for (size_t i = 0; i < lg->n_domains; i++) {
+                Domain *d = lg->domains[i];
+                if (d->skipped || now < d->next_due)
+                        continue;
+                r = guest_cycle_begin(d->guest);
+                if (r == -EBUSY)
+                        log_guest_debug(d->guest->name, guest_state_string(d->guest),
+                                        "Previous interval still running, skipping a tick");
+                if (r < 0)
+                        continue;
+                /* Ticks are 1 s apart: stay on the guest's interval within that. */
+                d->next_due = now + d->guest->policy.poll_interval_usec - TICK_USEC / 2;
+                d->in_cycle = true;
+                d->got_stats = false;
+                memcpy(due[n_due++], d->uuid, sizeof(d->uuid));
+                domain_start_agent(lg, d, now);
+        }
+        if (n_due == 0)
+                return 0;
+
+        /* One call for every domain. */
+        r = libvirt_backend_collect_all(lg->backend, on_stats, lg);
+
+        /* Finishing a cycle may call into libvirt and so change the list: look each one up. */
+        for (size_t i = 0; i < n_due; i++) {
+                Domain *d = domain_find(lg, due[i]);
+                if (!d || !d->in_cycle)
+                        continue;
+                d->in_cycle = false;
+                if (d->got_stats)
+                        domain_refresh_moving_balloon(lg, d);
+                else if (r >= 0) {
+                        /* Not among the active domains: it is stopping, and its lifecycle event
+                         * follows. No decision, and nothing to report. */
+                        log_guest_debug(d->guest->name, guest_state_string(d->guest),
+                                        "No stats from libvirt: the domain is going away");
+                        domain_cancel_agent(d);
+                        guest_cycle_cancel(d->guest);
+                        continue;
+                } else
+                        guest_cycle_fail(d->guest, "libvirt could not read the domain stats");
+                guest_cycle_step_done(d->guest);
+        }
+        return 0;
+}
+
+/* ---- public ---- */
+
+int libvirt_guests_new(Manager *m, LibvirtGuests **ret) {
+        static const LibvirtBackendCallbacks callbacks = {
+                .domain_added = on_domain_added,
+                .domain_removed = on_domain_removed,
+                .memory_device_changed = on_memory_device_changed,
+                .connection_changed = on_connection_changed,
+        };
+        LibvirtGuests *lg;
+        int r;
+
+        lg = calloc(1, sizeof(*lg));
+        if (!lg)
+                return -ENOMEM;
+        lg->manager = m;
+        lg->uri = m->config->libvirt_uri ? strdup(m->config->libvirt_uri) : NULL;
+        lg->manage_all = m->config->libvirt_manage_all;
+        lg->agent = m->config->libvirt_agent;
+        if (m->config->libvirt_uri && !lg->uri) {
+                free(lg);
+                return -ENOMEM;
+        }
+        if (lg->agent) {
+                r = libvirt_agent_worker_new(m->event, &lg->worker);
+                if (r < 0) {
+                        log_warning_errno(r, "libvirt: no agent worker, going without the guest agent: %m");
+                        lg->agent = false;
+                }
+        }
+        r = sd_event_add_time(m->event, &lg->timer, CLOCK_MONOTONIC, now_monotonic(lg) + TICK_USEC, 0, on_tick, lg);
+        if (r < 0) {
+                libvirt_guests_free(lg);
+                return r;
+        }
+        (void) sd_event_source_set_description(lg->timer, "libvirt-tick");
+
+        const LibvirtBackendConfig config = {
+                .uri = lg->uri,
+                .manage_all = lg->manage_all,
+                .stats_period = 1,
+        };
+        /* Domains already running are reported from inside: lg must be complete by now. */
+        r = libvirt_backend_new(m->event, &config, &callbacks, lg, &lg->backend);
+        if (r < 0) {
+                libvirt_guests_free(lg);
+                return r;
+        }
+        *ret = lg;
+        return 0;
+}
+
+LibvirtGuests *libvirt_guests_free(LibvirtGuests *lg) {
+        if (!lg)
+                return NULL;
+        /* The worker first: no completion may arrive for a domain freed below. */
+        lg->worker = libvirt_agent_worker_free(lg->worker);
+        while (lg->n_domains > 0)
+                domain_drop(lg, lg->domains[lg->n_domains - 1]);
+        free(lg->domains);
+        lg->backend = libvirt_backend_free(lg->backend);
+        sd_event_source_disable_unref(lg->timer);
+        free(lg->uri);
+        free(lg);
+        return NULL;
+}
+
+static bool streq_null(const char *a, const char *b) {
+        return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+bool libvirt_guests_config_matches(const LibvirtGuests *lg, const Config *c) {
+        return c->libvirt_enabled && streq_null(lg->uri, c->libvirt_uri) && lg->manage_all == c->libvirt_manage_all &&
+               lg->agent == c->libvirt_agent;
+}
+
+void libvirt_guests_reload(LibvirtGuests *lg) {
+        for (size_t i = 0; i < lg->n_domains; i++) {
+                Domain *d = lg->domains[i];
+                RsPolicy p;
+                domain_select_policy(lg, d, d->guest->name, &p);
+                if (guest_set_policy(d->guest, &p) < 0)
+                        log_guest_warning(d->guest->name, guest_state_string(d->guest),
+                                          "Policy %s not applicable, keeping %s", p.name, d->guest->policy.name);
+                (void) guest_set_state_dir(d->guest, lg->manager->config->state_dir);
+        }
+}
+
+int libvirt_guests_set_domain_policy(LibvirtGuests *lg, const char *domain, const char *policy) {
+        virConnectPtr conn = libvirt_backend_get_connection(lg->backend);
+
+        if (!conn)
+                return -ENOTCONN;
+        return libvirt_domain_set_policy(conn, domain, policy);
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* libvirt domains as the manager's guests: the join between the libvirt backend
+ * (libvirt-backend.h) and the guests the manager arbitrates (guest.h).
+ *
+ * - Every domain the backend reports becomes a Guest with source "libvirt", named after the
+ *   domain and carrying its UUID; it is driven from here, never through the QMP socket that
+ *   libvirt owns. A domain the backend skips (no balloon, <memballoon model='none'>, VFIO,
+ *   migration) is listed as faulty with "skipped: REASON" and never touched.
+ * - Its policy is the one its metadata names (<rightsize:policy>), else the policy whose globs
+ *   match its name or UUID, as for QMP guests.
+ * - One timer drives every libvirt guest: each tick makes one bulk stats call
+ *   (virConnectGetAllDomainStats) for all the guests whose poll interval is due, and feeds
+ *   each guest's sample from it. Actuation goes through the backend: balloon, and virtio-mem
+ *   for policies that use it.
+ * - With [libvirt] agent=yes, a domain with the guest-agent channel also gets /proc/vmstat and
+ *   PSI, read on the agent worker thread (libvirt-agent.h); the cycle waits for it at most
+ *   3/4 of the poll interval, then goes on without it.
+ * - When libvirtd goes away, the guests show the fault and keep the size they were last
+ *   given; the backend reconnects with backoff and they carry on. */
+#pragma once
+
+#include "daemon/config.h"
+#include "daemon/libvirt-backend.h"
+
+typedef struct Manager Manager;
+typedef struct LibvirtGuests LibvirtGuests;
+
+/* Connects (or keeps trying to, with backoff) to the configured URI. */
+int libvirt_guests_new(Manager *m, LibvirtGuests **ret);
+/* Removes every libvirt guest from the manager (saving its state). */
+LibvirtGuests *libvirt_guests_free(LibvirtGuests *lg);
+
+/* Whether the running instance was made for these settings (a reload otherwise restarts it). */
+bool libvirt_guests_config_matches(const LibvirtGuests *lg, const Config *c);
+/* After a reload: the policies are selected again. */
+void libvirt_guests_reload(LibvirtGuests *lg);
+
+/* rightsizectl enable|disable: writes (policy != NULL) or removes the domain's metadata,
+ * live and persistently, on the daemon's connection. -ENOTCONN while libvirtd is away,
+ * -ENOENT for no such domain, -EINVAL for an invalid policy name. */
+int libvirt_guests_set_domain_policy(LibvirtGuests *lg, const char *domain, const char *policy);

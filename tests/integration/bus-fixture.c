@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "tests/integration/bus-fixture.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/macro.h"
+#include "tests/unit/test-daemon-util.h"
+
+#ifndef TEST_TOP_SRCDIR
+#define TEST_TOP_SRCDIR "."
+#endif
+
+static const char open_config[] =
+        "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\"\n"
+        " \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n"
+        "<busconfig>\n"
+        "  <listen>unix:path=%s/bus</listen>\n"
+        "  <auth>EXTERNAL</auth>\n"
+        "  <policy context=\"default\">\n"
+        "    <allow user=\"*\"/>\n"
+        "    <allow own=\"*\"/>\n"
+        "    <allow send_destination=\"*\"/>\n"
+        "    <allow receive_sender=\"*\"/>\n"
+        "  </policy>\n"
+        "</busconfig>\n";
+
+static const char system_config[] =
+        "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\"\n"
+        " \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n"
+        "<busconfig>\n"
+        "  <listen>unix:path=%s/bus</listen>\n"
+        "  <auth>EXTERNAL</auth>\n"
+        "  <policy context=\"default\">\n" /* as in the system bus's system.conf */
+        "    <allow user=\"*\"/>\n"
+        "    <deny own=\"*\"/>\n"
+        "    <deny send_type=\"method_call\"/>\n"
+        "    <allow send_type=\"signal\"/>\n"
+        "    <allow send_requested_reply=\"true\" send_type=\"method_return\"/>\n"
+        "    <allow send_requested_reply=\"true\" send_type=\"error\"/>\n"
+        "    <allow receive_type=\"method_call\"/>\n"
+        "    <allow receive_type=\"method_return\"/>\n"
+        "    <allow receive_type=\"error\"/>\n"
+        "    <allow receive_type=\"signal\"/>\n"
+        "    <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus\"/>\n"
+        "    <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus.Introspectable\"/>\n"
+        "  </policy>\n"
+        "  <include>%s/policy.conf</include>\n"
+        "</busconfig>\n";
+
+void test_child_init(void) {
+        (void) signal(SIGTERM, SIG_DFL);
+        (void) signal(SIGINT, SIG_DFL);
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
+
+static char *replace_all(const char *s, const char *from, const char *to) {
+        char *out = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&out, &size);
+
+        if (!f)
+                return NULL;
+        for (const char *p; (p = strstr(s, from)); s = p + strlen(from)) {
+                fwrite(s, 1, (size_t) (p - s), f);
+                fputs(to, f);
+        }
+        fputs(s, f);
+        if (fclose(f) != 0) {
+                free(out);
+                return NULL;
+        }
+        return out;
+}
+
+static int write_text(const char *path, const char *text) {
+        FILE *f = fopen(path, "we");
+        if (!f)
+                return -errno;
+        fputs(text, f);
+        return fclose(f) == 0 ? 0 : -EIO;
+}
+
+/* The shipped policy, with its read group swapped for one that exists here. */
+static int write_shipped_policy(const char *dir) {
+        _cleanup_free_ char *src_path = NULL, *src = NULL, *policy = NULL, *path = NULL;
+        const char *srcdir = getenv("top_srcdir") ?: TEST_TOP_SRCDIR;
+
+        if (asprintf(&src_path, "%s/etc/org.rightsize.Manager1.conf", srcdir) < 0 ||
+            asprintf(&path, "%s/policy.conf", dir) < 0)
+                return -ENOMEM;
+        src = test_read_file(src_path);
+        if (!src || !strstr(src, "<policy group=\"rightsize\">"))
+                return -ENOENT;
+        policy = replace_all(src, "group=\"rightsize\"", "group=\"" BUS_FIXTURE_READ_GROUP "\"");
+        if (!policy)
+                return -ENOMEM;
+        return write_text(path, policy);
+}
+
+int bus_fixture_start(BusFixture *b, BusPolicy policy) {
+        _cleanup_free_ char *config = NULL, *config_path = NULL;
+        char buf[512];
+        int pipefd[2], r;
+        ssize_t n;
+
+        *b = (BusFixture) { .pid = -1 };
+        b->dir = test_mkdtemp();
+        if (chmod(b->dir, 0755) < 0) /* callers that are not root connect too */
+                return -errno;
+        if (policy == BUS_POLICY_SYSTEM) {
+                r = write_shipped_policy(b->dir);
+                if (r < 0)
+                        return r;
+                r = asprintf(&config, system_config, b->dir, b->dir);
+        } else
+                r = asprintf(&config, open_config, b->dir);
+        if (r < 0 || asprintf(&config_path, "%s/bus.conf", b->dir) < 0)
+                return -ENOMEM;
+        r = write_text(config_path, config);
+        if (r < 0)
+                return r;
+
+        if (pipe2(pipefd, O_CLOEXEC) < 0)
+                return -errno;
+        b->pid = fork();
+        if (b->pid < 0) {
+                r = -errno;
+                close(pipefd[0]);
+                close(pipefd[1]);
+                return r;
+        }
+        if (b->pid == 0) {
+                char arg_config[PATH_MAX + 32];
+
+                test_child_init();
+                if (dup2(pipefd[1], 3) < 0)
+                        _exit(127);
+                if (!getenv("TEST_DEBUG")) {
+                        /* Its fd-limit complaint and "Rejected send message" lines are expected
+                         * here; TEST_DEBUG=1 shows them. */
+                        int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+                        if (null >= 0)
+                                (void) dup2(null, STDERR_FILENO);
+                }
+                snprintf(arg_config, sizeof(arg_config), "--config-file=%s", config_path);
+                execlp("dbus-daemon", "dbus-daemon", arg_config, "--print-address=3", "--nofork", "--nopidfile",
+                       (char *) NULL);
+                _exit(127);
+        }
+        close(pipefd[1]);
+        n = read(pipefd[0], buf, sizeof(buf) - 1);
+        close(pipefd[0]);
+        if (n <= 0)
+                return -ECHILD; /* dbus-daemon did not start */
+        buf[n] = '\0';
+        buf[strcspn(buf, "\n")] = '\0';
+        b->address = strdup(buf);
+        return b->address ? 0 : -ENOMEM;
+}
+
+void bus_fixture_stop(BusFixture *b) {
+        if (b->pid > 0) {
+                (void) kill(b->pid, SIGTERM);
+                (void) waitpid(b->pid, NULL, 0);
+        }
+        b->pid = -1;
+        if (b->dir)
+                test_rm_rf(b->dir);
+        free(b->dir);
+        free(b->address);
+        b->dir = b->address = NULL;
+}
+
+int bus_fixture_connect(const BusFixture *b, sd_bus **ret) {
+        sd_bus *bus = NULL;
+        int r;
+
+        r = sd_bus_new(&bus);
+        if (r >= 0)
+                r = sd_bus_set_address(bus, b->address);
+        if (r >= 0)
+                r = sd_bus_set_bus_client(bus, 1);
+        if (r >= 0)
+                r = sd_bus_start(bus);
+        if (r < 0) {
+                sd_bus_unref(bus);
+                return r;
+        }
+        *ret = bus;
+        return 0;
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A private dbus-daemon for the tests that talk to org.rightsize.Manager1: started in a directory
+ * of its own, reachable by any user (callers drop privileges), and killed at the end. Either every
+ * call is allowed (the tests then see what rightsized checks by itself), or the system bus's default
+ * policy applies plus the shipped etc/org.rightsize.Manager1.conf, with its group renamed to one
+ * that exists on the test machine. */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include <systemd/sd-bus.h>
+
+typedef enum BusPolicy {
+        BUS_POLICY_OPEN,   /* anyone may own any name, call anything, receive everything */
+        BUS_POLICY_SYSTEM, /* system.conf's defaults plus the shipped policy of rightsized */
+} BusPolicy;
+
+typedef struct BusFixture {
+        char *dir;       /* the bus's directory (mode 0755, removed by bus_fixture_stop()) */
+        char *address;   /* for DBUS_SYSTEM_BUS_ADDRESS */
+        pid_t pid;
+} BusFixture;
+
+/* The group the shipped policy names ("rightsize") is swapped for this one in BUS_POLICY_SYSTEM:
+ * it exists on Debian, and `nobody` can be given it. */
+#define BUS_FIXTURE_READ_GROUP "nogroup"
+
+/* Starts the bus in a fresh directory under $TMPDIR. The shipped policy is read from
+ * $top_srcdir/etc (or TEST_TOP_SRCDIR when the harness did not export top_srcdir).
+ * 0 or -errno. Its stderr goes to /dev/null unless TEST_DEBUG is set. */
+int bus_fixture_start(BusFixture *b, BusPolicy policy);
+/* Kills the bus, removes its directory; harmless on a fixture that never started. */
+void bus_fixture_stop(BusFixture *b);
+
+/* A client connection to the fixture's bus (as whoever the caller is now). */
+int bus_fixture_connect(const BusFixture *b, sd_bus **ret);
+
+/* For forked children of the tests: Check's SIGTERM/SIGINT handlers, inherited through fork(),
+ * would take the test's process group down; and nothing must outlive the test. */
+void test_child_init(void);

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The real rightsized, its CLI and simulated guests (tests/sim/fake-qemu) for the daemon's
+ * integration tests: a directory with a config, a policy directory, a state directory and the
+ * QMP sockets; the daemon started on a BusFixture's bus with its log in a file; rightsizectl runs
+ * with captured output; and the guests read back over D-Bus. Everything the helpers start is
+ * killed with the test (PR_SET_PDEATHSIG) if the test dies first. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "tests/integration/bus-fixture.h"
+
+typedef struct DaemonFixture {
+        char *dir;            /* everything below lives here */
+        char *config_path;    /* dir/rightsized.conf */
+        char *policy_dir;     /* dir/policies */
+        char *state_dir;      /* dir/state */
+        char *qmp_dir;        /* dir/qmp: the sockets fake-qemu serves, watched by the daemon */
+        char *log_path;       /* dir/rightsized.log: the daemon's stderr, appended across restarts */
+        const BusFixture *bus;
+        pid_t pid;            /* the daemon, -1 when not running */
+        pid_t sims[4];        /* fake-qemu processes, -1 when free */
+} DaemonFixture;
+
+/* Creates the directories (mode 0755, so unprivileged callers reach the bus and files). */
+void daemon_fixture_init(DaemonFixture *d, const BusFixture *bus);
+/* Stops the daemon with SIGTERM, kills everything else that still runs and removes the directory
+ * (unless TEST_KEEP is set); fails the test if the daemon did not exit with status 0 (under ASan,
+ * a leak makes it exit non-zero), after printing its log. */
+void daemon_fixture_done(DaemonFixture *d);
+
+/* Writes rightsized.conf: the directories above, log level info, no host reserve, no libvirt,
+ * read-group as given ("" for root only), plus extra lines appended to [daemon] (may be NULL). */
+void daemon_fixture_write_config(DaemonFixture *d, const char *read_group, const char *extra_daemon);
+/* Writes policies/NAME.conf with the given text. */
+void daemon_fixture_write_policy(DaemonFixture *d, const char *name, const char *text);
+
+/* Starts fake-qemu serving n guests sim-FIRST .. sim-(FIRST+n-1) in qmp_dir, with extra
+ * arguments (NULL-terminated list, may be NULL); returns once it printed READY. The slot
+ * (0..3) names the process for daemon_fixture_kill_sim(). */
+void daemon_fixture_start_sim(DaemonFixture *d, unsigned slot, unsigned first, unsigned n, const char *const *extra);
+void daemon_fixture_kill_sim(DaemonFixture *d, unsigned slot, int sig);
+
+/* Starts rightsized and waits until it owns its bus name. */
+void daemon_fixture_start(DaemonFixture *d);
+/* Sends sig and waits for the exit; returns the wait status. */
+int daemon_fixture_stop(DaemonFixture *d, int sig);
+/* The daemon still runs (it did not exit or crash). */
+bool daemon_fixture_alive(DaemonFixture *d);
+/* VmRSS of the daemon in KiB. */
+uint64_t daemon_fixture_rss_kib(const DaemonFixture *d);
+/* The daemon's log so far (free it). */
+char *daemon_fixture_log(const DaemonFixture *d);
+/* Waits up to timeout_sec for needle to appear in the log. */
+bool daemon_fixture_wait_log(const DaemonFixture *d, const char *needle, unsigned timeout_sec);
+
+/* ---- rightsizectl ---- */
+
+typedef struct CtlRun {
+        int code;
+        char *out, *err;
+} CtlRun;
+void ctl_run_done(CtlRun *r);
+
+/* Runs rightsizectl on the fixture's bus as uid/gid (uid 0: as the test is) with the
+ * NULL-terminated arguments. */
+CtlRun ctl_run_as(const DaemonFixture *d, uid_t uid, gid_t gid, ...);
+#define ctl_run(d, ...) ctl_run_as((d), 0, 0, __VA_ARGS__, (const char *) NULL)
+
+/* ---- the guests over D-Bus ---- */
+
+typedef struct GuestView {
+        char name[256];
+        char state[32];
+        char policy[64];
+        char mode[32];
+        char fault[256];   /* "" when absent */
+        char reason[256];
+        uint64_t target, actual, floor, max, estimate, updated; /* 0 when absent */
+        bool has_estimate;
+        bool paused;
+} GuestView;
+
+/* GetGuest; 0, or -errno (-ENOENT for NoSuchGuest). */
+int guest_view_get(const DaemonFixture *d, const char *name, GuestView *ret);
+/* ListGuests into ret (up to max); the number of guests, or -errno. */
+int guest_view_list(const DaemonFixture *d, GuestView *ret, size_t max);
+/* Waits until the guest is managed (state neither connecting nor faulty, and updated known). */
+bool guest_view_wait_running(const DaemonFixture *d, const char *name, unsigned timeout_sec);
+/* Number of GetHistory points, or -errno. */
+int guest_history_count(const DaemonFixture *d, const char *name);
+
+uint64_t monotonic_sec(void);

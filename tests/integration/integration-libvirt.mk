@@ -1,0 +1,9 @@
+# rightsized end to end on a libvirt domain (included from tests/local.mk). The test starts
+# libvirtd through contrib/libvirt-setup and runs the daemon and rightsizectl it checks.
+check_PROGRAMS += tests/integration/test-daemon-libvirt
+TESTS += tests/integration/test-daemon-libvirt
+tests_integration_test_daemon_libvirt_SOURCES = tests/integration/test-daemon-libvirt.c
+tests_integration_test_daemon_libvirt_CFLAGS = $(AM_CFLAGS) $(LIBVIRT_BACKEND_CFLAGS) $(CHECK_CFLAGS) \
+	$(JSONC_CFLAGS) $(LIBSYSTEMD_CFLAGS)
+tests_integration_test_daemon_libvirt_LDADD = $(LIBVIRT_BACKEND_LIBS) $(CHECK_LIBS) $(LIBSYSTEMD_LIBS) $(JSONC_LIBS)
+tests/integration/test-daemon-libvirt.log: rightsized$(EXEEXT) rightsizectl$(EXEEXT)

@@ -1,0 +1,742 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* org.rightsize.Manager1 as the real rightsized serves it (daemon/dbus-api.md), with simulated
+ * guests behind it: every method, each checked by its effect on the guests (a paused guest's size
+ * stops moving, a new floor is kept, a forced probe probes, Reload picks up a changed policy file
+ * and keeps the old one when the new one is bad), the EstimateChanged signal, access control
+ * (callers that drop to other users; the daemon's own checks on an open bus, then the shipped bus
+ * policy on top), and hostile strings: guest and policy names with "../", quotes, JSON, control
+ * characters and great length are refused with a clear error, touch no file, and leave the daemon
+ * running. */
+
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/macro.h"
+#include "tests/integration/bus-fixture.h"
+#include "tests/integration/daemon-fixture.h"
+#include "tests/unit/test-daemon-util.h"
+
+#define BUS_NAME "org.rightsize.Manager1"
+#define BUS_PATH "/org/rightsize/Manager1"
+#define BUS_INTERFACE "org.rightsize.Manager1"
+#define ERROR_NO_SUCH_GUEST "org.rightsize.Manager1.Error.NoSuchGuest"
+#define ERROR_RELOAD_FAILED "org.rightsize.Manager1.Error.ReloadFailed"
+#define FLOOR (768 * MIB)
+#define GUEST_MAX (2048 * MIB)
+#define WAIT_SEC 30
+#define N_GUESTS 5
+
+enum { G_READ, G_SET, G_PAUSE, G_INJECT, G_RELOAD, G_SIGNAL = 9 };
+
+static const char fast_policy[] = "[policy]\n"
+                                  "match = *\n"
+                                  "poll-interval = 1s\n"
+                                  "floor = 768M\n"
+                                  "floor-percent = 0\n"
+                                  "hold-time = 4s\n";
+static const char *const sim_args[] = { "--scenario", "steady", "--time-scale", "20", NULL };
+
+static BusFixture bus;
+static DaemonFixture d;
+
+/* ---- calls, as any user ---- */
+
+typedef struct CallResult {
+        int r;              /* sd_bus_call's */
+        char error[128];    /* D-Bus error name, "" on success */
+        char message[1024];
+} CallResult;
+
+/* Calls a method with up to three string arguments ("" signature when n == 0) in a child that
+ * runs as uid/gid (uid 0: as root, with all groups dropped but gid). */
+static CallResult call_as(uid_t uid, gid_t gid, const char *method, unsigned n, const char *a1, const char *a2,
+                          const char *a3) {
+        CallResult res = {};
+        int pipefd[2], status;
+
+        ck_assert_int_eq(pipe2(pipefd, O_CLOEXEC), 0);
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+                sd_bus_message *m = NULL, *reply = NULL;
+                sd_bus *b = NULL;
+                CallResult out = {};
+
+                test_child_init();
+                close(pipefd[0]);
+                if (uid != 0 && (setgroups(1, &gid) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0))
+                        _exit(2);
+                if (bus_fixture_connect(&bus, &b) < 0 ||
+                    sd_bus_message_new_method_call(b, &m, BUS_NAME, BUS_PATH, BUS_INTERFACE, method) < 0)
+                        _exit(3);
+                const char *args[] = { a1, a2, a3 };
+                for (unsigned i = 0; i < n; i++)
+                        if (sd_bus_message_append(m, "s", args[i]) < 0)
+                                _exit(4);
+                out.r = sd_bus_call(b, m, 30 * USEC_PER_SEC, &error, &reply);
+                if (out.r < 0) {
+                        snprintf(out.error, sizeof(out.error), "%s", error.name ?: "?");
+                        snprintf(out.message, sizeof(out.message), "%s", error.message ?: "");
+                }
+                if (write(pipefd[1], &out, sizeof(out)) != (ssize_t) sizeof(out))
+                        _exit(5);
+                _exit(0);
+        }
+        close(pipefd[1]);
+        ssize_t k = read(pipefd[0], &res, sizeof(res));
+        close(pipefd[0]);
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0 && k == (ssize_t) sizeof(res),
+                      "%s: the calling child failed (%d)", method, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        if (getenv("TEST_DEBUG"))
+                fprintf(stderr, "%s(%s) as %u: %d %s %s\n", method, n ? a1 : "", (unsigned) uid, res.r, res.error,
+                        res.message);
+        return res;
+}
+
+#define call(method, n, a1, a2, a3) call_as(0, 0, (method), (n), (a1), (a2), (a3))
+
+static void assert_ok(const CallResult *r, const char *what) {
+        ck_assert_msg(r->r >= 0, "%s failed: %s: %s", what, r->error, r->message);
+}
+
+static void assert_error(const CallResult *r, const char *name, const char *what) {
+        ck_assert_msg(r->r < 0, "%s succeeded, expected %s", what, name);
+        ck_assert_msg(strcmp(r->error, name) == 0, "%s: got %s (%s), expected %s", what, r->error, r->message, name);
+        ck_assert_msg(r->message[0], "%s: the error has no message", what);
+}
+
+static void name_of(unsigned index, char *buf, size_t size) {
+        snprintf(buf, size, "sim-%u", index);
+}
+
+static GuestView view(unsigned index) {
+        char name[32];
+        GuestView v;
+        name_of(index, name, sizeof(name));
+        ck_assert_int_eq(guest_view_get(&d, name, &v), 0);
+        return v;
+}
+
+/* Waits for the guest's next sample (its `updated` time moves). */
+static GuestView next_sample(unsigned index) {
+        GuestView first = view(index), v;
+        for (uint64_t start = monotonic_sec();; usleep(200 * 1000)) {
+                v = view(index);
+                if (v.updated > first.updated)
+                        return v;
+                ck_assert_msg(monotonic_sec() < start + WAIT_SEC, "sim-%u: no new sample", index);
+        }
+}
+
+/* ---- the fixture: one daemon, N_GUESTS guests ---- */
+
+static void start_fleet(BusPolicy policy, const char *read_group) {
+        ck_assert_int_eq(bus_fixture_start(&bus, policy), 0);
+        daemon_fixture_init(&d, &bus);
+        daemon_fixture_write_config(&d, read_group, NULL);
+        daemon_fixture_write_policy(&d, "fast", fast_policy);
+        daemon_fixture_start_sim(&d, 0, 0, N_GUESTS, sim_args);
+        daemon_fixture_start(&d);
+        for (unsigned i = 0; i < N_GUESTS; i++) {
+                char name[32];
+                name_of(i, name, sizeof(name));
+                ck_assert_msg(guest_view_wait_running(&d, name, WAIT_SEC), "%s never became managed", name);
+        }
+}
+
+static void setup_open(void) {
+        start_fleet(BUS_POLICY_OPEN, BUS_FIXTURE_READ_GROUP);
+}
+
+static void setup_system_bus(void) {
+        start_fleet(BUS_POLICY_SYSTEM, BUS_FIXTURE_READ_GROUP);
+}
+
+static void teardown_fleet(void) {
+        daemon_fixture_done(&d);
+        bus_fixture_stop(&bus);
+}
+
+/* ---- reads ---- */
+
+START_TEST(test_list_guests) {
+        GuestView views[16];
+        int n = guest_view_list(&d, views, ARRAY_SIZE(views));
+
+        ck_assert_int_eq(n, N_GUESTS);
+        for (unsigned i = 0; i < N_GUESTS; i++) {
+                char name[32];
+                bool found = false;
+                name_of(i, name, sizeof(name));
+                for (int k = 0; k < n; k++) {
+                        if (strcmp(views[k].name, name) != 0)
+                                continue;
+                        found = true;
+                        ck_assert_str_eq(views[k].policy, "fast");
+                        ck_assert_str_eq(views[k].mode, "rightsize");
+                        ck_assert_uint_eq(views[k].max, GUEST_MAX);
+                        ck_assert_uint_eq(views[k].floor, FLOOR);
+                        ck_assert_uint_gt(views[k].actual, 0);
+                }
+                ck_assert_msg(found, "%s not listed", name);
+        }
+
+        /* rightsizectl says the same. */
+        _cleanup_(ctl_run_done) CtlRun list = ctl_run(&d, "--json", "list");
+        ck_assert_int_eq(list.code, 0);
+        json_object *doc = json_tokener_parse(list.out), *guests;
+        ck_assert_ptr_nonnull(doc);
+        ck_assert(json_object_object_get_ex(doc, "guests", &guests));
+        ck_assert_int_eq((int) json_object_array_length(guests), N_GUESTS);
+        json_object_put(doc);
+}
+END_TEST
+
+START_TEST(test_get_guest) {
+        GuestView v = next_sample(G_READ);
+        for (uint64_t start = monotonic_sec(); v.fault[0] && monotonic_sec() < start + WAIT_SEC;)
+                v = next_sample(G_READ); /* a transient fault under load passes */
+        uint64_t now_usec = (uint64_t) time(NULL) * USEC_PER_SEC;
+
+        ck_assert_str_eq(v.name, "sim-0");
+        ck_assert_uint_ge(v.target, v.floor);
+        ck_assert_uint_le(v.target, v.max);
+        ck_assert_uint_ge(v.actual, v.floor);
+        /* `updated` is the realtime of the last sample: a moment ago. */
+        ck_assert_uint_le(v.updated, now_usec + 5 * USEC_PER_SEC);
+        ck_assert_uint_ge(v.updated + 60 * USEC_PER_SEC, now_usec);
+        ck_assert(!v.paused);
+        ck_assert_str_eq(v.fault, "");
+
+        CallResult r = call("GetGuest", 1, "nosuch", NULL, NULL);
+        assert_error(&r, ERROR_NO_SUCH_GUEST, "GetGuest(nosuch)");
+        ck_assert_ptr_nonnull(strstr(r.message, "nosuch"));
+}
+END_TEST
+
+START_TEST(test_get_history) {
+        char name[32];
+        name_of(G_READ, name, sizeof(name));
+        int before = guest_history_count(&d, name);
+        ck_assert_int_gt(before, 0);
+        (void) next_sample(G_READ);
+        (void) next_sample(G_READ);
+        int after = guest_history_count(&d, name);
+        ck_assert_int_gt(after, before);
+
+        /* Oldest first, and the last point is the guest's last sample. */
+        _cleanup_(ctl_run_done) CtlRun h = ctl_run(&d, "--json", "history", name);
+        ck_assert_int_eq(h.code, 0);
+        json_object *doc = json_tokener_parse(h.out), *points, *t;
+        ck_assert_ptr_nonnull(doc);
+        ck_assert(json_object_object_get_ex(doc, "history", &points));
+        size_t n = json_object_array_length(points);
+        ck_assert_uint_ge(n, (size_t) after);
+        uint64_t prev = 0;
+        for (size_t i = 0; i < n; i++) {
+                json_object *p = json_object_array_get_idx(points, i), *target;
+                ck_assert(json_object_object_get_ex(p, "time", &t));
+                ck_assert_uint_ge((uint64_t) json_object_get_int64(t), prev);
+                prev = (uint64_t) json_object_get_int64(t);
+                ck_assert(json_object_object_get_ex(p, "target", &target));
+                ck_assert_uint_ge((uint64_t) json_object_get_int64(target), FLOOR);
+        }
+        json_object_put(doc);
+
+        CallResult r = call("GetHistory", 1, "nosuch", NULL, NULL);
+        assert_error(&r, ERROR_NO_SUCH_GUEST, "GetHistory(nosuch)");
+}
+END_TEST
+
+/* ---- changes ---- */
+
+START_TEST(test_set_guest) {
+        CallResult r;
+        GuestView v;
+
+        /* A new floor holds from the next interval on. */
+        r = call("SetGuest", 3, "sim-1", "floor", "1G");
+        assert_ok(&r, "SetGuest floor=1G");
+        v = view(G_SET);
+        ck_assert_uint_eq(v.floor, 1 * GIB);
+        for (int i = 0; i < 3; i++) {
+                v = next_sample(G_SET);
+                ck_assert_uint_ge(v.target, 1 * GIB);
+        }
+
+        /* Another policy, by name: a preset. */
+        r = call("SetGuest", 3, "sim-1", "policy", "observe-only");
+        assert_ok(&r, "SetGuest policy=observe-only");
+        v = view(G_SET);
+        ck_assert_str_eq(v.policy, "observe-only");
+        ck_assert_str_eq(v.mode, "observe");
+        /* Observing: the target is what the guest has, and stays so. */
+        v = next_sample(G_SET);
+        v = next_sample(G_SET);
+        ck_assert_uint_eq(v.target, v.actual);
+
+        /* Refused, and nothing changed. */
+        r = call("SetGuest", 3, "sim-1", "floor", "banana");
+        assert_error(&r, SD_BUS_ERROR_INVALID_ARGS, "SetGuest floor=banana");
+        ck_assert_ptr_nonnull(strstr(r.message, "banana"));
+        r = call("SetGuest", 3, "sim-1", "colour", "red");
+        assert_error(&r, SD_BUS_ERROR_INVALID_ARGS, "SetGuest colour=red");
+        r = call("SetGuest", 3, "sim-1", "policy", "no-such-policy");
+        assert_error(&r, SD_BUS_ERROR_INVALID_ARGS, "SetGuest policy=no-such-policy");
+        ck_assert_ptr_nonnull(strstr(r.message, "no-such-policy"));
+        r = call("SetGuest", 3, "nosuch", "floor", "1G");
+        assert_error(&r, ERROR_NO_SUCH_GUEST, "SetGuest on nosuch");
+        v = view(G_SET);
+        ck_assert_str_eq(v.policy, "observe-only");
+        ck_assert_uint_eq(v.floor, 1 * GIB);
+
+        /* Back to the policy from the directory. */
+        r = call("SetGuest", 3, "sim-1", "policy", "fast");
+        assert_ok(&r, "SetGuest policy=fast");
+        ck_assert_str_eq(view(G_SET).policy, "fast");
+}
+END_TEST
+
+START_TEST(test_pause_resume) {
+        CallResult r;
+        GuestView v, first;
+
+        r = call("Pause", 1, "sim-2", NULL, NULL);
+        assert_ok(&r, "Pause(sim-2)");
+        v = view(G_PAUSE);
+        ck_assert(v.paused);
+        ck_assert_str_eq(v.state, "paused");
+        /* A balloon command sent just before may still be on its way: let it land. */
+        (void) next_sample(G_PAUSE);
+        (void) next_sample(G_PAUSE);
+        first = next_sample(G_PAUSE);
+        /* Still observed (samples come), never moved. */
+        for (int i = 0; i < 4; i++) {
+                v = next_sample(G_PAUSE);
+                ck_assert_uint_eq(v.actual, first.actual);
+                ck_assert_uint_eq(v.target, first.target);
+                ck_assert(v.paused);
+        }
+        /* Others carry on. */
+        (void) next_sample(G_READ);
+        ck_assert(!view(G_READ).paused);
+
+        r = call("Resume", 1, "sim-2", NULL, NULL);
+        assert_ok(&r, "Resume(sim-2)");
+        v = next_sample(G_PAUSE);
+        ck_assert(!v.paused);
+        ck_assert_str_ne(v.state, "paused");
+
+        /* "" is every guest. */
+        r = call("Pause", 1, "", NULL, NULL);
+        assert_ok(&r, "Pause(\"\")");
+        for (unsigned i = 0; i < N_GUESTS; i++)
+                ck_assert(view(i).paused);
+        r = call("Resume", 1, "", NULL, NULL);
+        assert_ok(&r, "Resume(\"\")");
+        for (unsigned i = 0; i < N_GUESTS; i++)
+                ck_assert(!view(i).paused);
+
+        r = call("Pause", 1, "nosuch", NULL, NULL);
+        assert_error(&r, ERROR_NO_SUCH_GUEST, "Pause(nosuch)");
+}
+END_TEST
+
+START_TEST(test_probe) {
+        GuestView v, held;
+        CallResult r;
+
+        /* Room below the estimate (at the floor a probe has nowhere to go). */
+        r = call("SetGuest", 3, "sim-0", "floor", "256M");
+        assert_ok(&r, "SetGuest floor=256M");
+        /* Wait until it holds (4 s hold time), then force a probe before the hold ends. */
+        for (uint64_t start = monotonic_sec();; usleep(100 * 1000)) {
+                held = view(G_READ);
+                if (strcmp(held.state, "hold") == 0 && held.has_estimate && held.estimate > 256 * MIB)
+                        break;
+                ck_assert_msg(monotonic_sec() < start + 90, "sim-0 never held (state %s)", held.state);
+        }
+        r = call("Probe", 1, "sim-0", NULL, NULL);
+        assert_ok(&r, "Probe(sim-0)");
+        v = next_sample(G_READ);
+        ck_assert_msg(strcmp(v.state, "probe") == 0, "after Probe: state %s (%s)", v.state, v.reason);
+        ck_assert_msg(v.target < held.target, "the probe did not lower the target (%" PRIu64 " → %" PRIu64 ")",
+                      held.target, v.target);
+        ck_assert_uint_ge(v.target, v.floor);
+        r = call("SetGuest", 3, "sim-0", "floor", "768M");
+        assert_ok(&r, "SetGuest floor=768M");
+
+        r = call("Probe", 1, "nosuch", NULL, NULL);
+        assert_error(&r, ERROR_NO_SUCH_GUEST, "Probe(nosuch)");
+}
+END_TEST
+
+START_TEST(test_reload) {
+        CallResult r;
+        GuestView v;
+
+        /* Files are tried in name order: this one now claims sim-4, with a higher floor. */
+        daemon_fixture_write_policy(&d, "a-reload", "[policy]\nmatch = sim-4\npoll-interval = 1s\nfloor = 896M\n"
+                                                    "floor-percent = 0\nhold-time = 4s\n");
+        r = call("Reload", 0, NULL, NULL, NULL);
+        assert_ok(&r, "Reload");
+        v = view(G_RELOAD);
+        ck_assert_str_eq(v.policy, "a-reload");
+        ck_assert_uint_eq(v.floor, 896 * MIB);
+        ck_assert_str_eq(view(G_READ).policy, "fast");
+        v = next_sample(G_RELOAD);
+        ck_assert_uint_ge(v.target, 896 * MIB);
+
+        /* A bad file: refused with file, line and key; the old policies stay. */
+        daemon_fixture_write_policy(&d, "a-reload", "[policy]\nmatch = sim-4\nfloor = lots\n");
+        r = call("Reload", 0, NULL, NULL, NULL);
+        assert_error(&r, ERROR_RELOAD_FAILED, "Reload with a bad policy");
+        ck_assert_msg(strstr(r.message, "a-reload.conf:3") && strstr(r.message, "floor"), "message: %s", r.message);
+        v = next_sample(G_RELOAD);
+        ck_assert_str_eq(v.policy, "a-reload");
+        ck_assert_uint_eq(v.floor, 896 * MIB);
+
+        /* rightsizectl reload shows the same message and exits 1. */
+        _cleanup_(ctl_run_done) CtlRun c = ctl_run(&d, "reload");
+        ck_assert_int_eq(c.code, 1);
+        ck_assert_ptr_nonnull(strstr(c.err, "a-reload.conf:3"));
+        ck_assert(daemon_fixture_alive(&d));
+}
+END_TEST
+
+/* ---- EstimateChanged ---- */
+
+typedef struct Signals {
+        unsigned n;
+        uint64_t estimate, lower, upper;
+} Signals;
+
+static int on_estimate_changed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        Signals *s = userdata;
+        const char *name;
+        uint64_t e, lo, hi;
+        (void) error;
+        if (sd_bus_message_read(m, "sttt", &name, &e, &lo, &hi) < 0 || strcmp(name, "sim-9") != 0)
+                return 0;
+        s->n++;
+        s->estimate = e;
+        s->lower = lo;
+        s->upper = hi;
+        return 0;
+}
+
+START_TEST(test_estimate_changed) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *b = NULL;
+        Signals s = {};
+
+        ck_assert_int_eq(bus_fixture_connect(&bus, &b), 0);
+        ck_assert_int_ge(sd_bus_match_signal(b, NULL, BUS_NAME, BUS_PATH, BUS_INTERFACE, "EstimateChanged",
+                                             on_estimate_changed, &s),
+                         0);
+        /* A new guest: its estimate is learned from nothing. */
+        daemon_fixture_start_sim(&d, 1, G_SIGNAL, 1, sim_args);
+        for (uint64_t start = monotonic_sec(); !(s.n > 0 && s.estimate > 0);) {
+                ck_assert_msg(monotonic_sec() < start + 60, "no EstimateChanged with an estimate for sim-9");
+                ck_assert_int_ge(sd_bus_process(b, NULL), 0);
+                ck_assert_int_ge(sd_bus_wait(b, 500 * USEC_PER_MSEC), 0);
+        }
+        /* What the signal said is what GetGuest says (the estimate moved less than 1 % since). */
+        for (int i = 0; i < 20 && sd_bus_process(b, NULL) > 0; i++)
+                ;
+        GuestView v = view(G_SIGNAL);
+        ck_assert(v.has_estimate);
+        ck_assert_msg((double) v.estimate <= (double) s.estimate * 1.011 && (double) v.estimate >= (double) s.estimate * 0.989,
+                      "signalled %" PRIu64 ", GetGuest %" PRIu64, s.estimate, v.estimate);
+        ck_assert_uint_le(s.estimate, GUEST_MAX);
+        if (s.lower && s.upper)
+                ck_assert_uint_le(s.lower, s.upper);
+}
+END_TEST
+
+/* ---- access control ---- */
+
+typedef struct Users {
+        uid_t member_uid, outsider_uid;
+        gid_t member_gid, outsider_gid;
+} Users;
+
+static bool get_users(Users *u) {
+        struct passwd *pw = getpwnam("nobody"), *daemon_pw = getpwnam("daemon");
+        struct group *gr = getgrnam(BUS_FIXTURE_READ_GROUP);
+
+        if (geteuid() != 0 || !pw || !daemon_pw || !gr) {
+                fprintf(stderr, "access tests need root, the users nobody and daemon and the group %s: not run\n",
+                        BUS_FIXTURE_READ_GROUP);
+                return false;
+        }
+        *u = (Users) { pw->pw_uid, daemon_pw->pw_uid, gr->gr_gid, daemon_pw->pw_gid };
+        ck_assert_uint_ne(u->member_gid, u->outsider_gid);
+        return true;
+}
+
+static void assert_changes_refused(uid_t uid, gid_t gid) {
+        CallResult r;
+
+        r = call_as(uid, gid, "SetGuest", 3, "sim-1", "floor", "1500M");
+        assert_error(&r, SD_BUS_ERROR_ACCESS_DENIED, "SetGuest as non-root");
+        r = call_as(uid, gid, "Pause", 1, "sim-1", NULL, NULL);
+        assert_error(&r, SD_BUS_ERROR_ACCESS_DENIED, "Pause as non-root");
+        r = call_as(uid, gid, "Pause", 1, "", NULL, NULL);
+        assert_error(&r, SD_BUS_ERROR_ACCESS_DENIED, "Pause(all) as non-root");
+        r = call_as(uid, gid, "Resume", 1, "sim-1", NULL, NULL);
+        assert_error(&r, SD_BUS_ERROR_ACCESS_DENIED, "Resume as non-root");
+        r = call_as(uid, gid, "Probe", 1, "sim-1", NULL, NULL);
+        assert_error(&r, SD_BUS_ERROR_ACCESS_DENIED, "Probe as non-root");
+        r = call_as(uid, gid, "Reload", 0, NULL, NULL, NULL);
+        assert_error(&r, SD_BUS_ERROR_ACCESS_DENIED, "Reload as non-root");
+        /* Nothing happened. */
+        GuestView v = view(G_SET);
+        ck_assert(!v.paused);
+        ck_assert_uint_eq(v.floor, FLOOR);
+}
+
+static void assert_reads(uid_t uid, gid_t gid, bool allowed) {
+        CallResult list = call_as(uid, gid, "ListGuests", 0, NULL, NULL, NULL),
+                   get = call_as(uid, gid, "GetGuest", 1, "sim-0", NULL, NULL),
+                   history = call_as(uid, gid, "GetHistory", 1, "sim-0", NULL, NULL);
+        if (allowed) {
+                assert_ok(&list, "ListGuests");
+                assert_ok(&get, "GetGuest");
+                assert_ok(&history, "GetHistory");
+        } else {
+                assert_error(&list, SD_BUS_ERROR_ACCESS_DENIED, "ListGuests");
+                assert_error(&get, SD_BUS_ERROR_ACCESS_DENIED, "GetGuest");
+                assert_error(&history, SD_BUS_ERROR_ACCESS_DENIED, "GetHistory");
+        }
+}
+
+START_TEST(test_access_daemon_checks) {
+        Users u;
+        if (!get_users(&u))
+                return;
+
+        /* The bus lets everything through here: these answers are rightsized's own. */
+        assert_reads(u.member_uid, u.member_gid, true);
+        assert_reads(u.outsider_uid, u.outsider_gid, false);
+        assert_changes_refused(u.member_uid, u.member_gid);
+        assert_changes_refused(u.outsider_uid, u.outsider_gid);
+
+        /* Through the CLI: exit 5 and its message. */
+        _cleanup_(ctl_run_done) CtlRun l = ctl_run_as(&d, u.member_uid, u.member_gid, "list", (const char *) NULL);
+        ck_assert_int_eq(l.code, 0);
+        ck_assert_ptr_nonnull(strstr(l.out, "sim-0"));
+        _cleanup_(ctl_run_done) CtlRun o = ctl_run_as(&d, u.outsider_uid, u.outsider_gid, "list", (const char *) NULL);
+        ck_assert_int_eq(o.code, 5);
+        _cleanup_(ctl_run_done) CtlRun p = ctl_run_as(&d, u.member_uid, u.member_gid, "pause", "sim-1",
+                                                      (const char *) NULL);
+        ck_assert_int_eq(p.code, 5);
+        ck_assert_ptr_nonnull(strstr(p.err, "permission denied"));
+
+        /* No read group (reloaded): reads are root's alone. */
+        daemon_fixture_write_config(&d, "", NULL);
+        CallResult r = call("Reload", 0, NULL, NULL, NULL);
+        assert_ok(&r, "Reload");
+        assert_reads(u.member_uid, u.member_gid, false);
+        assert_reads(0, 0, true);
+        ck_assert(daemon_fixture_alive(&d));
+}
+END_TEST
+
+START_TEST(test_access_system_bus_policy) {
+        Users u;
+        if (!get_users(&u))
+                return;
+
+        /* The shipped bus policy in front of the daemon: the read group reads, nobody else gets
+         * through, and changes stay root's. */
+        assert_reads(0, 0, true);
+        assert_reads(u.member_uid, u.member_gid, true);
+        assert_reads(u.outsider_uid, u.outsider_gid, false);
+        assert_changes_refused(u.member_uid, u.member_gid);
+        assert_changes_refused(u.outsider_uid, u.outsider_gid);
+        CallResult r = call("Pause", 1, "sim-1", NULL, NULL);
+        assert_ok(&r, "Pause as root");
+        ck_assert(view(G_SET).paused);
+        r = call("Resume", 1, "sim-1", NULL, NULL);
+        assert_ok(&r, "Resume as root");
+}
+END_TEST
+
+/* ---- hostile strings ---- */
+
+static char *long_name(void) {
+        char *s = malloc(20001);
+        ck_assert_ptr_nonnull(s);
+        for (size_t i = 0; i < 20000; i++)
+                s[i] = "../"[i % 3];
+        s[20000] = '\0';
+        return s;
+}
+
+/* The files under the fixture's directory, as "relative/path" lines. */
+static void list_tree(const char *dir, const char *rel, FILE *out) {
+        _cleanup_free_ char *path = NULL;
+        ck_assert_int_ge(asprintf(&path, "%s%s%s", dir, rel[0] ? "/" : "", rel), 0);
+        DIR *dd = opendir(path);
+        if (!dd)
+                return;
+        for (struct dirent *de; (de = readdir(dd));) {
+                _cleanup_free_ char *sub = NULL;
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 || strcmp(de->d_name, "ctl.out") == 0 ||
+                    strcmp(de->d_name, "ctl.err") == 0 || strstr(de->d_name, ".tmp"))
+                        continue;
+                ck_assert_int_ge(asprintf(&sub, "%s%s%s", rel, rel[0] ? "/" : "", de->d_name), 0);
+                fprintf(out, "%s\n", sub);
+                if (de->d_type == DT_DIR)
+                        list_tree(dir, sub, out);
+        }
+        closedir(dd);
+}
+
+static char *tree(const char *dir) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+        ck_assert_ptr_nonnull(f);
+        fputc('\n', f);
+        list_tree(dir, "", f);
+        fclose(f);
+        return buf;
+}
+
+/* Every line of a is a line of b (the order of directory entries may change). */
+static void assert_lines_in(const char *a, const char *b) {
+        for (const char *p = a + 1; *p;) {
+                const char *eol = strchr(p, '\n');
+                _cleanup_free_ char *line = strndup(p - 1, (size_t) (eol - p) + 2);
+                ck_assert_msg(strstr(b, line), "file %.*s appeared or vanished", (int) (eol - p), p);
+                p = eol + 1;
+        }
+}
+
+static uint64_t mtime_of(const char *path) {
+        struct stat st;
+        ck_assert_int_eq(stat(path, &st), 0);
+        return (uint64_t) st.st_mtim.tv_sec * 1000000000ULL + (uint64_t) st.st_mtim.tv_nsec;
+}
+
+START_TEST(test_injection) {
+        _cleanup_free_ char *longest = long_name(), *before = NULL, *after = NULL;
+        const char *const names[] = {
+                "../../../../etc/passwd", "../sim-3", "sim-3/../sim-3", "/etc/shadow", "sim-3\"; rm -rf /; \"",
+                "'sim-3'", "{\"execute\": \"quit\"}", "sim-3\", \"arguments\": {}}", "sim-\x01\x02\x1b[2J\x7f",
+                "%2e%2e%2fsim-3", "sim-*", "*", longest,
+        };
+        const char *const policies[] = {
+                "../../../../etc/passwd", "../policies/fast", "fast.conf", "/etc/rightsize/policies/balanced",
+                "fast/../fast", "{\"mode\": \"observe\"}", "'; reboot", longest,
+        };
+        CallResult r;
+
+        before = tree(d.dir);
+        uint64_t passwd_mtime = mtime_of("/etc/passwd"), etc_mtime = mtime_of("/etc");
+
+        for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+                r = call("GetGuest", 1, names[i], NULL, NULL);
+                assert_error(&r, ERROR_NO_SUCH_GUEST, "GetGuest(hostile)");
+                r = call("GetHistory", 1, names[i], NULL, NULL);
+                assert_error(&r, ERROR_NO_SUCH_GUEST, "GetHistory(hostile)");
+                r = call("SetGuest", 3, names[i], "policy", "fast");
+                assert_error(&r, ERROR_NO_SUCH_GUEST, "SetGuest(hostile)");
+                r = call("SetGuest", 3, names[i], "floor", "1G");
+                assert_error(&r, ERROR_NO_SUCH_GUEST, "SetGuest(hostile)");
+                r = call("Probe", 1, names[i], NULL, NULL);
+                assert_error(&r, ERROR_NO_SUCH_GUEST, "Probe(hostile)");
+                r = call("Pause", 1, names[i], NULL, NULL);
+                assert_error(&r, ERROR_NO_SUCH_GUEST, "Pause(hostile)");
+                r = call("Resume", 1, names[i], NULL, NULL);
+                assert_error(&r, ERROR_NO_SUCH_GUEST, "Resume(hostile)");
+        }
+        for (size_t i = 0; i < ARRAY_SIZE(policies); i++) {
+                r = call("SetGuest", 3, "sim-3", "policy", policies[i]);
+                assert_error(&r, SD_BUS_ERROR_INVALID_ARGS, "SetGuest policy=hostile");
+                ck_assert_ptr_nonnull(strstr(r.message, "No policy named"));
+        }
+        const char *const keys[] = { "../floor", "floor\n", "policy\"", "max;", longest };
+        for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+                r = call("SetGuest", 3, "sim-3", keys[i], "1G");
+                assert_error(&r, SD_BUS_ERROR_INVALID_ARGS, "SetGuest hostile key");
+        }
+        const char *const sizes[] = { "1G; rm -rf /", "../1G", "-1", "18446744073709551616", "1e999G", "0x1p64", longest };
+        for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+                r = call("SetGuest", 3, "sim-3", "floor", sizes[i]);
+                assert_error(&r, SD_BUS_ERROR_INVALID_ARGS, "SetGuest hostile size");
+        }
+
+        /* Nothing changed, no file appeared, the daemon serves on. */
+        GuestView v = next_sample(G_INJECT);
+        ck_assert_str_eq(v.policy, "fast");
+        ck_assert_uint_eq(v.floor, FLOOR);
+        ck_assert(!v.paused);
+        after = tree(d.dir);
+        assert_lines_in(before, after);
+        assert_lines_in(after, before);
+        ck_assert_uint_eq(mtime_of("/etc/passwd"), passwd_mtime);
+        ck_assert_uint_eq(mtime_of("/etc"), etc_mtime); /* no /etc/passwd.json or the like */
+        DIR *dd = opendir(d.state_dir);
+        ck_assert_ptr_nonnull(dd);
+        for (struct dirent *de; (de = readdir(dd));)
+                ck_assert_msg(de->d_name[0] == '.' || fnmatch("sim-[0-9].json", de->d_name, 0) == 0,
+                              "unexpected state file %s", de->d_name);
+        closedir(dd);
+        ck_assert(daemon_fixture_alive(&d));
+        ck_assert_int_ge(guest_view_list(&d, (GuestView[N_GUESTS]) {}, N_GUESTS), N_GUESTS);
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("daemon-dbus");
+        TCase *api = tcase_create("api"), *access = tcase_create("access"), *system_bus = tcase_create("system-bus");
+        SRunner *sr;
+        int failed;
+
+        tcase_add_unchecked_fixture(api, setup_open, teardown_fleet);
+        tcase_set_timeout(api, 120);
+        tcase_add_test(api, test_list_guests);
+        tcase_add_test(api, test_get_guest);
+        tcase_add_test(api, test_get_history);
+        tcase_add_test(api, test_set_guest);
+        tcase_add_test(api, test_pause_resume);
+        tcase_add_test(api, test_probe);
+        tcase_add_test(api, test_reload);
+        tcase_add_test(api, test_estimate_changed);
+        tcase_add_test(api, test_injection);
+        suite_add_tcase(s, api);
+
+        tcase_add_checked_fixture(access, setup_open, teardown_fleet);
+        tcase_set_timeout(access, 120);
+        tcase_add_test(access, test_access_daemon_checks);
+        suite_add_tcase(s, access);
+
+        tcase_add_checked_fixture(system_bus, setup_system_bus, teardown_fleet);
+        tcase_set_timeout(system_bus, 120);
+        tcase_add_test(system_bus, test_access_system_bus_policy);
+        suite_add_tcase(s, system_bus);
+
+        sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
