@@ -474,20 +474,27 @@ static void guest_check_sanitized(Guest *g, const RsSample *before) {
 }
 
 /* last-update is QEMU's clock when the guest last reported: far ahead of ours, it lies; still
- * where it was after several intervals, the guest stopped reporting. */
-static void guest_check_stats_time(Guest *g, const QmpGuestStats *st) {
+ * where it was after several intervals, the guest stopped reporting. Returns whether the stats
+ * may be fed to the core: stale ones would read as a quiet guest (rates of 0) and invite
+ * probing, so without them the guest is judged on what is left (agent, host) and held. */
+static bool guest_check_stats_time(Guest *g, const QmpGuestStats *st) {
         uint64_t now_sec = now_usec(CLOCK_REALTIME) / USEC_PER_SEC;
 
         if (st->last_update == 0)
-                return;
+                return true;
         g->stats_stale_cycles = st->last_update == g->stats_last_update ? g->stats_stale_cycles + 1 : 0;
         g->stats_last_update = st->last_update;
-        if (st->last_update > now_sec + STATS_FUTURE_SLACK_SEC)
+        if (st->last_update > now_sec + STATS_FUTURE_SLACK_SEC) {
                 snprintf(g->data_problem, sizeof(g->data_problem),
                          "guest stats lie: last update %" PRIu64 " s in the future", st->last_update - now_sec);
-        else if (g->stats_stale_cycles >= STATS_STALE_CYCLES)
+                return false;
+        }
+        if (g->stats_stale_cycles >= STATS_STALE_CYCLES) {
                 snprintf(g->data_problem, sizeof(g->data_problem),
                          "guest stats stale: not updated for %u intervals", g->stats_stale_cycles);
+                return false;
+        }
+        return true;
 }
 
 static void guest_finish_cycle(Guest *g) {
@@ -596,8 +603,8 @@ static void on_stats(QmpClient *c, const QmpReply *reply, const QmpGuestStats *s
         if (reply->error < 0)
                 cycle_fail(g, "guest-stats", reply);
         else {
-                sample_from_stats(&g->sample, stats);
-                guest_check_stats_time(g, stats);
+                if (guest_check_stats_time(g, stats))
+                        sample_from_stats(&g->sample, stats);
         }
         cycle_step_done(g);
 }
@@ -1354,8 +1361,8 @@ void guest_cycle_fail(Guest *g, const char *error) {
 }
 
 void guest_sample_add_stats(Guest *g, const QmpGuestStats *stats) {
-        sample_from_stats(&g->sample, stats);
-        guest_check_stats_time(g, stats);
+        if (guest_check_stats_time(g, stats))
+                sample_from_stats(&g->sample, stats);
 }
 
 void guest_sample_add_agent(Guest *g, const GuestVmstat *vmstat, const GuestPsi *psi) {
