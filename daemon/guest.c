@@ -123,7 +123,6 @@ int guest_save_state(Guest *g) {
         g->saved_usec = now_usec(CLOCK_MONOTONIC);
         g->saved_state = rs_guest_state(g->core);
         g->saved_estimate = rs_guest_estimate(g->core)->estimate;
-        g->saved_target = g->target;
         return 0;
 }
 
@@ -225,11 +224,31 @@ static void on_vmem_set(QmpClient *c, const QmpReply *reply, void *userdata) {
                                         "virtio-mem resize failed: %s", reply->error_desc ?: "unknown error");
 }
 
+/* QEMU's balloon covers the boot memory only: a QMP guest's size is what the balloon leaves of
+ * it plus what virtio-mem has plugged (measured with QEMU 7.2: plugging 256 MiB leaves
+ * query-balloon's actual where it was). */
+static void guest_update_size(Guest *g) {
+        if (g->balloon_actual > 0)
+                g->actual = g->balloon_actual + (g->vmem_id ? g->vmem_size : 0);
+}
+
 static int guest_send_balloon(Guest *g, uint64_t bytes) {
+        int r;
+
         /* Never below the floor, whatever asked for it. */
         bytes = MAX(bytes, guest_floor(g));
-        int r = g->driver ? g->driver->set_balloon(g, bytes, g->driver_data)
-                          : qmp_balloon_set_target(g->qmp, bytes, command_timeout(g), on_balloon_set, g);
+        if (g->driver)
+                r = g->driver->set_balloon(g, bytes, g->driver_data);
+        else {
+                /* The balloon's target is the boot memory's share of the size. */
+                uint64_t plugged = g->vmem_id ? g->vmem_requested : 0;
+                if (bytes <= plugged) {
+                        log_guest_debug(g->name, guest_state_string(g),
+                                        "virtio-mem alone exceeds the target: balloon left alone");
+                        return 0;
+                }
+                r = qmp_balloon_set_target(g->qmp, bytes - plugged, command_timeout(g), on_balloon_set, g);
+        }
         if (r < 0)
                 return r;
         g->balloon_target = bytes;
@@ -329,6 +348,8 @@ static void guest_actuate(Guest *g, uint64_t target, bool urgent, uint64_t now) 
                                                                   command_timeout(g), on_vmem_set, g);
                 if (r < 0)
                         log_guest_warning_errno(g->name, guest_state_string(g), r, "virtio-mem resize: %m");
+                else if (!g->driver)
+                        g->vmem_requested = plan.vmem_requested;
         }
         if (plan.set_balloon && plan.balloon_target != g->balloon_target) {
                 r = guest_send_balloon(g, plan.balloon_target);
@@ -576,8 +597,10 @@ static void guest_finish_cycle(Guest *g) {
         guest_actuate(g, target, d.urgent, now);
         history_push(g, g->updated_realtime);
 
+        /* Not on every target change: probing moves it each interval, and each save is two
+         * fsyncs that block the loop. A restore holds or backs off from the estimate anyway. */
         if (rs_guest_state(g->core) != g->saved_state || rs_guest_estimate(g->core)->estimate != g->saved_estimate ||
-            g->target != g->saved_target || now >= g->saved_usec + STATE_SAVE_USEC)
+            now >= g->saved_usec + STATE_SAVE_USEC)
                 (void) guest_save_state(g);
 
         guest_report_data_problem(g);
@@ -614,8 +637,10 @@ static void on_balloon_info(QmpClient *c, const QmpReply *reply, const QmpBalloo
         (void) c;
         if (reply->error < 0)
                 cycle_fail(g, "query-balloon", reply);
-        else if (info->actual > 0 && (g->guest_max == 0 || info->actual <= 2 * g->guest_max))
-                g->actual = info->actual;
+        else if (info->actual > 0 && (g->guest_max == 0 || info->actual <= 2 * g->guest_max)) {
+                g->balloon_actual = info->actual;
+                guest_update_size(g);
+        }
         cycle_step_done(g);
 }
 
@@ -624,8 +649,10 @@ static void on_memory_devices(QmpClient *c, const QmpReply *reply, const QmpMemo
         (void) c;
         if (reply->error >= 0 && g->vmem_id) {
                 const QmpMemoryDevice *d = qmp_memory_device_list_find(list, g->vmem_id);
-                if (d && d->type == QMP_MEMORY_DEVICE_VIRTIO_MEM)
+                if (d && d->type == QMP_MEMORY_DEVICE_VIRTIO_MEM) {
                         g->vmem_size = d->size;
+                        guest_update_size(g);
+                }
         }
         /* virtio-mem's size is informative here; its failure does not cost the interval. */
         cycle_step_done(g);
@@ -684,10 +711,14 @@ static void on_agent_vmstat(QgaClient *c, const QmpReply *reply, const GuestVmst
 
 static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         Guest *g = userdata;
+        uint64_t now;
         (void) s;
-        (void) usec;
 
-        guest_tick_arm(g, g->policy.poll_interval_usec);
+        /* The next tick one interval after this one was due, not after it ran: otherwise
+         * every late wake-up stretches the interval. Fallen behind: one interval from now. */
+        (void) sd_event_now(g->event, CLOCK_MONOTONIC, &now);
+        uint64_t interval = g->policy.poll_interval_usec;
+        guest_tick_arm(g, usec + interval > now ? usec + interval - now : interval);
         if (g->phase != GUEST_PHASE_RUNNING || !g->core)
                 return 0;
         if (g->cycle_pending > 0) {
@@ -722,13 +753,17 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
 
 static void guest_tick_arm(Guest *g, uint64_t usec) {
         uint64_t now;
+        /* sd-event's default accuracy (250 ms) would stretch short intervals and line every
+         * guest's tick up with the others: 1 % of the interval, within 1-50 ms. */
+        uint64_t accuracy = CLAMP(g->policy.poll_interval_usec / 100, USEC_PER_MSEC, 50 * USEC_PER_MSEC);
         (void) sd_event_now(g->event, CLOCK_MONOTONIC, &now);
         if (!g->timer) {
-                if (sd_event_add_time(g->event, &g->timer, CLOCK_MONOTONIC, now + usec, 0, on_tick, g) < 0)
+                if (sd_event_add_time(g->event, &g->timer, CLOCK_MONOTONIC, now + usec, accuracy, on_tick, g) < 0)
                         return;
                 (void) sd_event_source_set_description(g->timer, "guest-tick");
                 return;
         }
+        (void) sd_event_source_set_time_accuracy(g->timer, accuracy);
         (void) sd_event_source_set_time(g->timer, now + usec);
         (void) sd_event_source_set_enabled(g->timer, SD_EVENT_ONESHOT);
 }
@@ -818,9 +853,10 @@ static void on_size_summary(QmpClient *c, const QmpReply *reply, void *userdata)
 static void on_setup_balloon(QmpClient *c, const QmpReply *reply, const QmpBalloonInfo *info, void *userdata) {
         Guest *g = userdata;
         (void) c;
-        if (reply->error >= 0)
-                g->actual = info->actual;
-        else
+        if (reply->error >= 0) {
+                g->balloon_actual = info->actual;
+                guest_update_size(g);
+        } else
                 snprintf(g->cycle_error, sizeof(g->cycle_error), "query-balloon: %s",
                          reply->error_desc ?: strerror(-reply->error));
         guest_setup_done(g);
@@ -837,8 +873,10 @@ static void on_setup_devices(QmpClient *c, const QmpReply *reply, const QmpMemor
                         free(g->vmem_id);
                         g->vmem_id = strdup(d->id);
                         g->vmem_size = d->size;
+                        g->vmem_requested = qmp_value_is_known(d->requested_size) ? d->requested_size : d->size;
                         g->vmem_max = d->max_size;
                         g->vmem_block = d->block_size;
+                        guest_update_size(g);
                         break;
                 }
         }
@@ -873,9 +911,10 @@ static void on_qmp_event(QmpClient *c, const QmpEvent *event, void *userdata) {
         if (qmp_event_parse(event, &t) < 0)
                 return;
         if (t.type == QMP_EVENT_BALLOON_CHANGE && t.balloon_change.actual > 0 &&
-            (g->guest_max == 0 || t.balloon_change.actual <= 2 * g->guest_max))
-                g->actual = t.balloon_change.actual;
-        else if (t.type == QMP_EVENT_SHUTDOWN)
+            (g->guest_max == 0 || t.balloon_change.actual <= 2 * g->guest_max)) {
+                g->balloon_actual = t.balloon_change.actual;
+                guest_update_size(g);
+        } else if (t.type == QMP_EVENT_SHUTDOWN)
                 log_guest_info(g->name, guest_state_string(g), "QEMU is shutting down (%s)",
                                t.shutdown.reason ?: "no reason given");
 }

@@ -119,6 +119,8 @@ struct Guest {
         uint64_t base_memory;  /* boot memory (query-memory-size-summary) */
         char *vmem_id;         /* the first virtio-mem device, NULL if none */
         uint64_t vmem_size, vmem_max, vmem_block;
+        uint64_t vmem_requested; /* QMP guests: the requested-size last asked for (or found) */
+        uint64_t balloon_actual; /* QMP guests: query-balloon's actual, which leaves virtio-mem out */
         bool fpr_known, free_page_reporting;
         bool no_blockstats;    /* QEMU refused query-blockstats: not asked again */
         uint64_t host_rss;     /* UINT64_MAX when unknown */
@@ -162,7 +164,7 @@ struct Guest {
         uint64_t signalled_estimate, signalled_lower, signalled_upper;
         uint64_t saved_usec;
         RsState saved_state;
-        uint64_t saved_estimate, saved_target;
+        uint64_t saved_estimate;
 
         GuestHistoryPoint history[GUEST_HISTORY_MAX];
         size_t history_head, history_n;
