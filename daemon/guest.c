@@ -742,7 +742,7 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
                 g->cycle_pending++;
         if (!g->no_blockstats && qmp_query_blockstats_read_bytes(g->qmp, t, on_blockstats, g) >= 0)
                 g->cycle_pending++;
-        if (g->qga && qga_client_is_ready(g->qga) && !g->agent_busy &&
+        if (g->policy.guest_agent && g->qga && qga_client_is_ready(g->qga) && !g->agent_busy &&
             qga_read_vmstat(g->qga, agent_timeout(g), on_agent_vmstat, g) >= 0) {
                 g->agent_busy = true;
                 g->cycle_pending++;

@@ -297,7 +297,7 @@ static void domain_start_agent(LibvirtGuests *lg, Domain *d, uint64_t now) {
         virDomainPtr dom;
         uint64_t timeout = CLAMP(g->policy.poll_interval_usec * 3 / 4, 500 * USEC_PER_MSEC, 10 * USEC_PER_SEC);
 
-        if (!lg->agent || !d->agent_channel || d->job || !lg->worker)
+        if (!lg->agent || !g->policy.guest_agent || !d->agent_channel || d->job || !lg->worker)
                 return;
         dom = libvirt_backend_get_domain_ptr(lg->backend, d->uuid);
         if (!dom || libvirt_agent_submit(lg->worker, dom, on_agent_done, d, &d->job) < 0)

@@ -149,6 +149,9 @@ static int handler(void *user, const char *section, const char *name, const char
         else if (strcmp(name, "allow-dimm") == 0) {
                 if (rs_parse_bool(value, &p->allow_dimm) < 0)
                         return fail(st, name, "invalid boolean \"%s\" (yes or no)", value);
+        } else if (strcmp(name, "guest-agent") == 0) {
+                if (rs_parse_bool(value, &p->guest_agent) < 0)
+                        return fail(st, name, "invalid boolean \"%s\" (yes or no)", value);
         } else
                 return fail(st, name, "unknown key");
         return 1;
@@ -173,6 +176,16 @@ static void name_from_file(const char *filename, char *buf, size_t size) {
         snprintf(buf, size, "%.*s", (int) MIN(n, size - 1), base);
 }
 
+/* Whether nothing is left: feof() is not set yet when the last read ended exactly at the end. */
+static bool at_eof(FILE *f) {
+        int c = getc(f);
+
+        if (c == EOF)
+                return true;
+        ungetc(c, f);
+        return false;
+}
+
 static char *read_line(char *str, int num, void *stream) {
         LineReader *r = stream;
 
@@ -191,7 +204,7 @@ static char *read_line(char *str, int num, void *stream) {
                 str[n] = '\0';
                 r->text += n;
         }
-        if (strchr(str, '\n') || (r->f ? feof(r->f) : *r->text == '\0'))
+        if (strchr(str, '\n') || (r->f ? at_eof(r->f) : *r->text == '\0'))
                 r->line++;
         return str;
 }
@@ -307,7 +320,9 @@ int rs_policy_set_load_dir(RsPolicySet *set, const char *dir, rs_policy_error_fn
         }
         closedir(d);
         d = NULL;
-        qsort(names, n_names, sizeof(char *), compare_names);
+        /* An empty directory leaves names NULL, which qsort() must not get even for 0 items. */
+        if (n_names > 0)
+                qsort(names, n_names, sizeof(char *), compare_names);
 
         loaded = calloc(MAX(n_names, (size_t) 1), sizeof(RsPolicy));
         if (!loaded)

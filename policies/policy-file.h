@@ -21,6 +21,7 @@
  *   change-cap = 1G
  *   dead-band = 8M
  *   allow-dimm = no
+ *   guest-agent = yes ; read /proc/vmstat and PSI through the guest agent when there is one
  *
  * Comments: lines starting with # or ;, and " ; ..." after a value.
  * An invalid value, an unknown key or section, or a line inih cannot parse is an error

@@ -31,6 +31,7 @@ void rs_policy_init(RsPolicy *p) {
                 .change_cap_bytes = 1 * GIB,
                 .dead_band_bytes = 8 * MIB,
                 .allow_dimm = false,
+                .guest_agent = true,
         };
 }
 

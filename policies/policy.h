@@ -53,6 +53,7 @@ typedef struct RsPolicy {
         uint64_t change_cap_bytes;       /* ... and in bytes; the smaller wins */
         uint64_t dead_band_bytes;        /* changes smaller than this are skipped */
         bool allow_dimm;                 /* DIMM hotplug to grow past the boot size */
+        bool guest_agent;                /* read /proc/vmstat and PSI through the guest's agent */
 } RsPolicy;
 
 /* The defaults: the "balanced" preset, unnamed and matching nothing. */

@@ -19,7 +19,7 @@ static bool policy_equal(const RsPolicy *a, const RsPolicy *b) {
                a->refault_sensitivity == b->refault_sensitivity && a->actuator == b->actuator &&
                a->shares == b->shares && a->change_cap_percent == b->change_cap_percent &&
                a->change_cap_bytes == b->change_cap_bytes && a->dead_band_bytes == b->dead_band_bytes &&
-               a->allow_dimm == b->allow_dimm;
+               a->allow_dimm == b->allow_dimm && a->guest_agent == b->guest_agent;
 }
 
 START_TEST(test_parse_full) {
@@ -43,7 +43,8 @@ START_TEST(test_parse_full) {
                            "change-cap-percent = 20\n"
                            "change-cap = 256M\n"
                            "dead-band = 16M\n"
-                           "allow-dimm = yes\n";
+                           "allow-dimm = yes\n"
+                           "guest-agent = no\n";
         ck_assert_int_eq(rs_policy_parse_string(text, "/etc/rightsize/policies/web.conf", &p, &e), 0);
         ck_assert_str_eq(p.name, "web");
         ck_assert_str_eq(p.match, "web-* db-?");
@@ -63,6 +64,7 @@ START_TEST(test_parse_full) {
         ck_assert_uint_eq(p.change_cap_bytes, 256 * MIB);
         ck_assert_uint_eq(p.dead_band_bytes, 16 * MIB);
         ck_assert(p.allow_dimm);
+        ck_assert(!p.guest_agent);
 }
 END_TEST
 
@@ -106,6 +108,7 @@ START_TEST(test_errors_name_file_line_key) {
         expect_error("[policy]\nshares = 12abc\n", 2, "shares");
         expect_error("[policy]\npoll-interval = 10 fortnights\n", 2, "poll-interval");
         expect_error("[policy]\nallow-dimm = perhaps\n", 2, "allow-dimm");
+        expect_error("[policy]\nguest-agent = sometimes\n", 2, "guest-agent");
         expect_error("[policy]\nactuator = dimm\n", 2, "actuator");
         expect_error("[policy]\nrefault-sensitivity = 11\n", 2, "refault-sensitivity");
         expect_error("[policy]\ncolour = blue\n", 2, "colour");
