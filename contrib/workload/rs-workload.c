@@ -8,6 +8,12 @@
  *
  *   rs-workload: pass=N t=SECONDS anon_mib=A file_mib=F ms=PASS_MS majflt=D minflt=D
  *
+ * With --vmstat, each pass line is followed by the guest-wide counters a benchmark needs
+ * (cumulative, from /proc/vmstat), so that they reach the host over the serial console
+ * even while the guest agent is busy serving rightsized:
+ *
+ *   rs-workload: vmstat pass=N refault_anon=C refault_file=C pgmajfault=C pswpin=C pswpout=C oom_kill=C
+ *
  * It is statically linked so that it runs in the busybox initramfs.
  */
 
@@ -54,6 +60,7 @@ struct config {
         uint64_t passes;
         uint64_t sleep_ms;
         bool no_hugepage;
+        bool vmstat;
         struct phase phases[MAX_PHASES];
         size_t n_phases;
 };
@@ -163,6 +170,8 @@ static void usage(FILE *f) {
               "  --passes N              stop after N passes (0 = forever, the default)\n"
               "  --sleep-ms N            pause between passes (default 1000)\n"
               "  --no-hugepage           madvise(MADV_NOHUGEPAGE) the anonymous set\n"
+              "  --vmstat                after every pass, print the guest's refault, fault, swap\n"
+              "                          and OOM-kill counters from /proc/vmstat\n"
               "  --help\n",
               f);
 }
@@ -178,6 +187,7 @@ enum {
         ARG_PASSES,
         ARG_SLEEP_MS,
         ARG_NO_HUGEPAGE,
+        ARG_VMSTAT,
         ARG_HELP,
 };
 
@@ -193,6 +203,7 @@ static int parse_argv(int argc, char *argv[], struct config *c) {
                 { "passes", required_argument, NULL, ARG_PASSES },
                 { "sleep-ms", required_argument, NULL, ARG_SLEEP_MS },
                 { "no-hugepage", no_argument, NULL, ARG_NO_HUGEPAGE },
+                { "vmstat", no_argument, NULL, ARG_VMSTAT },
                 { "help", no_argument, NULL, ARG_HELP },
                 {}
         };
@@ -238,6 +249,9 @@ static int parse_argv(int argc, char *argv[], struct config *c) {
                         break;
                 case ARG_NO_HUGEPAGE:
                         c->no_hugepage = true;
+                        break;
+                case ARG_VMSTAT:
+                        c->vmstat = true;
                         break;
                 case ARG_HELP:
                         usage(stdout);
@@ -423,6 +437,40 @@ static void touch_anon(const struct state *s, uint64_t pass) {
                 p[off] = (uint8_t) (pass | 1);
 }
 
+/* Prints the cumulative /proc/vmstat counters a benchmark reads; a missing one prints as -1. */
+static void log_vmstat(uint64_t pass) {
+        static const char *const names[] = {
+                "workingset_refault_anon", "workingset_refault_file", "pgmajfault",
+                "pswpin", "pswpout", "oom_kill",
+        };
+        static const char *const labels[] = {
+                "refault_anon", "refault_file", "pgmajfault", "pswpin", "pswpout", "oom_kill",
+        };
+        long long values[ARRAY_SIZE(names)];
+        char line[256];
+        FILE *f;
+
+        for (size_t i = 0; i < ARRAY_SIZE(values); i++)
+                values[i] = -1;
+        f = fopen("/proc/vmstat", "re");
+        if (f) {
+                while (fgets(line, sizeof(line), f)) {
+                        char *space = strchr(line, ' ');
+
+                        if (!space)
+                                continue;
+                        *space = '\0';
+                        for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+                                if (strcmp(line, names[i]) == 0)
+                                        values[i] = strtoll(space + 1, NULL, 10);
+                }
+                fclose(f);
+        }
+        log_line("vmstat pass=%" PRIu64 " %s=%lld %s=%lld %s=%lld %s=%lld %s=%lld %s=%lld", pass,
+                 labels[0], values[0], labels[1], values[1], labels[2], values[2],
+                 labels[3], values[3], labels[4], values[4], labels[5], values[5]);
+}
+
 static void format_phases(const struct config *c, char *buf, size_t size) {
         size_t used = 0;
 
@@ -554,6 +602,8 @@ static int run(const struct config *c) {
                                  pass, (double) (t1 - start) / USEC_PER_SEC, s.anon_mib, s.file_mib,
                                  (t1 - t0) / USEC_PER_MSEC, after.ru_majflt - before.ru_majflt,
                                  after.ru_minflt - before.ru_minflt);
+                if (c->vmstat)
+                        log_vmstat(pass);
 
                 if (c->sleep_ms > 0 && (c->passes == 0 || pass < c->passes)) {
                         struct timespec ts = {

@@ -1,1 +1,22 @@
 # Build rules for tests/bench/ (see the top Makefile.am).
+#
+# make bench        every benchmark part on real QEMU guests (about an hour under TCG);
+#                   writes $(top_srcdir)/BENCHMARKS.md and its plots in $(top_srcdir)/docs/bench
+# make bench-smoke  the short version CI runs (one workload, shortened oracle, < 4 minutes);
+#                   writes into $(abs_top_builddir)/bench-smoke
+bench_env = top_srcdir=$(abs_top_srcdir) top_builddir=$(abs_top_builddir) \
+	RIGHTSIZE_GUEST_DIR=$(abs_top_builddir)/guest QEMU_SYSTEM=$(QEMU_SYSTEM)
+
+bench: all guest/initrd.gz
+	$(bench_env) $(abs_top_srcdir)/tests/bench/run-all --out $(abs_top_srcdir)/BENCHMARKS.md
+
+bench-smoke: all guest/initrd.gz
+	$(bench_env) $(abs_top_srcdir)/tests/bench/smoke $(abs_top_builddir)/bench-smoke
+
+.PHONY: bench bench-smoke
+
+EXTRA_DIST += tests/bench/run-all tests/bench/smoke tests/bench/benchlib.py tests/bench/benchparts.py \
+	tests/bench/README.md \
+	tests/bench/bench-oracle tests/bench/bench-anon tests/bench/bench-file tests/bench/bench-mixed \
+	tests/bench/bench-grow tests/bench/bench-shrink tests/bench/bench-stream tests/bench/bench-idle \
+	tests/bench/bench-multi
