@@ -293,6 +293,19 @@ static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
 
         switch (o->verdict) {
         case RS_VERDICT_STORM:
+                if (!o->oom && rs_known(g->est.upper) && g->est.upper > g->size) {
+                        /* Thrashing one step below a size that ran clean this cycle (a loop over a
+                         * set a little larger than memory faults on every page): the working set
+                         * lies between the two. Back above the clean size at once, not all the way
+                         * to max; a storm that persists there is an emergency (backoff()). */
+                        uint64_t stormy = g->size;
+                        refault_onset(g, o, now); /* refines from the clean size, or finishes */
+                        g->urgent = true;
+                        start_settling(g, now);
+                        set_reason(g, "%s at %.0f MiB, clean at %.0f MiB: back to %.0f MiB at once", o->why,
+                                   mib(stormy), mib(g->est.upper), mib(g->target));
+                        return;
+                }
                 enter_emergency(g, o, now);
                 return;
         case RS_VERDICT_UNKNOWN:

@@ -135,16 +135,42 @@ END_TEST
 START_TEST(test_storm_is_emergency) {
         Fake f;
         RsGuest *g = learned_guest(&f);
+        /* Probing, one step below a clean size: a storm sends it back to that size at once. */
+        step(g, &f, 1, GIB);
+        uint64_t clean = f.actual;
+        step(g, &f, 1, GIB);
         uint64_t stormy = f.actual;
+        ck_assert_uint_lt(stormy, clean);
+        step(g, &f, 50000, GIB);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_BACKOFF);
+        ck_assert_uint_ge(f.target, clean);
+        ck_assert_uint_lt(f.target, MAXMEM);
+        ck_assert_uint_eq(rs_guest_estimate(g)->lower, stormy);
+        /* Still storming there: now it is an emergency, all the way to max. */
         step(g, &f, 50000, GIB);
         ck_assert_int_eq(rs_guest_state(g), RS_STATE_EMERGENCY);
         ck_assert_uint_eq(f.target, MAXMEM);
-        ck_assert_uint_eq(rs_guest_estimate(g)->lower, stormy);
         /* calm at max: probing resumes, not stuck at max, and never at the stormy size */
         step(g, &f, 1, GIB);
         step(g, &f, 1, GIB);
         ck_assert_uint_lt(f.target, MAXMEM);
         ck_assert_uint_gt(f.target, stormy);
+        rs_guest_free(g);
+}
+END_TEST
+
+/* A storm outside a probe (holding at the estimate) is an emergency at once. */
+START_TEST(test_storm_without_clean_size_is_emergency) {
+        Fake f;
+        RsGuest *g = learned_guest(&f);
+        for (int i = 0; i < 100 && rs_guest_state(g) != RS_STATE_HOLD; i++)
+                step(g, &f, 1, GIB);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_HOLD);
+        uint64_t stormy = f.actual;
+        step(g, &f, 50000, GIB);
+        ck_assert_uint_lt(stormy, MAXMEM);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_EMERGENCY);
+        ck_assert_uint_eq(f.target, MAXMEM);
         rs_guest_free(g);
 }
 END_TEST
@@ -511,6 +537,7 @@ int main(void) {
         tcase_add_test(tc, test_single_refault_blip_is_ignored);
         tcase_add_test(tc, test_oom_kill_is_emergency);
         tcase_add_test(tc, test_storm_is_emergency);
+        tcase_add_test(tc, test_storm_without_clean_size_is_emergency);
         tcase_add_test(tc, test_pushback_is_refault);
         tcase_add_test(tc, test_reboot_relearns_without_emergency);
         tcase_add_test(tc, test_floor_never_crossed);
