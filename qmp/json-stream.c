@@ -40,6 +40,9 @@ struct JsonStream {
         bool discard_until_sync;
 
         char *input; /* READ_CHUNK bytes */
+        /* The start of a UTF-8 character the last read cut off, fed with the next read. */
+        char carry[4];
+        size_t carry_len;
 
         char *output;
         size_t output_start, output_end, output_alloc;
@@ -178,6 +181,20 @@ static bool is_json_space(char c) {
         return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
+/* How many bytes at the end of p[0..n) begin a UTF-8 character that is not complete yet. */
+static size_t utf8_incomplete_tail(const char *p, size_t n) {
+        for (size_t k = 1; k <= 3 && k <= n; k++) {
+                unsigned char c = (unsigned char) p[n - k];
+                size_t need;
+
+                if ((c & 0xC0) == 0x80)
+                        continue; /* a continuation byte: its lead byte is further back */
+                need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+                return need > k ? k : 0;
+        }
+        return 0;
+}
+
 /* Feeds one read's worth of bytes to the tokener, dispatching every complete value. */
 static void process_input(JsonStream *s, size_t size) {
         size_t pos = 0;
@@ -185,10 +202,11 @@ static void process_input(JsonStream *s, size_t size) {
         while (pos < size && s->state == STREAM_CONNECTED) {
                 enum json_tokener_error error;
                 json_object *value;
+                const char *sync;
                 size_t chunk;
 
                 if (s->discard_until_sync) {
-                        const char *sync = memchr(s->input + pos, 0xFF, size - pos);
+                        sync = memchr(s->input + pos, 0xFF, size - pos);
 
                         if (!sync)
                                 return;
@@ -200,18 +218,50 @@ static void process_input(JsonStream *s, size_t size) {
                         continue;
                 }
 
+                /* json-c looks past a finished value for more whitespace, and with UTF-8
+                 * validation it rejects the value if it meets an invalid byte there: a reply
+                 * followed by garbage, or a stale sync reply followed by 0xFF and ours, would fail
+                 * or not depending on how the bytes were cut into reads. So the tokener gets the
+                 * input up to each closing bracket (every message is an object), and a 0xFF on
+                 * its own, which is an error unless discarded as the agent's delimiter. */
                 chunk = size - pos;
+                for (size_t i = pos; i < size; i++) {
+                        unsigned char c = (unsigned char) s->input[i];
+
+                        if (c == 0xFF || c == '}' || c == ']') {
+                                chunk = c == 0xFF && i > pos ? i - pos : i - pos + 1;
+                                break;
+                        }
+                }
+                /* json-c (0.16) fails a UTF-8 character split between two calls: keep its first
+                 * bytes for the next read (once: only the real end of the input can cut one). */
+                if (pos + chunk == size && s->carry_len == 0) {
+                        size_t cut = utf8_incomplete_tail(s->input + pos, chunk);
+
+                        if (cut > 0) {
+                                memcpy(s->carry, s->input + size - cut, cut);
+                                s->carry_len = cut;
+                                s->partial = true;
+                                chunk -= cut;
+                                size -= cut;
+                                if (chunk == 0)
+                                        return;
+                        }
+                }
                 value = json_tokener_parse_ex(s->tokener, s->input + pos, (int) chunk);
                 error = json_tokener_get_error(s->tokener);
 
                 if (error == json_tokener_continue) {
                         s->message_bytes += chunk;
-                        for (size_t i = pos; i < size && !s->partial; i++)
+                        for (size_t i = pos; i < pos + chunk && !s->partial; i++)
                                 if (!is_json_space(s->input[i]))
                                         s->partial = true;
-                        if (s->message_bytes > s->max_message)
+                        if (s->message_bytes > s->max_message) {
                                 stream_fail(s, -EMSGSIZE, "message exceeds the limit of %zu bytes", s->max_message);
-                        return;
+                                return;
+                        }
+                        pos += chunk;
+                        continue;
                 }
 
                 if (!value || error != json_tokener_success) {
@@ -243,7 +293,11 @@ static void process_input(JsonStream *s, size_t size) {
 }
 
 static void handle_read(JsonStream *s) {
-        ssize_t n = read(s->fd, s->input, READ_CHUNK);
+        size_t carried = s->carry_len;
+        ssize_t n;
+
+        memcpy(s->input, s->carry, carried);
+        n = read(s->fd, s->input + carried, READ_CHUNK - carried);
 
         if (n < 0) {
                 if (errno == EAGAIN || errno == EINTR)
@@ -258,7 +312,8 @@ static void handle_read(JsonStream *s) {
                         stream_fail(s, -ECONNRESET, "connection closed by peer");
                 return;
         }
-        process_input(s, (size_t) n);
+        s->carry_len = 0;
+        process_input(s, carried + (size_t) n);
 }
 
 static void handle_write(JsonStream *s) {
@@ -483,6 +538,7 @@ int json_stream_send(JsonStream *s, json_object *message) {
 
 void json_stream_discard_until_sync_byte(JsonStream *s) {
         s->discard_until_sync = true;
+        s->carry_len = 0;
         json_tokener_reset(s->tokener);
         s->message_bytes = 0;
         s->partial = false;
