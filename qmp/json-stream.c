@@ -39,7 +39,7 @@ struct JsonStream {
         bool partial;         /* a value has started (more than whitespace seen) */
         bool discard_until_sync;
 
-        char *input; /* READ_CHUNK bytes */
+        char *input; /* READ_CHUNK bytes while a read is processed, else NULL */
         /* The start of a UTF-8 character the last read cut off, fed with the next read. */
         char carry[4];
         size_t carry_len;
@@ -107,8 +107,7 @@ int json_stream_new(JsonStream **ret, sd_event *event, const JsonStreamCallbacks
                 .max_message = JSON_STREAM_MAX_MESSAGE_DEFAULT,
                 .max_depth = JSON_STREAM_MAX_DEPTH_DEFAULT,
         };
-        s->input = malloc(READ_CHUNK);
-        r = s->input ? tokener_make(s) : -ENOMEM;
+        r = tokener_make(s);
         if (r < 0) {
                 stream_free(s);
                 return r;
@@ -292,7 +291,7 @@ static void process_input(JsonStream *s, size_t size) {
         }
 }
 
-static void handle_read(JsonStream *s) {
+static void read_into_buffer(JsonStream *s) {
         size_t carried = s->carry_len;
         ssize_t n;
 
@@ -314,6 +313,20 @@ static void handle_read(JsonStream *s) {
         }
         s->carry_len = 0;
         process_input(s, carried + (size_t) n);
+}
+
+static void handle_read(JsonStream *s) {
+        /* The buffer lives only for this read: with hundreds of mostly idle connections, one
+         * buffer each would keep tens of MiB resident for nothing, while malloc hands the
+         * same freed chunk to the next read. (The caller holds a reference.) */
+        s->input = malloc(READ_CHUNK);
+        if (!s->input) {
+                stream_fail(s, -ENOMEM, "out of memory for a read buffer");
+                return;
+        }
+        read_into_buffer(s);
+        free(s->input);
+        s->input = NULL;
 }
 
 static void handle_write(JsonStream *s) {
