@@ -84,6 +84,10 @@ static bool stop_cleanly(DaemonFixture *d) {
 }
 
 void daemon_fixture_done(DaemonFixture *d) {
+        ck_assert_msg(daemon_fixture_release(d), "rightsized did not exit cleanly on SIGTERM (its log is above)");
+}
+
+bool daemon_fixture_release(DaemonFixture *d) {
         bool clean = stop_cleanly(d);
         for (size_t i = 0; i < ARRAY_SIZE(d->sims); i++)
                 kill_wait(&d->sims[i], SIGTERM);
@@ -100,7 +104,7 @@ void daemon_fixture_done(DaemonFixture *d) {
         free(d->qmp_dir);
         free(d->log_path);
         *d = (DaemonFixture) { .pid = -1 };
-        ck_assert_msg(clean, "rightsized did not exit cleanly on SIGTERM (its log is above)");
+        return clean;
 }
 
 void daemon_fixture_write_config(DaemonFixture *d, const char *read_group, const char *extra_daemon) {
@@ -287,17 +291,27 @@ void ctl_run_done(CtlRun *r) {
 }
 
 CtlRun ctl_run_as(const DaemonFixture *d, uid_t uid, gid_t gid, ...) {
+        const char *args[16];
+        size_t n = 0;
+        va_list ap;
+
+        va_start(ap, gid);
+        for (const char *a; (a = va_arg(ap, const char *)) && n < ARRAY_SIZE(args) - 1;)
+                args[n++] = a;
+        va_end(ap);
+        args[n] = NULL;
+        return ctl_run_argv(d, uid, gid, args);
+}
+
+CtlRun ctl_run_argv(const DaemonFixture *d, uid_t uid, gid_t gid, const char *const *args) {
         char binary[PATH_MAX], out_path[PATH_MAX], err_path[PATH_MAX];
         const char *argv[16] = { "rightsizectl" };
         size_t argc = 1;
         CtlRun run = {};
-        va_list ap;
         int status;
 
-        va_start(ap, gid);
-        for (const char *a; (a = va_arg(ap, const char *)) && argc < ARRAY_SIZE(argv) - 1;)
-                argv[argc++] = a;
-        va_end(ap);
+        for (size_t i = 0; args[i] && argc < ARRAY_SIZE(argv) - 1; i++)
+                argv[argc++] = args[i];
         argv[argc] = NULL;
         snprintf(binary, sizeof(binary), "%s/rightsizectl", builddir());
         snprintf(out_path, sizeof(out_path), "%s/ctl.out", d->dir);
@@ -350,6 +364,7 @@ static int read_guest(sd_bus_message *m, GuestView *v) {
                             : strcmp(key, "max") == 0      ? &v->max
                             : strcmp(key, "estimate") == 0 ? &v->estimate
                             : strcmp(key, "updated") == 0  ? &v->updated
+                            : strcmp(key, "virtio-mem-size") == 0 ? &v->vmem
                                                            : NULL;
                 char *str = strcmp(key, "name") == 0     ? v->name
                           : strcmp(key, "state") == 0    ? v->state
@@ -357,13 +372,17 @@ static int read_guest(sd_bus_message *m, GuestView *v) {
                           : strcmp(key, "mode") == 0     ? v->mode
                           : strcmp(key, "fault") == 0    ? v->fault
                           : strcmp(key, "reason") == 0   ? v->reason
+                          : strcmp(key, "source") == 0   ? v->source
+                          : strcmp(key, "uuid") == 0     ? v->uuid
                                                          : NULL;
                 size_t str_size = str == v->name ? sizeof(v->name)
                                 : str == v->state ? sizeof(v->state)
                                 : str == v->policy ? sizeof(v->policy)
                                 : str == v->mode ? sizeof(v->mode)
                                 : str == v->fault ? sizeof(v->fault)
-                                                   : sizeof(v->reason);
+                                : str == v->reason ? sizeof(v->reason)
+                                : str == v->source ? sizeof(v->source)
+                                                   : sizeof(v->uuid);
                 if (u && strcmp(contents, "t") == 0) {
                         if ((r = sd_bus_message_read(m, "v", "t", u)) < 0)
                                 return r;
@@ -395,12 +414,13 @@ int guest_view_get(const DaemonFixture *d, const char *name, GuestView *ret) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         int r;
 
+        *ret = (GuestView) {};
         if ((r = bus_fixture_connect(d->bus, &bus)) < 0)
                 return r;
         r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "GetGuest", &error, &reply, "s", name);
         if (r < 0)
                 return sd_bus_error_has_name(&error, "org.rightsize.Manager1.Error.NoSuchGuest") ? -ENOENT : r;
-        return read_guest(reply, ret);
+        return read_guest(reply, ret) < 0 ? -EBADMSG : 0;
 }
 
 int guest_view_list(const DaemonFixture *d, GuestView *ret, size_t max) {

@@ -30,6 +30,9 @@ void daemon_fixture_init(DaemonFixture *d, const BusFixture *bus);
  * (unless TEST_KEEP is set); fails the test if the daemon did not exit with status 0 (under ASan,
  * a leak makes it exit non-zero), after printing its log. */
 void daemon_fixture_done(DaemonFixture *d);
+/* The same without failing the test, for a teardown that may run outside one (atexit, a signal):
+ * whether the daemon exited cleanly. */
+bool daemon_fixture_release(DaemonFixture *d);
 
 /* Writes rightsized.conf: the directories above, log level info, no host reserve, no libvirt,
  * read-group as given ("" for root only), plus extra lines appended to [daemon] (may be NULL). */
@@ -67,6 +70,8 @@ void ctl_run_done(CtlRun *r);
 /* Runs rightsizectl on the fixture's bus as uid/gid (uid 0: as the test is) with the
  * NULL-terminated arguments. */
 CtlRun ctl_run_as(const DaemonFixture *d, uid_t uid, gid_t gid, ...);
+/* The same with the arguments in a NULL-terminated array. */
+CtlRun ctl_run_argv(const DaemonFixture *d, uid_t uid, gid_t gid, const char *const *args);
 #define ctl_run(d, ...) ctl_run_as((d), 0, 0, __VA_ARGS__, (const char *) NULL)
 
 /* ---- the guests over D-Bus ---- */
@@ -78,12 +83,15 @@ typedef struct GuestView {
         char mode[32];
         char fault[256];   /* "" when absent */
         char reason[256];
+        char source[16];   /* "qemu" or "libvirt" */
+        char uuid[40];     /* libvirt domains only */
         uint64_t target, actual, floor, max, estimate, updated; /* 0 when absent */
+        uint64_t vmem;     /* virtio-mem-size */
         bool has_estimate;
         bool paused;
 } GuestView;
 
-/* GetGuest; 0, or -errno (-ENOENT for NoSuchGuest). */
+/* GetGuest; 0, or -errno (-ENOENT for NoSuchGuest, -EBADMSG for a reply it cannot read). */
 int guest_view_get(const DaemonFixture *d, const char *name, GuestView *ret);
 /* ListGuests into ret (up to max); the number of guests, or -errno. */
 int guest_view_list(const DaemonFixture *d, GuestView *ret, size_t max);

@@ -2,7 +2,7 @@
 # libvirtd through contrib/libvirt-setup and runs the daemon and rightsizectl it checks.
 check_PROGRAMS += tests/integration/test-daemon-libvirt
 TESTS += tests/integration/test-daemon-libvirt
-tests_integration_test_daemon_libvirt_SOURCES = tests/integration/test-daemon-libvirt.c
+tests_integration_test_daemon_libvirt_SOURCES = tests/integration/test-daemon-libvirt.c $(E2E_COMMON)
 tests_integration_test_daemon_libvirt_CFLAGS = $(AM_CFLAGS) $(LIBVIRT_BACKEND_CFLAGS) $(CHECK_CFLAGS) \
 	$(JSONC_CFLAGS) $(LIBSYSTEMD_CFLAGS)
 tests_integration_test_daemon_libvirt_LDADD = $(LIBVIRT_BACKEND_LIBS) $(CHECK_LIBS) $(LIBSYSTEMD_LIBS) $(JSONC_LIBS)

@@ -12,9 +12,7 @@
  * `rightsizectl list`, that a domain with <memballoon model='none'> is listed as skipped, and
  * that the daemon logged no libvirt error on the normal path.
  *
- * Ground truth, as in test-daemon-real-guest.c: the workload's anonymous set plus what the
- * rest of the guest uses and what its kernel reserved, measured through the agent (here via
- * libvirt) once the workload has touched its set. */
+ * Ground truth as in e2e-common.h, measured through the agent (here via libvirt). */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -29,8 +27,6 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <systemd/sd-bus.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <libvirt/libvirt.h>
@@ -40,6 +36,10 @@
 #include "daemon/libvirt-agent.h"
 #include "daemon/libvirt-backend.h"
 #include "daemon/libvirt-parse.h"
+#include "tests/integration/bus-fixture.h"
+#include "tests/integration/daemon-fixture.h"
+#include "tests/integration/e2e-common.h"
+#include "tests/unit/test-daemon-util.h"
 
 #define URI "qemu:///system"
 #define LIBVIRT_TEST_LOCK "/run/rightsize-libvirt-test.lock"
@@ -49,78 +49,33 @@
 /* Above the boot memory: only virtio-mem can give it. */
 #define VMEM_FLOOR (1200 * MIB)
 
-static const char *top_srcdir, *top_builddir;
-static char tmpdir[64], domain_name[64], skipped_name[80], uuid[VIR_UUID_STRING_BUFLEN];
-static char config_path[PATH_MAX], bus_address[512], daemon_log[PATH_MAX], console_log[PATH_MAX];
-static pid_t bus_pid = -1, daemon_pid = -1;
+static const char *top_srcdir;
+static char domain_name[64], skipped_name[80], uuid[VIR_UUID_STRING_BUFLEN], console_log[PATH_MAX];
+static BusFixture bus;
+static DaemonFixture daemon_fx;
 static virConnectPtr conn;
-
-static double now_sec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
-
-static double mib(uint64_t b) {
-        return (double) b / (double) MIB;
-}
-
-static bool within(uint64_t value, uint64_t truth, double fraction) {
-        double d = (double) value - (double) truth;
-        return (d < 0 ? -d : d) <= fraction * (double) truth;
-}
 
 static int run(const char *cmd) {
         int r = system(cmd);
         return r == -1 ? -errno : WIFEXITED(r) ? WEXITSTATUS(r) : 128;
 }
 
-static char *capture(const char *cmd, int *ret_status) {
-        char *out = NULL, buf[4096];
-        size_t size = 0, n;
-        FILE *p = popen(cmd, "r"), *m;
-        int status;
-
-        if (!p)
-                return NULL;
-        m = open_memstream(&out, &size);
-        if (!m) {
-                pclose(p);
-                return NULL;
-        }
-        while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
-                fwrite(buf, 1, n, m);
-        status = pclose(p);
-        fclose(m);
-        if (ret_status)
-                *ret_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        return out;
-}
-
-static void kill_wait(pid_t *pid, int sig) {
-        if (*pid > 0) {
-                (void) kill(*pid, sig);
-                (void) waitpid(*pid, NULL, 0);
-                *pid = -1;
-        }
-}
-
 static void teardown_all(void) {
         char cmd[1024];
 
-        kill_wait(&daemon_pid, SIGKILL);
-        kill_wait(&bus_pid, SIGTERM);
+        e2e_daemon_teardown(&daemon_fx);
+        bus_fixture_stop(&bus);
         if (conn) {
                 virConnectClose(conn);
                 conn = NULL;
         }
         if (domain_name[0] && top_srcdir) {
-                /* Leave nothing behind: the domain, its disk, libvirtd. */
+                /* Leave nothing behind: the domain, libvirtd (the disk went with the daemon's directory). */
                 snprintf(cmd, sizeof(cmd),
                          "for d in %s %s; do virsh -q -c " URI " destroy $d >/dev/null 2>&1; "
                          "virsh -q -c " URI " undefine $d >/dev/null 2>&1; done; "
-                         "%s/contrib/libvirt-setup --stop >/dev/null 2>&1; rm -rf %s",
-                         domain_name, skipped_name, top_srcdir, tmpdir);
+                         "%s/contrib/libvirt-setup --stop >/dev/null 2>&1",
+                         domain_name, skipped_name, top_srcdir);
                 (void) run(cmd);
                 domain_name[0] = '\0';
         }
@@ -130,26 +85,6 @@ static void on_signal(int sig) {
         teardown_all();
         signal(sig, SIG_DFL);
         raise(sig);
-}
-
-static void write_file(const char *path, const char *text) {
-        FILE *f = fopen(path, "we");
-        ck_assert_ptr_nonnull(f);
-        fputs(text, f);
-        ck_assert_int_eq(fclose(f), 0);
-}
-
-static bool file_contains(const char *path, const char *needle) {
-        _cleanup_free_ char *line = NULL;
-        size_t size = 0;
-        bool found = false;
-        FILE *f = fopen(path, "re");
-        if (!f)
-                return false;
-        while (!found && getline(&line, &size, f) > 0)
-                found = strstr(line, needle) != NULL;
-        fclose(f);
-        return found;
 }
 
 static off_t file_size(const char *path) {
@@ -163,7 +98,7 @@ static unsigned libvirt_problems(off_t offset, const char *const *allowed) {
         _cleanup_free_ char *line = NULL;
         size_t size = 0;
         unsigned n = 0;
-        FILE *f = fopen(daemon_log, "re");
+        FILE *f = fopen(daemon_fx.log_path, "re");
 
         ck_assert_ptr_nonnull(f);
         ck_assert_int_eq(fseeko(f, offset, SEEK_SET), 0);
@@ -183,168 +118,16 @@ static unsigned libvirt_problems(off_t offset, const char *const *allowed) {
         return n;
 }
 
-/* ---- the daemon and its bus ---- */
-
-static void start_bus(void) {
-        char conf[PATH_MAX], text[1024];
-        int pipefd[2];
-        ssize_t n;
-
-        snprintf(conf, sizeof(conf), "%s/bus.conf", tmpdir);
-        snprintf(text, sizeof(text),
-                 "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\"\n"
-                 " \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n"
-                 "<busconfig><listen>unix:path=%s/bus</listen><auth>EXTERNAL</auth>\n"
-                 "<policy context=\"default\"><allow user=\"root\"/><allow own=\"*\"/>"
-                 "<allow send_destination=\"*\" eavesdrop=\"true\"/><allow receive_sender=\"*\"/></policy>"
-                 "</busconfig>\n",
-                 tmpdir);
-        write_file(conf, text);
-
-        ck_assert_int_eq(pipe2(pipefd, O_CLOEXEC), 0);
-        bus_pid = fork();
-        ck_assert_int_ge(bus_pid, 0);
-        if (bus_pid == 0) {
-                char arg[PATH_MAX + 32];
-                signal(SIGTERM, SIG_DFL);
-                if (dup2(pipefd[1], 3) < 0)
-                        _exit(127);
-                snprintf(arg, sizeof(arg), "--config-file=%s", conf);
-                execlp("dbus-daemon", "dbus-daemon", arg, "--print-address=3", "--nofork", "--nopidfile", (char *) NULL);
-                _exit(127);
-        }
-        close(pipefd[1]);
-        n = read(pipefd[0], bus_address, sizeof(bus_address) - 1);
-        close(pipefd[0]);
-        ck_assert_msg(n > 0, "dbus-daemon did not start");
-        bus_address[n] = '\0';
-        bus_address[strcspn(bus_address, "\n")] = '\0';
-}
-
-static void start_daemon(void) {
-        char exe[PATH_MAX];
-
-        snprintf(exe, sizeof(exe), "%s/rightsized", top_builddir);
-        daemon_pid = fork();
-        ck_assert_int_ge(daemon_pid, 0);
-        if (daemon_pid == 0) {
-                int fd = open(daemon_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-                signal(SIGTERM, SIG_DFL);
-                signal(SIGINT, SIG_DFL);
-                if (fd < 0 || dup2(fd, STDERR_FILENO) < 0)
-                        _exit(127);
-                setenv("DBUS_SYSTEM_BUS_ADDRESS", bus_address, 1);
-                unsetenv("NOTIFY_SOCKET");
-                execl(exe, "rightsized", "--config", config_path, "--foreground", (char *) NULL);
-                _exit(127);
-        }
-}
-
-/* Runs rightsizectl with ARGS on the private bus; returns its exit status, stdout in buf. */
-static int run_ctl(char *buf, size_t size, const char *const *args) {
-        char exe[PATH_MAX];
-        int pipefd[2], status;
-        size_t n = 0;
-        ssize_t k;
-
-        snprintf(exe, sizeof(exe), "%s/rightsizectl", top_builddir);
-        ck_assert_int_eq(pipe2(pipefd, O_CLOEXEC), 0);
-        pid_t pid = fork();
-        ck_assert_int_ge(pid, 0);
-        if (pid == 0) {
-                const char *argv[10] = { "rightsizectl" };
-                for (size_t i = 0; args[i] && i + 2 < ARRAY_SIZE(argv); i++)
-                        argv[i + 1] = args[i];
-                if (dup2(pipefd[1], STDOUT_FILENO) < 0)
-                        _exit(127);
-                setenv("DBUS_SYSTEM_BUS_ADDRESS", bus_address, 1);
-                execv(exe, (char *const *) argv);
-                _exit(127);
-        }
-        close(pipefd[1]);
-        while (n + 1 < size && (k = read(pipefd[0], buf + n, size - 1 - n)) > 0)
-                n += (size_t) k;
-        buf[n] = '\0';
-        close(pipefd[0]);
-        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-/* ---- GetGuest ---- */
-
-typedef struct GuestView {
-        bool found;
-        char state[32], source[16], uuid[VIR_UUID_STRING_BUFLEN], policy[64], fault[256];
-        uint64_t estimate, target, actual, floor, updated, vmem;
-        bool has_estimate;
-} GuestView;
-
-static int get_guest(GuestView *v) {
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        int r;
-
-        *v = (GuestView) {};
-        if ((r = sd_bus_new(&bus)) < 0 || (r = sd_bus_set_address(bus, bus_address)) < 0 ||
-            (r = sd_bus_set_bus_client(bus, true)) < 0 || (r = sd_bus_start(bus)) < 0)
-                return r;
-        r = sd_bus_call_method(bus, "org.rightsize.Manager1", "/org/rightsize/Manager1", "org.rightsize.Manager1",
-                               "GetGuest", &error, &reply, "s", domain_name);
-        if (r < 0)
-                return r;
-        ck_assert_int_ge(sd_bus_message_enter_container(reply, 'a', "{sv}"), 0);
-        while ((r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
-                const char *key, *contents;
-                ck_assert_int_ge(sd_bus_message_read(reply, "s", &key), 0);
-                ck_assert_int_ge(sd_bus_message_peek_type(reply, NULL, &contents), 0);
-                uint64_t *u = strcmp(key, "estimate") == 0          ? &v->estimate
-                            : strcmp(key, "target") == 0            ? &v->target
-                            : strcmp(key, "actual") == 0            ? &v->actual
-                            : strcmp(key, "floor") == 0             ? &v->floor
-                            : strcmp(key, "updated") == 0           ? &v->updated
-                            : strcmp(key, "virtio-mem-size") == 0   ? &v->vmem
-                                                                    : NULL;
-                char *s = strcmp(key, "state") == 0    ? v->state
-                        : strcmp(key, "source") == 0   ? v->source
-                        : strcmp(key, "uuid") == 0     ? v->uuid
-                        : strcmp(key, "policy") == 0   ? v->policy
-                        : strcmp(key, "fault") == 0    ? v->fault
-                                                       : NULL;
-                size_t s_size = s == v->state ? sizeof(v->state) : s == v->source ? sizeof(v->source)
-                              : s == v->uuid  ? sizeof(v->uuid)  : s == v->policy ? sizeof(v->policy)
-                                                                                   : sizeof(v->fault);
-                if (u && strcmp(contents, "t") == 0) {
-                        ck_assert_int_ge(sd_bus_message_read(reply, "v", "t", u), 0);
-                        if (u == &v->estimate)
-                                v->has_estimate = true;
-                } else if (s && strcmp(contents, "s") == 0) {
-                        const char *value;
-                        ck_assert_int_ge(sd_bus_message_read(reply, "v", "s", &value), 0);
-                        snprintf(s, s_size, "%s", value);
-                } else
-                        ck_assert_int_ge(sd_bus_message_skip(reply, "v"), 0);
-                ck_assert_int_ge(sd_bus_message_exit_container(reply), 0);
-        }
-        v->found = true;
-        return 0;
-}
-
-static void print_view(const char *what, double t0, const GuestView *v, uint64_t truth) {
-        fprintf(stderr, "[%5.1fs] %s: state=%s target=%.0f actual=%.0f estimate=%.0f vmem=%.0f (truth %.0f MiB)%s%s\n",
-                now_sec() - t0, what, v->state, mib(v->target), mib(v->actual), v->has_estimate ? mib(v->estimate) : -1.0,
-                mib(v->vmem), mib(truth), v->fault[0] ? " fault: " : "", v->fault);
-}
-
 /* Whether `rightsizectl --json list` lists the domain `name`; its state and fault in the buffers. */
 static bool ctl_lists(const char *name, char *state, size_t state_size, char *fault, size_t fault_size) {
-        static char out[256 * 1024];
+        CtlRun run = ctl_run(&daemon_fx, "--json", "list");
         json_object *doc, *guests;
         bool found = false;
 
-        ck_assert_int_eq(run_ctl(out, sizeof(out), (const char *const[]) { "--json", "list", NULL }), 0);
-        doc = json_tokener_parse(out);
-        ck_assert_msg(doc, "rightsizectl --json list printed no JSON: %s", out);
+        ck_assert_int_eq(run.code, 0);
+        doc = json_tokener_parse(run.out);
+        ck_assert_msg(doc, "rightsizectl --json list printed no JSON: %s", run.out);
+        ctl_run_done(&run);
         ck_assert(json_object_object_get_ex(doc, "guests", &guests));
         for (size_t i = 0; i < json_object_array_length(guests); i++) {
                 json_object *g = json_object_array_get_idx(guests, i), *n, *source, *value;
@@ -375,7 +158,7 @@ static uint64_t virsh_value(const char *subcommand, const char *key) {
         const char *p;
 
         snprintf(cmd, sizeof(cmd), "virsh -c " URI " %s %s", subcommand, domain_name);
-        out = capture(cmd, NULL);
+        out = e2e_capture(cmd, NULL);
         if (!out)
                 return UINT64_MAX;
         for (p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
@@ -406,39 +189,23 @@ static char *metadata_policy(unsigned flags) {
         return p;
 }
 
-static uint64_t meminfo_value(const char *text, const char *key) {
-        const char *p = strstr(text, key);
-        ck_assert_msg(p, "%s missing", key);
-        return strtoull(p + strlen(key), NULL, 10) * KIB;
+static int read_file_by_agent(void *userdata, const char *path, char **ret) {
+        char message[256] = "";
+        size_t size;
+        int r = libvirt_agent_read_file(userdata, path, ret, &size, message, sizeof(message));
+        if (r < 0)
+                fprintf(stderr, "agent: %s: %s\n", path, message);
+        return r;
 }
 
 /* Working set in balloon terms, less the workload's anonymous set. */
 static uint64_t measure_ground_truth_base(void) {
         virDomainPtr dom = virDomainLookupByName(conn, domain_name);
-        _cleanup_free_ char *meminfo = NULL, *pid = NULL, *status = NULL;
-        char path[64], message[256] = "";
-        uint64_t total, avail, rss_anon, base;
-        size_t size;
+        uint64_t base;
 
         ck_assert_ptr_nonnull(dom);
-        for (int i = 0; i < 60 && !file_contains(console_log, "rs-workload: pass=2 "); i++)
-                sleep(1);
-        ck_assert_msg(file_contains(console_log, "rs-workload: pass=2 "), "the workload did not run");
-        ck_assert_msg(libvirt_agent_read_file(dom, "/proc/meminfo", &meminfo, &size, message, sizeof(message)) == 0,
-                      "agent: %s", message);
-        ck_assert_int_eq(libvirt_agent_read_file(dom, "/run/rs-workload.pid", &pid, &size, message, sizeof(message)), 0);
-        pid[strcspn(pid, "\r\n")] = '\0';
-        snprintf(path, sizeof(path), "/proc/%s/status", pid);
-        ck_assert_int_eq(libvirt_agent_read_file(dom, path, &status, &size, message, sizeof(message)), 0);
+        base = e2e_ground_truth_base(console_log, GUEST_MEM, ANON_MIB, read_file_by_agent, dom);
         virDomainFree(dom);
-
-        total = meminfo_value(meminfo, "MemTotal:");
-        avail = meminfo_value(meminfo, "MemAvailable:");
-        rss_anon = meminfo_value(status, "RssAnon:");
-        ck_assert_uint_ge(rss_anon, (ANON_MIB - 10) * MIB);
-        base = (GUEST_MEM - total) + (total - avail - rss_anon);
-        fprintf(stderr, "ground truth: reserved %.0f + used without the workload %.0f = %.0f MiB, plus %d MiB anon\n",
-                mib(GUEST_MEM - total), mib(total - avail - rss_anon), mib(base), ANON_MIB);
         return base;
 }
 
@@ -446,8 +213,8 @@ static void write_config(void) {
         char text[4096];
         snprintf(text, sizeof(text),
                  "[daemon]\n"
-                 "policy-dir = %s/policies\n"
-                 "state-dir = %s/state\n"
+                 "policy-dir = %s\n"
+                 "state-dir = %s\n"
                  "log-level = debug\n"
                  "host-reserve = 256M\n"
                  "read-group =\n"
@@ -461,84 +228,77 @@ static void write_config(void) {
                  "uri = " URI "\n"
                  "manage-all = no\n"
                  "agent = yes\n",
-                 tmpdir, tmpdir, domain_name, tmpdir);
-        write_file(config_path, text);
+                 daemon_fx.policy_dir, daemon_fx.state_dir, domain_name, daemon_fx.dir);
+        test_write_file(daemon_fx.config_path, text);
 }
 
 static void setup_all(void) {
-        char path[PATH_MAX];
-
         signal(SIGINT, on_signal);
         signal(SIGTERM, on_signal);
-        snprintf(tmpdir, sizeof(tmpdir), "/tmp/rs-dl-XXXXXX");
-        ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+        atexit(teardown_all);
+        ck_assert_int_eq(bus_fixture_start(&bus, BUS_POLICY_OPEN), 0);
+        daemon_fixture_init(&daemon_fx, &bus);
         snprintf(domain_name, sizeof(domain_name), "rightsize-e2e-%d", (int) getpid());
         snprintf(skipped_name, sizeof(skipped_name), "rightsize-e2e-%d-noballoon", (int) getpid());
-        snprintf(path, sizeof(path), "%s/policies", tmpdir);
-        ck_assert_int_eq(mkdir(path, 0755), 0);
         /* As test-daemon-real-guest.c, a short hold to converge in minutes, but a 2 s interval:
          * through libvirt the agent read takes several round trips, and a busy host slows the
          * balloon of a TCG guest. */
-        snprintf(path, sizeof(path), "%s/policies/test.conf", tmpdir);
-        write_file(path, "[policy]\nmatch = rightsize-e2e-*\npoll-interval = 2s\nfloor = 256M\nhold-time = 15s\n"
-                         "probe-step-max = 10%\nrefault-sensitivity = medium\nchange-cap-percent = 50%\n");
+        daemon_fixture_write_policy(&daemon_fx, "test",
+                                    "[policy]\nmatch = rightsize-e2e-*\npoll-interval = 2s\nfloor = 256M\n"
+                                    "hold-time = 15s\nprobe-step-max = 10%\nrefault-sensitivity = medium\n"
+                                    "change-cap-percent = 50%\n");
         /* The same, moving virtio-mem for coarse changes. */
-        snprintf(path, sizeof(path), "%s/policies/test-vmem.conf", tmpdir);
-        write_file(path, "[policy]\npoll-interval = 2s\nfloor = 256M\nhold-time = 15s\n"
-                         "probe-step-max = 10%\nrefault-sensitivity = medium\nchange-cap-percent = 50%\n"
-                         "actuator = both\n");
-        snprintf(config_path, sizeof(config_path), "%s/rightsized.conf", tmpdir);
-        snprintf(daemon_log, sizeof(daemon_log), "%s/rightsized.log", tmpdir);
-        snprintf(console_log, sizeof(console_log), "%s/console.log", tmpdir);
+        daemon_fixture_write_policy(&daemon_fx, "test-vmem",
+                                    "[policy]\npoll-interval = 2s\nfloor = 256M\nhold-time = 15s\n"
+                                    "probe-step-max = 10%\nrefault-sensitivity = medium\nchange-cap-percent = 50%\n"
+                                    "actuator = both\n");
+        snprintf(console_log, sizeof(console_log), "%s/console.log", daemon_fx.dir);
         write_config();
-        atexit(teardown_all);
-        start_bus();
 }
 
 START_TEST(test_daemon_libvirt) {
         _cleanup_free_ char *xml = NULL;
-        static char out[256 * 1024];
         char cmd[8192];
         virDomainPtr dom;
         GuestView v;
-        double t0 = now_sec(), t;
+        double t0 = e2e_now_sec(), t;
         off_t restart_offset;
         uint64_t truth, kib;
         bool ok;
-        int status;
+        int status, r;
 
         snprintf(cmd, sizeof(cmd), "%s/contrib/libvirt-setup", top_srcdir);
         ck_assert_msg(run(cmd) == 0, "contrib/libvirt-setup failed");
         conn = virConnectOpen(URI);
         ck_assert_ptr_nonnull(conn);
-        fprintf(stderr, "[%5.1fs] libvirtd up\n", now_sec() - t0);
+        fprintf(stderr, "[%5.1fs] libvirtd up\n", e2e_now_sec() - t0);
 
         snprintf(cmd, sizeof(cmd),
                  /* deflate-on-oom off, as in test-daemon-real-guest.c: the guest does not push back. */
                  "truncate -s 384M %s/swap.img && %s/contrib/guest-domain-xml --name %s --policy test --no-autodeflate "
                  "--swap-image %s/swap.img --console-log %s --mem 1024M "
                  "--workload '--anon-mib %d --sleep-ms 500'",
-                 tmpdir, top_srcdir, domain_name, tmpdir, console_log, ANON_MIB);
-        xml = capture(cmd, &status);
+                 daemon_fx.dir, top_srcdir, domain_name, daemon_fx.dir, console_log, ANON_MIB);
+        xml = e2e_capture(cmd, &status);
         ck_assert_msg(xml && status == 0, "guest-domain-xml failed");
         dom = virDomainDefineXML(conn, xml);
         ck_assert_msg(dom, "define: %s", virGetLastErrorMessage());
         ck_assert_int_eq(virDomainGetUUIDString(dom, uuid), 0);
 
         /* The daemon first, the domain after: it must come from the lifecycle event. */
-        start_daemon();
-        for (int i = 0; i < 100 && !file_contains(daemon_log, "libvirt: connected to"); i++)
+        daemon_fixture_start(&daemon_fx);
+        for (int i = 0; i < 100 && !file_contains(daemon_fx.log_path, "libvirt: connected to"); i++)
                 usleep(100 * 1000);
-        ck_assert_msg(file_contains(daemon_log, "libvirt: connected to"), "the daemon did not connect to libvirt");
-        ck_assert(get_guest(&v) < 0);
-        t = now_sec();
+        ck_assert_msg(file_contains(daemon_fx.log_path, "libvirt: connected to"), "the daemon did not connect to libvirt");
+        ck_assert_int_eq(e2e_get_guest(&daemon_fx, domain_name, &v), -ENOENT);
+        t = e2e_now_sec();
         ck_assert_msg(virDomainCreate(dom) == 0, "start: %s", virGetLastErrorMessage());
         virDomainFree(dom);
-        for (int i = 0; i < 100 && (get_guest(&v) < 0 || strcmp(v.state, "connecting") == 0); i++)
+        for (int i = 0; i < 100 && ((r = e2e_get_guest(&daemon_fx, domain_name, &v)) < 0 || strcmp(v.state, "connecting") == 0); i++)
                 usleep(100 * 1000);
-        ck_assert_msg(v.found, "the started domain did not show up");
-        fprintf(stderr, "[%5.1fs] picked up %.2f s after the start: state %s, policy %s\n", now_sec() - t0,
-                now_sec() - t, v.state, v.policy);
+        ck_assert_msg(r == 0, "the started domain did not show up");
+        fprintf(stderr, "[%5.1fs] picked up %.2f s after the start: state %s, policy %s\n", e2e_now_sec() - t0,
+                e2e_now_sec() - t, v.state, v.policy);
         ck_assert_str_eq(v.source, "libvirt");
         ck_assert_str_eq(v.uuid, uuid);
         ck_assert_str_eq(v.policy, "test");
@@ -547,22 +307,22 @@ START_TEST(test_daemon_libvirt) {
         /* disable: the metadata goes (live and persistent), and so does the guest. The test
          * then lets the guest boot and its workload settle, as test-daemon-real-guest.c does
          * before it starts its daemon: the refaults of a booting guest are not its baseline. */
-        ck_assert_int_eq(run_ctl(out, sizeof(out), (const char *const[]) { "disable", domain_name, NULL }), 0);
+        ck_assert_int_eq(ctl_code(&daemon_fx, "disable", domain_name), 0);
         ck_assert_ptr_null(metadata_policy(VIR_DOMAIN_AFFECT_LIVE));
         ck_assert_ptr_null(metadata_policy(VIR_DOMAIN_AFFECT_CONFIG));
         for (int i = 0; i < 50 && ctl_lists_domain(); i++)
                 usleep(100 * 1000);
         ck_assert_msg(!ctl_lists_domain(), "still listed after disable");
-        ck_assert_int_eq(run_ctl(out, sizeof(out), (const char *const[]) { "enable", domain_name, "--policy", "nosuch", NULL }),
+        ck_assert_int_eq(ctl_code(&daemon_fx, "enable", domain_name, "--policy", "nosuch"),
                          2);
-        ck_assert_int_eq(run_ctl(out, sizeof(out), (const char *const[]) { "enable", "no-such-domain", NULL }), 3);
+        ck_assert_int_eq(ctl_code(&daemon_fx, "enable", "no-such-domain"), 3);
         truth = measure_ground_truth_base() + ANON_MIB * MIB;
         /* What the daemon saved of those first seconds goes too: a fresh start. */
-        snprintf(cmd, sizeof(cmd), "%s/state/%s.json", tmpdir, domain_name);
+        snprintf(cmd, sizeof(cmd), "%s/%s.json", daemon_fx.state_dir, domain_name);
         (void) unlink(cmd);
 
         /* enable: back, live and persistent. */
-        ck_assert_int_eq(run_ctl(out, sizeof(out), (const char *const[]) { "enable", domain_name, "--policy", "test", NULL }),
+        ck_assert_int_eq(ctl_code(&daemon_fx, "enable", domain_name, "--policy", "test"),
                          0);
         {
                 _cleanup_free_ char *live = metadata_policy(VIR_DOMAIN_AFFECT_LIVE);
@@ -570,27 +330,18 @@ START_TEST(test_daemon_libvirt) {
                 ck_assert_str_eq(live, "test");
                 ck_assert_str_eq(config, "test");
         }
-        for (int i = 0; i < 50 && (get_guest(&v) < 0 || strcmp(v.state, "connecting") == 0); i++)
+        for (int i = 0; i < 50 && ((r = e2e_get_guest(&daemon_fx, domain_name, &v)) < 0 || strcmp(v.state, "connecting") == 0); i++)
                 usleep(100 * 1000);
-        ck_assert(v.found);
+        ck_assert_int_eq(r, 0);
         ck_assert_str_eq(v.policy, "test");
 
         /* Convergence. */
-        double t_conv = now_sec();
-        ok = false;
-        while (!ok && now_sec() < t_conv + 240) {
-                if (get_guest(&v) == 0) {
-                        print_view("converging", t0, &v, truth);
-                        ok = v.has_estimate && within(v.estimate, truth, 0.15) && strcmp(v.state, "hold") == 0 &&
-                             within(v.actual, v.target, 0.03);
-                }
-                if (!ok)
-                        sleep(2);
-        }
-        ck_assert_msg(ok, "no convergence within 15 %% of %.0f MiB", mib(truth));
+        double t_conv = e2e_now_sec();
+        ck_assert_msg(e2e_wait_converged(&daemon_fx, domain_name, truth, 240, t0, &v, "converging"),
+                      "no convergence within 15 %% of %.0f MiB", mib(truth));
         fprintf(stderr, "converged %.0f s after the ground truth: estimate %.0f MiB vs truth %.0f MiB (%+.1f %%), "
                         "target %.0f, actual %.0f\n",
-                now_sec() - t_conv, mib(v.estimate), mib(truth),
+                e2e_now_sec() - t_conv, mib(v.estimate), mib(truth),
                 100.0 * ((double) v.estimate - (double) truth) / (double) truth, mib(v.target), mib(v.actual));
         ck_assert(v.target < GUEST_MEM - 64 * MIB);
 
@@ -599,7 +350,7 @@ START_TEST(test_daemon_libvirt) {
         for (int i = 0; i < 10 && !ok; i++) {
                 uint64_t actual_kib = virsh_value("dommemstat", "actual ");
                 uint64_t used_kib = virsh_value("dominfo", "Used memory:");
-                ck_assert(get_guest(&v) == 0);
+                ck_assert(e2e_get_guest(&daemon_fx, domain_name, &v) == 0);
                 fprintf(stderr, "virsh: dommemstat actual %.0f MiB, dominfo used %.0f MiB; daemon actual %.0f MiB\n",
                         (double) actual_kib / 1024, (double) used_kib / 1024, mib(v.actual));
                 ok = actual_kib != UINT64_MAX && used_kib != UINT64_MAX && within(actual_kib * KIB, v.actual, 0.02) &&
@@ -612,74 +363,74 @@ START_TEST(test_daemon_libvirt) {
 
         /* Over to a policy that uses virtio-mem: a new guest size (boot memory plus the device),
          * so the domain is let go and taken on again. */
-        ck_assert_int_eq(run_ctl(out, sizeof(out), (const char *const[]) { "disable", domain_name, NULL }), 0);
+        ck_assert_int_eq(ctl_code(&daemon_fx, "disable", domain_name), 0);
         for (int i = 0; i < 50 && ctl_lists_domain(); i++)
                 usleep(100 * 1000);
         ck_assert_msg(!ctl_lists_domain(), "still listed after disable");
         ck_assert_int_eq(
-                run_ctl(out, sizeof(out), (const char *const[]) { "enable", domain_name, "--policy", "test-vmem", NULL }), 0);
+                ctl_code(&daemon_fx, "enable", domain_name, "--policy", "test-vmem"), 0);
         {
                 _cleanup_free_ char *live = metadata_policy(VIR_DOMAIN_AFFECT_LIVE);
                 _cleanup_free_ char *config = metadata_policy(VIR_DOMAIN_AFFECT_CONFIG);
                 ck_assert_str_eq(live, "test-vmem");
                 ck_assert_str_eq(config, "test-vmem");
         }
-        for (int i = 0; i < 50 && (get_guest(&v) < 0 || strcmp(v.state, "connecting") == 0); i++)
+        for (int i = 0; i < 50 && ((r = e2e_get_guest(&daemon_fx, domain_name, &v)) < 0 || strcmp(v.state, "connecting") == 0); i++)
                 usleep(100 * 1000);
-        ck_assert(v.found);
+        ck_assert_int_eq(r, 0);
         ck_assert_str_eq(v.policy, "test-vmem");
 
         /* A floor above the boot memory: only virtio-mem can meet it, the live XML shows it. */
-        ck_assert_int_eq(run_ctl(out, sizeof(out), (const char *const[]) { "set", domain_name, "floor=1200M", NULL }), 0);
-        t = now_sec();
+        ck_assert_int_eq(ctl_code(&daemon_fx, "set", domain_name, "floor=1200M"), 0);
+        t = e2e_now_sec();
         uint64_t requested = 0;
-        while (now_sec() < t + 40 && (requested = live_vmem_requested()) < VMEM_FLOOR - GUEST_MEM) {
-                if (get_guest(&v) == 0)
-                        print_view("virtio-mem", t0, &v, truth);
+        while (e2e_now_sec() < t + 40 && (requested = live_vmem_requested()) < VMEM_FLOOR - GUEST_MEM) {
+                if (e2e_get_guest(&daemon_fx, domain_name, &v) == 0)
+                        e2e_print_view("virtio-mem", t0, &v, truth);
                 sleep(1);
         }
         ck_assert_msg(requested >= VMEM_FLOOR - GUEST_MEM, "virtio-mem requested %.0f MiB in the live XML",
                       mib(requested));
         ck_assert_uint_eq(requested % (2 * MIB), 0);
-        fprintf(stderr, "[%5.1fs] virtio-mem requested %.0f MiB in the live XML after %.1f s\n", now_sec() - t0,
-                mib(requested), now_sec() - t);
+        fprintf(stderr, "[%5.1fs] virtio-mem requested %.0f MiB in the live XML after %.1f s\n", e2e_now_sec() - t0,
+                mib(requested), e2e_now_sec() - t);
         /* The guest gets the floor, no more: boot memory (the balloon) plus the plugged part. */
         ok = false;
         for (int i = 0; i < 30 && !ok; i++) {
                 sleep(1);
-                ok = get_guest(&v) == 0 && v.vmem >= VMEM_FLOOR - GUEST_MEM && within(v.actual, VMEM_FLOOR, 0.02);
+                ok = e2e_get_guest(&daemon_fx, domain_name, &v) == 0 && v.vmem >= VMEM_FLOOR - GUEST_MEM && within(v.actual, VMEM_FLOOR, 0.02);
         }
-        print_view("virtio-mem", t0, &v, truth);
+        e2e_print_view("virtio-mem", t0, &v, truth);
         ck_assert_msg(ok, "the guest did not settle at the floor (virtio-mem %.0f MiB, actual %.0f MiB)", mib(v.vmem),
                       mib(v.actual));
         ck_assert_uint_le(v.target, VMEM_FLOOR + 64 * MIB);
         kib = virsh_value("dominfo", "Used memory:");
         ck_assert_msg(within(kib * KIB, VMEM_FLOOR, 0.02), "dominfo: %" PRIu64 " KiB", kib);
-        ck_assert_int_eq(run_ctl(out, sizeof(out), (const char *const[]) { "set", domain_name, "floor=0", NULL }), 0);
+        ck_assert_int_eq(ctl_code(&daemon_fx, "set", domain_name, "floor=0"), 0);
         ck_assert_uint_eq(libvirt_problems(0, NULL), 0);
 
         /* libvirtd restarts: the daemon reconnects and carries on. */
-        restart_offset = file_size(daemon_log);
-        t = now_sec();
+        restart_offset = file_size(daemon_fx.log_path);
+        t = e2e_now_sec();
         virConnectClose(conn);
         snprintf(cmd, sizeof(cmd), "%s/contrib/libvirt-setup --restart --no-install", top_srcdir);
         ck_assert_msg(run(cmd) == 0, "libvirt-setup --restart failed");
         conn = virConnectOpen(URI);
         ck_assert_ptr_nonnull(conn);
-        ck_assert(get_guest(&v) == 0);
+        ck_assert(e2e_get_guest(&daemon_fx, domain_name, &v) == 0);
         uint64_t updated = v.updated;
         ok = false;
         for (int i = 0; i < 60 && !ok; i++) {
                 sleep(1);
-                ok = get_guest(&v) == 0 && v.updated > updated && !v.fault[0] && strcmp(v.state, "faulty") != 0 &&
+                ok = e2e_get_guest(&daemon_fx, domain_name, &v) == 0 && v.updated > updated && !v.fault[0] && strcmp(v.state, "faulty") != 0 &&
                      strcmp(v.state, "connecting") != 0;
         }
-        print_view("after the restart", t0, &v, truth);
+        e2e_print_view("after the restart", t0, &v, truth);
         ck_assert_msg(ok, "the daemon did not carry on after the libvirtd restart");
-        fprintf(stderr, "[%5.1fs] carrying on %.1f s after the libvirtd restart\n", now_sec() - t0, now_sec() - t);
+        fprintf(stderr, "[%5.1fs] carrying on %.1f s after the libvirtd restart\n", e2e_now_sec() - t0, e2e_now_sec() - t);
         /* The normal path again from here. */
-        off_t normal_offset = file_size(daemon_log);
-        ck_assert_msg(file_contains(daemon_log, "connection to " URI " closed"), "the daemon did not see libvirtd go");
+        off_t normal_offset = file_size(daemon_fx.log_path);
+        ck_assert_msg(file_contains(daemon_fx.log_path, "connection to " URI " closed"), "the daemon did not see libvirtd go");
         /* While libvirtd is away: the close, a reconnect before it listens again, a call that
          * raced the close, and the guest's fault meanwhile. Nothing else. */
         ck_assert_uint_eq(libvirt_problems(restart_offset,
@@ -704,14 +455,14 @@ START_TEST(test_daemon_libvirt) {
 
                 snprintf(cmd, sizeof(cmd), "%s/contrib/guest-domain-xml --name %s --policy test --no-balloon --vmem-size 0",
                          top_srcdir, skipped_name);
-                skipped_xml = capture(cmd, &status);
+                skipped_xml = e2e_capture(cmd, &status);
                 ck_assert_msg(skipped_xml && status == 0, "guest-domain-xml --no-balloon failed");
                 dom = virDomainDefineXML(conn, skipped_xml);
                 ck_assert_msg(dom, "define: %s", virGetLastErrorMessage());
                 ck_assert_msg(virDomainCreate(dom) == 0, "start: %s", virGetLastErrorMessage());
                 for (int i = 0; i < 50 && !ctl_lists(skipped_name, state, sizeof(state), fault, sizeof(fault)); i++)
                         usleep(100 * 1000);
-                fprintf(stderr, "[%5.1fs] %s: state %s, fault \"%s\"\n", now_sec() - t0, skipped_name, state, fault);
+                fprintf(stderr, "[%5.1fs] %s: state %s, fault \"%s\"\n", e2e_now_sec() - t0, skipped_name, state, fault);
                 ck_assert_str_eq(state, "faulty");
                 ck_assert_msg(strstr(fault, "skipped") && strstr(fault, "balloon"), "fault: %s", fault);
                 ck_assert_int_eq(virDomainDestroy(dom), 0);
@@ -723,12 +474,10 @@ START_TEST(test_daemon_libvirt) {
         }
 
         /* SIGTERM: a clean exit. */
-        ck_assert_int_eq(kill(daemon_pid, SIGTERM), 0);
-        ck_assert_int_eq(waitpid(daemon_pid, &status, 0), daemon_pid);
-        daemon_pid = -1;
+        status = daemon_fixture_stop(&daemon_fx, SIGTERM);
         ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
         ck_assert_uint_eq(libvirt_problems(normal_offset, NULL), 0);
-        fprintf(stderr, "[%5.1fs] total\n", now_sec() - t0);
+        fprintf(stderr, "[%5.1fs] total\n", e2e_now_sec() - t0);
 }
 END_TEST
 
@@ -737,11 +486,8 @@ static void quiet_error(void *userdata _unused_, virErrorPtr error _unused_) {
 
 int main(void) {
         Suite *s = suite_create("daemon-libvirt");
-        TCase *tc = tcase_create("real-libvirtd");
-        int failed;
 
         top_srcdir = getenv("top_srcdir") ?: ".";
-        top_builddir = getenv("top_builddir") ?: ".";
         if (getuid() != 0) {
                 /* libvirtd, qemu.conf and the libvirt-qemu user need root; CI runs as root. */
                 fprintf(stderr, "test-daemon-libvirt: needs root\n");
@@ -758,17 +504,6 @@ int main(void) {
                 fprintf(stderr, "test-daemon-libvirt: cannot lock %s: %m\n", LIBVIRT_TEST_LOCK);
                 return EXIT_FAILURE;
         }
-        tcase_add_unchecked_fixture(tc, setup_all, teardown_all);
-        tcase_set_timeout(tc, 600);
-        tcase_add_test(tc, test_daemon_libvirt);
-        suite_add_tcase(s, tc);
-
-        SRunner *sr = srunner_create(s);
         /* No fork: the daemon, the bus and libvirtd must be cleaned up whatever failed. */
-        srunner_set_fork_status(sr, CK_NOFORK);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        teardown_all();
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return e2e_run_suite(s, "real-libvirtd", test_daemon_libvirt, setup_all, teardown_all, 600);
 }

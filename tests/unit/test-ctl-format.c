@@ -11,6 +11,7 @@
 
 #include "common/macro.h"
 #include "daemon/ctl-format.h"
+#include "tests/unit/check-run.h"
 
 static char *capture_begin(FILE **f, size_t *size, char **buf) {
         *f = open_memstream(buf, size);
@@ -261,9 +262,6 @@ END_TEST
 int main(void) {
         Suite *s = suite_create("ctl-format");
         TCase *tc = tcase_create("format");
-        SRunner *sr;
-        int failed;
-
         tcase_add_test(tc, test_sanitize);
         tcase_add_test(tc, test_sizes);
         tcase_add_test(tc, test_table_alignment_hostile_names);
@@ -272,9 +270,5 @@ int main(void) {
         tcase_add_test(tc, test_json_shape);
         tcase_add_test(tc, test_details);
         suite_add_tcase(s, tc);
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return check_run_suite(s);
 }

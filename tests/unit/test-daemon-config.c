@@ -10,6 +10,7 @@
 #include "common/macro.h"
 #include "daemon/config.h"
 #include "tests/unit/test-daemon-util.h"
+#include "tests/unit/check-run.h"
 
 static char *dir, *path;
 
@@ -392,9 +393,6 @@ END_TEST
 int main(void) {
         Suite *s = suite_create("daemon-config");
         TCase *tc = tcase_create("config");
-        SRunner *sr;
-        int failed;
-
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, test_defaults_printed);
         tcase_add_test(tc, test_parse_every_key);
@@ -409,9 +407,5 @@ int main(void) {
         tcase_add_test(tc, test_shipped_example);
         suite_add_tcase(s, tc);
 
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return check_run_suite(s);
 }

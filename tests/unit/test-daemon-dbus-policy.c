@@ -24,6 +24,7 @@
 #include "common/macro.h"
 #include "tests/integration/bus-fixture.h"
 #include "tests/unit/test-daemon-util.h"
+#include "tests/unit/check-run.h"
 
 #define NAME "org.rightsize.Manager1"
 #define PATH "/org/rightsize/Manager1"
@@ -220,17 +221,10 @@ END_TEST
 int main(void) {
         Suite *s = suite_create("daemon-dbus-policy");
         TCase *tc = tcase_create("dbus-policy");
-        SRunner *sr;
-        int failed;
-
         tcase_add_checked_fixture(tc, NULL, teardown);
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, test_policy_enforced);
         suite_add_tcase(s, tc);
 
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return check_run_suite(s);
 }

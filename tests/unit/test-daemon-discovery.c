@@ -15,6 +15,7 @@
 #include "daemon/discovery.h"
 #include "daemon/log.h"
 #include "tests/unit/test-daemon-util.h"
+#include "tests/unit/check-run.h"
 
 #define MAX_EVENTS 64
 #define LOOP_ITERATIONS_MAX 200
@@ -347,9 +348,6 @@ END_TEST
 int main(void) {
         Suite *s = suite_create("daemon-discovery");
         TCase *tc = tcase_create("discovery");
-        SRunner *sr;
-        int failed;
-
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, test_initial_scan);
@@ -363,9 +361,5 @@ int main(void) {
         tcase_add_test(tc, test_many_sockets);
         suite_add_tcase(s, tc);
 
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return check_run_suite(s);
 }

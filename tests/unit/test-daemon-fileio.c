@@ -14,6 +14,7 @@
 #include "common/macro.h"
 #include "daemon/fileio.h"
 #include "tests/unit/test-daemon-util.h"
+#include "tests/unit/check-run.h"
 
 static char *dir;
 
@@ -153,9 +154,6 @@ END_TEST
 int main(void) {
         Suite *s = suite_create("daemon-fileio");
         TCase *tc = tcase_create("fileio");
-        SRunner *sr;
-        int failed;
-
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, test_write_and_replace);
         tcase_add_test(tc, test_write_errors);
@@ -163,9 +161,5 @@ int main(void) {
         tcase_add_test(tc, test_read_capped);
         suite_add_tcase(s, tc);
 
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return check_run_suite(s);
 }

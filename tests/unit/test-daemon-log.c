@@ -13,6 +13,7 @@
 #include "common/macro.h"
 #include "daemon/log.h"
 #include "tests/unit/test-daemon-util.h"
+#include "tests/unit/check-run.h"
 
 static void setup(void) {
         unsetenv("JOURNAL_STREAM");
@@ -289,9 +290,6 @@ END_TEST
 int main(void) {
         Suite *s = suite_create("daemon-log");
         TCase *tc = tcase_create("log");
-        SRunner *sr;
-        int failed;
-
         tcase_add_checked_fixture(tc, setup, NULL);
         tcase_add_test(tc, test_stderr_format);
         tcase_add_test(tc, test_level_filter);
@@ -302,9 +300,5 @@ int main(void) {
         tcase_add_test(tc, test_journal_fields);
         suite_add_tcase(s, tc);
 
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return check_run_suite(s);
 }

@@ -11,6 +11,7 @@
 #include "common/macro.h"
 #include "daemon/metrics.h"
 #include "tests/unit/test-daemon-util.h"
+#include "tests/unit/check-run.h"
 
 static char *format(const MetricsGuest *g, size_t n, const MetricsHost *h) {
         char *buf = NULL;
@@ -221,9 +222,6 @@ END_TEST
 int main(void) {
         Suite *s = suite_create("daemon-metrics");
         TCase *tc = tcase_create("metrics");
-        SRunner *sr;
-        int failed;
-
         tcase_add_test(tc, test_exact_output);
         tcase_add_test(tc, test_no_guests);
         tcase_add_test(tc, test_label_escaping);
@@ -231,9 +229,5 @@ int main(void) {
         tcase_add_test(tc, test_write_metrics_file);
         suite_add_tcase(s, tc);
 
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return check_run_suite(s);
 }

@@ -13,6 +13,7 @@
 #include "daemon/log.h"
 #include "daemon/notify.h"
 #include "tests/unit/test-daemon-util.h"
+#include "tests/unit/check-run.h"
 
 static char *dir;
 static int notify_fd = -1;
@@ -188,9 +189,6 @@ END_TEST
 int main(void) {
         Suite *s = suite_create("daemon-notify");
         TCase *tc = tcase_create("notify");
-        SRunner *sr;
-        int failed;
-
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, test_status_text);
@@ -200,9 +198,5 @@ int main(void) {
         tcase_add_test(tc, test_watchdog_floating);
         suite_add_tcase(s, tc);
 
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return check_run_suite(s);
 }

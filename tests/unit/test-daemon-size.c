@@ -7,6 +7,7 @@
 
 #include "common/macro.h"
 #include "daemon/size.h"
+#include "tests/unit/check-run.h"
 
 static uint64_t size_ok(const char *s) {
         uint64_t v = 0;
@@ -138,9 +139,6 @@ END_TEST
 int main(void) {
         Suite *s = suite_create("daemon-size");
         TCase *tc = tcase_create("size");
-        SRunner *sr;
-        int failed;
-
         tcase_add_test(tc, test_parse_size_units);
         tcase_add_test(tc, test_parse_size_rejects);
         tcase_add_test(tc, test_parse_size_spec);
@@ -148,9 +146,5 @@ int main(void) {
         tcase_add_test(tc, test_format_human);
         suite_add_tcase(s, tc);
 
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return check_run_suite(s);
 }

@@ -15,6 +15,7 @@
 #include "daemon/log.h"
 #include "daemon/state-file.h"
 #include "tests/unit/test-daemon-util.h"
+#include "tests/unit/check-run.h"
 
 static char *dir;
 
@@ -384,9 +385,6 @@ END_TEST
 int main(void) {
         Suite *s = suite_create("daemon-state-file");
         TCase *tc = tcase_create("state-file");
-        SRunner *sr;
-        int failed;
-
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_set_timeout(tc, 120);
         tcase_add_test(tc, test_round_trip);
@@ -398,9 +396,5 @@ int main(void) {
         tcase_add_test(tc, test_remove);
         suite_add_tcase(s, tc);
 
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return check_run_suite(s);
 }

@@ -8,6 +8,7 @@
 
 #include "common/macro.h"
 #include "tests/model/scenario.h"
+#include "tests/unit/check-run.h"
 
 #define SEEDS 200
 #define TOLERANCE 0.10
@@ -87,10 +88,5 @@ int main(void) {
         tcase_set_timeout(tc, 600);
         tcase_add_loop_test(tc, test_property, 0, _SCENARIO_MAX);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_NOFORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return check_run_suite_nofork(s);
 }

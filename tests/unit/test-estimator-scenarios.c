@@ -14,6 +14,7 @@
 #include "common/macro.h"
 #include "policies/actuation.h"
 #include "tests/model/scenario.h"
+#include "tests/unit/check-run.h"
 
 #define TOLERANCE 0.10
 
@@ -364,10 +365,5 @@ int main(void) {
         tcase_add_test(tc, test_probe_through_dead_band);
         tcase_add_test(tc, test_swapin_after_emergency_is_not_growth);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_NOFORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return check_run_suite_nofork(s);
 }

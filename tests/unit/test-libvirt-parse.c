@@ -7,6 +7,7 @@
 
 #include "common/macro.h"
 #include "daemon/libvirt-parse.h"
+#include "tests/unit/check-run.h"
 
 static const char domain_xml[] =
         "<domain type='qemu' id='3'>\n"
@@ -288,9 +289,6 @@ END_TEST
 int main(void) {
         Suite *s = suite_create("libvirt-parse");
         TCase *tc = tcase_create("pure");
-        SRunner *sr;
-        int failed;
-
         tcase_add_test(tc, test_domain_xml);
         tcase_add_test(tc, test_skip_reasons);
         tcase_add_test(tc, test_garbage_xml);
@@ -300,9 +298,5 @@ int main(void) {
         tcase_add_test(tc, test_stats_map);
         tcase_add_test(tc, test_agent_replies);
         suite_add_tcase(s, tc);
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? 0 : 1;
+        return check_run_suite(s);
 }

@@ -13,6 +13,7 @@
 #include "qmp/qmp-client.h"
 #include "qmp/qmp-sync.h"
 #include "tests/unit/fake-qmp-peer.h"
+#include "tests/unit/check-run.h"
 
 #define SHORT_TIMEOUT (50 * USEC_PER_MSEC)
 
@@ -997,11 +998,5 @@ static Suite *qmp_client_suite(void) {
 }
 
 int main(void) {
-        SRunner *sr = srunner_create(qmp_client_suite());
-        int failed;
-
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return check_run_suite(qmp_client_suite());
 }

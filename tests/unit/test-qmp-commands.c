@@ -13,6 +13,7 @@
 #include "qmp/qmp-events.h"
 #include "qmp/qmp-sync.h"
 #include "tests/unit/fake-qmp-peer.h"
+#include "tests/unit/check-run.h"
 
 static sd_event *e;
 static QmpClient *c;
@@ -867,11 +868,5 @@ static Suite *qmp_commands_suite(void) {
 }
 
 int main(void) {
-        SRunner *sr = srunner_create(qmp_commands_suite());
-        int failed;
-
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return check_run_suite(qmp_commands_suite());
 }

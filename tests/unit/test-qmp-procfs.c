@@ -8,6 +8,7 @@
 
 #include "common/macro.h"
 #include "qmp/guest-procfs.h"
+#include "tests/unit/check-run.h"
 
 /* Excerpt of a 6.1 guest's /proc/vmstat, including keys that look like ours but are not. */
 static const char vmstat_61[] =
@@ -405,11 +406,5 @@ static Suite *procfs_suite(void) {
 }
 
 int main(void) {
-        SRunner *sr = srunner_create(procfs_suite());
-        int failed;
-
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return check_run_suite(procfs_suite());
 }

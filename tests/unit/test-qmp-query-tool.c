@@ -17,6 +17,7 @@
 
 #include "common/macro.h"
 #include "tests/unit/fake-qmp-peer.h"
+#include "tests/unit/check-run.h"
 
 typedef void (*script_fn)(FakePeer *p);
 
@@ -356,11 +357,5 @@ static Suite *tool_suite(void) {
 }
 
 int main(void) {
-        SRunner *sr = srunner_create(tool_suite());
-        int failed;
-
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return check_run_suite(tool_suite());
 }
