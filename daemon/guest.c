@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,8 @@
 #define RECONNECT_MIN_USEC (1 * USEC_PER_SEC)
 #define RECONNECT_MAX_USEC (30 * USEC_PER_SEC)
 #define AGENT_RECONNECT_USEC (10 * USEC_PER_SEC)
+/* Connected this long and never synced: the agent hangs (or none runs behind the socket). */
+#define AGENT_SILENT_USEC (2 * QGA_DEFAULT_SYNC_TIMEOUT_USEC)
 #define HANDSHAKE_TIMEOUT_USEC (5 * USEC_PER_SEC)
 /* A balloon that moved less than this over STALL_CYCLES cycles while away from its target has
  * stopped: the guest cannot give more (or take back) right now. */
@@ -312,6 +315,41 @@ static bool guest_check_stall(Guest *g, uint64_t now) {
         return true;
 }
 
+static void on_dimm_added(QmpClient *c, const QmpReply *reply, void *userdata) {
+        Guest *g = userdata;
+        (void) c;
+        if (reply->error >= 0)
+                return;
+        /* Counted when sent; a refused DIMM is not retried (slot size or maxmem do not fit). */
+        log_guest_warning_errno(g->name, guest_state_string(g), reply->error, "DIMM hotplug failed: %s; no more DIMMs",
+                                reply->error_desc ?: "unknown error");
+        g->dimm_count = g->dimm_count > 0 ? g->dimm_count - 1 : 0;
+        g->dimm_bytes = g->dimm_bytes >= g->dimm_slot_bytes ? g->dimm_bytes - g->dimm_slot_bytes : 0;
+        g->dimm_slot_bytes = 0;
+}
+
+/* DIMMs are only ever added: unplugging needs the guest's cooperation and often fails (the
+ * memory holds unmovable pages); the balloon gives back what is not needed. */
+static void guest_add_dimm(Guest *g) {
+        char dev[32], mem[32], b[FORMAT_SIZE_MAX];
+        int r;
+
+        if (g->dimm_slot_bytes == 0 || g->dimm_count >= g->mem_slots)
+                return;
+        snprintf(dev, sizeof(dev), "rs-dimm%u", g->dimm_next_id);
+        snprintf(mem, sizeof(mem), "rs-mem%u", g->dimm_next_id);
+        r = qmp_dimm_add(g->qmp, dev, mem, g->dimm_slot_bytes, command_timeout(g), on_dimm_added, g);
+        if (r < 0) {
+                log_guest_warning_errno(g->name, guest_state_string(g), r, "DIMM hotplug: %m");
+                return;
+        }
+        g->dimm_next_id++;
+        g->dimm_count++;
+        g->dimm_bytes += g->dimm_slot_bytes;
+        log_guest_info(g->name, guest_state_string(g), "Hot-plugging DIMM %s of %s", dev,
+                       fmt_size(b, sizeof(b), g->dimm_slot_bytes));
+}
+
 static void guest_actuate(Guest *g, uint64_t target, bool urgent, uint64_t now) {
         RsActuationPlan plan;
         char b1[FORMAT_SIZE_MAX], b2[FORMAT_SIZE_MAX];
@@ -334,6 +372,13 @@ static void guest_actuate(Guest *g, uint64_t target, bool urgent, uint64_t now) 
                 .vmem_max = g->vmem_id && g->policy.actuator != RS_ACTUATOR_BALLOON ? g->vmem_max : 0,
                 .vmem_block = g->vmem_id && g->policy.actuator != RS_ACTUATOR_BALLOON ? g->vmem_block : 0,
         };
+        if (!g->driver && g->base_memory > 0) {
+                in.dimm_bytes = g->dimm_bytes;
+                if (g->policy.allow_dimm && g->dimm_slot_bytes > 0 && g->mem_slots > g->dimm_count) {
+                        in.dimm_slot_bytes = g->dimm_slot_bytes;
+                        in.dimm_slots_free = g->mem_slots - g->dimm_count;
+                }
+        }
         r = rs_actuation_plan(&g->policy, &in, &plan);
         if (r < 0) {
                 log_guest_warning_errno(g->name, guest_state_string(g), r, "No actuation plan: %m");
@@ -342,6 +387,13 @@ static void guest_actuate(Guest *g, uint64_t target, bool urgent, uint64_t now) 
         if (plan.skip)
                 return;
 
+        if (plan.dimms_to_add > 0 && !g->driver) {
+                for (unsigned i = 0; i < plan.dimms_to_add; i++)
+                        guest_add_dimm(g);
+                /* The balloon trims next interval, once the DIMMs are in query-balloon's actual:
+                 * a target past the current size would only be clamped by QEMU. */
+                plan.set_balloon = false;
+        }
         if (plan.set_vmem && g->vmem_id) {
                 r = g->driver ? g->driver->set_virtio_mem(g, plan.vmem_requested, g->driver_data)
                               : qmp_virtio_mem_set_requested_size(g->qmp, g->vmem_id, plan.vmem_requested,
@@ -584,8 +636,11 @@ static void guest_finish_cycle(Guest *g) {
                 target = g->actual;
         target = CLAMP(target, d.floor, d.max);
 
-        if (!g->stalled)
-                snprintf(g->reason, sizeof(g->reason), "%s", d.reason);
+        if (!g->stalled) {
+                size_t n = (size_t) snprintf(g->reason, sizeof(g->reason), "%s", d.reason);
+                if (g->agent_problem[0] && n < sizeof(g->reason))
+                        (void) snprintf(g->reason + n, sizeof(g->reason) - n, "; %s", g->agent_problem);
+        }
         if (target != g->target || d.state != before) {
                 const RsEstimate *e = rs_guest_estimate(g->core);
                 log_guest_info(g->name, rs_state_to_string(d.state), "target %s (actual %s, estimate %s): %s%s",
@@ -688,6 +743,21 @@ static void on_agent_psi(QgaClient *c, const QmpReply *reply, const GuestPsi *ps
         cycle_step_done(g);
 }
 
+/* An agent that fails is no fault of the guest (the balloon stats go on), but it costs the
+ * agent tier: say why in the reason, and in the log when it changes. "" when reads work. */
+static void agent_report(Guest *g, const char *problem) {
+        char text[sizeof(g->agent_problem)];
+
+        snprintf(text, sizeof(text), "%s", problem);
+        if (strcmp(text, g->agent_problem) == 0)
+                return;
+        if (text[0])
+                log_guest_warning(g->name, guest_state_string(g), "%s; going on with balloon stats only", text);
+        else
+                log_guest_info(g->name, guest_state_string(g), "Guest agent reads work again");
+        memcpy(g->agent_problem, text, sizeof(text));
+}
+
 static uint64_t agent_timeout(const Guest *g) {
         return CLAMP(g->policy.poll_interval_usec * 3 / 4, 500 * USEC_PER_MSEC, 10 * USEC_PER_SEC);
 }
@@ -695,13 +765,15 @@ static uint64_t agent_timeout(const Guest *g) {
 static void on_agent_vmstat(QgaClient *c, const QmpReply *reply, const GuestVmstat *vmstat, void *userdata) {
         Guest *g = userdata;
         if (reply->error < 0 || !vmstat) {
-                log_guest_debug(g->name, guest_state_string(g), "agent /proc/vmstat: %s",
-                                reply->error_desc ?: strerror(-reply->error));
+                char problem[sizeof(g->agent_problem)];
+                snprintf(problem, sizeof(problem), "guest agent: %s", reply->error_desc ?: strerror(-reply->error));
+                agent_report(g, problem);
                 g->agent_busy = false;
                 cycle_step_done(g);
                 return;
         }
         sample_from_vmstat(&g->sample, vmstat);
+        agent_report(g, "");
         /* PSI only after vmstat finished: never more than one read queued on the agent. */
         if (qga_read_psi_memory(c, agent_timeout(g), on_agent_psi, g) < 0) {
                 g->agent_busy = false;
@@ -742,6 +814,11 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
                 g->cycle_pending++;
         if (!g->no_blockstats && qmp_query_blockstats_read_bytes(g->qmp, t, on_blockstats, g) >= 0)
                 g->cycle_pending++;
+        if (!g->policy.guest_agent)
+                g->agent_problem[0] = '\0'; /* not asked, so nothing to complain about */
+        else if (g->qga && !qga_client_is_ready(g->qga) && !qga_client_is_closed(g->qga) && g->agent_connected > 0 &&
+                 now > g->agent_connected + AGENT_SILENT_USEC)
+                agent_report(g, "guest agent: no answer to guest-sync-delimited");
         if (g->policy.guest_agent && g->qga && qga_client_is_ready(g->qga) && !g->agent_busy &&
             qga_read_vmstat(g->qga, agent_timeout(g), on_agent_vmstat, g) >= 0) {
                 g->agent_busy = true;
@@ -779,12 +856,28 @@ static void guest_setup_done(Guest *g) {
         (void) guest_setup_finish(g);
 }
 
+/* Room for DIMMs still to add, when the policy allows them: what maxmem leaves past boot
+ * memory and the memory devices, split over the free slots in whole 128 MiB memory blocks
+ * (the guest onlines memory a block at a time). Sets dimm_slot_bytes (0: none). */
+static uint64_t guest_dimm_room(Guest *g) {
+        g->dimm_slot_bytes = 0;
+        if (!g->policy.allow_dimm || g->mem_max_size == 0 || g->mem_slots <= g->dimm_count ||
+            g->mem_max_size <= g->base_memory + g->devices_bytes)
+                return 0;
+        unsigned free_slots = g->mem_slots - g->dimm_count;
+        uint64_t room = g->mem_max_size - g->base_memory - g->devices_bytes;
+        g->dimm_slot_bytes = room / free_slots / (128 * MIB) * (128 * MIB);
+        return g->dimm_slot_bytes * free_slots;
+}
+
 /* The guest's memory is known: the decision core takes over. */
 static int guest_setup_finish(Guest *g) {
         int r;
 
         g->guest_max = (g->base_memory ?: g->actual) +
                        (g->vmem_id && g->policy.actuator != RS_ACTUATOR_BALLOON ? g->vmem_max : 0);
+        if (g->guest_max > 0 && !g->driver && g->base_memory > 0)
+                g->guest_max += g->dimm_bytes + guest_dimm_room(g);
         if (g->guest_max == 0) {
                 /* With why, when a setup command failed (e.g. timed out: a QEMU that never answers). */
                 guest_set_fault(g, "QEMU reported no memory size%s%s", g->cycle_error[0] ? ": " : "", g->cycle_error);
@@ -812,6 +905,11 @@ static int guest_setup_finish(Guest *g) {
                        g->agent_path ? g->agent_path : g->driven_agent ? "through libvirt" : "none",
                        g->fpr_known ? (g->free_page_reporting ? "on" : "off") : "unknown",
                        g->vmem_id ? ", virtio-mem " : "", g->vmem_id ?: "");
+        log_guest_debug(g->name, NULL, "maxmem %" PRIu64 ", %u slots, memory devices %" PRIu64 " (%u DIMMs)",
+                        g->mem_max_size, g->mem_slots, g->devices_bytes, g->dimm_count);
+        if (g->dimm_slot_bytes > 0)
+                log_guest_info(g->name, guest_state_string(g), "DIMM hotplug: %u slot(s) of %s free",
+                               g->mem_slots - g->dimm_count, fmt_size(b1, sizeof(b1), g->dimm_slot_bytes));
         g->phase = GUEST_PHASE_RUNNING;
         g->fault[0] = '\0';
         g->data_fault = false;
@@ -862,10 +960,49 @@ static void on_setup_balloon(QmpClient *c, const QmpReply *reply, const QmpBallo
         guest_setup_done(g);
 }
 
+/* What the memory devices take of maxmem and of the slots, and the first free rs-dimmN. */
+static void guest_count_memory_devices(Guest *g, const QmpMemoryDeviceList *list) {
+        g->devices_bytes = g->dimm_bytes = 0;
+        g->dimm_count = g->dimm_next_id = 0;
+        for (size_t i = 0; i < list->n_devices; i++) {
+                const QmpMemoryDevice *d = &list->devices[i];
+                /* virtio-mem reserves its whole region up front. */
+                uint64_t size = d->type == QMP_MEMORY_DEVICE_VIRTIO_MEM ? MAX(d->max_size, d->size) : d->size;
+                g->devices_bytes = size > UINT64_MAX / 4 - g->devices_bytes ? UINT64_MAX / 4 : g->devices_bytes + size;
+                if (d->type != QMP_MEMORY_DEVICE_DIMM && d->type != QMP_MEMORY_DEVICE_NVDIMM)
+                        continue;
+                g->dimm_count++;
+                if (d->type == QMP_MEMORY_DEVICE_DIMM)
+                        g->dimm_bytes = MIN(g->dimm_bytes + d->size, UINT64_MAX / 4);
+                unsigned n;
+                char tail;
+                if (d->id && sscanf(d->id, "rs-dimm%u%c", &n, &tail) == 1 && n < UINT_MAX - 1)
+                        g->dimm_next_id = MAX(g->dimm_next_id, n + 1);
+        }
+}
+
+static void on_setup_machine_memory(QmpClient *c, const QmpReply *reply, void *userdata) {
+        Guest *g = userdata;
+        uint64_t max_size, slots;
+        (void) c;
+        g->mem_max_size = 0;
+        g->mem_slots = 0;
+        if (reply->error >= 0 && json_member_get_u64(reply->result, "max-size", &max_size) >= 0 &&
+            json_member_get_u64(reply->result, "slots", &slots) >= 0 && max_size < UINT64_MAX / 4 && slots <= 256) {
+                g->mem_max_size = max_size;
+                g->mem_slots = (unsigned) slots;
+        } else
+                log_guest_info(g->name, NULL, "allow-dimm: QEMU does not tell maxmem and slots (%s): no DIMM hotplug",
+                               reply->error < 0 ? reply->error_desc ?: strerror(-reply->error)
+                                                  : "no max-size and slots: -m without maxmem");
+        guest_setup_done(g);
+}
+
 static void on_setup_devices(QmpClient *c, const QmpReply *reply, const QmpMemoryDeviceList *list, void *userdata) {
         Guest *g = userdata;
         (void) c;
         if (reply->error >= 0) {
+                guest_count_memory_devices(g, list);
                 for (size_t i = 0; i < list->n_devices; i++) {
                         const QmpMemoryDevice *d = &list->devices[i];
                         if (d->type != QMP_MEMORY_DEVICE_VIRTIO_MEM || !d->id || d->block_size == 0)
@@ -899,6 +1036,10 @@ static void on_qmp_ready(QmpClient *c, void *userdata) {
         if (qmp_query_balloon(c, t, on_setup_balloon, g) >= 0)
                 g->setup_pending++;
         if (qmp_query_memory_devices(c, t, on_setup_devices, g) >= 0)
+                g->setup_pending++;
+        /* Only asked when DIMMs may be added: -m's maxmem and slots (QEMU 7.1+). */
+        g->mem_max_size = 0;
+        if (g->policy.allow_dimm && qmp_qom_get(c, "/machine", "memory", t, on_setup_machine_memory, g) >= 0)
                 g->setup_pending++;
         guest_setup_done(g);
 }
@@ -1024,6 +1165,12 @@ static void on_agent_disconnect(QgaClient *c, int error, const char *reason, voi
         if (g->agent_busy) {
                 g->agent_busy = false;
         }
+        if (g->policy.guest_agent && !g->agent_problem[0]) { /* a failed read that broke it said more */
+                char problem[sizeof(g->agent_problem)];
+                snprintf(problem, sizeof(problem), "guest agent: connection lost: %s", reason ?: strerror(-error));
+                agent_report(g, problem);
+        }
+        g->agent_connected = 0;
         agent_schedule_reconnect(g);
 }
 
@@ -1041,9 +1188,12 @@ static int agent_connect(Guest *g) {
                 return r;
         qga_client_set_callbacks(g->qga, &callbacks, g);
         r = qga_client_connect_path(g->qga, g->agent_path);
-        if (r < 0)
+        if (r < 0) {
                 g->qga = qga_client_free(g->qga);
-        return r;
+                return r;
+        }
+        g->agent_connected = now_usec(CLOCK_MONOTONIC);
+        return 0;
 }
 
 static int on_agent_reconnect(sd_event_source *s, uint64_t usec, void *userdata) {

@@ -108,6 +108,8 @@ struct Guest {
         QgaClient *qga;
         sd_event_source *agent_reconnect;
         bool agent_busy;
+        uint64_t agent_connected; /* CLOCK_MONOTONIC of the last connect, 0: not connected */
+        char agent_problem[96];   /* why the agent gives nothing (shown in the reason), "" if fine */
 
         /* Driven guests (no QMP): their actuators, and whether their agent answered last. */
         const GuestDriver *driver;
@@ -125,6 +127,16 @@ struct Guest {
         bool no_blockstats;    /* QEMU refused query-blockstats: not asked again */
         uint64_t host_rss;     /* UINT64_MAX when unknown */
         uint64_t guest_max;
+
+        /* DIMM hotplug (QMP guests, policy allow-dimm): -m's maxmem and slots (qom-get
+         * /machine memory), what memory devices take of them, and the DIMM size to add. */
+        uint64_t mem_max_size;   /* 0: unknown or no hotplug */
+        unsigned mem_slots;
+        uint64_t devices_bytes;  /* all memory devices, virtio-mem at its maximum */
+        uint64_t dimm_bytes;     /* DIMMs plugged (ours or not) */
+        unsigned dimm_count;     /* DIMM and NVDIMM devices: each holds a slot */
+        unsigned dimm_next_id;   /* rs-dimmN / rs-memN */
+        uint64_t dimm_slot_bytes; /* 0: no DIMM hotplug */
 
         /* The decision core. */
         RsGuest *core;

@@ -16,6 +16,7 @@
 #include "daemon/libvirt-event.h"
 #include "daemon/log.h"
 #include "qmp/guest-procfs.h"
+#include "qmp/json-util.h"
 
 #define BACKOFF_MIN_USEC (250 * USEC_PER_MSEC)
 #define BACKOFF_MAX_USEC (30 * USEC_PER_SEC)
@@ -812,6 +813,37 @@ int libvirt_backend_attach_dimm(LibvirtBackend *b, const char *uuid, uint64_t by
                 return r;
         }
         return 0;
+}
+
+/* ---- QEMU monitor (policy qemu-monitor) ---- */
+
+int libvirt_backend_read_monitor_stats(LibvirtBackend *b, const char *uuid, bool allowed, QmpGuestStats *ret) {
+        static const char command[] = "{\"execute\":\"qom-get\",\"arguments\":{\"path\":\"" QMP_BALLOON_QOM_PATH
+                                      "\",\"property\":\"guest-stats\"}}";
+        _cleanup_free_ char *reply = NULL;
+        json_object *doc, *result;
+        DomainRecord *d;
+        int r;
+
+        if (!ret)
+                return -EINVAL;
+        if (!allowed)
+                return -EPERM;
+        r = domain_for_action(b, uuid, &d);
+        if (r < 0)
+                return r;
+        if (virDomainQemuMonitorCommand(d->dom, command, &reply, VIR_DOMAIN_QEMU_MONITOR_COMMAND_DEFAULT) < 0)
+                return domain_call_error(b, d, "reading the balloon stats through the QEMU monitor");
+        /* QEMU's reply, passed through by libvirt: as untrusted as any QMP reply. */
+        doc = reply ? json_tokener_parse(reply) : NULL;
+        if (!doc || json_member_get_object(doc, "return", &result) < 0)
+                r = -EBADMSG;
+        else
+                r = qmp_parse_guest_stats(result, ret);
+        json_object_put(doc);
+        if (r < 0)
+                log_guest_debug_errno(d->name, NULL, r, "QEMU monitor: unreadable guest-stats reply");
+        return r;
 }
 
 /* ---- guest agent ---- */

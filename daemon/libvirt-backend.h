@@ -101,6 +101,11 @@ int libvirt_backend_set_virtio_mem(LibvirtBackend *b, const char *uuid, const ch
  * the boot size (`allowed`), else -EPERM. node < 0: no <node>. */
 int libvirt_backend_attach_dimm(LibvirtBackend *b, const char *uuid, uint64_t bytes, int node, bool allowed);
 
+/* The balloon's guest-stats through the QEMU monitor (virDomainQemuMonitorCommand, a qom-get
+ * of QMP_BALLOON_QOM_PATH): the stats libvirt does not map. libvirt marks the domain tainted
+ * (custom-monitor), so only when the policy allows it (-EPERM otherwise). */
+int libvirt_backend_read_monitor_stats(LibvirtBackend *b, const char *uuid, bool allowed, QmpGuestStats *ret);
+
 /* Reads a guest file through the agent (virDomainQemuAgentCommand guest-file-open/read/close)
  * into a NUL-terminated buffer of at most 256 KiB. Only when the policy allows it (`allowed`,
  * else -EPERM): libvirt then marks the domain tainted (custom-ga-command). */

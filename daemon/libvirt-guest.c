@@ -317,7 +317,19 @@ static void domain_start_agent(LibvirtGuests *lg, Domain *d, uint64_t now) {
         guest_cycle_hold(g);
 }
 
-static void on_stats(LibvirtBackend *b _unused_, const char *uuid, const char *name _unused_,
+/* With qemu-monitor = yes: the stats libvirt left unknown (OOM kills, stalls, scans, reclaims),
+ * from QEMU itself. What libvirt reported stays as it was. */
+static void add_monitor_stats(LibvirtBackend *b, const char *uuid, QmpGuestStats *stats) {
+        QmpGuestStats monitor;
+
+        if (libvirt_backend_read_monitor_stats(b, uuid, true, &monitor) < 0)
+                return;
+        for (size_t i = 0; i < _QMP_STAT_MAX; i++)
+                if (!qmp_value_is_known(stats->value[i]))
+                        stats->value[i] = monitor.value[i];
+}
+
+static void on_stats(LibvirtBackend *b, const char *uuid, const char *name _unused_,
                      const RsLibvirtStats *stats, void *userdata) {
         Domain *d = domain_find(userdata, uuid);
         Guest *g;
@@ -331,7 +343,10 @@ static void on_stats(LibvirtBackend *b _unused_, const char *uuid, const char *n
             (g->guest_max == 0 || stats->actual <= 2 * g->guest_max))
                 g->actual = stats->actual;
         g->host_rss = qmp_value_is_known(stats->rss) ? stats->rss : UINT64_MAX;
-        guest_sample_add_stats(g, &stats->guest);
+        QmpGuestStats guest_stats = stats->guest;
+        if (g->policy.qemu_monitor)
+                add_monitor_stats(b, uuid, &guest_stats);
+        guest_sample_add_stats(g, &guest_stats);
 }
 
 /* balloon.current follows BALLOON_CHANGE, which QEMU sends at most once a second: while the

@@ -152,6 +152,9 @@ static int handler(void *user, const char *section, const char *name, const char
         } else if (strcmp(name, "guest-agent") == 0) {
                 if (rs_parse_bool(value, &p->guest_agent) < 0)
                         return fail(st, name, "invalid boolean \"%s\" (yes or no)", value);
+        } else if (strcmp(name, "qemu-monitor") == 0) {
+                if (rs_parse_bool(value, &p->qemu_monitor) < 0)
+                        return fail(st, name, "invalid boolean \"%s\" (yes or no)", value);
         } else
                 return fail(st, name, "unknown key");
         return 1;

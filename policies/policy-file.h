@@ -22,6 +22,7 @@
  *   dead-band = 8M
  *   allow-dimm = no
  *   guest-agent = yes ; read /proc/vmstat and PSI through the guest agent when there is one
+ *   qemu-monitor = no ; libvirt: read unmapped balloon stats through the QEMU monitor (taints)
  *
  * Comments: lines starting with # or ;, and " ; ..." after a value.
  * An invalid value, an unknown key or section, or a line inih cannot parse is an error

@@ -32,6 +32,7 @@ void rs_policy_init(RsPolicy *p) {
                 .dead_band_bytes = 8 * MIB,
                 .allow_dimm = false,
                 .guest_agent = true,
+                .qemu_monitor = false,
         };
 }
 

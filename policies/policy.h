@@ -54,6 +54,8 @@ typedef struct RsPolicy {
         uint64_t dead_band_bytes;        /* changes smaller than this are skipped */
         bool allow_dimm;                 /* DIMM hotplug to grow past the boot size */
         bool guest_agent;                /* read /proc/vmstat and PSI through the guest's agent */
+        bool qemu_monitor;               /* libvirt: balloon stats libvirt does not map, read through
+                                          * virDomainQemuMonitorCommand (taints the domain) */
 } RsPolicy;
 
 /* The defaults: the "balanced" preset, unnamed and matching nothing. */

@@ -27,3 +27,4 @@ tests_integration_test_daemon_real_guest_LDADD = $(QMP_LIBS) $(CHECK_LIBS) $(LIB
 tests/integration/test-daemon-real-guest.log: rightsized$(EXEEXT) rightsizectl$(EXEEXT)
 include tests/integration/integration-libvirt.mk
 include tests/integration/integration-daemon.mk
+include tests/integration/integration-dimm.mk

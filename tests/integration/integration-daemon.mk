@@ -9,7 +9,8 @@ DAEMON_FIXTURE = $(BUS_FIXTURE) tests/integration/daemon-fixture.c tests/integra
 DAEMON_SIM_TESTS = \
 	tests/integration/test-daemon-faults \
 	tests/integration/test-daemon-dbus \
-	tests/integration/test-daemon-config
+	tests/integration/test-daemon-config \
+	tests/integration/test-daemon-agent-faults
 check_PROGRAMS += $(DAEMON_SIM_TESTS)
 TESTS += $(DAEMON_SIM_TESTS)
 
@@ -29,9 +30,13 @@ tests_integration_test_daemon_config_SOURCES = tests/integration/test-daemon-con
 tests_integration_test_daemon_config_CFLAGS = $(DAEMON_SIM_TEST_CFLAGS)
 tests_integration_test_daemon_config_LDADD = $(DAEMON_SIM_TEST_LDADD)
 
+tests_integration_test_daemon_agent_faults_SOURCES = tests/integration/test-daemon-agent-faults.c $(DAEMON_FIXTURE)
+tests_integration_test_daemon_agent_faults_CFLAGS = $(DAEMON_SIM_TEST_CFLAGS)
+tests_integration_test_daemon_agent_faults_LDADD = $(DAEMON_SIM_TEST_LDADD)
+
 # The tests run the binaries they check.
 tests/integration/test-daemon-faults.log tests/integration/test-daemon-dbus.log \
-tests/integration/test-daemon-config.log: rightsized$(EXEEXT) rightsizectl$(EXEEXT) tests/sim/fake-qemu$(EXEEXT)
+tests/integration/test-daemon-config.log tests/integration/test-daemon-agent-faults.log: rightsized$(EXEEXT) rightsizectl$(EXEEXT) tests/sim/fake-qemu$(EXEEXT)
 
 # The two tests that used to start their own dbus-daemon share the fixture now.
 tests_integration_test_rightsizectl_SOURCES += $(BUS_FIXTURE)

@@ -25,7 +25,17 @@
  *   lie-huge         every statistic near 2^64
  *   lie-future       last-update ten years in the future
  *   stale-stats      the statistics are refreshed once and never again
- *   stuck-balloon    balloon is accepted but the guest never moves */
+ *   stuck-balloon    balloon is accepted but the guest never moves
+ *
+ * Guest agent (--agent, or any agent-* fault for that guest): a qemu-guest-agent on DIR/sim-N.qga
+ * beside the QMP socket. It speaks the agent protocol (no greeting, no ids; a 0xFF byte resets
+ * the parser; guest-sync-delimited answers behind a 0xFF) and serves /proc/vmstat and
+ * /proc/pressure/memory rendered from the model's counters through guest-file-open/-read/-close,
+ * base64 in "buf-b64" as the real agent does. Agent faults:
+ *   agent-hang       the agent accepts and reads, and never answers anything (not even a sync)
+ *   agent-huge-vmstat /proc/vmstat is a million junk lines before the real counters (~30 MB,
+ *                    generated per read, so it costs no memory here)
+ *   agent-garbage    syncs are answered, every other command with bytes that are not JSON */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -62,6 +72,11 @@
 #define FLOOD_QUEUE_MAX (1 * MIB) /* a reader that does not keep up does not grow us */
 #define PAD_CHUNK (256 * 1024)
 #define STATS_EPOCH 1700000000ULL /* guest clock at model time 0 */
+#define AGENT_MAX_FILES 32
+#define AGENT_READ_DEFAULT 4096           /* guest-file-read's default count */
+#define AGENT_READ_MAX (48 * MIB)         /* the real agent's QGA_READ_COUNT_MAX */
+#define HUGE_VMSTAT_LINES 1000000
+#define HUGE_VMSTAT_LINE_LEN 30           /* "nr_padding_0000000 0000000000\n" */
 
 typedef enum FaultKind {
         FAULT_NONE,
@@ -79,6 +94,9 @@ typedef enum FaultKind {
         FAULT_LIE_HUGE,
         FAULT_LIE_FUTURE,
         FAULT_STALE_STATS,
+        FAULT_AGENT_HANG,
+        FAULT_AGENT_HUGE_VMSTAT,
+        FAULT_AGENT_GARBAGE,
         _FAULT_MAX,
 } FaultKind;
 
@@ -98,18 +116,36 @@ static const char *const fault_names[_FAULT_MAX] = {
         [FAULT_LIE_HUGE] = "lie-huge",
         [FAULT_LIE_FUTURE] = "lie-future",
         [FAULT_STALE_STATS] = "stale-stats",
+        [FAULT_AGENT_HANG] = "agent-hang",
+        [FAULT_AGENT_HUGE_VMSTAT] = "agent-huge-vmstat",
+        [FAULT_AGENT_GARBAGE] = "agent-garbage",
 };
+
+static bool fault_is_agent(FaultKind k) {
+        return k == FAULT_AGENT_HANG || k == FAULT_AGENT_HUGE_VMSTAT || k == FAULT_AGENT_GARBAGE;
+}
 
 static uint64_t huge_reply_size = HUGE_REPLY_DEFAULT;
 static uint64_t start_usec;
 
 typedef struct Guest Guest;
 
+/* An open guest-file-open handle: the text as it was when opened, or (junk_lines > 0) that
+ * many generated lines in front of it. */
+typedef struct AgentFile {
+        int64_t handle; /* 0: free slot */
+        char *text;
+        size_t text_len;
+        uint64_t junk_lines;
+        uint64_t pos;
+} AgentFile;
+
 typedef struct Conn {
         Guest *guest;
         int fd;
         sd_event_source *io;
         json_tokener *tok;
+        bool agent;            /* a guest agent connection, not QMP */
         bool negotiated;
         bool close_after_flush;
         char *out;
@@ -135,6 +171,12 @@ struct Guest {
         uint64_t vm_requested, vm_size, vm_max;
         uint64_t n_commands, n_stats_reads, n_balloon_sets; /* for --counters */
         Conn *conns;
+        /* the guest agent, when it has one */
+        char *agent_path;
+        int agent_listen_fd;
+        sd_event_source *agent_accept_io;
+        AgentFile files[AGENT_MAX_FILES];
+        int64_t next_handle;
 };
 
 typedef struct Sim {
@@ -524,6 +566,244 @@ static int conn_handle(Conn *c, json_object *msg) {
         return r;
 }
 
+/* ---- the guest agent ---- */
+
+static char *base64_encode_alloc(const uint8_t *in, size_t len) {
+        static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        char *out = malloc((len + 2) / 3 * 4 + 1), *o = out;
+        if (!out)
+                return NULL;
+        for (size_t i = 0; i < len; i += 3) {
+                uint32_t v = (uint32_t) in[i] << 16 | (i + 1 < len ? (uint32_t) in[i + 1] << 8 : 0) |
+                             (i + 2 < len ? in[i + 2] : 0);
+                *o++ = alphabet[v >> 18 & 63];
+                *o++ = alphabet[v >> 12 & 63];
+                *o++ = i + 1 < len ? alphabet[v >> 6 & 63] : '=';
+                *o++ = i + 2 < len ? alphabet[v & 63] : '=';
+        }
+        *o = '\0';
+        return out;
+}
+
+static uint64_t model_counter(const Guest *g, unsigned index) {
+        double v = g->model.c[index];
+        return v > 0 ? (uint64_t) v : 0;
+}
+
+/* /proc/vmstat as a 6.x kernel writes it, limited to what the model knows (and a few neighbours
+ * a parser must skip). */
+static char *render_vmstat(const Guest *g) {
+        const GuestModel *m = &g->model;
+        char *text = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&text, &size);
+        if (!f)
+                return NULL;
+        fprintf(f, "nr_free_pages %" PRIu64 "\n", (uint64_t) MAX(m->free_b, 0.0) / 4096);
+        fprintf(f, "nr_file_pages %" PRIu64 "\n", (uint64_t) MAX(m->cache_b, 0.0) / 4096);
+        fprintf(f, "workingset_refault_anon %" PRIu64 "\n", model_counter(g, RS_COUNTER_REFAULT_ANON));
+        fprintf(f, "workingset_refault_file %" PRIu64 "\n", model_counter(g, RS_COUNTER_REFAULT_FILE));
+        fprintf(f, "workingset_activate_anon %" PRIu64 "\n", model_counter(g, RS_COUNTER_ACTIVATE_ANON));
+        fprintf(f, "workingset_activate_file %" PRIu64 "\n", model_counter(g, RS_COUNTER_ACTIVATE_FILE));
+        fprintf(f, "workingset_restore_anon 0\nworkingset_restore_file 0\n");
+        fprintf(f, "pswpin %" PRIu64 "\n", model_counter(g, RS_COUNTER_PSWPIN));
+        fprintf(f, "pswpout %" PRIu64 "\n", model_counter(g, RS_COUNTER_PSWPOUT));
+        fprintf(f, "pgfault %" PRIu64 "\n", model_counter(g, RS_COUNTER_MINOR_FAULTS));
+        fprintf(f, "pgmajfault %" PRIu64 "\n", model_counter(g, RS_COUNTER_PGMAJFAULT));
+        fprintf(f, "pgsteal_kswapd %" PRIu64 "\n", model_counter(g, RS_COUNTER_PGSTEAL_KSWAPD));
+        fprintf(f, "pgsteal_direct %" PRIu64 "\n", model_counter(g, RS_COUNTER_PGSTEAL_DIRECT));
+        fprintf(f, "pgscan_kswapd %" PRIu64 "\n", model_counter(g, RS_COUNTER_PGSCAN_KSWAPD));
+        fprintf(f, "pgscan_direct %" PRIu64 "\n", model_counter(g, RS_COUNTER_PGSCAN_DIRECT));
+        fprintf(f, "allocstall_dma 0\nallocstall_dma32 0\nallocstall_normal %" PRIu64 "\nallocstall_movable 0\n",
+                model_counter(g, RS_COUNTER_ALLOCSTALL));
+        fprintf(f, "oom_kill %u\n", m->oom_kills);
+        fprintf(f, "balloon_inflate 0\nballoon_deflate 0\n");
+        if (fclose(f) != 0) {
+                free(text);
+                return NULL;
+        }
+        return text;
+}
+
+static char *render_psi(const Guest *g) {
+        const GuestModel *m = &g->model;
+        char *text = NULL;
+        if (asprintf(&text,
+                     "some avg10=%.2f avg60=%.2f avg300=%.2f total=%" PRIu64 "\n"
+                     "full avg10=%.2f avg60=%.2f avg300=%.2f total=%" PRIu64 "\n",
+                     CLAMP(m->psi_some_avg10, 0.0, 100.0), CLAMP(m->psi_some_avg10, 0.0, 100.0) / 2,
+                     CLAMP(m->psi_some_avg10, 0.0, 100.0) / 4, model_counter(g, RS_COUNTER_PSI_SOME_TOTAL),
+                     CLAMP(m->psi_full_avg10, 0.0, 100.0), CLAMP(m->psi_full_avg10, 0.0, 100.0) / 2,
+                     CLAMP(m->psi_full_avg10, 0.0, 100.0) / 4, model_counter(g, RS_COUNTER_PSI_FULL_TOTAL)) < 0)
+                return NULL;
+        return text;
+}
+
+static AgentFile *agent_file(Guest *g, int64_t handle) {
+        for (size_t i = 0; i < ARRAY_SIZE(g->files); i++)
+                if (handle > 0 && g->files[i].handle == handle)
+                        return &g->files[i];
+        return NULL;
+}
+
+static void agent_file_close(AgentFile *f) {
+        free(f->text);
+        *f = (AgentFile) {};
+}
+
+static json_object *agent_file_open(Guest *g, json_object *args) {
+        json_object *v;
+        const char *path = NULL;
+        AgentFile *f = NULL;
+
+        if (args && json_object_object_get_ex(args, "path", &v) && json_object_is_type(v, json_type_string))
+                path = json_object_get_string(v);
+        if (!path)
+                return error_reply("GenericError", "Parameter 'path' is missing");
+        /* A free slot, or else the oldest handle: clients that drop the connection mid-read
+         * leak theirs, and a long run must not run out. */
+        for (size_t i = 0; i < ARRAY_SIZE(g->files) && (!f || f->handle != 0); i++)
+                if (!f || g->files[i].handle < f->handle)
+                        f = &g->files[i];
+        agent_file_close(f);
+        if (strcmp(path, "/proc/vmstat") == 0) {
+                f->text = render_vmstat(g);
+                if (guest_fault(g) == FAULT_AGENT_HUGE_VMSTAT)
+                        f->junk_lines = HUGE_VMSTAT_LINES;
+        } else if (strcmp(path, "/proc/pressure/memory") == 0)
+                f->text = render_psi(g);
+        else
+                return error_reply("GenericError", "failed to open file: No such file or directory");
+        if (!f->text)
+                return error_reply("GenericError", "out of memory");
+        f->text_len = strlen(f->text);
+        f->handle = ++g->next_handle;
+        return return_reply(json_object_new_int64(f->handle));
+}
+
+/* Bytes [pos, pos+len) of the file: junk lines, then the text. */
+static void agent_file_copy(const AgentFile *f, uint64_t pos, uint8_t *out, size_t len) {
+        uint64_t junk = f->junk_lines * HUGE_VMSTAT_LINE_LEN;
+        for (size_t i = 0; i < len; pos++, i++) {
+                if (pos >= junk) {
+                        out[i] = (uint8_t) f->text[pos - junk];
+                        continue;
+                }
+                char line[64];
+                unsigned n = (unsigned) (pos / HUGE_VMSTAT_LINE_LEN); /* < HUGE_VMSTAT_LINES */
+                snprintf(line, sizeof(line), "nr_padding_%07u %010u\n", n % 10000000, n);
+                out[i] = (uint8_t) line[pos % HUGE_VMSTAT_LINE_LEN];
+        }
+}
+
+static json_object *agent_file_read(Guest *g, json_object *args) {
+        json_object *v, *o;
+        AgentFile *f = NULL;
+        int64_t count = AGENT_READ_DEFAULT;
+
+        if (args && json_object_object_get_ex(args, "handle", &v) && json_object_is_type(v, json_type_int))
+                f = agent_file(g, json_object_get_int64(v));
+        if (!f)
+                return error_reply("GenericError", "handle does not exist");
+        if (args && json_object_object_get_ex(args, "count", &v)) {
+                count = json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
+                if (count < 0 || count > (int64_t) AGENT_READ_MAX)
+                        return error_reply("GenericError", "value is invalid for 'count'");
+        }
+        uint64_t size = f->junk_lines * HUGE_VMSTAT_LINE_LEN + f->text_len;
+        size_t n = (size_t) MIN((uint64_t) count, size - MIN(f->pos, size));
+        _cleanup_free_ uint8_t *buf = malloc(n + 1);
+        if (!buf)
+                return error_reply("GenericError", "out of memory");
+        agent_file_copy(f, f->pos, buf, n);
+        f->pos += n;
+        _cleanup_free_ char *b64 = base64_encode_alloc(buf, n);
+        if (!b64)
+                return error_reply("GenericError", "out of memory");
+        o = json_object_new_object();
+        json_object_object_add(o, "count", json_object_new_int64((int64_t) n));
+        json_object_object_add(o, "buf-b64", json_object_new_string(b64));
+        /* fread() stops short only at the end: eof comes with the last piece */
+        json_object_object_add(o, "eof", json_object_new_boolean(f->pos >= size && (uint64_t) count > n));
+        return return_reply(o);
+}
+
+static json_object *agent_execute(Guest *g, const char *cmd, json_object *args) {
+        json_object *v;
+
+        /* not in n_commands: --counters counts what QMP answered */
+        if (strcmp(cmd, "guest-ping") == 0)
+                return return_reply(NULL);
+        if (strcmp(cmd, "guest-sync") == 0 || strcmp(cmd, "guest-sync-delimited") == 0) {
+                if (!args || !json_object_object_get_ex(args, "id", &v) || !json_object_is_type(v, json_type_int))
+                        return error_reply("GenericError", "Parameter 'id' is missing");
+                return return_reply(json_object_get(v));
+        }
+        if (strcmp(cmd, "guest-info") == 0) {
+                static const char *const supported[] = { "guest-sync", "guest-sync-delimited", "guest-ping",
+                                                         "guest-info", "guest-file-open", "guest-file-read",
+                                                         "guest-file-close" };
+                json_object *o = json_object_new_object(), *a = json_object_new_array();
+                for (size_t i = 0; i < ARRAY_SIZE(supported); i++) {
+                        json_object *e = json_object_new_object();
+                        json_object_object_add(e, "name", json_object_new_string(supported[i]));
+                        json_object_object_add(e, "enabled", json_object_new_boolean(true));
+                        json_object_object_add(e, "success-response", json_object_new_boolean(true));
+                        json_object_array_add(a, e);
+                }
+                json_object_object_add(o, "version", json_object_new_string("9.2.0"));
+                json_object_object_add(o, "supported_commands", a);
+                return return_reply(o);
+        }
+        if (strcmp(cmd, "guest-file-open") == 0)
+                return agent_file_open(g, args);
+        if (strcmp(cmd, "guest-file-read") == 0)
+                return agent_file_read(g, args);
+        if (strcmp(cmd, "guest-file-close") == 0) {
+                AgentFile *f = NULL;
+                if (args && json_object_object_get_ex(args, "handle", &v) && json_object_is_type(v, json_type_int))
+                        f = agent_file(g, json_object_get_int64(v));
+                if (!f)
+                        return error_reply("GenericError", "handle does not exist");
+                agent_file_close(f);
+                return return_reply(NULL);
+        }
+        return error_reply("CommandNotFound", "The command is not found");
+}
+
+static int agent_conn_handle(Conn *c, json_object *msg) {
+        json_object *v, *args = NULL, *reply;
+        const char *cmd = NULL;
+        FaultKind fault = guest_fault(c->guest);
+        int r;
+
+        if (fault == FAULT_AGENT_HANG)
+                return 0;
+        if (json_object_is_type(msg, json_type_object) && json_object_object_get_ex(msg, "execute", &v) &&
+            json_object_is_type(v, json_type_string))
+                cmd = json_object_get_string(v);
+        (void) json_object_object_get_ex(msg, "arguments", &args);
+        if (!cmd)
+                reply = error_reply("GenericError", "Missing command");
+        else
+                reply = agent_execute(c->guest, cmd, args);
+
+        bool delimited = cmd && strcmp(cmd, "guest-sync-delimited") == 0;
+        if (fault == FAULT_AGENT_GARBAGE && !delimited && !(cmd && strcmp(cmd, "guest-sync") == 0)) {
+                static const char garbage[] = "\x01{\"return\": {\"count\": [,,\xfe]]]\n";
+                json_object_put(reply);
+                return conn_queue(c, garbage, sizeof(garbage) - 1);
+        }
+        const char *s = json_object_to_json_string_ext(reply, JSON_C_TO_STRING_PLAIN);
+        r = delimited ? conn_queue(c, "\xff", 1) : 0;
+        if (r >= 0)
+                r = conn_queue(c, s, strlen(s));
+        if (r >= 0)
+                r = conn_queue(c, "\n", 1);
+        json_object_put(reply);
+        return r;
+}
+
 static int conn_on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Conn *c = userdata;
 
@@ -571,10 +851,22 @@ static int conn_on_io(sd_event_source *s, int fd, uint32_t revents, void *userda
                         return 0; /* nothing more is answered on a connection about to break */
                 size_t off = 0;
                 while (off < (size_t) n) {
-                        json_object *msg = json_tokener_parse_ex(c->tok, buf + off, (int) ((size_t) n - off));
+                        if (c->agent && (uint8_t) buf[off] == 0xff) {
+                                /* the agent's parser reset, sent before guest-sync-delimited */
+                                json_tokener_reset(c->tok);
+                                off++;
+                                continue;
+                        }
+                        size_t len = (size_t) n - off;
+                        const char *ff = c->agent ? memchr(buf + off, 0xff, len) : NULL;
+                        if (ff)
+                                len = (size_t) (ff - (buf + off));
+                        json_object *msg = json_tokener_parse_ex(c->tok, buf + off, (int) len);
                         enum json_tokener_error e = json_tokener_get_error(c->tok);
-                        if (e == json_tokener_continue)
-                                break;
+                        if (e == json_tokener_continue) {
+                                off += len;
+                                continue;
+                        }
                         if (e != json_tokener_success) {
                                 /* QEMU answers a parse error and resynchronises; we drop the peer */
                                 conn_free(c);
@@ -582,7 +874,7 @@ static int conn_on_io(sd_event_source *s, int fd, uint32_t revents, void *userda
                         }
                         off += json_tokener_get_parse_end(c->tok);
                         json_tokener_reset(c->tok);
-                        int r = conn_handle(c, msg);
+                        int r = c->agent ? agent_conn_handle(c, msg) : conn_handle(c, msg);
                         json_object_put(msg);
                         if (r < 0) {
                                 conn_free(c);
@@ -595,28 +887,44 @@ static int conn_on_io(sd_event_source *s, int fd, uint32_t revents, void *userda
         return 0;
 }
 
-static int guest_on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        Guest *g = userdata;
+static Conn *conn_accept(sd_event_source *s, int fd, Guest *g, bool agent) {
         int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (cfd < 0)
-                return 0; /* EAGAIN, or out of fds: the client sees a refused or stalled connect */
+                return NULL; /* EAGAIN, or out of fds: the client sees a refused or stalled connect */
 
         Conn *c = calloc(1, sizeof(*c));
         if (!c) {
                 close(cfd);
-                return 0;
+                return NULL;
         }
         c->guest = g;
         c->fd = cfd;
+        c->agent = agent;
         c->tok = json_tokener_new_ex(64);
         if (!c->tok || sd_event_add_io(sd_event_source_get_event(s), &c->io, cfd, EPOLLIN, conn_on_io, c) < 0) {
                 json_tokener_free(c->tok);
                 close(cfd);
                 free(c);
-                return 0;
+                return NULL;
         }
         c->next = g->conns;
         g->conns = c;
+        return c;
+}
+
+/* The agent has no greeting: it waits for commands. */
+static int agent_on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        (void) revents;
+        (void) conn_accept(s, fd, userdata, true);
+        return 0;
+}
+
+static int guest_on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Guest *g = userdata;
+        (void) revents;
+        Conn *c = conn_accept(s, fd, g, false);
+        if (!c)
+                return 0;
         static const char greeting[] =
                 "{\"QMP\": {\"version\": {\"qemu\": {\"micro\": 0, \"minor\": 2, \"major\": 9}, \"package\": \"fake-qemu\"}, "
                 "\"capabilities\": [\"oob\"]}}\r\n";
@@ -662,24 +970,37 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-static int guest_listen(Sim *sim, Guest *g, const char *dir) {
+static int listen_at(Sim *sim, Guest *g, const char *dir, const char *suffix, char **path, int *fd,
+                     sd_event_source **io, sd_event_io_handler_t handler) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         _cleanup_free_ char *tmp = NULL;
 
-        if (asprintf(&g->path, "%s/sim-%u.qmp", dir, g->index) < 0 || asprintf(&tmp, "%s/.sim-%u.tmp", dir, g->index) < 0)
+        if (asprintf(path, "%s/sim-%u.%s", dir, g->index, suffix) < 0 ||
+            asprintf(&tmp, "%s/.sim-%u-%s.tmp", dir, g->index, suffix) < 0)
                 return -ENOMEM;
         if (strlen(tmp) >= sizeof(sa.sun_path))
                 return -ENAMETOOLONG;
         strcpy(sa.sun_path, tmp);
-        g->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (g->listen_fd < 0)
+        *fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (*fd < 0)
                 return -errno;
         (void) unlink(tmp);
         /* listen first, then rename: a watcher never sees a socket that refuses connections */
-        if (bind(g->listen_fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 || listen(g->listen_fd, 16) < 0 ||
-            rename(tmp, g->path) < 0)
+        if (bind(*fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 || listen(*fd, 16) < 0 || rename(tmp, *path) < 0)
                 return -errno;
-        return sd_event_add_io(sim->event, &g->accept_io, g->listen_fd, EPOLLIN, guest_on_accept, g);
+        return sd_event_add_io(sim->event, io, *fd, EPOLLIN, handler, g);
+}
+
+/* The agent's socket first: a daemon that finds the QMP socket finds the agent beside it. */
+static int guest_listen(Sim *sim, Guest *g, const char *dir, bool agent) {
+        int r;
+        if (agent) {
+                r = listen_at(sim, g, dir, "qga", &g->agent_path, &g->agent_listen_fd, &g->agent_accept_io,
+                              agent_on_accept);
+                if (r < 0)
+                        return r;
+        }
+        return listen_at(sim, g, dir, "qmp", &g->path, &g->listen_fd, &g->accept_io, guest_on_accept);
 }
 
 /* One line per guest: "sim-N commands stats-reads balloon-sets", replaced atomically, so a
@@ -754,7 +1075,9 @@ static void help(void) {
                "  --fault N:KIND[@SEC]   Guest N misbehaves (from SEC seconds on): garbage, huge-reply,\n"
                "                         deep-nesting, wrong-types, hang, close-mid-reply, event-flood,\n"
                "                         lying-stats, lie-free, lie-backwards, lie-huge, lie-future,\n"
-               "                         stale-stats, stuck-balloon (repeatable)\n"
+               "                         stale-stats, stuck-balloon, agent-hang, agent-huge-vmstat,\n"
+               "                         agent-garbage (repeatable; agent-* give the guest an agent)\n"
+               "  --agent                Give every guest a guest agent on DIR/sim-N.qga\n"
                "  --huge-reply-size MIB  Length of a huge-reply string (default 4)\n"
                "  --first-index N        Number the guests from N (sim-N.qmp, seed S+N, --fault N),\n"
                "                         so that several processes can share one directory\n"
@@ -776,6 +1099,7 @@ int main(int argc, char *argv[]) {
                 ARG_FIRST_INDEX,
                 ARG_COUNTERS,
                 ARG_HUGE,
+                ARG_AGENT,
         };
         static const struct option options[] = {
                 { "dir", required_argument, NULL, ARG_DIR },
@@ -789,6 +1113,7 @@ int main(int argc, char *argv[]) {
                 { "first-index", required_argument, NULL, ARG_FIRST_INDEX },
                 { "counters", required_argument, NULL, ARG_COUNTERS },
                 { "huge-reply-size", required_argument, NULL, ARG_HUGE },
+                { "agent", no_argument, NULL, ARG_AGENT },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
@@ -796,7 +1121,7 @@ int main(int argc, char *argv[]) {
         unsigned n_guests = 1, first_index = 0;
         uint64_t seed = 1, vm_max = 0;
         int scenario = SCENARIO_MIXED;
-        bool randomize = false;
+        bool randomize = false, agents = false;
         double time_scale = 1.0;
         struct {
                 unsigned guest;
@@ -836,6 +1161,9 @@ int main(int argc, char *argv[]) {
                         break;
                 case ARG_RANDOMIZE:
                         randomize = true;
+                        break;
+                case ARG_AGENT:
+                        agents = true;
                         break;
                 case ARG_VM:
                         vm_max = strtoull(optarg, &end, 10) * MIB;
@@ -918,6 +1246,7 @@ int main(int argc, char *argv[]) {
 
                 g->index = index;
                 g->listen_fd = -1;
+                g->agent_listen_fd = -1;
                 scenario_config(kind, seed + index, randomize, &cfg, &spec);
                 for (size_t f = 0; f < n_faults; f++)
                         if (faults[f].guest == index) {
@@ -932,7 +1261,7 @@ int main(int argc, char *argv[]) {
                 /* one tick period for everyone: the first guest's interval (all scenarios share it) */
                 if (i == 0)
                         sim.interval_usec = cfg.interval_usec;
-                r = guest_listen(&sim, g, dir);
+                r = guest_listen(&sim, g, dir, agents || fault_is_agent(g->fault));
                 if (r < 0) {
                         fprintf(stderr, "fake-qemu: cannot listen for guest %u in %s: %s\n", i, dir, strerror(-r));
                         return 1;
@@ -979,6 +1308,14 @@ int main(int argc, char *argv[]) {
                 if (g->path)
                         (void) unlink(g->path);
                 free(g->path);
+                sd_event_source_disable_unref(g->agent_accept_io);
+                if (g->agent_listen_fd >= 0)
+                        close(g->agent_listen_fd);
+                if (g->agent_path)
+                        (void) unlink(g->agent_path);
+                free(g->agent_path);
+                for (size_t f = 0; f < ARRAY_SIZE(g->files); f++)
+                        agent_file_close(&g->files[f]);
         }
         free(sim.guests);
         sd_event_unref(sim.event);

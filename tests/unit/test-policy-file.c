@@ -19,7 +19,8 @@ static bool policy_equal(const RsPolicy *a, const RsPolicy *b) {
                a->refault_sensitivity == b->refault_sensitivity && a->actuator == b->actuator &&
                a->shares == b->shares && a->change_cap_percent == b->change_cap_percent &&
                a->change_cap_bytes == b->change_cap_bytes && a->dead_band_bytes == b->dead_band_bytes &&
-               a->allow_dimm == b->allow_dimm && a->guest_agent == b->guest_agent;
+               a->allow_dimm == b->allow_dimm && a->guest_agent == b->guest_agent &&
+               a->qemu_monitor == b->qemu_monitor;
 }
 
 START_TEST(test_parse_full) {
@@ -44,7 +45,8 @@ START_TEST(test_parse_full) {
                            "change-cap = 256M\n"
                            "dead-band = 16M\n"
                            "allow-dimm = yes\n"
-                           "guest-agent = no\n";
+                           "guest-agent = no\n"
+                           "qemu-monitor = yes\n";
         ck_assert_int_eq(rs_policy_parse_string(text, "/etc/rightsize/policies/web.conf", &p, &e), 0);
         ck_assert_str_eq(p.name, "web");
         ck_assert_str_eq(p.match, "web-* db-?");
@@ -65,6 +67,7 @@ START_TEST(test_parse_full) {
         ck_assert_uint_eq(p.dead_band_bytes, 16 * MIB);
         ck_assert(p.allow_dimm);
         ck_assert(!p.guest_agent);
+        ck_assert(p.qemu_monitor);
 }
 END_TEST
 
@@ -76,6 +79,8 @@ START_TEST(test_preset_key) {
         ck_assert_str_eq(p.name, "x");
         ck_assert_double_eq(p.margin_percent, 7);
         ck_assert_double_eq(p.probe_step_max_percent, a.probe_step_max_percent);
+        /* Off unless asked for: it makes libvirt mark the domain tainted. */
+        ck_assert(!p.qemu_monitor);
         ck_assert_int_eq(rs_policy_parse_string("[policy]\nmargin = 7\npreset = aggressive\n", "x.conf", &p, &e), -EINVAL);
         ck_assert_uint_eq(e.line, 3);
         ck_assert_str_eq(e.key, "preset");
@@ -109,6 +114,7 @@ START_TEST(test_errors_name_file_line_key) {
         expect_error("[policy]\npoll-interval = 10 fortnights\n", 2, "poll-interval");
         expect_error("[policy]\nallow-dimm = perhaps\n", 2, "allow-dimm");
         expect_error("[policy]\nguest-agent = sometimes\n", 2, "guest-agent");
+        expect_error("[policy]\nqemu-monitor = maybe\n", 2, "qemu-monitor");
         expect_error("[policy]\nactuator = dimm\n", 2, "actuator");
         expect_error("[policy]\nrefault-sensitivity = 11\n", 2, "refault-sensitivity");
         expect_error("[policy]\ncolour = blue\n", 2, "colour");

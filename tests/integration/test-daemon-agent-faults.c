@@ -1,0 +1,347 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* rightsized against broken guest agents (tests/sim/fake-qemu --agent): one daemon manages
+ * simulated guests with a healthy agent, one whose agent hangs (accepts, never answers), one
+ * whose /proc/vmstat is a million lines, one whose agent answers garbage, and one with no agent
+ * at all. The agent is an extra: a broken one must cost the guest its agent tier and nothing
+ * else. Each test asserts:
+ *   - the daemon still runs and answers D-Bus;
+ *   - the other guests are still managed (samples keep coming, no fault), the healthy agents
+ *     still on the agent tier;
+ *   - the broken agent's guest is managed on balloon stats, is not marked faulty, and its
+ *     reason (and the log) says what is wrong with the agent;
+ *   - no guest's target or balloon is below its floor;
+ *   - the daemon's RSS stayed within a bound of what it was once the guests were managed.
+ * Waits are generous and assertions are on outcomes. */
+
+#include <check.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/macro.h"
+#include "tests/integration/bus-fixture.h"
+#include "tests/integration/daemon-fixture.h"
+#include "tests/unit/test-daemon-util.h"
+
+#define FLOOR (768 * MIB)
+#define WAIT_SEC 30
+
+enum {
+        G_OK0,
+        G_OK1,
+        G_HANG,
+        G_HUGE,
+        G_GARBAGE,
+        N_AGENT_GUESTS,
+        G_NO_AGENT = 10, /* a second fake-qemu, without agents */
+};
+
+static const unsigned healthy_guests[] = { G_OK0, G_OK1, G_NO_AGENT };
+
+static const char fast_policy[] = "[policy]\n"
+                                  "match = *\n"
+                                  "poll-interval = 1s\n"
+                                  "floor = 768M\n"
+                                  "floor-percent = 0\n"
+                                  "hold-time = 5s\n"
+                                  "guest-agent = yes\n";
+
+static BusFixture bus;
+static DaemonFixture d;
+static uint64_t rss_managed_kib;
+
+static void name_of(unsigned index, char *buf, size_t size) {
+        snprintf(buf, size, "sim-%u", index);
+}
+
+/* The fixture's config turns the agent off; these tests want it beside every QMP socket. */
+static void enable_agent_sockets(void) {
+        _cleanup_free_ char *text = NULL, *patched = NULL;
+        FILE *f = fopen(d.config_path, "re");
+        size_t size = 0;
+        static const char off[] = "agent-socket-pattern =\n";
+
+        ck_assert_ptr_nonnull(f);
+        text = calloc(1, 65536);
+        ck_assert_ptr_nonnull(text);
+        size = fread(text, 1, 65535, f);
+        fclose(f);
+        ck_assert_uint_gt(size, 0);
+        char *at = strstr(text, off);
+        ck_assert_msg(at, "the fixture's config has no agent-socket-pattern line:\n%s", text);
+        *at = '\0';
+        ck_assert_int_ge(asprintf(&patched, "%sagent-socket-pattern = %%d/%%n.qga\n%s", text, at + strlen(off)), 0);
+        test_write_file(d.config_path, patched);
+}
+
+/* `rightsizectl --json show NAME`, parsed (put it). */
+static json_object *ctl_show(unsigned index) {
+        char name[32];
+        name_of(index, name, sizeof(name));
+        _cleanup_(ctl_run_done) CtlRun run = ctl_run(&d, "--json", "show", name);
+        ck_assert_msg(run.code == 0, "rightsizectl --json show %s: %d %s", name, run.code, run.err);
+        json_object *doc = json_tokener_parse(run.out);
+        ck_assert_msg(doc, "rightsizectl --json show is not JSON: %s", run.out);
+        return doc;
+}
+
+static const char *json_str(json_object *o, const char *key) {
+        json_object *v;
+        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+                return "";
+        return json_object_get_string(v);
+}
+
+static bool json_true(json_object *o, const char *key) {
+        json_object *v;
+        return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_boolean) &&
+               json_object_get_boolean(v);
+}
+
+/* Waits until the guest's tier (rightsizectl --json show) is the given one. */
+static void wait_tier(unsigned index, const char *tier) {
+        for (uint64_t start = monotonic_sec();; usleep(250 * 1000)) {
+                json_object *doc = ctl_show(index);
+                bool ok = strcmp(json_str(doc, "tier"), tier) == 0;
+                _cleanup_free_ char *text = strdup(json_object_to_json_string(doc));
+                json_object_put(doc);
+                if (ok)
+                        return;
+                ck_assert_msg(monotonic_sec() < start + WAIT_SEC, "sim-%u never reached tier %s: %s", index, tier,
+                              text);
+        }
+}
+
+static void setup_agents(void) {
+        static const char *const agents[] = {
+                "--agent", "--scenario", "steady", "--time-scale", "20",
+                "--fault", "2:agent-hang",
+                "--fault", "3:agent-huge-vmstat",
+                "--fault", "4:agent-garbage",
+                NULL,
+        };
+        static const char *const plain[] = { "--scenario", "steady", "--time-scale", "20", NULL };
+        char name[32];
+
+        ck_assert_int_eq(bus_fixture_start(&bus, BUS_POLICY_OPEN), 0);
+        daemon_fixture_init(&d, &bus);
+        daemon_fixture_write_config(&d, "", NULL);
+        enable_agent_sockets();
+        daemon_fixture_write_policy(&d, "fast", fast_policy);
+        daemon_fixture_start_sim(&d, 0, 0, N_AGENT_GUESTS, agents);
+        daemon_fixture_start_sim(&d, 1, G_NO_AGENT, 1, plain);
+        daemon_fixture_start(&d);
+        for (unsigned i = 0; i < N_AGENT_GUESTS; i++) {
+                name_of(i, name, sizeof(name));
+                ck_assert_msg(guest_view_wait_running(&d, name, WAIT_SEC), "%s never became managed", name);
+        }
+        ck_assert(guest_view_wait_running(&d, "sim-10", WAIT_SEC));
+        wait_tier(G_OK0, "agent");
+        wait_tier(G_OK1, "agent");
+        rss_managed_kib = daemon_fixture_rss_kib(&d);
+}
+
+static void teardown_agents(void) {
+        daemon_fixture_done(&d);
+        bus_fixture_stop(&bus);
+}
+
+/* ---- what every test checks ---- */
+
+/* The guest's samples keep coming (its `updated` time and history advance), it has no fault and
+ * is not faulty. */
+static void assert_guest_managed(unsigned index) {
+        char name[32];
+        GuestView before, now;
+        int history_before;
+
+        name_of(index, name, sizeof(name));
+        ck_assert_int_eq(guest_view_get(&d, name, &before), 0);
+        history_before = guest_history_count(&d, name);
+        ck_assert_int_ge(history_before, 0);
+        for (uint64_t start = monotonic_sec();; usleep(250 * 1000)) {
+                ck_assert_int_eq(guest_view_get(&d, name, &now), 0);
+                if (now.updated > before.updated && guest_history_count(&d, name) > history_before &&
+                    now.fault[0] == '\0')
+                        break;
+                ck_assert_msg(monotonic_sec() < start + WAIT_SEC, "%s is no longer managed (state %s, fault '%s')",
+                              name, now.state, now.fault);
+        }
+        ck_assert_str_ne(now.state, "faulty");
+        ck_assert_str_ne(now.state, "connecting");
+}
+
+static void assert_floors_kept(void) {
+        GuestView views[16];
+        int n = guest_view_list(&d, views, ARRAY_SIZE(views));
+
+        ck_assert_int_eq(n, N_AGENT_GUESTS + 1);
+        for (int i = 0; i < n; i++) {
+                const GuestView *v = &views[i];
+                if (v->floor == 0)
+                        continue; /* not known yet: no size was ever set */
+                ck_assert_uint_eq(v->floor, FLOOR);
+                ck_assert_msg(v->target == 0 || v->target >= v->floor, "%s: target %" PRIu64 " below its floor",
+                              v->name, v->target);
+                ck_assert_msg(v->actual == 0 || v->actual >= v->floor, "%s: actual %" PRIu64 " below its floor",
+                              v->name, v->actual);
+        }
+}
+
+static void assert_rss_bounded(void) {
+        uint64_t now = daemon_fixture_rss_kib(&d);
+        /* A million-line /proc/vmstat read whole (~30 MB, more as base64) would show here. */
+        ck_assert_msg(now <= 2 * rss_managed_kib + 16 * 1024, "rightsized grew from %" PRIu64 " to %" PRIu64 " KiB",
+                      rss_managed_kib, now);
+}
+
+static void assert_others_fine(void) {
+        for (size_t i = 0; i < ARRAY_SIZE(healthy_guests); i++)
+                assert_guest_managed(healthy_guests[i]);
+        /* The healthy agents still give their guests the agent tier; the guest without one is
+         * on balloon stats and has nothing to complain about. */
+        for (unsigned i = G_OK0; i <= G_OK1; i++) {
+                json_object *doc = ctl_show(i);
+                ck_assert_str_eq(json_str(doc, "tier"), "agent");
+                ck_assert(json_true(doc, "agent"));
+                ck_assert_ptr_null(strstr(json_str(doc, "reason"), "guest agent"));
+                json_object_put(doc);
+        }
+        json_object *doc = ctl_show(G_NO_AGENT);
+        ck_assert_str_eq(json_str(doc, "tier"), "balloon");
+        ck_assert(!json_true(doc, "agent"));
+        ck_assert_ptr_null(strstr(json_str(doc, "reason"), "guest agent"));
+        json_object_put(doc);
+}
+
+/* The broken agent's guest: its reason names the problem (D-Bus and rightsizectl), the log says
+ * it too, it has no fault, it goes on being managed on balloon stats. */
+static void assert_agent_problem(unsigned index, const char *what) {
+        char name[32];
+        GuestView v;
+
+        name_of(index, name, sizeof(name));
+        for (uint64_t start = monotonic_sec();; usleep(250 * 1000)) {
+                ck_assert_int_eq(guest_view_get(&d, name, &v), 0);
+                if (strstr(v.reason, what))
+                        break;
+                ck_assert_msg(monotonic_sec() < start + WAIT_SEC, "%s: reason '%s' (state %s, fault '%s'), expected '%s'",
+                              name, v.reason, v.state, v.fault, what);
+        }
+        ck_assert_msg(v.fault[0] == '\0', "%s: the agent made the guest faulty: %s", name, v.fault);
+
+        _cleanup_free_ char *log = daemon_fixture_log(&d);
+        ck_assert_ptr_nonnull(log);
+        bool logged = false;
+        for (const char *line = log; line && *line && !logged;) {
+                const char *eol = strchr(line, '\n');
+                size_t len = eol ? (size_t) (eol - line) : strlen(line);
+                _cleanup_free_ char *l = strndup(line, len);
+                logged = strstr(l, name) && strstr(l, "going on with balloon stats only") && strstr(l, what);
+                line = eol ? eol + 1 : NULL;
+        }
+        ck_assert_msg(logged, "no log line for %s says '%s'", name, what);
+
+        assert_guest_managed(index);
+        json_object *doc = ctl_show(index);
+        ck_assert_str_eq(json_str(doc, "tier"), "balloon");
+        ck_assert_ptr_nonnull(strstr(json_str(doc, "reason"), what));
+        ck_assert_str_eq(json_str(doc, "fault"), "");
+        json_object_put(doc);
+}
+
+static void check_all(void) {
+        ck_assert_msg(daemon_fixture_alive(&d), "rightsized died");
+        assert_others_fine();
+        assert_floors_kept();
+        assert_rss_bounded();
+        ck_assert_msg(daemon_fixture_alive(&d), "rightsized died");
+}
+
+static double elapsed_sec(const struct timespec *a, const struct timespec *b) {
+        return (double) (b->tv_sec - a->tv_sec) + (double) (b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
+/* ---- the tests ---- */
+
+START_TEST(test_healthy_agent) {
+        /* setup waited for the agent tier; the agent answers and nothing is wrong with it */
+        for (unsigned i = G_OK0; i <= G_OK1; i++) {
+                char name[32];
+                GuestView v;
+                name_of(i, name, sizeof(name));
+                ck_assert_int_eq(guest_view_get(&d, name, &v), 0);
+                ck_assert_str_eq(v.fault, "");
+                ck_assert_ptr_null(strstr(v.reason, "guest agent"));
+        }
+        ck_assert(daemon_fixture_wait_log(&d, "Guest agent answers on", 1));
+        check_all();
+}
+END_TEST
+
+START_TEST(test_agent_hang) {
+        assert_agent_problem(G_HANG, "guest agent: no answer to guest-sync-delimited");
+        json_object *doc = ctl_show(G_HANG);
+        ck_assert(!json_true(doc, "agent"));
+        json_object_put(doc);
+
+        /* The event loop never waits on the agent: D-Bus calls keep answering at once while the
+         * agent's syncs time out (3 s each), here over more than two of them. */
+        double worst = 0;
+        for (unsigned i = 0; i < 30; i++) {
+                struct timespec a, b;
+                GuestView v;
+                clock_gettime(CLOCK_MONOTONIC, &a);
+                ck_assert_int_eq(guest_view_get(&d, "sim-2", &v), 0);
+                clock_gettime(CLOCK_MONOTONIC, &b);
+                worst = MAX(worst, elapsed_sec(&a, &b));
+                usleep(250 * 1000);
+        }
+        ck_assert_msg(worst < 2.0, "GetGuest took %.2f s while an agent hung", worst);
+        check_all();
+}
+END_TEST
+
+START_TEST(test_agent_huge_vmstat) {
+        /* ~30 MB offered; the reader stops at its 1 MiB cap, every interval. */
+        assert_agent_problem(G_HUGE, "guest agent: /proc/vmstat exceeds 1048576 bytes");
+        json_object *doc = ctl_show(G_HUGE);
+        ck_assert(json_true(doc, "agent")); /* it syncs fine: only its file is too long */
+        json_object_put(doc);
+        /* Many capped reads later (one per second), memory is still where it was. */
+        sleep(5);
+        assert_guest_managed(G_HUGE);
+        check_all();
+}
+END_TEST
+
+START_TEST(test_agent_garbage) {
+        assert_agent_problem(G_GARBAGE, "guest agent: opening /proc/vmstat: malformed JSON");
+        check_all();
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("daemon-agent-faults");
+        TCase *tc = tcase_create("agents");
+        SRunner *sr;
+        int failed;
+
+        tcase_add_unchecked_fixture(tc, setup_agents, teardown_agents);
+        tcase_set_timeout(tc, 120);
+        tcase_add_test(tc, test_healthy_agent);
+        tcase_add_test(tc, test_agent_hang);
+        tcase_add_test(tc, test_agent_huge_vmstat);
+        tcase_add_test(tc, test_agent_garbage);
+        suite_add_tcase(s, tc);
+
+        sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
