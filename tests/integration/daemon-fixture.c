@@ -460,6 +460,25 @@ bool guest_view_wait_running(const DaemonFixture *d, const char *name, unsigned 
         return false;
 }
 
+void guest_assert_managed(const DaemonFixture *d, const char *name, unsigned timeout_sec) {
+        GuestView before, now;
+        int history_before;
+
+        ck_assert_int_eq(guest_view_get(d, name, &before), 0);
+        history_before = guest_history_count(d, name);
+        ck_assert_int_ge(history_before, 0);
+        for (uint64_t start = monotonic_sec();; usleep(250 * 1000)) {
+                ck_assert_int_eq(guest_view_get(d, name, &now), 0);
+                if (now.updated > before.updated && guest_history_count(d, name) > history_before &&
+                    now.fault[0] == '\0')
+                        break;
+                ck_assert_msg(monotonic_sec() < start + timeout_sec, "%s is no longer managed (state %s, fault '%s')",
+                              name, now.state, now.fault);
+        }
+        ck_assert_str_ne(now.state, "faulty");
+        ck_assert_str_ne(now.state, "connecting");
+}
+
 int guest_history_count(const DaemonFixture *d, const char *name) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;

@@ -97,6 +97,10 @@ int guest_view_get(const DaemonFixture *d, const char *name, GuestView *ret);
 int guest_view_list(const DaemonFixture *d, GuestView *ret, size_t max);
 /* Waits until the guest is managed (state neither connecting nor faulty, and updated known). */
 bool guest_view_wait_running(const DaemonFixture *d, const char *name, unsigned timeout_sec);
+/* Asserts the guest is still managed: a new sample (its `updated` time and history advance) with
+ * no fault within timeout_sec (a command timing out on a busy machine is a fault for a few
+ * intervals: it is waited out), and it is neither faulty nor connecting. */
+void guest_assert_managed(const DaemonFixture *d, const char *name, unsigned timeout_sec);
 /* Number of GetHistory points, or -errno. */
 int guest_history_count(const DaemonFixture *d, const char *name);
 
