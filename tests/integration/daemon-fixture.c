@@ -479,6 +479,37 @@ void guest_assert_managed(const DaemonFixture *d, const char *name, unsigned tim
         ck_assert_str_ne(now.state, "connecting");
 }
 
+int guests_assert_floors_kept(const DaemonFixture *d, uint64_t floor) {
+        GuestView views[64];
+        int n = guest_view_list(d, views, ARRAY_SIZE(views));
+
+        ck_assert_int_ge(n, 0);
+        for (int i = 0; i < MIN(n, (int) ARRAY_SIZE(views)); i++) {
+                const GuestView *v = &views[i];
+                if (v->floor == 0)
+                        continue; /* not known yet: no size was ever set */
+                ck_assert_uint_eq(v->floor, floor);
+                ck_assert_msg(v->target == 0 || v->target >= v->floor, "%s: target %" PRIu64 " below its floor",
+                              v->name, v->target);
+                ck_assert_msg(v->actual == 0 || v->actual >= v->floor, "%s: actual %" PRIu64 " below its floor",
+                              v->name, v->actual);
+        }
+        return n;
+}
+
+void daemon_fixture_assert_rss_bounded(DaemonFixture *d, uint64_t base_kib) {
+        uint64_t now = daemon_fixture_rss_kib(d);
+        ck_assert_msg(now <= 2 * base_kib + 16 * 1024, "rightsized grew from %" PRIu64 " to %" PRIu64 " KiB", base_kib,
+                      now);
+}
+
+const char daemon_fixture_fast_policy[] = "[policy]\n"
+                                          "match = *\n"
+                                          "poll-interval = 1s\n"
+                                          "floor = 768M\n"
+                                          "floor-percent = 0\n"
+                                          "hold-time = 5s\n";
+
 int guest_history_count(const DaemonFixture *d, const char *name) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;

@@ -101,6 +101,17 @@ bool guest_view_wait_running(const DaemonFixture *d, const char *name, unsigned 
  * no fault within timeout_sec (a command timing out on a busy machine is a fault for a few
  * intervals: it is waited out), and it is neither faulty nor connecting. */
 void guest_assert_managed(const DaemonFixture *d, const char *name, unsigned timeout_sec);
+/* Asserts every guest with a known floor has it equal to `floor` and its target and actual at or
+ * above it; returns how many guests there were. */
+int guests_assert_floors_kept(const DaemonFixture *d, uint64_t floor);
+/* Asserts the daemon's RSS is at most twice base_kib plus 16 MiB: a reply or a flood that was
+ * buffered whole would show. */
+void daemon_fixture_assert_rss_bounded(DaemonFixture *d, uint64_t base_kib);
+
+/* A policy for simulated guests: a 1 s interval, a short hold, and a floor of
+ * DAEMON_FIXTURE_FLOOR, above the model's working set (~620 MiB) so that the floor binds. */
+#define DAEMON_FIXTURE_FLOOR (768 * MIB)
+extern const char daemon_fixture_fast_policy[];
 /* Number of GetHistory points, or -errno. */
 int guest_history_count(const DaemonFixture *d, const char *name);
 

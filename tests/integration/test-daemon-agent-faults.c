@@ -26,8 +26,9 @@
 #include "tests/integration/bus-fixture.h"
 #include "tests/integration/daemon-fixture.h"
 #include "tests/unit/test-daemon-util.h"
+#include "tests/unit/check-run.h"
 
-#define FLOOR (768 * MIB)
+#define FLOOR DAEMON_FIXTURE_FLOOR
 #define WAIT_SEC 30
 
 enum {
@@ -42,13 +43,6 @@ enum {
 
 static const unsigned healthy_guests[] = { G_OK0, G_OK1, G_NO_AGENT };
 
-static const char fast_policy[] = "[policy]\n"
-                                  "match = *\n"
-                                  "poll-interval = 1s\n"
-                                  "floor = 768M\n"
-                                  "floor-percent = 0\n"
-                                  "hold-time = 5s\n"
-                                  "guest-agent = yes\n";
 
 static BusFixture bus;
 static DaemonFixture d;
@@ -131,7 +125,7 @@ static void setup_agents(void) {
         daemon_fixture_init(&d, &bus);
         daemon_fixture_write_config(&d, "", NULL);
         enable_agent_sockets();
-        daemon_fixture_write_policy(&d, "fast", fast_policy);
+        daemon_fixture_write_policy(&d, "fast", daemon_fixture_fast_policy);
         daemon_fixture_start_sim(&d, 0, 0, N_AGENT_GUESTS, agents);
         daemon_fixture_start_sim(&d, 1, G_NO_AGENT, 1, plain);
         daemon_fixture_start(&d);
@@ -161,27 +155,11 @@ static void assert_guest_managed(unsigned index) {
 }
 
 static void assert_floors_kept(void) {
-        GuestView views[16];
-        int n = guest_view_list(&d, views, ARRAY_SIZE(views));
-
-        ck_assert_int_eq(n, N_AGENT_GUESTS + 1);
-        for (int i = 0; i < n; i++) {
-                const GuestView *v = &views[i];
-                if (v->floor == 0)
-                        continue; /* not known yet: no size was ever set */
-                ck_assert_uint_eq(v->floor, FLOOR);
-                ck_assert_msg(v->target == 0 || v->target >= v->floor, "%s: target %" PRIu64 " below its floor",
-                              v->name, v->target);
-                ck_assert_msg(v->actual == 0 || v->actual >= v->floor, "%s: actual %" PRIu64 " below its floor",
-                              v->name, v->actual);
-        }
+        ck_assert_int_eq(guests_assert_floors_kept(&d, FLOOR), N_AGENT_GUESTS + 1);
 }
 
 static void assert_rss_bounded(void) {
-        uint64_t now = daemon_fixture_rss_kib(&d);
-        /* A million-line /proc/vmstat read whole (~30 MB, more as base64) would show here. */
-        ck_assert_msg(now <= 2 * rss_managed_kib + 16 * 1024, "rightsized grew from %" PRIu64 " to %" PRIu64 " KiB",
-                      rss_managed_kib, now);
+        daemon_fixture_assert_rss_bounded(&d, rss_managed_kib);
 }
 
 static void assert_others_fine(void) {
@@ -313,8 +291,6 @@ END_TEST
 int main(void) {
         Suite *s = suite_create("daemon-agent-faults");
         TCase *tc = tcase_create("agents");
-        SRunner *sr;
-        int failed;
 
         tcase_add_unchecked_fixture(tc, setup_agents, teardown_agents);
         tcase_set_timeout(tc, 120);
@@ -324,9 +300,5 @@ int main(void) {
         tcase_add_test(tc, test_agent_garbage);
         suite_add_tcase(s, tc);
 
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return check_run_suite(s);
 }

@@ -21,22 +21,16 @@
 #include "tests/integration/bus-fixture.h"
 #include "tests/integration/daemon-fixture.h"
 #include "tests/unit/test-daemon-util.h"
+#include "tests/unit/check-run.h"
 
 #define WAIT_SEC 30
-
-static const char fast_policy[] = "[policy]\n"
-                                  "match = *\n"
-                                  "poll-interval = 1s\n"
-                                  "floor = 768M\n"
-                                  "floor-percent = 0\n"
-                                  "hold-time = 5s\n";
 
 static BusFixture bus;
 static DaemonFixture d;
 
 static void setup_dirs(void) {
         daemon_fixture_init(&d, &bus); /* --check-config needs no bus */
-        daemon_fixture_write_policy(&d, "fast", fast_policy);
+        daemon_fixture_write_policy(&d, "fast", daemon_fixture_fast_policy);
 }
 
 static void setup_bus_and_dirs(void) {
@@ -322,7 +316,7 @@ START_TEST(test_sighup) {
 
         /* Both repaired: taken again. */
         daemon_fixture_write_config(&d, "", NULL);
-        daemon_fixture_write_policy(&d, "fast", fast_policy);
+        daemon_fixture_write_policy(&d, "fast", daemon_fixture_fast_policy);
         hup_and_wait("Reloaded ");
         ck_assert_uint_eq(view("sim-1").floor, 768 * MIB);
         ck_assert(daemon_fixture_alive(&d));
@@ -332,8 +326,6 @@ END_TEST
 int main(void) {
         Suite *s = suite_create("daemon-config");
         TCase *files = tcase_create("files"), *hup = tcase_create("sighup");
-        SRunner *sr;
-        int failed;
 
         tcase_add_checked_fixture(files, setup_dirs, teardown);
         tcase_set_timeout(files, 30);
@@ -348,9 +340,5 @@ int main(void) {
         tcase_add_test(hup, test_sighup);
         suite_add_tcase(s, hup);
 
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return check_run_suite(s);
 }

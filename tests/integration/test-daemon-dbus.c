@@ -29,6 +29,7 @@
 #include "tests/integration/bus-fixture.h"
 #include "tests/integration/daemon-fixture.h"
 #include "tests/unit/test-daemon-util.h"
+#include "tests/unit/check-run.h"
 
 #define BUS_NAME "org.rightsize.Manager1"
 #define BUS_PATH "/org/rightsize/Manager1"
@@ -708,8 +709,6 @@ END_TEST
 int main(void) {
         Suite *s = suite_create("daemon-dbus");
         TCase *api = tcase_create("api"), *access = tcase_create("access"), *system_bus = tcase_create("system-bus");
-        SRunner *sr;
-        int failed;
 
         tcase_add_unchecked_fixture(api, setup_open, teardown_fleet);
         tcase_set_timeout(api, 120);
@@ -734,9 +733,5 @@ int main(void) {
         tcase_add_test(system_bus, test_access_system_bus_policy);
         suite_add_tcase(s, system_bus);
 
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return check_run_suite(s);
 }

@@ -31,8 +31,9 @@
 #include "tests/integration/bus-fixture.h"
 #include "tests/integration/daemon-fixture.h"
 #include "tests/unit/test-daemon-util.h"
+#include "tests/unit/check-run.h"
 
-#define FLOOR (768 * MIB) /* above the simulated working set (~620 MiB): the floor binds */
+#define FLOOR DAEMON_FIXTURE_FLOOR
 #define FAULT_AFTER "@3"  /* seconds: the daemon manages every guest first */
 #define WAIT_SEC 30
 
@@ -59,12 +60,6 @@ enum {
         G_RESTART = 20,
 };
 
-static const char fast_policy[] = "[policy]\n"
-                                  "match = *\n"
-                                  "poll-interval = 1s\n"
-                                  "floor = 768M\n"
-                                  "floor-percent = 0\n"
-                                  "hold-time = 5s\n";
 
 static BusFixture bus;
 static DaemonFixture d;
@@ -78,7 +73,7 @@ static void start_daemon_with_policy(void) {
         ck_assert_int_eq(bus_fixture_start(&bus, BUS_POLICY_OPEN), 0);
         daemon_fixture_init(&d, &bus);
         daemon_fixture_write_config(&d, "", NULL);
-        daemon_fixture_write_policy(&d, "fast", fast_policy);
+        daemon_fixture_write_policy(&d, "fast", daemon_fixture_fast_policy);
 }
 
 static void wait_running(unsigned index) {
@@ -135,27 +130,11 @@ static void assert_guest_managed(unsigned index) {
 }
 
 static void assert_floors_kept(void) {
-        GuestView views[64];
-        int n = guest_view_list(&d, views, ARRAY_SIZE(views));
-
-        ck_assert_int_ge(n, N_FLEET);
-        for (int i = 0; i < n; i++) {
-                const GuestView *v = &views[i];
-                if (v->floor == 0)
-                        continue; /* not known yet: no size was ever set */
-                ck_assert_uint_eq(v->floor, FLOOR);
-                ck_assert_msg(v->target == 0 || v->target >= v->floor, "%s: target %" PRIu64 " below its floor",
-                              v->name, v->target);
-                ck_assert_msg(v->actual == 0 || v->actual >= v->floor, "%s: actual %" PRIu64 " below its floor",
-                              v->name, v->actual);
-        }
+        ck_assert_int_ge(guests_assert_floors_kept(&d, FLOOR), N_FLEET);
 }
 
 static void assert_rss_bounded(void) {
-        uint64_t now = daemon_fixture_rss_kib(&d);
-        /* A 100 MiB reply or a flood that were buffered would show here. */
-        ck_assert_msg(now <= 2 * rss_managed_kib + 16 * 1024, "rightsized grew from %" PRIu64 " to %" PRIu64 " KiB",
-                      rss_managed_kib, now);
+        daemon_fixture_assert_rss_bounded(&d, rss_managed_kib);
 }
 
 static json_object *json_guest(json_object *list, const char *name) {
@@ -522,8 +501,6 @@ END_TEST
 int main(void) {
         Suite *s = suite_create("daemon-faults");
         TCase *fleet = tcase_create("fleet"), *state = tcase_create("state-file"), *disk = tcase_create("disk-full");
-        SRunner *sr;
-        int failed;
 
         tcase_add_unchecked_fixture(fleet, setup_fleet, teardown_all);
         tcase_set_timeout(fleet, 120);
@@ -558,9 +535,5 @@ int main(void) {
         tcase_add_test(disk, test_disk_full);
         suite_add_tcase(s, disk);
 
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return check_run_suite(s);
 }

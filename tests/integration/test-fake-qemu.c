@@ -17,6 +17,7 @@
 
 #include "common/macro.h"
 #include "qmp/qmp-sync.h"
+#include "tests/unit/check-run.h"
 
 #define SEC USEC_PER_SEC
 enum { G_HEALTHY, G_GARBAGE, G_HUGE, G_HANG, G_CLOSE, G_LYING, G_STUCK, G_HEALTHY2, N_GUESTS };
@@ -264,8 +265,6 @@ END_TEST
 int main(void) {
         Suite *s = suite_create("fake-qemu");
         TCase *tc = tcase_create("sim");
-        SRunner *sr;
-        int failed;
 
         tcase_add_checked_fixture(tc, start_sim, stop_sim);
         tcase_set_timeout(tc, 60);
@@ -278,9 +277,5 @@ int main(void) {
         tcase_add_test(tc, test_fault_lying_stats);
         tcase_add_test(tc, test_fault_stuck_balloon);
         suite_add_tcase(s, tc);
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return check_run_suite(s);
 }

@@ -13,6 +13,7 @@
 #include "qmp/json-util.h"
 #include "qmp/qmp-sync.h"
 #include "tests/integration/guest-fixture.h"
+#include "tests/unit/check-run.h"
 
 #define GUEST_MEM (1024 * MIB)
 #define TIMEOUT (10 * USEC_PER_SEC)
@@ -226,9 +227,5 @@ static Suite *real_guest_suite(void) {
 }
 
 int main(void) {
-        SRunner *sr = srunner_create(real_guest_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return check_run_suite(real_guest_suite());
 }

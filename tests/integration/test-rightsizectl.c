@@ -24,6 +24,7 @@
 
 #include "common/macro.h"
 #include "tests/integration/bus-fixture.h"
+#include "tests/unit/check-run.h"
 
 #define NAME "org.rightsize.Manager1"
 #define PATH "/org/rightsize/Manager1"
@@ -573,8 +574,6 @@ END_TEST
 int main(void) {
         Suite *s = suite_create("rightsizectl");
         TCase *tc = tcase_create("with-service"), *none = tcase_create("without-service");
-        SRunner *sr;
-        int failed;
 
         tcase_add_checked_fixture(tc, setup_with_service, teardown);
         tcase_set_timeout(tc, 60);
@@ -593,9 +592,5 @@ int main(void) {
         tcase_add_test(none, test_no_daemon);
         suite_add_tcase(s, none);
 
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return check_run_suite(s);
 }
