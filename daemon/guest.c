@@ -593,11 +593,14 @@ static void guest_finish_cycle(Guest *g) {
                 return;
         }
 
-        if (host_memory_read("/proc", &host) >= 0 || guest_value_is_known(host.psi_some_avg10)) {
-                g->sample.level[RS_LEVEL_HOST_MEM_AVAILABLE] = host.mem_available;
-                g->sample.level[RS_LEVEL_HOST_PSI_SOME_AVG10] = host.psi_some_avg10;
-                g->sample.level[RS_LEVEL_HOST_PSI_FULL_AVG10] = host.psi_full_avg10;
+        const HostMemory *h = g->hooks && g->hooks->host_memory ? g->hooks->host_memory(g, g->userdata) : NULL;
+        if (!h) {
+                (void) host_memory_read("/proc", &host);
+                h = &host;
         }
+        g->sample.level[RS_LEVEL_HOST_MEM_AVAILABLE] = h->mem_available;
+        g->sample.level[RS_LEVEL_HOST_PSI_SOME_AVG10] = h->psi_some_avg10;
+        g->sample.level[RS_LEVEL_HOST_PSI_FULL_AVG10] = h->psi_full_avg10;
         if (g->qemu_pid > 0) {
                 uint64_t rss;
                 g->host_rss = host_process_rss("/proc", g->qemu_pid, &rss) >= 0 ? rss : UINT64_MAX;

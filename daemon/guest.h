@@ -18,6 +18,7 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "daemon/host.h"
 #include "daemon/config.h"
 #include "policies/estimator.h"
 #include "policies/policy.h"
@@ -36,6 +37,9 @@ typedef struct GuestHistoryPoint {
 } GuestHistoryPoint;
 
 typedef struct GuestHooks {
+        /* The host's memory and PSI for this cycle's sample: one reading shared by every guest
+         * (the manager re-reads it at most twice a second). NULL: read it directly. */
+        const HostMemory *(*host_memory)(Guest *g, void *userdata);
         /* After a sample was fed: the target this guest may have after host arbitration. */
         uint64_t (*arbitrate)(Guest *g, void *userdata);
         /* After every cycle (and on connection changes); estimate_changed as EstimateChanged

@@ -275,7 +275,15 @@ static void manager_guest_updated(Guest *g, bool estimate_changed, void *userdat
         manager_publish(m, false);
 }
 
+static const HostMemory *manager_host_memory(Guest *g, void *userdata) {
+        Manager *m = userdata;
+        (void) g;
+        manager_read_host(m);
+        return &m->host;
+}
+
 static const GuestHooks guest_hooks = {
+        .host_memory = manager_host_memory,
         .arbitrate = manager_arbitrate,
         .updated = manager_guest_updated,
 };
