@@ -240,18 +240,15 @@ static int guest_send_balloon(Guest *g, uint64_t bytes) {
 
         /* Never below the floor, whatever asked for it. */
         bytes = MAX(bytes, guest_floor(g));
-        if (g->driver)
-                r = g->driver->set_balloon(g, bytes, g->driver_data);
-        else {
-                /* The balloon's target is the boot memory's share of the size. */
-                uint64_t plugged = g->vmem_id ? g->vmem_requested : 0;
-                if (bytes <= plugged) {
-                        log_guest_debug(g->name, guest_state_string(g),
-                                        "virtio-mem alone exceeds the target: balloon left alone");
-                        return 0;
-                }
-                r = qmp_balloon_set_target(g->qmp, bytes - plugged, command_timeout(g), on_balloon_set, g);
+        /* The balloon's target is the boot memory's share of the size (QMP and libvirt alike:
+         * the plan sets virtio-mem before the balloon). */
+        uint64_t plugged = g->vmem_id ? g->vmem_requested : 0;
+        if (bytes <= plugged) {
+                log_guest_debug(g->name, guest_state_string(g), "virtio-mem alone exceeds the target: balloon left alone");
+                return 0;
         }
+        r = g->driver ? g->driver->set_balloon(g, bytes - plugged, g->driver_data)
+                      : qmp_balloon_set_target(g->qmp, bytes - plugged, command_timeout(g), on_balloon_set, g);
         if (r < 0)
                 return r;
         g->balloon_target = bytes;
@@ -395,13 +392,14 @@ static void guest_actuate(Guest *g, uint64_t target, bool urgent, uint64_t now) 
                 plan.set_balloon = false;
         }
         if (plan.set_vmem && g->vmem_id) {
-                r = g->driver ? g->driver->set_virtio_mem(g, plan.vmem_requested, g->driver_data)
+                uint64_t requested = plan.vmem_requested;
+                r = g->driver ? g->driver->set_virtio_mem(g, plan.vmem_requested, &requested, g->driver_data)
                               : qmp_virtio_mem_set_requested_size(g->qmp, g->vmem_id, plan.vmem_requested,
                                                                   command_timeout(g), on_vmem_set, g);
                 if (r < 0)
                         log_guest_warning_errno(g->name, guest_state_string(g), r, "virtio-mem resize: %m");
-                else if (!g->driver)
-                        g->vmem_requested = plan.vmem_requested;
+                else
+                        g->vmem_requested = requested;
         }
         if (plan.set_balloon && plan.balloon_target != g->balloon_target) {
                 r = guest_send_balloon(g, plan.balloon_target);
@@ -1434,10 +1432,14 @@ int guest_shutdown(Guest *g, ShutdownAction action, void (*done)(Guest *g, void 
         if (g->actual >= size && g->balloon_target >= size)
                 return 0;
         size = MAX(size, MIN(g->actual, guest_max(g)));
+        /* As in guest_send_balloon(): the balloon covers the boot memory only. */
+        uint64_t plugged = g->vmem_id ? g->vmem_requested : 0;
+        if (size <= plugged)
+                return 0;
 
         if (g->driver) {
                 /* Synchronous: done when it returns. */
-                r = g->driver->set_balloon(g, size, g->driver_data);
+                r = g->driver->set_balloon(g, size - plugged, g->driver_data);
                 if (r < 0)
                         return log_guest_warning_errno(g->name, NULL, r, "Leaving the guest at its size failed: %m");
                 log_guest_info(g->name, guest_state_string(g), "Left the guest at %s (shutdown-action=%s)",
@@ -1450,7 +1452,7 @@ int guest_shutdown(Guest *g, ShutdownAction action, void (*done)(Guest *g, void 
                 return -ENOMEM;
         *call = (ShutdownCall) { g, done, userdata };
         json_object *args = json_object_new_object();
-        json_object_object_add(args, "value", json_object_new_int64((int64_t) size));
+        json_object_object_add(args, "value", json_object_new_int64((int64_t) (size - plugged)));
         r = qmp_client_execute_full(g->qmp, "balloon", args, 2 * USEC_PER_SEC, on_shutdown_balloon, call, free);
         if (r < 0) {
                 free(call);
@@ -1497,6 +1499,7 @@ int guest_driven_attach(Guest *g, const GuestResources *res) {
                 g->vmem_size = res->vmem_size;
                 g->vmem_max = res->vmem_max;
                 g->vmem_block = res->vmem_block;
+                g->vmem_requested = res->vmem_requested;
         } else {
                 free(g->vmem_id);
                 g->vmem_id = NULL;

@@ -55,11 +55,12 @@ typedef enum GuestSource {
 } GuestSource;
 
 /* The actuators of a guest that is not driven over QMP (guest_new_driven()). Synchronous:
- * 0 or -errno. The sizes are what QMP would be sent: balloon = bytes to leave the guest,
- * virtio-mem = the block-aligned requested size. */
+ * 0 or -errno. The sizes are what QMP would be sent: balloon = the boot memory's share to
+ * leave the guest (virtio-mem already taken away), virtio-mem = the block-aligned requested
+ * size, and *ret_requested what the device was actually asked for. */
 typedef struct GuestDriver {
-        int (*set_balloon)(Guest *g, uint64_t bytes, void *userdata);
-        int (*set_virtio_mem)(Guest *g, uint64_t requested, void *userdata);
+        int (*set_balloon)(Guest *g, uint64_t balloon_bytes, void *userdata);
+        int (*set_virtio_mem)(Guest *g, uint64_t requested, uint64_t *ret_requested, void *userdata);
 } GuestDriver;
 
 /* What a driven guest has, from its driver (guest_driven_attach()). */
@@ -67,7 +68,7 @@ typedef struct GuestResources {
         uint64_t base_memory;       /* boot memory */
         uint64_t actual;            /* what the balloon leaves the guest now */
         const char *vmem_id;        /* NULL: no virtio-mem */
-        uint64_t vmem_size, vmem_max, vmem_block;
+        uint64_t vmem_size, vmem_max, vmem_block, vmem_requested;
         bool fpr_known, free_page_reporting;
         bool agent;                 /* signals from the guest agent are expected */
 } GuestResources;
@@ -125,7 +126,7 @@ struct Guest {
         uint64_t base_memory;  /* boot memory (query-memory-size-summary) */
         char *vmem_id;         /* the first virtio-mem device, NULL if none */
         uint64_t vmem_size, vmem_max, vmem_block;
-        uint64_t vmem_requested; /* QMP guests: the requested-size last asked for (or found) */
+        uint64_t vmem_requested; /* the requested-size last asked for (or found) */
         uint64_t balloon_actual; /* QMP guests: query-balloon's actual, which leaves virtio-mem out */
         bool fpr_known, free_page_reporting;
         bool no_blockstats;    /* QEMU refused query-blockstats: not asked again */

@@ -20,7 +20,6 @@ typedef struct Domain {
         char *policy_name;            /* from the metadata, NULL when none */
         bool skipped;
         bool agent_channel;
-        uint64_t vmem_requested;      /* what virtio-mem was last asked for (bytes) */
         uint64_t next_due;            /* CLOCK_MONOTONIC µs */
         bool in_cycle, got_stats;     /* during a tick */
         LibvirtAgentJob *job;         /* the agent read in flight */
@@ -59,26 +58,21 @@ static uint64_t now_monotonic(LibvirtGuests *lg) {
  * balloon leaves of the boot memory plus the plugged virtio-mem memory; that is libvirt's
  * current memory (balloon.current, `virsh dominfo`). QEMU's balloon, and so
  * virDomainSetMemoryFlags, only covers the boot memory (measured with QEMU 7.2 and libvirt 9.0:
- * with 256 MiB plugged, `setmem 700M` leaves 956 MiB). So a total becomes a balloon target by
- * taking away what virtio-mem was asked for; the plan sets virtio-mem before the balloon. */
+ * with 256 MiB plugged, `setmem 700M` leaves 956 MiB), as for plain QEMU guests: guest.c
+ * takes what virtio-mem was asked for away from a total before it reaches set_balloon. */
 
-static int driver_set_balloon(Guest *g, uint64_t total, void *userdata) {
+static int driver_set_balloon(Guest *g, uint64_t balloon_bytes, void *userdata) {
         Domain *d = userdata;
-        uint64_t plugged = g->vmem_id ? d->vmem_requested : 0;
-
-        if (total <= plugged) {
-                log_guest_debug(g->name, guest_state_string(g), "virtio-mem alone exceeds the target: balloon left alone");
-                return 0;
-        }
-        return libvirt_backend_set_balloon(d->owner->backend, d->uuid, total - plugged);
+        (void) g;
+        return libvirt_backend_set_balloon(d->owner->backend, d->uuid, balloon_bytes);
 }
 
-static int driver_set_virtio_mem(Guest *g, uint64_t requested, void *userdata) {
+static int driver_set_virtio_mem(Guest *g, uint64_t requested, uint64_t *ret_requested, void *userdata) {
         Domain *d = userdata;
         uint64_t aligned;
         int r = libvirt_backend_set_virtio_mem(d->owner->backend, d->uuid, g->vmem_id, requested, &aligned);
         if (r >= 0)
-                d->vmem_requested = aligned;
+                *ret_requested = aligned;
         if (r >= 0)
                 log_guest_debug(g->name, guest_state_string(g), "virtio-mem %s requested %" PRIu64 " MiB",
                                 g->vmem_id, aligned / MIB);
@@ -126,7 +120,6 @@ static void domain_attach(LibvirtGuests *lg, Domain *d, const LibvirtDomainInfo 
                 guest_set_faulty(g, fault);
                 return;
         }
-        d->vmem_requested = qmp_value_is_known(info->virtio_mem_requested) ? info->virtio_mem_requested : 0;
         GuestResources res = {
                 .base_memory = info->maximum,
                 /* The total: the balloon's part plus what virtio-mem has plugged. */
@@ -136,6 +129,7 @@ static void domain_attach(LibvirtGuests *lg, Domain *d, const LibvirtDomainInfo 
                 .vmem_size = qmp_value_is_known(info->virtio_mem_current) ? info->virtio_mem_current : 0,
                 .vmem_max = qmp_value_is_known(info->virtio_mem_size) ? info->virtio_mem_size : 0,
                 .vmem_block = qmp_value_is_known(info->virtio_mem_block) ? info->virtio_mem_block : 0,
+                .vmem_requested = qmp_value_is_known(info->virtio_mem_requested) ? info->virtio_mem_requested : 0,
                 .fpr_known = true,
                 .free_page_reporting = info->free_page_reporting,
                 .agent = lg->agent && info->agent_channel,
