@@ -325,3 +325,16 @@ int rs_parse_bool(const char *s, bool *ret) {
         }
         return -EINVAL;
 }
+
+bool rs_policy_equal(const RsPolicy *a, const RsPolicy *b) {
+        return strcmp(a->name, b->name) == 0 && strcmp(a->match, b->match) == 0 && a->mode == b->mode &&
+               a->poll_interval_usec == b->poll_interval_usec && a->floor_bytes == b->floor_bytes &&
+               a->floor_percent == b->floor_percent && a->max_bytes == b->max_bytes &&
+               a->margin_percent == b->margin_percent && a->probe_step_min_percent == b->probe_step_min_percent &&
+               a->probe_step_max_percent == b->probe_step_max_percent && a->hold_usec == b->hold_usec &&
+               a->refault_sensitivity == b->refault_sensitivity && a->actuator == b->actuator &&
+               a->shares == b->shares && a->change_cap_percent == b->change_cap_percent &&
+               a->change_cap_bytes == b->change_cap_bytes && a->dead_band_bytes == b->dead_band_bytes &&
+               a->allow_dimm == b->allow_dimm && a->guest_agent == b->guest_agent &&
+               a->qemu_monitor == b->qemu_monitor;
+}

@@ -67,6 +67,8 @@ extern const char *const rs_policy_preset_names[4];
 /* 0 when every field is in range; otherwise -EINVAL and *bad_key names the first bad one
  * (the ini key, e.g. "probe-step-min"). */
 int rs_policy_validate(const RsPolicy *p, const char **bad_key);
+/* Every setting, name and match equal. (Kept beside the struct: a new field goes in here too.) */
+bool rs_policy_equal(const RsPolicy *a, const RsPolicy *b);
 
 /* The effective floor and max for a guest whose own maximum is guest_max bytes. */
 uint64_t rs_policy_max(const RsPolicy *p, uint64_t guest_max);

@@ -43,18 +43,6 @@ static const char *write_policy_file(const uint8_t *data, size_t size) {
         return policy_path;
 }
 
-static bool same_policy(const RsPolicy *a, const RsPolicy *b) {
-        return strcmp(a->name, b->name) == 0 && strcmp(a->match, b->match) == 0 && a->mode == b->mode &&
-               a->poll_interval_usec == b->poll_interval_usec && a->floor_bytes == b->floor_bytes &&
-               a->floor_percent == b->floor_percent && a->max_bytes == b->max_bytes &&
-               a->margin_percent == b->margin_percent && a->probe_step_min_percent == b->probe_step_min_percent &&
-               a->probe_step_max_percent == b->probe_step_max_percent && a->hold_usec == b->hold_usec &&
-               a->refault_sensitivity == b->refault_sensitivity && a->actuator == b->actuator &&
-               a->shares == b->shares && a->change_cap_percent == b->change_cap_percent &&
-               a->change_cap_bytes == b->change_cap_bytes && a->dead_band_bytes == b->dead_band_bytes &&
-               a->allow_dimm == b->allow_dimm;
-}
-
 static void check_policy(const RsPolicy *p) {
         const char *bad_key = NULL;
         static const uint64_t guest_max[] = { 0, 1, 512 * MIB, 4 * GIB, UINT64_MAX };
@@ -97,7 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
         /* Text without NUL bytes reads the same from a string as from a file. */
         if (!memchr(data, '\0', size)) {
-                if (r_string != r_file || (r_string == 0 && !same_policy(&from_string, &from_file)) ||
+                if (r_string != r_file || (r_string == 0 && !rs_policy_equal(&from_string, &from_file)) ||
                     (r_string < 0 && (string_error.line != file_error.line ||
                                       strcmp(string_error.key, file_error.key) != 0 ||
                                       strcmp(string_error.message, file_error.message) != 0)))
@@ -106,7 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                 rs_policy_error_format(&file_error, (char[1024]) {}, 1024));
                 fuzz_assert(r_string == r_file);
                 if (r_string == 0)
-                        fuzz_assert(same_policy(&from_string, &from_file));
+                        fuzz_assert(rs_policy_equal(&from_string, &from_file));
                 else {
                         fuzz_assert(string_error.line == file_error.line);
                         fuzz_assert(strcmp(string_error.key, file_error.key) == 0);

@@ -10,19 +10,6 @@
 #include "policies/policy-file.h"
 #include "tests/unit/check-run.h"
 
-static bool policy_equal(const RsPolicy *a, const RsPolicy *b) {
-        return strcmp(a->name, b->name) == 0 && strcmp(a->match, b->match) == 0 && a->mode == b->mode &&
-               a->poll_interval_usec == b->poll_interval_usec && a->floor_bytes == b->floor_bytes &&
-               a->floor_percent == b->floor_percent && a->max_bytes == b->max_bytes &&
-               a->margin_percent == b->margin_percent && a->probe_step_min_percent == b->probe_step_min_percent &&
-               a->probe_step_max_percent == b->probe_step_max_percent && a->hold_usec == b->hold_usec &&
-               a->refault_sensitivity == b->refault_sensitivity && a->actuator == b->actuator &&
-               a->shares == b->shares && a->change_cap_percent == b->change_cap_percent &&
-               a->change_cap_bytes == b->change_cap_bytes && a->dead_band_bytes == b->dead_band_bytes &&
-               a->allow_dimm == b->allow_dimm && a->guest_agent == b->guest_agent &&
-               a->qemu_monitor == b->qemu_monitor;
-}
-
 START_TEST(test_parse_full) {
         RsPolicy p;
         RsPolicyError e;
@@ -100,7 +87,7 @@ static void expect_error(const char *text, unsigned line, const char *key) {
         ck_assert_str_eq(e.file, "bad.conf");
         ck_assert_msg(e.line == line, "line %u, wanted %u for %s", e.line, line, key);
         ck_assert_str_eq(e.key, key);
-        ck_assert(policy_equal(&p, &before));
+        ck_assert(rs_policy_equal(&p, &before));
         rs_policy_error_format(&e, buf, sizeof(buf));
         ck_assert_ptr_nonnull(strstr(buf, "bad.conf:"));
         ck_assert_ptr_nonnull(strstr(buf, key));
@@ -212,7 +199,7 @@ START_TEST(test_shipped_presets_match_builtin) {
                 ck_assert_int_eq(rs_policy_preset(rs_policy_preset_names[i], &builtin), 0);
                 ck_assert_str_eq(file.match, "");
                 snprintf(file.match, sizeof(file.match), "%s", builtin.match);
-                ck_assert_msg(policy_equal(&file, &builtin), "%s differs from the built-in preset", path);
+                ck_assert_msg(rs_policy_equal(&file, &builtin), "%s differs from the built-in preset", path);
         }
 }
 END_TEST
