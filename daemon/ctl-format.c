@@ -117,10 +117,18 @@ void ctl_guest_set_bool(CtlGuest *g, const CtlField *f, bool value) {
         *AT(g, f, int) = value;
 }
 
-uint64_t ctl_guest_reclaimed(const CtlGuest *g) {
-        if (g->max == CTL_UNKNOWN || g->actual == CTL_UNKNOWN)
+static uint64_t max_less(const CtlGuest *g, uint64_t size) {
+        if (g->max == CTL_UNKNOWN || size == CTL_UNKNOWN)
                 return CTL_UNKNOWN;
-        return g->max > g->actual ? g->max - g->actual : 0;
+        return g->max > size ? g->max - size : 0;
+}
+
+uint64_t ctl_guest_reclaimed(const CtlGuest *g) {
+        return max_less(g, g->actual);
+}
+
+uint64_t ctl_guest_host_returned(const CtlGuest *g) {
+        return max_less(g, g->host_rss);
 }
 
 /* ---- text ---- */
@@ -379,6 +387,7 @@ int ctl_print_guest_details(FILE *f, const CtlGuest *g, const CtlHistoryPoint *h
         }
         print_size_line(f, "Reclaimed", ctl_guest_reclaimed(g));
         print_size_line(f, "Host RSS", g->host_rss);
+        print_size_line(f, "Host got back", ctl_guest_host_returned(g));
         print_size_line(f, "Virtio-mem", g->virtio_mem_size);
         if (g->free_page_reporting >= 0)
                 print_line(f, "Free pages", g->free_page_reporting ? "reported" : "not reported");
@@ -621,6 +630,8 @@ json_object *ctl_guest_to_json(const CtlGuest *g) {
         }
         uint64_t rec = ctl_guest_reclaimed(g);
         json_object_object_add(o, "reclaimed", rec == CTL_UNKNOWN ? NULL : json_object_new_uint64(rec));
+        uint64_t back = ctl_guest_host_returned(g);
+        json_object_object_add(o, "host-returned", back == CTL_UNKNOWN ? NULL : json_object_new_uint64(back));
         return o;
 }
 

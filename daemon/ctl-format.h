@@ -54,6 +54,9 @@ void ctl_guest_set_bool(CtlGuest *g, const CtlField *f, bool value);
 
 /* max - actual when both are known, else CTL_UNKNOWN. */
 uint64_t ctl_guest_reclaimed(const CtlGuest *g);
+/* What the host really got back: max minus the QEMU process's RSS (free page reporting and
+ * memory never touched count, not only the balloon). CTL_UNKNOWN without the RSS. */
+uint64_t ctl_guest_host_returned(const CtlGuest *g);
 
 typedef struct CtlHistoryPoint {
         uint64_t usec; /* CLOCK_REALTIME */

@@ -128,6 +128,11 @@ static void check_ctl_show(const GuestView *v) {
         ck_assert_uint_ge(json_u64(doc, "floor"), FLOOR);
         ck_assert_uint_eq(json_u64(doc, "max"), GUEST_MEM);
         ck_assert_uint_eq(json_u64(doc, "reclaimed"), GUEST_MEM - json_u64(doc, "actual"));
+        /* The host's side: QEMU's RSS is read through SO_PEERCRED, and what it got back is
+         * max less that RSS (free page reporting returns more than the balloon alone). */
+        uint64_t rss = json_u64(doc, "host-rss");
+        ck_assert_uint_gt(rss, 0);
+        ck_assert_uint_eq(json_u64(doc, "host-returned"), rss < GUEST_MEM ? GUEST_MEM - rss : 0);
         ck_assert(within(json_u64(doc, "target"), v->target, 0.03));
         ck_assert(json_object_object_get_ex(doc, "history", &history));
         ck_assert(json_object_is_type(history, json_type_array));

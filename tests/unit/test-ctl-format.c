@@ -188,6 +188,11 @@ START_TEST(test_json_shape) {
                               ctl_guest_fields[i].key);
         ck_assert(json_object_object_get_ex(o, "reclaimed", &v));
         ck_assert_uint_eq(json_object_get_uint64(v), GIB);
+        /* No RSS known: null, not a guess. */
+        ck_assert(json_object_object_get_ex(o, "host-returned", &v));
+        ck_assert_ptr_null(v);
+        ctl_guest_set_u64(&g, ctl_guest_field_find("host-rss"), 1536 * MIB);
+        ck_assert_uint_eq(ctl_guest_host_returned(&g), 4 * GIB - 1536 * MIB);
         ck_assert(json_object_object_get_ex(o, "name", &v));
         ck_assert_str_eq(json_object_get_string(v), "web\x1b"); /* JSON escapes it; the data is kept */
         ck_assert(json_object_object_get_ex(o, "actual", &v));
