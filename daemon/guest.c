@@ -312,17 +312,19 @@ static bool guest_check_stall(Guest *g, uint64_t now) {
         return true;
 }
 
-static void on_dimm_added(QmpClient *c, const QmpReply *reply, void *userdata) {
-        Guest *g = userdata;
-        (void) c;
-        if (reply->error >= 0)
-                return;
-        /* Counted when sent; a refused DIMM is not retried (slot size or maxmem do not fit). */
-        log_guest_warning_errno(g->name, guest_state_string(g), reply->error, "DIMM hotplug failed: %s; no more DIMMs",
-                                reply->error_desc ?: "unknown error");
+/* Counted when sent; a refused DIMM is not retried (slot size or maxmem do not fit). */
+static void guest_dimm_refused(Guest *g, int error, const char *why) {
+        log_guest_warning_errno(g->name, guest_state_string(g), error, "DIMM hotplug failed: %s; no more DIMMs",
+                                why ?: strerror(-error));
         g->dimm_count = g->dimm_count > 0 ? g->dimm_count - 1 : 0;
         g->dimm_bytes = g->dimm_bytes >= g->dimm_slot_bytes ? g->dimm_bytes - g->dimm_slot_bytes : 0;
         g->dimm_slot_bytes = 0;
+}
+
+static void on_dimm_added(QmpClient *c, const QmpReply *reply, void *userdata) {
+        (void) c;
+        if (reply->error < 0)
+                guest_dimm_refused(userdata, reply->error, reply->error_desc);
 }
 
 /* DIMMs are only ever added: unplugging needs the guest's cooperation and often fails (the
@@ -335,6 +337,17 @@ static void guest_add_dimm(Guest *g) {
                 return;
         snprintf(dev, sizeof(dev), "rs-dimm%u", g->dimm_next_id);
         snprintf(mem, sizeof(mem), "rs-mem%u", g->dimm_next_id);
+        log_guest_info(g->name, guest_state_string(g), "Hot-plugging DIMM %s%sof %s", g->driver ? "" : dev,
+                       g->driver ? "" : " ", fmt_size(b, sizeof(b), g->dimm_slot_bytes));
+        if (g->driver) {
+                /* The driver (libvirt) names the device itself. */
+                g->dimm_count++;
+                g->dimm_bytes += g->dimm_slot_bytes;
+                r = g->driver->add_dimm(g, g->dimm_slot_bytes, g->driver_data);
+                if (r < 0)
+                        guest_dimm_refused(g, r, NULL);
+                return;
+        }
         r = qmp_dimm_add(g->qmp, dev, mem, g->dimm_slot_bytes, command_timeout(g), on_dimm_added, g);
         if (r < 0) {
                 log_guest_warning_errno(g->name, guest_state_string(g), r, "DIMM hotplug: %m");
@@ -343,8 +356,12 @@ static void guest_add_dimm(Guest *g) {
         g->dimm_next_id++;
         g->dimm_count++;
         g->dimm_bytes += g->dimm_slot_bytes;
-        log_guest_info(g->name, guest_state_string(g), "Hot-plugging DIMM %s of %s", dev,
-                       fmt_size(b, sizeof(b), g->dimm_slot_bytes));
+}
+
+/* Whether this guest can have DIMMs at all: QMP guests through device_add, driven guests when
+ * their driver can. */
+static bool guest_dimm_capable(const Guest *g) {
+        return (!g->driver || g->driver->add_dimm) && g->base_memory > 0;
 }
 
 static void guest_actuate(Guest *g, uint64_t target, bool urgent, uint64_t now) {
@@ -369,7 +386,7 @@ static void guest_actuate(Guest *g, uint64_t target, bool urgent, uint64_t now) 
                 .vmem_max = g->vmem_id && g->policy.actuator != RS_ACTUATOR_BALLOON ? g->vmem_max : 0,
                 .vmem_block = g->vmem_id && g->policy.actuator != RS_ACTUATOR_BALLOON ? g->vmem_block : 0,
         };
-        if (!g->driver && g->base_memory > 0) {
+        if (guest_dimm_capable(g)) {
                 in.dimm_bytes = g->dimm_bytes;
                 if (g->policy.allow_dimm && g->dimm_slot_bytes > 0 && g->mem_slots > g->dimm_count) {
                         in.dimm_slot_bytes = g->dimm_slot_bytes;
@@ -384,7 +401,7 @@ static void guest_actuate(Guest *g, uint64_t target, bool urgent, uint64_t now) 
         if (plan.skip)
                 return;
 
-        if (plan.dimms_to_add > 0 && !g->driver) {
+        if (plan.dimms_to_add > 0 && guest_dimm_capable(g)) {
                 for (unsigned i = 0; i < plan.dimms_to_add; i++)
                         guest_add_dimm(g);
                 /* The balloon trims next interval, once the DIMMs are in query-balloon's actual:
@@ -636,6 +653,12 @@ static void guest_finish_cycle(Guest *g) {
         if (g->policy.mode == RS_MODE_OBSERVE)
                 target = g->actual;
         target = CLAMP(target, d.floor, d.max);
+        /* The next feed judges the size this target produces. A state that grows the guest
+         * (emergency, backoff, grow) must know the host gave less than it asked for, or it
+         * waits for memory the host does not have; given all it asked for, the cap is lifted.
+         * A paused guest is held by the operator, not capped by the host: it waits as before. */
+        bool host_capped = !g->paused && g->policy.mode != RS_MODE_OBSERVE && target < d.target;
+        rs_guest_set_grant(g->core, host_capped ? target : RS_UNKNOWN);
 
         if (!g->stalled) {
                 size_t n = (size_t) snprintf(g->reason, sizeof(g->reason), "%s", d.reason);
@@ -877,7 +900,7 @@ static int guest_setup_finish(Guest *g) {
 
         g->guest_max = (g->base_memory ?: g->actual) +
                        (g->vmem_id && g->policy.actuator != RS_ACTUATOR_BALLOON ? g->vmem_max : 0);
-        if (g->guest_max > 0 && !g->driver && g->base_memory > 0)
+        if (g->guest_max > 0 && guest_dimm_capable(g))
                 g->guest_max += g->dimm_bytes + guest_dimm_room(g);
         if (g->guest_max == 0) {
                 /* With why, when a setup command failed (e.g. timed out: a QEMU that never answers). */
@@ -1505,6 +1528,11 @@ int guest_driven_attach(Guest *g, const GuestResources *res) {
                 g->vmem_id = NULL;
         }
         g->base_memory = res->base_memory;
+        g->mem_max_size = res->mem_max_size;
+        g->mem_slots = res->mem_slots;
+        g->devices_bytes = res->devices_bytes;
+        g->dimm_bytes = res->dimm_bytes;
+        g->dimm_count = res->dimm_count;
         if (res->actual > 0)
                 g->actual = res->actual;
         g->fpr_known = res->fpr_known;

@@ -20,6 +20,7 @@
 
 #include "daemon/host.h"
 #include "daemon/config.h"
+#include "policies/arbiter.h"
 #include "policies/estimator.h"
 #include "policies/policy.h"
 #include "qmp/guest-procfs.h"
@@ -61,6 +62,8 @@ typedef enum GuestSource {
 typedef struct GuestDriver {
         int (*set_balloon)(Guest *g, uint64_t balloon_bytes, void *userdata);
         int (*set_virtio_mem)(Guest *g, uint64_t requested, uint64_t *ret_requested, void *userdata);
+        /* Hot-plugs one DIMM of `bytes`, synchronously; NULL: the driver cannot. */
+        int (*add_dimm)(Guest *g, uint64_t bytes, void *userdata);
 } GuestDriver;
 
 /* What a driven guest has, from its driver (guest_driven_attach()). */
@@ -71,6 +74,12 @@ typedef struct GuestResources {
         uint64_t vmem_size, vmem_max, vmem_block, vmem_requested;
         bool fpr_known, free_page_reporting;
         bool agent;                 /* signals from the guest agent are expected */
+        /* DIMM hotplug room, as for QMP guests: maxmem and its slots (0: none), what the
+         * memory devices take of them, and the DIMMs among them. */
+        uint64_t mem_max_size;
+        unsigned mem_slots;
+        uint64_t devices_bytes, dimm_bytes;
+        unsigned dimm_count;
 } GuestResources;
 
 /* The connection's phase; the decision core's state takes over once RUNNING. */
@@ -133,8 +142,9 @@ struct Guest {
         uint64_t host_rss;     /* UINT64_MAX when unknown */
         uint64_t guest_max;
 
-        /* DIMM hotplug (QMP guests, policy allow-dimm): -m's maxmem and slots (qom-get
-         * /machine memory), what memory devices take of them, and the DIMM size to add. */
+        /* DIMM hotplug (policy allow-dimm): -m's maxmem and slots (QMP guests: qom-get
+         * /machine memory; libvirt: <maxMemory slots>), what memory devices take of them,
+         * and the DIMM size to add. */
         uint64_t mem_max_size;   /* 0: unknown or no hotplug */
         unsigned mem_slots;
         uint64_t devices_bytes;  /* all memory devices, virtio-mem at its maximum */
@@ -152,6 +162,13 @@ struct Guest {
         uint64_t balloon_target; /* last "balloon" sent, 0: never */
         uint64_t actual;       /* query-balloon, 0 until known */
         uint64_t updated_realtime;
+
+        /* The manager's host arbitration, cached (manager.c): this guest's share, the inputs
+         * it was computed from, and the manager's host reading it belongs to (0: none). */
+        RsArbiterGuest arbitrated_in;
+        uint64_t arbitrated;
+        uint64_t arbitrated_stamp;
+        bool arbitrated_short;  /* the host was short of memory at that computation */
 
         /* A balloon that stopped moving. */
         uint64_t stall_prev_actual;

@@ -13,6 +13,7 @@
 #include "common/macro.h"
 #include "daemon/libvirt-agent.h"
 #include "daemon/libvirt-backend.h"
+#include "daemon/libvirt-connect.h"
 #include "daemon/libvirt-event.h"
 #include "daemon/log.h"
 #include "qmp/guest-procfs.h"
@@ -48,6 +49,7 @@ struct LibvirtBackend {
         size_t n_callback_ids;
         bool close_registered;
         sd_event_source *reconnect_source;
+        LibvirtConnectAttempt *connecting; /* an open in flight (libvirt-connect.h) */
         uint64_t backoff_usec;
         unsigned connect_count;
         unsigned failed_attempts;
@@ -137,6 +139,12 @@ static void domain_fill_info(DomainRecord *d) {
                 .free_page_reporting = d->xml.free_page_reporting,
                 .maximum = d->maximum,
                 .actual = d->actual,
+                .max_memory = d->xml.max_memory,
+                .memory_slots = d->xml.memory_slots,
+                .devices_bytes = d->xml.devices_bytes,
+                .dimm_bytes = d->xml.dimm_bytes,
+                .dimm_count = d->xml.dimm_count,
+                .numa = d->xml.numa,
                 .virtio_mem_alias = vm ? vm->alias : NULL,
                 .virtio_mem_size = vm ? vm->size : QMP_VALUE_UNKNOWN,
                 .virtio_mem_block = vm ? vm->block : QMP_VALUE_UNKNOWN,
@@ -455,12 +463,11 @@ static int discover(LibvirtBackend *b) {
         return n;
 }
 
-static int try_connect(LibvirtBackend *b) {
+/* A new connection: callbacks, events, and the domains it has. Takes conn. */
+static int setup_connection(LibvirtBackend *b, virConnectPtr conn) {
         int r;
 
-        b->conn = virConnectOpen(b->uri);
-        if (!b->conn)
-                return libvirt_error(b->failed_attempts == 0 ? LOG_WARNING : LOG_DEBUG, NULL, "connecting");
+        b->conn = conn;
         if (virConnectRegisterCloseCallback(b->conn, on_close, b, NULL) < 0) {
                 r = libvirt_error(LOG_WARNING, NULL, "registering the close callback");
                 goto fail;
@@ -494,17 +501,25 @@ fail:
         return r;
 }
 
-static int on_reconnect_timer(sd_event_source *s _unused_, uint64_t usec _unused_, void *userdata) {
+static void connect_failed(LibvirtBackend *b) {
+        b->failed_attempts++;
+        schedule_reconnect(b, b->backoff_usec);
+        b->backoff_usec = MIN(b->backoff_usec * 2, BACKOFF_MAX_USEC);
+}
+
+static void on_connected(virConnectPtr conn, const char *error, void *userdata) {
         LibvirtBackend *b = userdata;
 
-        if (b->conn && virConnectIsAlive(b->conn) == 1)
-                return 0;
-        disconnect(b);
-        if (try_connect(b) < 0) {
-                b->failed_attempts++;
-                schedule_reconnect(b, b->backoff_usec);
-                b->backoff_usec = MIN(b->backoff_usec * 2, BACKOFF_MAX_USEC);
-                return 0;
+        b->connecting = NULL;
+        if (!conn) {
+                log_full(b->failed_attempts == 0 ? LOG_WARNING : LOG_DEBUG, "libvirt: connecting: %s",
+                         error && error[0] ? error : "unknown error");
+                connect_failed(b);
+                return;
+        }
+        if (setup_connection(b, conn) < 0) {
+                connect_failed(b);
+                return;
         }
         b->connect_count++;
         b->failed_attempts = 0;
@@ -512,6 +527,28 @@ static int on_reconnect_timer(sd_event_source *s _unused_, uint64_t usec _unused
         log_info("libvirt: connected to %s (%u domains managed)", b->uri, b->n_domains);
         if (b->cb.connection_changed)
                 b->cb.connection_changed(b, true, b->userdata);
+}
+
+/* The open runs on a thread (libvirt-connect.h); on_connected() goes on from there. */
+static void start_connect(LibvirtBackend *b) {
+        int r;
+
+        if (b->connecting)
+                return; /* one at a time: a hung one stays pending until libvirtd answers or dies */
+        r = libvirt_connect_start(b->event, b->uri, on_connected, b, &b->connecting);
+        if (r < 0) {
+                log_warning_errno(r, "libvirt: cannot start connecting: %m");
+                connect_failed(b);
+        }
+}
+
+static int on_reconnect_timer(sd_event_source *s _unused_, uint64_t usec _unused_, void *userdata) {
+        LibvirtBackend *b = userdata;
+
+        if (b->conn && virConnectIsAlive(b->conn) == 1)
+                return 0;
+        disconnect(b);
+        start_connect(b);
         return 0;
 }
 
@@ -568,15 +605,7 @@ int libvirt_backend_new(sd_event *event, const LibvirtBackendConfig *config, con
         b->userdata = userdata;
         b->backoff_usec = BACKOFF_MIN_USEC;
 
-        if (try_connect(b) < 0) {
-                b->failed_attempts++;
-                schedule_reconnect(b, b->backoff_usec);
-        } else {
-                b->connect_count++;
-                log_info("libvirt: connected to %s (%u domains managed)", b->uri, b->n_domains);
-                if (b->cb.connection_changed)
-                        b->cb.connection_changed(b, true, b->userdata);
-        }
+        start_connect(b);
         *ret = b;
         return 0;
 }
@@ -585,6 +614,7 @@ LibvirtBackend *libvirt_backend_free(LibvirtBackend *b) {
         if (!b)
                 return NULL;
         b->cb = (LibvirtBackendCallbacks) {};
+        libvirt_connect_cancel(TAKE_PTR(b->connecting));
         disconnect(b);
         while (b->domains) {
                 DomainRecord *d = b->domains;
@@ -808,10 +838,10 @@ int libvirt_backend_attach_dimm(LibvirtBackend *b, const char *uuid, uint64_t by
         r = rs_dimm_device_xml(bytes, node, &xml);
         if (r < 0)
                 return r;
-        if (virDomainAttachDeviceFlags(d->dom, xml, VIR_DOMAIN_AFFECT_LIVE) < 0) {
-                r = domain_call_error(b, d, "hot-plugging a DIMM");
-                return r;
-        }
+        if (virDomainAttachDeviceFlags(d->dom, xml, VIR_DOMAIN_AFFECT_LIVE) < 0)
+                return domain_call_error(b, d, "hot-plugging a DIMM");
+        /* The balloon's ceiling now counts the DIMM: set_balloon caps at it. */
+        domain_refresh(b, d->dom, false);
         return 0;
 }
 

@@ -2,7 +2,9 @@
 /* The libvirt backend: rightsize's view of libvirt-managed guests, through libvirt's C API only
  * (never the QMP socket libvirt owns, so `virsh dominfo` stays true).
  *
- * - One connection (default qemu:///system). When libvirtd goes away the close callback fires,
+ * - One connection (default qemu:///system), opened on a thread (libvirt-connect.h): a hung
+ *   libvirtd never answers an open, and the loop must not wait with it. Once open, keepalive
+ *   (5 s, 3 missed) ends any call a hung libvirtd holds. When libvirtd goes away the close callback fires,
  *   and the backend reconnects with backoff (0.25 s doubling to 30 s). Domain records survive a
  *   reconnect; after it, active domains are matched by UUID, domains gone meanwhile are
  *   reported removed, new ones added. The manager keeps its last targets meanwhile: actuators
@@ -37,9 +39,16 @@ typedef struct LibvirtDomainInfo {
         const char *skip_reason;   /* NULL when rightsize may act on it */
         bool agent_channel;        /* has org.qemu.guest_agent.0 (the agent may still be down) */
         bool free_page_reporting;
-        uint64_t maximum;          /* bytes: the balloon's ceiling (<memory> minus memory devices) */
+        uint64_t maximum;          /* bytes: the balloon's ceiling (<memory> minus virtio-mem) */
         uint64_t actual;           /* bytes the balloon leaves the guest (without virtio-mem, as
                                     * BALLOON_CHANGE reports it; virsh dominfo adds virtio-mem) */
+        /* DIMM hotplug room: <maxMemory> and its slots (0: none), what memory devices take
+         * of them; maximum counts the DIMMs (the balloon covers them). */
+        uint64_t max_memory;
+        unsigned memory_slots;
+        uint64_t devices_bytes, dimm_bytes;
+        unsigned dimm_count;
+        bool numa;                 /* a NUMA cell for a DIMM to go to (libvirt requires one) */
         const char *virtio_mem_alias; /* NULL when there is no virtio-mem device */
         uint64_t virtio_mem_size, virtio_mem_block, virtio_mem_requested, virtio_mem_current;
 } LibvirtDomainInfo;
@@ -64,8 +73,9 @@ typedef struct LibvirtBackendConfig {
         unsigned stats_period;     /* seconds, for virDomainSetMemoryStatsPeriod; 0: 1 */
 } LibvirtBackendConfig;
 
-/* Registers the sd-event implementation with libvirt (libvirt-event.h) and connects. A failed
- * first connection is not an error: the backend keeps retrying (connection_changed tells). */
+/* Registers the sd-event implementation with libvirt (libvirt-event.h) and starts connecting:
+ * connection_changed tells when it is up. A failed connection is not an error: the backend
+ * keeps retrying. */
 int libvirt_backend_new(sd_event *event, const LibvirtBackendConfig *config, const LibvirtBackendCallbacks *callbacks,
                         void *userdata, LibvirtBackend **ret);
 LibvirtBackend *libvirt_backend_free(LibvirtBackend *b);
@@ -98,7 +108,8 @@ int libvirt_backend_set_balloon(LibvirtBackend *b, const char *uuid, uint64_t by
 int libvirt_backend_set_virtio_mem(LibvirtBackend *b, const char *uuid, const char *alias, uint64_t bytes,
                                    uint64_t *ret_requested);
 /* Hot-plugs a DIMM (virDomainAttachDeviceFlags, live): only if the policy allows growth past
- * the boot size (`allowed`), else -EPERM. node < 0: no <node>. */
+ * the boot size (`allowed`), else -EPERM. node < 0: no <node>. The domain's record is read
+ * again after it (maximum and the DIMM counts grow). */
 int libvirt_backend_attach_dimm(LibvirtBackend *b, const char *uuid, uint64_t bytes, int node, bool allowed);
 
 /* The balloon's guest-stats through the QEMU monitor (virDomainQemuMonitorCommand, a qom-get

@@ -20,6 +20,7 @@ typedef struct Domain {
         char *policy_name;            /* from the metadata, NULL when none */
         bool skipped;
         bool agent_channel;
+        bool monitor_logged;          /* the first qemu-monitor read was logged */
         uint64_t next_due;            /* CLOCK_MONOTONIC µs */
         bool in_cycle, got_stats;     /* during a tick */
         LibvirtAgentJob *job;         /* the agent read in flight */
@@ -79,9 +80,19 @@ static int driver_set_virtio_mem(Guest *g, uint64_t requested, uint64_t *ret_req
         return r;
 }
 
+static int driver_add_dimm(Guest *g, uint64_t bytes, void *userdata) {
+        Domain *d = userdata;
+        const LibvirtDomainInfo *info = libvirt_backend_get_domain(d->owner->backend, d->uuid);
+
+        /* libvirt puts memory devices in a NUMA cell, and wants one for hotplug at all. */
+        return libvirt_backend_attach_dimm(d->owner->backend, d->uuid, bytes, info && info->numa ? 0 : -1,
+                                           g->policy.allow_dimm);
+}
+
 static const GuestDriver libvirt_driver = {
         .set_balloon = driver_set_balloon,
         .set_virtio_mem = driver_set_virtio_mem,
+        .add_dimm = driver_add_dimm,
 };
 
 /* ---- guests from domains ---- */
@@ -121,7 +132,8 @@ static void domain_attach(LibvirtGuests *lg, Domain *d, const LibvirtDomainInfo 
                 return;
         }
         GuestResources res = {
-                .base_memory = info->maximum,
+                /* The balloon's ceiling counts the DIMMs; the boot memory does not. */
+                .base_memory = info->maximum > info->dimm_bytes ? info->maximum - info->dimm_bytes : info->maximum,
                 /* The total: the balloon's part plus what virtio-mem has plugged. */
                 .actual = g->actual ?: info->actual + (qmp_value_is_known(info->virtio_mem_current) ?
                                                                info->virtio_mem_current : 0),
@@ -133,6 +145,11 @@ static void domain_attach(LibvirtGuests *lg, Domain *d, const LibvirtDomainInfo 
                 .fpr_known = true,
                 .free_page_reporting = info->free_page_reporting,
                 .agent = lg->agent && info->agent_channel,
+                .mem_max_size = info->max_memory,
+                .mem_slots = info->memory_slots,
+                .devices_bytes = info->devices_bytes,
+                .dimm_bytes = info->dimm_bytes,
+                .dimm_count = info->dimm_count,
         };
         if (res.vmem_block == 0 || res.vmem_max == 0)
                 res.vmem_id = NULL;
@@ -313,14 +330,27 @@ static void domain_start_agent(LibvirtGuests *lg, Domain *d, uint64_t now) {
 
 /* With qemu-monitor = yes: the stats libvirt left unknown (OOM kills, stalls, scans, reclaims),
  * from QEMU itself. What libvirt reported stays as it was. */
-static void add_monitor_stats(LibvirtBackend *b, const char *uuid, QmpGuestStats *stats) {
+static void add_monitor_stats(LibvirtBackend *b, Domain *d, QmpGuestStats *stats) {
         QmpGuestStats monitor;
+        unsigned known = 0, added = 0;
 
-        if (libvirt_backend_read_monitor_stats(b, uuid, true, &monitor) < 0)
+        if (libvirt_backend_read_monitor_stats(b, d->uuid, true, &monitor) < 0)
                 return;
-        for (size_t i = 0; i < _QMP_STAT_MAX; i++)
-                if (!qmp_value_is_known(stats->value[i]))
+        for (size_t i = 0; i < _QMP_STAT_MAX; i++) {
+                known += qmp_value_is_known(monitor.value[i]);
+                if (!qmp_value_is_known(stats->value[i]) && qmp_value_is_known(monitor.value[i])) {
                         stats->value[i] = monitor.value[i];
+                        added++;
+                }
+        }
+        /* Once, when the guest reports: which stats this QEMU has beyond libvirt's (none
+         * before QEMU 9.2). */
+        if (!d->monitor_logged && known > 0) {
+                log_guest_info(d->guest->name, guest_state_string(d->guest),
+                               "QEMU monitor: balloon guest-stats read, %u known, %u that libvirt does not map", known,
+                               added);
+                d->monitor_logged = true;
+        }
 }
 
 static void on_stats(LibvirtBackend *b, const char *uuid, const char *name _unused_,
@@ -339,7 +369,7 @@ static void on_stats(LibvirtBackend *b, const char *uuid, const char *name _unus
         g->host_rss = qmp_value_is_known(stats->rss) ? stats->rss : UINT64_MAX;
         QmpGuestStats guest_stats = stats->guest;
         if (g->policy.qemu_monitor)
-                add_monitor_stats(b, uuid, &guest_stats);
+                add_monitor_stats(b, d, &guest_stats);
         guest_sample_add_stats(g, &guest_stats);
 }
 

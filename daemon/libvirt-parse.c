@@ -397,6 +397,8 @@ int rs_domain_xml_parse(const char *xml, RsDomainXml *ret) {
         bool seen_domain = false;
         RsVirtioMem *mem = NULL; /* the virtio-mem device being read */
         size_t mem_depth = 0;
+        size_t device_depth = 0; /* inside any <memory> device: its depth, else 0 */
+        bool device_is_dimm = false;
 
         if (!xml)
                 return -EBADMSG;
@@ -404,6 +406,8 @@ int rs_domain_xml_parse(const char *xml, RsDomainXml *ret) {
         for (p = xml; xml_next_tag(p, end, &t); p = t.end) {
                 if (t.closing) {
                         path_pop(&path);
+                        if (device_depth > 0 && path.depth == device_depth)
+                                device_depth = 0;
                         if (mem && path.depth == mem_depth) {
                                 mem->device_xml = strndup(mem->device_xml, (size_t) (t.end - mem->device_xml));
                                 if (!mem->device_xml)
@@ -417,6 +421,23 @@ int rs_domain_xml_parse(const char *xml, RsDomainXml *ret) {
                         if (!tag_is(&t, "domain"))
                                 return -EBADMSG;
                         seen_domain = true;
+                }
+
+                /* Every memory device, whatever its model: what it takes of maxMemory and slots. */
+                if (tag_is(&t, "memory") && path_has(&path, 1, "devices") && device_depth == 0 && !t.empty) {
+                        device_depth = path.depth;
+                        device_is_dimm = tag_attr_is(&t, "model", "dimm");
+                        if (device_is_dimm || tag_attr_is(&t, "model", "nvdimm"))
+                                x.dimm_count++;
+                } else if (device_depth > 0 && path.depth == device_depth + 2 && path_has(&path, 1, "target") &&
+                           tag_is(&t, "size")) {
+                        uint64_t v;
+                        /* Sums kept far from overflow: the XML is untrusted. */
+                        if (tag_size(&t, end, &v) >= 0 && v < UINT64_MAX / 8) {
+                                x.devices_bytes = MIN(x.devices_bytes + v, UINT64_MAX / 8);
+                                if (device_is_dimm)
+                                        x.dimm_bytes = MIN(x.dimm_bytes + v, UINT64_MAX / 8);
+                        }
                 }
 
                 if (tag_is(&t, "memballoon") && path_has(&path, 1, "devices")) {
@@ -441,7 +462,12 @@ int rs_domain_xml_parse(const char *xml, RsDomainXml *ret) {
                         if (tag_attr_is(&t, "name", "org.qemu.guest_agent.0"))
                                 x.agent_channel = true;
                 } else if (tag_is(&t, "maxMemory") && path.depth == 1) {
+                        const char *v;
+                        size_t len;
+                        uint64_t slots;
                         (void) tag_size(&t, end, &x.max_memory);
+                        if (tag_attr(&t, "slots", &v, &len) && parse_u64_span(v, len, &slots) >= 0 && slots <= 256)
+                                x.memory_slots = (unsigned) slots;
                 } else if (tag_is(&t, "cell") && path_has(&path, 1, "numa")) {
                         x.numa = true;
                 } else if (tag_is(&t, "memory") && path_has(&path, 1, "devices") && !mem &&

@@ -62,6 +62,11 @@ typedef struct RsDomainXml {
         bool agent_channel;         /* the org.qemu.guest_agent.0 channel */
         bool numa;                  /* at least one NUMA cell */
         uint64_t max_memory;        /* <maxMemory>, bytes, 0 when absent */
+        unsigned memory_slots;      /* <maxMemory slots=...>: for DIMMs and NVDIMMs (virtio-mem
+                                     * takes none), 0 when absent */
+        uint64_t devices_bytes;     /* every <memory> device's <size> (virtio-mem: its whole region) */
+        uint64_t dimm_bytes;        /* <memory model='dimm'> devices' sizes */
+        unsigned dimm_count;        /* DIMM and NVDIMM devices: each holds a slot */
         RsVirtioMem virtio_mem[4];  /* the first ones, in document order */
         size_t n_virtio_mem;
 } RsDomainXml;

@@ -6,6 +6,7 @@ daemon_liblibvirtbackend_a_SOURCES = \
 	daemon/libvirt-event.c daemon/libvirt-event.h \
 	daemon/libvirt-parse.c daemon/libvirt-parse.h \
 	daemon/libvirt-agent.c daemon/libvirt-agent.h \
+	daemon/libvirt-connect.c daemon/libvirt-connect.h \
 	daemon/libvirt-backend.c daemon/libvirt-backend.h
 daemon_liblibvirtbackend_a_CFLAGS = $(AM_CFLAGS) $(LIBVIRT_CFLAGS) $(QMP_CFLAGS)
 

@@ -145,44 +145,65 @@ static bool guest_arbitrated(const Guest *g) {
         return g->phase == GUEST_PHASE_RUNNING && g->have_decision && g->actual > 0;
 }
 
-static uint64_t manager_arbitrate(Guest *self, void *userdata) {
-        Manager *m = userdata;
+/* What a guest brings to the arbitration. A paused guest stays where it is. */
+static RsArbiterGuest arbiter_input(const Guest *g) {
+        const RsEstimate *e = guest_estimate(g);
+        RsArbiterGuest in = {
+                .want = g->paused ? g->actual : g->want,
+                .estimate = e ? e->estimate : RS_UNKNOWN,
+                .floor = g->paused ? g->actual : guest_floor(g),
+                .max = g->paused ? g->actual : guest_max(g),
+                .shares = g->policy.shares,
+                .mode = g->policy.mode,
+        };
+        in.floor = MIN(in.floor, in.max);
+        return in;
+}
+
+static bool arbiter_input_equal(const RsArbiterGuest *a, const RsArbiterGuest *b) {
+        return a->want == b->want && a->estimate == b->estimate && a->floor == b->floor && a->max == b->max &&
+               a->shares == b->shares && a->mode == b->mode;
+}
+
+/* Every guest's cycle asks for its share, and a share depends on every guest: computed for
+ * each ask, that is O(n²) per interval. So one computation serves every guest and is kept
+ * in the guests (Guest.arbitrated*) until an input can have changed:
+ *   - a new host reading (at most every HOST_READ_INTERVAL_USEC): MemAvailable, and with it
+ *     what the guests hold (their actual sizes, summed at the same moment);
+ *   - the asking guest's own inputs (want, estimate, floor, max, shares, mode): its core
+ *     just decided and it is about to act on its share. Since every guest asks right after
+ *     its own decision, a change of any guest's wish recomputes everybody's share at once;
+ *   - guests coming, going, or changing policy (manager_arbitration_invalidate()).
+ * What changes outside a guest's cycle (a balloon moving, a pause, a connection lost) is
+ * taken in at the next host reading, as MemAvailable always was. The shares are those a
+ * computation for every ask would give, with at most that delay. */
+static void manager_arbitration_invalidate(Manager *m) {
+        for (size_t i = 0; i < m->n_guests; i++)
+                m->guests[i]->arbitrated_stamp = 0;
+}
+
+static void manager_arbitrate_all(Manager *m) {
         _cleanup_free_ RsArbiterGuest *in = NULL;
         _cleanup_free_ uint64_t *out = NULL;
-        uint64_t held = 0, result = self->want;
-        size_t n = 0, self_index = SIZE_MAX;
+        _cleanup_free_ Guest **who = NULL;
+        uint64_t held = 0;
+        size_t n = 0;
 
-        manager_read_host(m);
-        if (m->host.mem_available == UINT64_MAX)
-                return self->want; /* nothing to arbitrate with */
-
+        manager_arbitration_invalidate(m);
         in = calloc(m->n_guests, sizeof(*in));
         out = calloc(m->n_guests, sizeof(*out));
-        if (!in || !out)
-                return self->want;
+        who = calloc(m->n_guests, sizeof(*who));
+        if (!in || !out || !who)
+                return; /* every guest gets its wish this time */
 
         for (size_t i = 0; i < m->n_guests; i++) {
                 Guest *g = m->guests[i];
                 if (!guest_arbitrated(g))
                         continue;
-                const RsEstimate *e = guest_estimate(g);
-                uint64_t want = g->paused ? g->actual : g->want;
-                in[n] = (RsArbiterGuest) {
-                        .want = want,
-                        .estimate = e ? e->estimate : RS_UNKNOWN,
-                        .floor = g->paused ? g->actual : guest_floor(g),
-                        .max = g->paused ? g->actual : guest_max(g),
-                        .shares = g->policy.shares,
-                        .mode = g->policy.mode,
-                };
-                in[n].floor = MIN(in[n].floor, in[n].max);
+                in[n] = arbiter_input(g);
                 held += g->actual;
-                if (g == self)
-                        self_index = n;
-                n++;
+                who[n++] = g;
         }
-        if (self_index == SIZE_MAX)
-                return self->want;
 
         RsArbiterHost host = {
                 .guest_memory = m->host.mem_available + held,
@@ -191,9 +212,32 @@ static uint64_t manager_arbitrate(Guest *self, void *userdata) {
         };
         int r = rs_arbitrate(&host, in, n, out);
         if (r < 0 && r != -ENOSPC)
-                return self->want;
-        result = out[self_index];
-        if (r != RS_ARBITER_FITS && result != self->want)
+                return;
+        for (size_t i = 0; i < n; i++) {
+                who[i]->arbitrated_in = in[i];
+                who[i]->arbitrated = out[i];
+                who[i]->arbitrated_short = r != RS_ARBITER_FITS;
+                who[i]->arbitrated_stamp = m->host_read_usec;
+        }
+}
+
+static uint64_t manager_arbitrate(Guest *self, void *userdata) {
+        Manager *m = userdata;
+
+        manager_read_host(m);
+        if (m->host.mem_available == UINT64_MAX || !guest_arbitrated(self))
+                return self->want; /* nothing to arbitrate with, or not taking part */
+
+        RsArbiterGuest mine = arbiter_input(self);
+        bool cached = m->host_read_usec != 0 && self->arbitrated_stamp == m->host_read_usec &&
+                      arbiter_input_equal(&self->arbitrated_in, &mine);
+        if (!cached)
+                manager_arbitrate_all(m);
+        if (m->host_read_usec == 0 || self->arbitrated_stamp != m->host_read_usec)
+                return self->want; /* the computation failed */
+
+        uint64_t result = self->arbitrated;
+        if (self->arbitrated_short && result != self->want)
                 log_guest_debug(self->name, guest_state_string(self), "Host short of memory: arbitration gives %" PRIu64
                                 " instead of %" PRIu64, result, self->want);
         return result;
@@ -312,6 +356,7 @@ void manager_remove_guest(Manager *m, Guest *g) {
                 }
         (void) guest_save_state(g);
         guest_free(g);
+        manager_arbitration_invalidate(m); /* its memory is free for the others */
         manager_publish(m, true);
 }
 
@@ -378,6 +423,7 @@ static void on_guest_removed(Discovery *d, const char *path, const char *name, v
         guest_free(g);
         memmove(m->guests + i, m->guests + i + 1, (m->n_guests - (size_t) i - 1) * sizeof(Guest *));
         m->n_guests--;
+        manager_arbitration_invalidate(m); /* its memory is free for the others */
         manager_publish(m, true);
 }
 
@@ -515,6 +561,7 @@ int manager_reload(Manager *m, char **ret_error) {
                 if (m->config->libvirt_enabled && libvirt_guests_new(m, &m->libvirt) < 0)
                         log_warning("libvirt guests unavailable after the reload");
         }
+        manager_arbitration_invalidate(m); /* new floors, maxima, shares, host reserve */
         log_info("Reloaded %s: %zu policies", m->config_path, m->policies.n);
         (void) notify_ready(manager_guests_managed(m), manager_reclaimed(m));
         return 0;
@@ -527,10 +574,12 @@ fail:
 }
 
 int manager_set_guest_policy(Manager *m, Guest *g, const char *policy_name) {
+        RsPolicy p;
+
+        manager_arbitration_invalidate(m); /* its floor, max and shares count for the others */
         for (size_t i = 0; i < m->policies.n; i++)
                 if (streq(m->policies.policies[i].name, policy_name))
                         return guest_set_policy(g, &m->policies.policies[i]);
-        RsPolicy p;
         if (rs_policy_preset(policy_name, &p) < 0)
                 return -ENOENT;
         snprintf(p.name, sizeof(p.name), "%s", policy_name);

@@ -86,10 +86,11 @@ static int check_config(void) {
         /* The policies are part of what a reload would take. */
         r = manager_load_policies(config->policy_dir, &set, &error);
         rs_policy_set_clear(&set);
-        if (r > 0 || (r < 0 && r != -ENOENT)) {
+        /* Each invalid policy was logged as it was found (r > 0 counts them). */
+        if (r < 0 && r != -ENOENT)
                 fprintf(stderr, "%s\n", error ?: strerror(-r));
+        if (r > 0 || (r < 0 && r != -ENOENT))
                 return EXIT_FAILURE;
-        }
         if (config_print(config, stdout) < 0 || fflush(stdout) != 0)
                 return EXIT_FAILURE;
         return EXIT_SUCCESS;

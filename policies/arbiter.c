@@ -10,14 +10,16 @@ static uint64_t guest_floor(const RsArbiterGuest *g) {
         return MIN(g->floor, g->max);
 }
 
-/* What the guest keeps when squeezed as far as step 1 goes. */
-static uint64_t guest_base(const RsArbiterGuest *g) {
-        uint64_t est = rs_known(g->estimate) ? g->estimate : g->want;
-        return CLAMP(MAX(est, guest_floor(g)), guest_floor(g), g->max);
-}
-
 static uint64_t guest_want(const RsArbiterGuest *g) {
         return CLAMP(g->want, guest_floor(g), g->max);
+}
+
+/* What the guest keeps when squeezed as far as step 1 goes: its estimate, but never more
+ * than it asks for. A probing guest asks for less than its estimate; given the estimate
+ * instead, its probe would never get a step further. */
+static uint64_t guest_base(const RsArbiterGuest *g) {
+        uint64_t est = rs_known(g->estimate) ? g->estimate : g->want;
+        return MIN(CLAMP(MAX(est, guest_floor(g)), guest_floor(g), g->max), guest_want(g));
 }
 
 static uint64_t shares_of(const RsArbiterGuest *g) {

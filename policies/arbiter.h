@@ -15,6 +15,8 @@
  *      give up what lies above max(estimate, floor), in proportion to that excess;
  *   2. if that is not enough, the budget is divided by shares, each guest clamped to
  *      [floor, max(estimate, floor)];
+ *   a guest never gets more than its wish when the host is short (one probing below its
+ *   estimate gets its probe step, or the probe would never move);
  *   never below a floor: if the floors alone exceed the budget, every guest gets its floor
  *   and the result says so (-ENOSPC).
  * A guest with an unknown estimate counts its wish as its estimate (nothing to squeeze

@@ -48,6 +48,7 @@ struct RsGuest {
         uint64_t state_since;
         uint64_t hold_until;
         uint64_t target;
+        uint64_t grant;      /* what the host gave at the last decision, RS_UNKNOWN: no cap */
         uint64_t size;       /* guest size during the last interval */
         bool urgent;
 
@@ -116,6 +117,31 @@ static bool reached_or_below(const RsGuest *g, uint64_t target) {
 
 static bool reached_or_above(const RsGuest *g, uint64_t target) {
         return g->size + reach_tolerance(g) >= target;
+}
+
+/* What the guest can reach of a target it asked for: the host may grant less. */
+static uint64_t granted(const RsGuest *g, uint64_t target) {
+        return rs_known(g->grant) ? MIN(target, g->grant) : target;
+}
+
+/* Growing towards `target`, the guest got all the host grants. Waiting for the rest would
+ * be waiting for memory the host does not have. */
+static bool reached_granted(const RsGuest *g, uint64_t target) {
+        return reached_or_above(g, granted(g, target));
+}
+
+/* There, but only because the host gives no more: short of the target itself. */
+static bool held_short_by_host(const RsGuest *g, uint64_t target) {
+        return reached_granted(g, target) && !reached_or_above(g, target);
+}
+
+/* The guest refaults at its size: the working set is larger. */
+static void refaults_at_size(RsGuest *g) {
+        g->est.lower = rs_known(g->est.lower) ? MAX(g->est.lower, g->size) : g->size;
+        if (rs_known(g->est.upper) && g->est.upper <= g->est.lower)
+                g->est.upper = RS_UNKNOWN; /* clean there once, not any more: it grew */
+        if (rs_known(g->est.estimate) && g->est.estimate <= g->size)
+                g->est.estimate = RS_UNKNOWN; /* proven too small */
 }
 
 static void start_settling(RsGuest *g, uint64_t now) {
@@ -194,13 +220,8 @@ static uint64_t hold_target(const RsGuest *g) {
 }
 
 static void enter_emergency(RsGuest *g, const RsObservation *o, uint64_t now) {
-        if (g->size < g->max) {
-                g->est.lower = rs_known(g->est.lower) ? MAX(g->est.lower, g->size) : g->size;
-                if (rs_known(g->est.upper) && g->est.upper <= g->est.lower)
-                        g->est.upper = RS_UNKNOWN; /* clean there once, not any more: it grew */
-                if (rs_known(g->est.estimate) && g->est.estimate <= g->size)
-                        g->est.estimate = RS_UNKNOWN; /* proven too small */
-        }
+        if (g->size < g->max)
+                refaults_at_size(g);
         set_state(g, RS_STATE_EMERGENCY, now);
         g->target = g->max;
         g->urgent = true;
@@ -357,6 +378,14 @@ static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
         set_reason(g, "probing: clean at %.0f MiB, next %.0f MiB", mib(g->size), mib(g->target));
 }
 
+static void set_hold_reason(RsGuest *g) {
+        char host[64] = "";
+        if (held_short_by_host(g, g->target))
+                snprintf(host, sizeof(host), "; the host grants %.0f MiB", mib(granted(g, g->target)));
+        set_reason(g, "holding at %.0f MiB (estimate %.0f MiB%s%s)", mib(g->target), mib(g->est.estimate),
+                   g->est.streaming ? ", streaming refaults ignored" : "", host);
+}
+
 static void hold(RsGuest *g, const RsObservation *o, uint64_t now) {
         const RsSensitivityParams *sp = rs_sensitivity_params(g->policy.refault_sensitivity);
 
@@ -365,6 +394,14 @@ static void hold(RsGuest *g, const RsObservation *o, uint64_t now) {
                 enter_emergency(g, o, now);
                 return;
         case RS_VERDICT_REFAULT:
+                if (rs_known(g->est.estimate) && g->size < g->est.estimate && held_short_by_host(g, g->target)) {
+                        /* Below the working set because the host gives no more: refaults are
+                         * expected there and say nothing about growth. */
+                        g->confirm = 0;
+                        set_reason(g, "%s at %.0f MiB, below the working set (%.0f MiB): the host grants no more than %.0f MiB",
+                                   o->why, mib(g->size), mib(g->est.estimate), mib(granted(g, g->target)));
+                        return;
+                }
                 if (++g->confirm >= sp->confirm) {
                         enter_grow(g, o, now);
                         return;
@@ -380,11 +417,13 @@ static void hold(RsGuest *g, const RsObservation *o, uint64_t now) {
         rs_baseline_track(&g->baseline, o);
 
         /* Growth without refaults yet (anonymous memory filling the margin, no swap):
-         * the headroom we granted is being eaten while reclaim runs. */
-        if (rs_known(o->available) && rs_known(g->est.estimate) && g->target > g->est.estimate && o->scanning &&
-            reached_or_above(g, g->target)) {
-                uint64_t granted = g->target - g->est.estimate;
-                if (o->available < granted / 3) {
+         * the headroom granted (by us, or less by the host) is being eaten while reclaim
+         * runs. */
+        uint64_t held = granted(g, g->target);
+        if (rs_known(o->available) && rs_known(g->est.estimate) && held > g->est.estimate && o->scanning &&
+            reached_or_above(g, held)) {
+                uint64_t headroom = held - g->est.estimate;
+                if (o->available < headroom / 3) {
                         RsObservation grow = *o;
                         grow.why = "available memory eaten while reclaiming";
                         enter_grow(g, &grow, now);
@@ -405,8 +444,7 @@ static void hold(RsGuest *g, const RsObservation *o, uint64_t now) {
         }
         if (o->raw_refault > o->threshold && o->useful <= o->threshold && o->has_activate)
                 g->est.streaming = true;
-        set_reason(g, "holding at %.0f MiB (estimate %.0f MiB%s)", mib(g->target), mib(g->est.estimate),
-                   g->est.streaming ? ", streaming refaults ignored" : "");
+        set_hold_reason(g);
 }
 
 static void grow(RsGuest *g, const RsObservation *o, uint64_t now) {
@@ -430,6 +468,15 @@ static void grow(RsGuest *g, const RsObservation *o, uint64_t now) {
                         enter_hold(g, now);
                         return;
                 }
+                if (!grew && held_short_by_host(g, g->target)) {
+                        /* Nothing to learn by asking again: the host gives no more. The trial
+                         * stays anchored, and growth goes on once the host has room. */
+                        g->est.lower = rs_known(g->est.lower) ? MAX(g->est.lower, g->size) : g->size;
+                        g->urgent = true;
+                        set_reason(g, "working set grew (%s at %.0f MiB): the host grants no more than %.0f MiB",
+                                   o->why, mib(g->size), mib(granted(g, g->target)));
+                        return;
+                }
                 RsObservation again = *o;
                 enter_grow(g, &again, now);
                 /* keep the trial anchored where growth began when this step helped */
@@ -447,15 +494,34 @@ static void grow(RsGuest *g, const RsObservation *o, uint64_t now) {
 }
 
 static void emergency(RsGuest *g, const RsObservation *o, uint64_t now) {
+        const RsSensitivityParams *sp = rs_sensitivity_params(g->policy.refault_sensitivity);
+        bool there = reached_granted(g, g->max);
+
         if (o->verdict == RS_VERDICT_STORM || o->verdict == RS_VERDICT_REFAULT || o->verdict == RS_VERDICT_UNKNOWN ||
-            !reached_or_above(g, g->target)) {
+            !there) {
                 g->target = g->max;
                 g->urgent = true;
-                if (o->verdict != RS_VERDICT_UNKNOWN && g->size >= g->target)
+                if (o->verdict == RS_VERDICT_UNKNOWN || !there)
+                        return;
+                if (held_short_by_host(g, g->max)) {
+                        /* All the host gives, and still not enough: that size refaults (once
+                         * confirmed); an estimate waits for a size that runs clean. Max stays
+                         * the wish, so the guest gets there once the host has room. */
+                        if (++g->confirm >= sp->confirm)
+                                refaults_at_size(g);
+                        set_reason(g, "emergency: still %s at %.0f MiB, the host grants no more than %.0f MiB", o->why,
+                                   mib(g->size), mib(granted(g, g->max)));
+                } else if (g->size >= g->target)
                         set_reason(g, "emergency: still %s at max %.0f MiB", o->why, mib(g->size));
                 return;
         }
-        if (rs_known(g->est.upper) && rs_known(g->est.lower) && g->est.upper > g->est.lower) {
+
+        /* Calm at max, or at all the host grants. A clean size below the one that refaulted
+         * means that refault is stale (it was a spike, or the set shrank). */
+        if (rs_known(g->est.lower) && g->size <= g->est.lower)
+                g->est.lower = RS_UNKNOWN;
+        bool bracketed = rs_known(g->est.upper) && rs_known(g->est.lower) && g->est.upper > g->est.lower;
+        if (bracketed && g->size >= g->est.upper) {
                 g->refine = true;
                 set_state(g, RS_STATE_BACKOFF, now);
                 g->target = clamp_target(g, g->est.upper);
@@ -463,8 +529,11 @@ static void emergency(RsGuest *g, const RsObservation *o, uint64_t now) {
                 set_reason(g, "calm again: back to clean %.0f MiB", mib(g->target));
                 return;
         }
+        /* Probe from here: from max, or from the host's grant (clean there, and smaller
+         * than any clean size known). */
         set_state(g, RS_STATE_PROBE, now);
-        g->est.upper = RS_UNKNOWN;
+        if (!bracketed)
+                g->est.upper = RS_UNKNOWN;
         probe(g, o, now);
 }
 
@@ -473,9 +542,19 @@ static void backoff(RsGuest *g, const RsObservation *o, uint64_t now) {
                 enter_emergency(g, o, now);
                 return;
         }
-        if (o->verdict == RS_VERDICT_UNKNOWN || !reached_or_above(g, g->target))
+        if (o->verdict == RS_VERDICT_UNKNOWN || !reached_granted(g, g->target))
                 return; /* not there yet */
         if (o->verdict == RS_VERDICT_REFAULT) {
+                if (held_short_by_host(g, g->target) && (!rs_known(g->est.upper) || g->size < g->est.upper)) {
+                        /* Short of the clean size because the host gives no more: refaults
+                         * there are no growth. Confirmed, they bound the working set. */
+                        const RsSensitivityParams *sp = rs_sensitivity_params(g->policy.refault_sensitivity);
+                        if (++g->confirm >= sp->confirm)
+                                refaults_at_size(g);
+                        set_reason(g, "%s at %.0f MiB, the host grants no more than %.0f MiB (backing off to %.0f MiB)",
+                                   o->why, mib(g->size), mib(granted(g, g->target)), mib(g->target));
+                        return;
+                }
                 /* It refaults where it ran clean before: it grew. */
                 enter_grow(g, o, now);
                 return;
@@ -487,7 +566,7 @@ static void backoff(RsGuest *g, const RsObservation *o, uint64_t now) {
                 return;
         }
         enter_hold(g, now);
-        set_reason(g, "holding at %.0f MiB (estimate %.0f MiB)", mib(g->target), mib(g->est.estimate));
+        set_hold_reason(g);
 }
 
 static void learn(RsGuest *g, const RsObservation *o, uint64_t now) {
@@ -560,6 +639,7 @@ int rs_guest_new(RsGuest **ret, const RsPolicy *policy, uint64_t guest_max) {
         };
         g->size = g->max;
         g->target = g->max;
+        g->grant = RS_UNKNOWN;
         g->state = policy->mode == RS_MODE_OBSERVE ? RS_STATE_OBSERVE : RS_STATE_LEARN;
         set_reason(g, "starting");
         update_confidence(g);
@@ -690,6 +770,15 @@ void rs_guest_decide(const RsGuest *g, uint64_t now_usec, RsDecision *ret) {
         snprintf(ret->reason, sizeof(ret->reason), "%s", g->reason);
 }
 
+void rs_guest_set_grant(RsGuest *g, uint64_t granted_bytes) {
+        /* The daemon never applies less than the floor. */
+        g->grant = rs_known(granted_bytes) ? MAX(granted_bytes, g->floor) : RS_UNKNOWN;
+}
+
+uint64_t rs_guest_grant(const RsGuest *g) {
+        return g->grant;
+}
+
 const RsEstimate *rs_guest_estimate(const RsGuest *g) {
         return &g->est;
 }
@@ -747,6 +836,7 @@ int rs_guest_restore(RsGuest *g, const RsGuestSnapshot *snap, uint64_t now_usec)
         rs_rate_tracker_init(&g->tracker);
         g->have_obs = false;
         g->probe_requested = false;
+        g->grant = RS_UNKNOWN; /* the daemon tells it again after its first arbitration */
         g->settle_until = 0;
         g->size = clamp_target(g, rs_known(snap->target) ? snap->target : g->max);
         if (g->policy.mode == RS_MODE_OBSERVE)

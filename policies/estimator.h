@@ -9,6 +9,7 @@
  *           rs_guest_feed(g, &sample, now_usec);
  *           rs_guest_decide(g, now_usec, &decision);
  *           // hand decision.target to rs_arbitrate(), then rs_actuation_plan()
+ *           rs_guest_set_grant(g, granted < decision.target ? granted : RS_UNKNOWN);
  *   rs_guest_snapshot(g, &snap);                  // save in the state file
  *   rs_guest_restore(g, &snap, now_usec);         // after a daemon restart
  *   rs_guest_free(g);
@@ -24,6 +25,10 @@
  *              grow now, without waiting for a probe cycle
  *   EMERGENCY  a storm, OOM kill, alloc stalls or no available memory: deflate to max
  *   OBSERVE    mode=observe: never change the guest, only estimate
+ *
+ * BACKOFF, GROW and EMERGENCY wait for the guest to reach a larger size. When the host
+ * grants less (rs_guest_set_grant()), reaching the grant counts: the state goes on from
+ * there instead of waiting for memory the host does not have.
  */
 #pragma once
 
@@ -86,6 +91,19 @@ const RsPolicy *rs_guest_policy(const RsGuest *g);
  * state. Returns 0 (also when already probing), -EBUSY in EMERGENCY, BACKOFF, GROW or LEARN
  * before any baseline, -EOPNOTSUPP in observe mode or without guest memory stats. */
 int rs_guest_probe_now(RsGuest *g, uint64_t now_usec);
+
+/* What the host granted at the last decision, after arbitration (rs_arbitrate()) gave
+ * this guest less than the decision's target; RS_UNKNOWN when it got all it asked for (the
+ * default). Set it after each decision, before the next feed: that feed judges the size the
+ * grant produced. The arbiter gives less than the core asked for when the host is short, and
+ * a state that grows the guest (BACKOFF, GROW, EMERGENCY) would otherwise wait forever for a
+ * size it is never given. At the grant it goes on as if it had arrived: clean there, it
+ * leaves the state the normal way; still refaulting there, it stays (its reason says the
+ * host grants no more), keeps that size as a lower bound and asks for the full target again,
+ * which it gets once the grant is lifted. Not kept in snapshots: the daemon sets it again
+ * after its first arbitration. A grant below the floor counts as the floor. */
+void rs_guest_set_grant(RsGuest *g, uint64_t granted);
+uint64_t rs_guest_grant(const RsGuest *g);
 
 /* One sample. The sample is copied and sanitized; now_usec is any monotonic clock. */
 void rs_guest_feed(RsGuest *g, const RsSample *sample, uint64_t now_usec);

@@ -272,6 +272,14 @@ char *daemon_fixture_log(const DaemonFixture *d) {
         return test_read_file(d->log_path);
 }
 
+unsigned daemon_fixture_log_count(const DaemonFixture *d, const char *needle) {
+        _cleanup_free_ char *log = daemon_fixture_log(d);
+        unsigned n = 0;
+        for (const char *p = log; p && (p = strstr(p, needle)); p += strlen(needle))
+                n++;
+        return n;
+}
+
 bool daemon_fixture_wait_log(const DaemonFixture *d, const char *needle, unsigned timeout_sec) {
         for (uint64_t start = monotonic_sec();;) {
                 _cleanup_free_ char *log = daemon_fixture_log(d);

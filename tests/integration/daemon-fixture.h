@@ -56,6 +56,8 @@ bool daemon_fixture_alive(DaemonFixture *d);
 uint64_t daemon_fixture_rss_kib(const DaemonFixture *d);
 /* The daemon's log so far (free it). */
 char *daemon_fixture_log(const DaemonFixture *d);
+/* How many times needle occurs in the log. */
+unsigned daemon_fixture_log_count(const DaemonFixture *d, const char *needle);
 /* Waits up to timeout_sec for needle to appear in the log. */
 bool daemon_fixture_wait_log(const DaemonFixture *d, const char *needle, unsigned timeout_sec);
 

@@ -65,14 +65,6 @@ static void write_config(void) {
         test_write_file(daemon_fx.config_path, text);
 }
 
-static unsigned count_in_log(const char *needle) {
-        _cleanup_free_ char *log = daemon_fixture_log(&daemon_fx);
-        unsigned n = 0;
-        for (const char *p = log; p && (p = strstr(p, needle)); p += strlen(needle))
-                n++;
-        return n;
-}
-
 static uint64_t guest_mem_total(void) {
         _cleanup_(sd_event_unrefp) sd_event *e = NULL;
         _cleanup_(qga_client_freep) QgaClient *g = NULL;
@@ -125,12 +117,12 @@ START_TEST(test_daemon_dimm) {
         ck_assert_uint_eq(v.max, 2048 * MIB);
         ck_assert(daemon_fixture_wait_log(&daemon_fx, "Hot-plugging DIMM rs-dimm0", 1));
         ck_assert(!file_contains(daemon_fx.log_path, "DIMM hotplug failed"));
-        unsigned plugged = count_in_log("Hot-plugging DIMM");
+        unsigned plugged = daemon_fixture_log_count(&daemon_fx, "Hot-plugging DIMM");
         /* It stays there: no DIMM is added once the floor is reached. */
         sleep(5);
         ck_assert_int_eq(e2e_get_guest(&daemon_fx, GUEST_NAME, &v), 0);
         ck_assert_msg(within(v.actual, FLOOR, 0.03), "actual moved to %.0f MiB", mib(v.actual));
-        ck_assert_uint_eq(count_in_log("Hot-plugging DIMM"), plugged);
+        ck_assert_uint_eq(daemon_fixture_log_count(&daemon_fx, "Hot-plugging DIMM"), plugged);
         int status = daemon_fixture_stop(&daemon_fx, SIGTERM);
         ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
         fprintf(stderr, "floor reached after %.0fs\n", e2e_now_sec() - t0);

@@ -155,6 +155,9 @@ static char *substitute(FakePeer *p, const char *text, size_t size, size_t *ret_
         size_t alloc = size * 2 + 64, n = 0;
         char *out = malloc(alloc);
 
+        if (!out)
+                abort(); /* test code: out of memory fails the test run */
+
         for (size_t i = 0; i < size;) {
                 const char *value = NULL;
                 size_t skip = 0;
@@ -180,7 +183,10 @@ static char *substitute(FakePeer *p, const char *text, size_t size, size_t *ret_
                 size_t len = value == text + i ? 1 : strlen(value);
                 if (n + len + 1 > alloc) {
                         alloc = (n + len + 1) * 2;
-                        out = realloc(out, alloc);
+                        char *grown = realloc(out, alloc);
+                        if (!grown)
+                                abort();
+                        out = grown;
                 }
                 memcpy(out + n, value, len);
                 n += len;

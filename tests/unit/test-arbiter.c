@@ -94,6 +94,30 @@ START_TEST(test_short_divides_by_shares_never_below_floor) {
 }
 END_TEST
 
+/* A guest probing below its estimate while the host is short: it gets its probe step, not
+ * its estimate (it would never move), and the memory it gives up goes to the guest that
+ * needs it. */
+START_TEST(test_short_probing_guest_gets_its_step) {
+        RsArbiterHost h = { .guest_memory = 1152 * MIB, .reserve = 0 };
+        RsArbiterGuest g[] = {
+                guest(544 * MIB, 552 * MIB, 256 * MIB, 1 * GIB, 1024, RS_MODE_RIGHTSIZE),
+                guest(1 * GIB, RS_UNKNOWN, 256 * MIB, 1 * GIB, 1024, RS_MODE_RIGHTSIZE),
+        };
+        uint64_t out[2];
+        ck_assert_int_eq(rs_arbitrate(&h, g, 2, out), RS_ARBITER_SHARED);
+        ck_assert_uint_eq(out[0], 544 * MIB);
+        ck_assert_uint_le(sum(out, 2), 1152 * MIB);
+        ck_assert_uint_ge(out[1], 1152 * MIB - 544 * MIB - 1);
+
+        /* the same in step 1: the estimates fit, the wishes do not */
+        g[1] = guest(700 * MIB, 600 * MIB, 256 * MIB, 1 * GIB, 1024, RS_MODE_RIGHTSIZE);
+        ck_assert_int_eq(rs_arbitrate(&h, g, 2, out), RS_ARBITER_SQUEEZED);
+        ck_assert_uint_eq(out[0], 544 * MIB);
+        ck_assert_uint_le(sum(out, 2), 1152 * MIB);
+        ck_assert_uint_ge(out[1], 600 * MIB);
+}
+END_TEST
+
 START_TEST(test_floors_do_not_fit) {
         RsArbiterHost h = { .guest_memory = 500 * MIB, .reserve = 0 };
         RsArbiterGuest g[] = {
@@ -129,6 +153,9 @@ START_TEST(test_random_invariants) {
                         ck_assert_uint_ge(out[i], MIN(g[i].floor, g[i].max));
                         ck_assert_uint_le(out[i], g[i].max);
                 }
+                if (r == RS_ARBITER_SQUEEZED || r == RS_ARBITER_SHARED)
+                        for (size_t i = 0; i < n; i++) /* short: nobody gets more than it asks */
+                                ck_assert_uint_le(out[i], CLAMP(g[i].want, MIN(g[i].floor, g[i].max), g[i].max));
                 if (r >= 0)
                         ck_assert_uint_le(sum(out, n), budget);
                 else
@@ -153,6 +180,7 @@ int main(void) {
         tcase_add_test(tc, test_not_short_on_host_pressure_gives_back);
         tcase_add_test(tc, test_short_squeezes_above_estimate_first);
         tcase_add_test(tc, test_short_divides_by_shares_never_below_floor);
+        tcase_add_test(tc, test_short_probing_guest_gets_its_step);
         tcase_add_test(tc, test_floors_do_not_fit);
         tcase_add_test(tc, test_random_invariants);
         tcase_add_test(tc, test_bad_input);

@@ -13,6 +13,7 @@
 
 #include "common/macro.h"
 #include "policies/actuation.h"
+#include "policies/arbiter.h"
 #include "tests/model/scenario.h"
 #include "tests/unit/check-run.h"
 
@@ -228,7 +229,8 @@ static void actuated_init(Actuated *a, const GuestModelConfig *cfg, const RsPoli
         ck_assert_int_eq(rs_guest_new(&a->g, policy, cfg->boot_bytes), 0);
 }
 
-static void actuated_tick(Actuated *a) {
+/* The first half of an interval: the guest's sample fed, the core's decision taken. */
+static void actuated_decide(Actuated *a) {
         RsSample s;
         RsState before = rs_guest_state(a->g);
 
@@ -246,10 +248,14 @@ static void actuated_tick(Actuated *a) {
                 double ws = (double) guest_model_working_set(&a->m);
                 a->worst_error_after = MAX(a->worst_error_after, fabs((double) a->d.estimate - ws) / ws);
         }
+}
 
+/* The second half: `target` (the decision's, or what the host granted) through the plan to
+ * the balloon, and the guest runs an interval at what it got. */
+static void actuated_apply(Actuated *a, uint64_t target) {
         RsActuationInput in = {
                 .current = guest_model_actual(&a->m),
-                .target = a->d.target,
+                .target = target,
                 .urgent = a->d.urgent,
                 .estimate = a->d.estimate,
                 .margin_percent = a->policy.margin_percent,
@@ -260,6 +266,11 @@ static void actuated_tick(Actuated *a) {
         if (!plan.skip && plan.set_balloon)
                 guest_model_set_target(&a->m, plan.balloon_target);
         guest_model_step(&a->m);
+}
+
+static void actuated_tick(Actuated *a) {
+        actuated_decide(a);
+        actuated_apply(a, a->d.target);
 }
 
 static double actuated_error(const Actuated *a) {
@@ -344,6 +355,131 @@ START_TEST(test_swapin_after_emergency_is_not_growth) {
 }
 END_TEST
 
+/* Two guests on a host too small for both at max (BENCHMARKS.md section 8): 1 GiB guests with
+ * 512 MiB of swap, working sets of 520 MiB (anonymous) and 616 MiB (half anonymous, half
+ * file), and 1152 MiB for both: the sets fit, the sets plus margins do not. Every interval
+ * runs the daemon's loop for both (feed, decide), then the host arbitration over both
+ * decisions, then each plan with what the host granted; the grant goes back to the core
+ * (rs_guest_set_grant()) the way guest_finish_cycle() does it, so the next feed judges the
+ * size that grant produced.
+ *
+ * The arbiter splits the host evenly (576 MiB each) while the estimates are unknown: guest b
+ * storms below its set and asks for its max, which the host never grants; guest a finds its
+ * set and backs off to it plus a margin the host does not grant either. Neither may wait
+ * for what it asked for: b goes on from the share it got (clean there once a has probed
+ * down and left it room), a holds at its share, and both end up holding with an estimate.
+ * Without the grant, b stays in EMERGENCY and a in BACKOFF for good. */
+#define PAIR_BUDGET (1152 * MIB)
+#define PAIR_RESERVE (256 * MIB)
+#define PAIR_TICKS 360
+
+typedef struct Pair {
+        Actuated a[2];
+        unsigned max_waiting_run[2];   /* longest stretch of intervals in EMERGENCY, BACKOFF or GROW */
+        unsigned waiting_run[2];
+        bool over_budget;              /* the granted targets ever summed above the budget */
+        uint64_t granted[2];
+} Pair;
+
+static void pair_config(GuestModelConfig *cfg, uint64_t seed, bool mixed) {
+        guest_model_config_default(cfg, seed);
+        cfg->boot_bytes = 1 * GIB;
+        cfg->swap_bytes = 512 * MIB;
+        cfg->pass_sec = 2; /* the bench's workloads pass over their sets every second or two */
+        if (mixed) {
+                cfg->agent = true;
+                cfg->phases[0].anon_hot = 248 * MIB;
+                cfg->phases[0].file_hot = 248 * MIB;
+                cfg->phases[0].anon_cold = 50 * MIB;
+                cfg->phases[0].file_cold = 100 * MIB;
+        } else {
+                cfg->phases[0].anon_hot = 400 * MIB;
+                cfg->phases[0].file_cold = 100 * MIB;
+        }
+}
+
+static void pair_tick(Pair *p) {
+        RsArbiterGuest in[2];
+        uint64_t out[2];
+
+        for (size_t i = 0; i < 2; i++) {
+                Actuated *a = &p->a[i];
+                actuated_decide(a);
+                /* as manager_arbitrate() describes a guest */
+                in[i] = (RsArbiterGuest) {
+                        .want = a->d.target,
+                        .estimate = a->d.estimate,
+                        .floor = a->d.floor,
+                        .max = a->d.max,
+                        .shares = a->policy.shares,
+                        .mode = a->policy.mode,
+                };
+        }
+        /* The host's memory as the daemon sees it: available plus what the guests hold. */
+        RsArbiterHost host = { .guest_memory = PAIR_BUDGET + PAIR_RESERVE, .reserve = PAIR_RESERVE };
+        ck_assert_int_ge(rs_arbitrate(&host, in, 2, out), 0);
+        if (out[0] + out[1] > PAIR_BUDGET)
+                p->over_budget = true;
+
+        for (size_t i = 0; i < 2; i++) {
+                Actuated *a = &p->a[i];
+                p->granted[i] = out[i];
+                rs_guest_set_grant(a->g, out[i] < a->d.target ? out[i] : RS_UNKNOWN);
+                actuated_apply(a, out[i]);
+                bool waiting = a->d.state == RS_STATE_EMERGENCY || a->d.state == RS_STATE_BACKOFF ||
+                               a->d.state == RS_STATE_GROW;
+                p->waiting_run[i] = waiting ? p->waiting_run[i] + 1 : 0;
+                p->max_waiting_run[i] = MAX(p->max_waiting_run[i], p->waiting_run[i]);
+        }
+}
+
+START_TEST(test_two_guests_on_a_small_host) {
+        GuestModelConfig cfg[2];
+        RsPolicy policy;
+        Pair p = {};
+
+        rs_policy_init(&policy);
+        pair_config(&cfg[0], 11, false);
+        pair_config(&cfg[1], 12, true);
+        for (size_t i = 0; i < 2; i++)
+                actuated_init(&p.a[i], &cfg[i], &policy);
+        /* the premise: the sets fit the budget, the sets with margins do not */
+        uint64_t ws0 = guest_model_working_set(&p.a[0].m), ws1 = guest_model_working_set(&p.a[1].m);
+        ck_assert_uint_le(ws0 + ws1, PAIR_BUDGET);
+        ck_assert_uint_gt((ws0 + ws1) * (100 + (uint64_t) policy.margin_percent) / 100, PAIR_BUDGET);
+
+        while (p.a[0].m.tick < PAIR_TICKS)
+                pair_tick(&p);
+
+        for (size_t i = 0; i < 2; i++) {
+                const Actuated *a = &p.a[i];
+                printf("small host, guest %zu: ws=%.0f MiB estimate=%.0f MiB, %s, granted %.0f MiB (wants %.0f), "
+                       "actual %.0f MiB, emergencies=%u, longest wait %u intervals, hot refaults %.0f/s: %s\n",
+                       i, (double) guest_model_working_set(&a->m) / MIB,
+                       rs_known(a->d.estimate) ? (double) a->d.estimate / MIB : -1.0, rs_state_to_string(a->d.state),
+                       (double) p.granted[i] / MIB, (double) a->d.target / MIB, (double) guest_model_actual(&a->m) / MIB,
+                       a->emergencies, p.max_waiting_run[i], guest_model_hot_refault_rate(&a->m), a->d.reason);
+        }
+        ck_assert_msg(!p.over_budget, "the arbiter granted more than the budget");
+        ck_assert_uint_ge(p.a[1].emergencies, 1); /* the case in point: an emergency on a short host */
+        for (size_t i = 0; i < 2; i++) {
+                const Actuated *a = &p.a[i];
+                /* growing states end within minutes, at what the host gives */
+                ck_assert_msg(p.max_waiting_run[i] <= 30, "guest %zu waited %u intervals", i, p.max_waiting_run[i]);
+                ck_assert_msg(a->d.state != RS_STATE_EMERGENCY, "guest %zu still in emergency: %s", i, a->d.reason);
+                ck_assert_msg(rs_known(a->d.estimate), "guest %zu has no estimate: %s", i, a->d.reason);
+                ck_assert_msg(actuated_error(a) <= TOLERANCE, "guest %zu: estimate %.1f%% off", i, 100 * actuated_error(a));
+                ck_assert_uint_eq(a->m.oom_kills, 0);
+        }
+        /* Both run at what they were granted: the balloons reached their targets, so the host
+         * really holds no more than the budget. */
+        ck_assert_uint_le(guest_model_actual(&p.a[0].m) + guest_model_actual(&p.a[1].m),
+                          PAIR_BUDGET + 2 * policy.dead_band_bytes);
+        for (size_t i = 0; i < 2; i++)
+                rs_guest_free(p.a[i].g);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("estimator-scenarios");
         TCase *tc = tcase_create("scenarios");
@@ -364,6 +500,7 @@ int main(void) {
         tcase_add_test(tc, test_lying_guest);
         tcase_add_test(tc, test_probe_through_dead_band);
         tcase_add_test(tc, test_swapin_after_emergency_is_not_growth);
+        tcase_add_test(tc, test_two_guests_on_a_small_host);
         suite_add_tcase(s, tc);
         return check_run_suite_nofork(s);
 }

@@ -20,6 +20,9 @@ typedef struct Fake {
         uint64_t target;
         uint64_t settle_above; /* the balloon stops this far above the target (page rounding) */
         bool stats;
+        uint64_t grant;        /* the host's cap on the target, 0: none */
+        bool hide_grant;       /* cap the guest without telling the core (the old daemon) */
+        uint64_t want;         /* the core's last target (target is what the balloon was given) */
 } Fake;
 
 /* One interval: the guest got the target, faults grew by rate/s. */
@@ -41,8 +44,13 @@ static void step(RsGuest *g, Fake *f, double majflt_rate, uint64_t available) {
         rs_guest_feed(g, &s, f->now);
         RsDecision d;
         rs_guest_decide(g, f->now, &d);
-        f->target = d.target;
-        f->actual = MIN(d.target + f->settle_above, MAXMEM); /* the balloon reaches it */
+        f->want = d.target;
+        /* the host arbitrates, as the daemon does between decision and actuation */
+        bool capped = f->grant > 0 && f->grant < d.target;
+        if (!f->hide_grant)
+                rs_guest_set_grant(g, capped ? f->grant : RS_UNKNOWN);
+        f->target = capped ? f->grant : d.target;
+        f->actual = MIN(f->target + f->settle_above, MAXMEM); /* the balloon reaches it */
 }
 
 static RsGuest *new_guest(const RsPolicy *p, Fake *f) {
@@ -292,6 +300,175 @@ static RsGuest *held_guest(Fake *f) {
         ck_assert_int_eq(rs_guest_state(g), RS_STATE_HOLD);
         return g;
 }
+
+/* A guest with a working set of about 1 GiB in an emergency (a storm at its held size): it
+ * asks for max, the host grants `grant`. */
+static RsGuest *emergency_guest(Fake *f, uint64_t grant, bool hide_grant) {
+        RsGuest *g = held_guest(f);
+        f->grant = grant;
+        f->hide_grant = hide_grant;
+        step(g, f, 50000, GIB);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_EMERGENCY);
+        ck_assert_uint_eq(f->want, MAXMEM);
+        ck_assert_uint_eq(f->actual, grant); /* the host's cap, not max */
+        ck_assert(!rs_known(rs_guest_estimate(g)->estimate)); /* the storm proved it too small */
+        return g;
+}
+
+/* Calm at all the host grants: the emergency ends there, as it would at max. Told nothing
+ * (the old daemon), the guest waits for max forever. */
+START_TEST(test_emergency_capped_clean_leaves) {
+        Fake f;
+        RsGuest *g = emergency_guest(&f, 1536 * MIB, false);
+        uint64_t lower = rs_guest_estimate(g)->lower;
+        ck_assert_uint_lt(lower, 1536 * MIB);
+        step(g, &f, 1, GIB);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_PROBE);
+        ck_assert_uint_lt(f.want, 1536 * MIB); /* probing down from the grant */
+        ck_assert_uint_gt(f.want, lower);      /* not back to the size that stormed */
+        ck_assert_uint_eq(rs_guest_estimate(g)->upper, 1536 * MIB);
+        rs_guest_free(g);
+
+        g = emergency_guest(&f, 1536 * MIB, true);
+        for (int i = 0; i < 20; i++)
+                step(g, &f, 1, GIB);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_EMERGENCY);
+        ck_assert_uint_eq(f.want, MAXMEM);
+        rs_guest_free(g);
+}
+END_TEST
+
+/* Still refaulting at all the host grants: it stays in the emergency and asks for max, says
+ * why, and keeps that size as refaulting without making up an estimate. Once the host has
+ * room again it goes to max as before, and on from there. */
+START_TEST(test_emergency_capped_refaulting_stays_until_grant_lifted) {
+        Fake f;
+        RsGuest *g = emergency_guest(&f, 1536 * MIB, false);
+        RsDecision d;
+        ck_assert_uint_lt(rs_guest_estimate(g)->lower, 1536 * MIB); /* where it stormed */
+
+        for (int i = 0; i < 3; i++)
+                step(g, &f, 400, GIB);
+        rs_guest_decide(g, f.now, &d);
+        ck_assert_int_eq(d.state, RS_STATE_EMERGENCY);
+        ck_assert_uint_eq(d.target, MAXMEM);
+        ck_assert(d.urgent);
+        ck_assert_msg(strstr(d.reason, "at 1536 MiB, the host grants no more than 1536 MiB"), "reason: %s", d.reason);
+        ck_assert_uint_eq(rs_guest_estimate(g)->lower, 1536 * MIB);
+        ck_assert(!rs_known(rs_guest_estimate(g)->estimate));
+        ck_assert_uint_eq(f.actual, 1536 * MIB);
+
+        /* the host has room again: max, then calm there, probing down but not below what refaulted */
+        f.grant = 0;
+        step(g, &f, 400, GIB);
+        ck_assert_uint_eq(f.actual, MAXMEM);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_EMERGENCY);
+        step(g, &f, 1, GIB);
+        rs_guest_decide(g, f.now, &d);
+        ck_assert_int_eq(d.state, RS_STATE_PROBE);
+        ck_assert_uint_lt(d.target, MAXMEM);
+        ck_assert_uint_gt(d.target, 1536 * MIB);
+        ck_assert_uint_eq(rs_guest_estimate(g)->lower, 1536 * MIB);
+        rs_guest_free(g);
+}
+END_TEST
+
+/* The probe finds the working set (about 1 GiB) and backs off to it plus margin, but the host
+ * grants only a little above the set: the backoff ends at the grant and the guest holds,
+ * with its estimate. Told nothing, it would wait in BACKOFF for the margin forever. */
+START_TEST(test_backoff_capped_completes) {
+        for (int hide = 0; hide < 2; hide++) {
+                RsPolicy p;
+                Fake f;
+                rs_policy_init(&p);
+                p.floor_bytes = 512 * MIB;
+                RsGuest *g = new_guest(&p, &f);
+                f.grant = GIB + 32 * MIB;
+                f.hide_grant = hide;
+                bool backed_off = false;
+                for (int i = 0; i < 200 && rs_guest_state(g) != RS_STATE_HOLD; i++) {
+                        step(g, &f, f.actual < GIB ? 400 : 1, GIB);
+                        backed_off = backed_off || (rs_guest_state(g) == RS_STATE_BACKOFF && f.want > f.grant);
+                }
+                ck_assert(backed_off); /* the case in point: a backoff target above the grant */
+                if (hide) {
+                        ck_assert_int_eq(rs_guest_state(g), RS_STATE_BACKOFF);
+                        rs_guest_free(g);
+                        continue;
+                }
+                RsDecision d;
+                rs_guest_decide(g, f.now, &d);
+                ck_assert_int_eq(d.state, RS_STATE_HOLD);
+                ck_assert(rs_known(d.estimate));
+                ck_assert_uint_ge(d.estimate, GIB);
+                ck_assert_uint_le(d.estimate, GIB + GIB / 20);
+                ck_assert_uint_gt(d.target, f.grant); /* it still wishes for its margin */
+                ck_assert_uint_eq(f.actual, f.grant);
+                ck_assert_msg(strstr(d.reason, "the host grants"), "reason: %s", d.reason);
+                rs_guest_free(g);
+        }
+}
+END_TEST
+
+/* Held at its size by the host while its working set grows: GROW stays (it cannot learn more
+ * there, and it is no stream), and grows on once the host has room. */
+START_TEST(test_grow_capped_waits_for_room) {
+        Fake f;
+        RsGuest *g = held_guest(&f);
+        uint64_t held = f.actual;
+        RsDecision d;
+
+        f.grant = held;
+        for (int i = 0; i < 6; i++)
+                step(g, &f, 400, GIB);
+        rs_guest_decide(g, f.now, &d);
+        ck_assert_int_eq(d.state, RS_STATE_GROW);
+        ck_assert_uint_gt(d.target, held);
+        ck_assert_uint_eq(f.actual, held);
+        ck_assert(!rs_guest_estimate(g)->streaming);
+        ck_assert_uint_eq(rs_guest_estimate(g)->lower, held);
+        ck_assert_msg(strstr(d.reason, "the host grants no more than"), "reason: %s", d.reason);
+
+        f.grant = 0;
+        step(g, &f, 400, GIB);
+        ck_assert_uint_ge(f.actual, held + held / 10);
+        step(g, &f, 1, GIB); /* clean after growing: probing again from there */
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_PROBE);
+        ck_assert_uint_eq(rs_guest_estimate(g)->estimate, held + held / 10);
+        rs_guest_free(g);
+}
+END_TEST
+
+/* Granted less than its working set, a holding guest refaults: that is the host's doing, not
+ * growth. It keeps holding (and its estimate), and says why. */
+START_TEST(test_hold_below_working_set_by_host_is_not_growth) {
+        Fake f;
+        RsGuest *g = held_guest(&f);
+        uint64_t estimate = rs_guest_estimate(g)->estimate;
+        RsDecision d;
+
+        f.grant = estimate - 64 * MIB;
+        step(g, &f, 1, GIB); /* shrunk to the grant */
+        for (int i = 0; i < 5; i++)
+                step(g, &f, 400, GIB);
+        rs_guest_decide(g, f.now, &d);
+        ck_assert_int_eq(d.state, RS_STATE_HOLD);
+        ck_assert_uint_eq(d.estimate, estimate);
+        ck_assert_msg(strstr(d.reason, "below the working set"), "reason: %s", d.reason);
+        rs_guest_free(g);
+}
+END_TEST
+
+START_TEST(test_grant_below_floor_counts_as_floor) {
+        Fake f;
+        RsGuest *g = held_guest(&f);
+        rs_guest_set_grant(g, MIB);
+        ck_assert_uint_eq(rs_guest_grant(g), 512 * MIB);
+        rs_guest_set_grant(g, RS_UNKNOWN);
+        ck_assert(!rs_known(rs_guest_grant(g)));
+        rs_guest_free(g);
+}
+END_TEST
 
 START_TEST(test_probe_now) {
         Fake f;
@@ -544,6 +721,12 @@ int main(void) {
         tcase_add_test(tc, test_hold_then_probe_again);
         tcase_add_test(tc, test_growth_in_hold);
         tcase_add_test(tc, test_hold_ends_when_settled_just_above_target);
+        tcase_add_test(tc, test_emergency_capped_clean_leaves);
+        tcase_add_test(tc, test_emergency_capped_refaulting_stays_until_grant_lifted);
+        tcase_add_test(tc, test_backoff_capped_completes);
+        tcase_add_test(tc, test_grow_capped_waits_for_room);
+        tcase_add_test(tc, test_hold_below_working_set_by_host_is_not_growth);
+        tcase_add_test(tc, test_grant_below_floor_counts_as_floor);
         tcase_add_test(tc, test_probe_now);
         tcase_add_test(tc, test_probe_now_refused);
         tcase_add_test(tc, test_probe_now_from_learn);

@@ -44,6 +44,10 @@ START_TEST(test_domain_xml) {
         ck_assert_uint_eq(x.stats_period, 1);
         ck_assert(x.free_page_reporting && x.autodeflate && x.agent_channel && x.numa && !x.vfio_hostdev);
         ck_assert_uint_eq(x.max_memory, 4 * GIB);
+        ck_assert_uint_eq(x.memory_slots, 4);
+        ck_assert_uint_eq(x.devices_bytes, 2 * GIB); /* virtio-mem: its whole region */
+        ck_assert_uint_eq(x.dimm_bytes, 0);
+        ck_assert_uint_eq(x.dimm_count, 0);
         ck_assert_uint_eq(x.n_virtio_mem, 1);
         m = rs_domain_xml_find_virtio_mem(&x, "virtiomem0");
         ck_assert_ptr_nonnull(m);
@@ -57,6 +61,42 @@ START_TEST(test_domain_xml) {
         ck_assert_ptr_nonnull(strstr(m->device_xml, "<alias name='virtiomem0'/>"));
         ck_assert_int_eq(strncmp(m->device_xml, "<memory model='virtio-mem'>", 27), 0);
         ck_assert_ptr_null(rs_domain_xml_skip_reason(&x));
+}
+END_TEST
+
+/* What DIMM hotplug needs: slots, and what the memory devices already take of maxMemory. A
+ * DIMM's <source> and <address> have sizes of their own that are not the device's. */
+START_TEST(test_domain_xml_dimms) {
+        static const char xml[] =
+                "<domain type='kvm'>\n"
+                "  <maxMemory slots='8' unit='GiB'>8</maxMemory>\n"
+                "  <memory unit='KiB'>2621440</memory>\n"
+                "  <devices>\n"
+                "    <memballoon model='virtio'/>\n"
+                "    <memory model='dimm' access='shared'>\n"
+                "      <source><pagesize unit='KiB'>2048</pagesize></source>\n"
+                "      <target><size unit='KiB'>262144</size><node>0</node></target>\n"
+                "      <alias name='dimm0'/><address type='dimm' slot='0' base='0x100000000'/>\n"
+                "    </memory>\n"
+                "    <memory model='dimm'><target><size unit='MiB'>512</size><node>0</node></target></memory>\n"
+                "    <memory model='nvdimm'><source><path>/x</path></source>"
+                "<target><size unit='MiB'>128</size><node>0</node><label><size unit='KiB'>128</size></label></target></memory>\n"
+                "    <memory model='virtio-mem'><target><size unit='GiB'>1</size><block unit='MiB'>2</block>"
+                "<requested unit='MiB'>0</requested></target></memory>\n"
+                "    <memory model='dimm'/>\n"
+                "  </devices>\n"
+                "</domain>\n";
+        _cleanup_(rs_domain_xml_clear) RsDomainXml x = {};
+
+        ck_assert_int_eq(rs_domain_xml_parse(xml, &x), 0);
+        ck_assert_uint_eq(x.max_memory, 8 * GIB);
+        ck_assert_uint_eq(x.memory_slots, 8);
+        ck_assert_uint_eq(x.dimm_bytes, 768 * MIB);
+        ck_assert_uint_eq(x.dimm_count, 3); /* the NVDIMM holds a slot too; the empty element nothing */
+        ck_assert_uint_eq(x.devices_bytes, 768 * MIB + 128 * MIB + 1 * GIB);
+        ck_assert_uint_eq(x.n_virtio_mem, 1);
+        ck_assert_uint_eq(x.virtio_mem[0].size, 1 * GIB);
+        ck_assert(!x.numa);
 }
 END_TEST
 
@@ -290,6 +330,7 @@ int main(void) {
         Suite *s = suite_create("libvirt-parse");
         TCase *tc = tcase_create("pure");
         tcase_add_test(tc, test_domain_xml);
+        tcase_add_test(tc, test_domain_xml_dimms);
         tcase_add_test(tc, test_skip_reasons);
         tcase_add_test(tc, test_garbage_xml);
         tcase_add_test(tc, test_virtio_mem_update);
