@@ -13,6 +13,7 @@
 #include <libvirt/virterror.h>
 
 #include "common/macro.h"
+#include "common/worker-thread.h"
 #include "daemon/libvirt-agent.h"
 #include "daemon/libvirt-parse.h"
 
@@ -320,13 +321,8 @@ static void job_list_free(LibvirtAgentJob *j) {
 LibvirtAgentWorker *libvirt_agent_worker_free(LibvirtAgentWorker *w) {
         if (!w)
                 return NULL;
-        if (w->thread_started) {
-                pthread_mutex_lock(&w->lock);
-                w->quit = true;
-                pthread_cond_signal(&w->wake);
-                pthread_mutex_unlock(&w->lock);
-                (void) pthread_join(w->thread, NULL);
-        }
+        if (w->thread_started)
+                worker_thread_stop(w->thread, &w->lock, &w->wake, &w->quit);
         job_list_free(w->queue);
         job_list_free(w->finished);
         sd_event_source_disable_unref(w->completion);

@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,12 +17,17 @@
 #include "daemon/libvirt-backend.h"
 #include "daemon/libvirt-connect.h"
 #include "daemon/libvirt-event.h"
+#include "daemon/libvirt-watchdog.h"
 #include "daemon/log.h"
 #include "qmp/guest-procfs.h"
 #include "qmp/json-util.h"
 
 #define BACKOFF_MIN_USEC (250 * USEC_PER_MSEC)
 #define BACKOFF_MAX_USEC (30 * USEC_PER_SEC)
+/* A libvirt call that holds the loop this long is cut (libvirt-watchdog.h): well past what our
+ * calls take on a busy host (a DIMM attach under TCG: seconds), well inside systemd's
+ * WatchdogSec=30s. */
+#define STALL_USEC (15 * USEC_PER_SEC)
 
 typedef struct DomainRecord {
         struct DomainRecord *next;
@@ -50,6 +57,9 @@ struct LibvirtBackend {
         bool close_registered;
         sd_event_source *reconnect_source;
         LibvirtConnectAttempt *connecting; /* an open in flight (libvirt-connect.h) */
+        LibvirtWatchdog *watchdog;         /* cuts a connection that holds the loop */
+        pthread_t loop_thread;
+        atomic_int close_timer;            /* a close seen off the loop, bounced to it: -1 none */
         uint64_t backoff_usec;
         unsigned connect_count;
         unsigned failed_attempts;
@@ -397,10 +407,36 @@ static void on_job_completed(virConnectPtr conn _unused_, virDomainPtr dom, virT
 
 static void schedule_reconnect(LibvirtBackend *b, uint64_t delay_usec);
 
+static void report_cut(LibvirtBackend *b) {
+        uint64_t stalled;
+
+        if (libvirt_watchdog_take_cut(b->watchdog, &stalled))
+                log_warning("libvirt: a call to %s held the daemon for %.0f s: connection cut", b->uri,
+                            (double) stalled / USEC_PER_SEC);
+}
+
+static void on_close_on_loop(int timer, void *opaque) {
+        LibvirtBackend *b = opaque;
+
+        virEventRemoveTimeout(timer);
+        atomic_store(&b->close_timer, -1);
+        report_cut(b);
+        schedule_reconnect(b, 0);
+}
+
 static void on_close(virConnectPtr conn _unused_, int reason, void *opaque) {
         LibvirtBackend *b = opaque;
 
         log_warning("libvirt: connection to %s closed (reason %d), reconnecting", b->uri, reason);
+        if (!pthread_equal(pthread_self(), b->loop_thread)) {
+                /* libvirt closes from whichever thread saw the end (the agent worker's too), and
+                 * sd-event is the loop's alone: go there through libvirt's event API, which is. */
+                int expected = -1, timer = virEventAddTimeout(0, on_close_on_loop, b, NULL);
+                if (timer >= 0 && !atomic_compare_exchange_strong(&b->close_timer, &expected, timer))
+                        virEventRemoveTimeout(timer); /* one is on its way already */
+                return;
+        }
+        report_cut(b);
         /* Tearing the connection down inside its own callback is not allowed: defer it. */
         schedule_reconnect(b, 0);
 }
@@ -421,6 +457,8 @@ static void disconnect(LibvirtBackend *b) {
         if (b->close_registered)
                 (void) virConnectUnregisterCloseCallback(b->conn, on_close);
         b->close_registered = false;
+        /* Before the close: the socket's number is free for reuse after it. */
+        libvirt_watchdog_watch(b->watchdog, -1);
         (void) virConnectClose(b->conn);
         b->conn = NULL;
         virResetLastError();
@@ -464,16 +502,20 @@ static int discover(LibvirtBackend *b) {
 }
 
 /* A new connection: callbacks, events, and the domains it has. Takes conn. */
-static int setup_connection(LibvirtBackend *b, virConnectPtr conn) {
+static int setup_connection(LibvirtBackend *b, virConnectPtr conn, int socket_fd) {
         int r;
 
         b->conn = conn;
+        if (socket_fd >= 0)
+                libvirt_watchdog_watch(b->watchdog, socket_fd);
+        else
+                log_debug("libvirt: the connection's socket is not known (%s): no stall watchdog", b->uri);
         if (virConnectRegisterCloseCallback(b->conn, on_close, b, NULL) < 0) {
                 r = libvirt_error(LOG_WARNING, NULL, "registering the close callback");
                 goto fail;
         }
         b->close_registered = true;
-        /* Notices a hung libvirtd, not only a dead one. */
+        /* Notices a hung libvirtd between calls (not inside one: libvirt-watchdog.h). */
         if (virConnectSetKeepAlive(b->conn, 5, 3) < 0)
                 (void) libvirt_error(LOG_DEBUG, NULL, "enabling keepalive");
 
@@ -507,7 +549,7 @@ static void connect_failed(LibvirtBackend *b) {
         b->backoff_usec = MIN(b->backoff_usec * 2, BACKOFF_MAX_USEC);
 }
 
-static void on_connected(virConnectPtr conn, const char *error, void *userdata) {
+static void on_connected(virConnectPtr conn, int socket_fd, const char *error, void *userdata) {
         LibvirtBackend *b = userdata;
 
         b->connecting = NULL;
@@ -517,7 +559,7 @@ static void on_connected(virConnectPtr conn, const char *error, void *userdata) 
                 connect_failed(b);
                 return;
         }
-        if (setup_connection(b, conn) < 0) {
+        if (setup_connection(b, conn, socket_fd) < 0) {
                 connect_failed(b);
                 return;
         }
@@ -545,6 +587,7 @@ static void start_connect(LibvirtBackend *b) {
 static int on_reconnect_timer(sd_event_source *s _unused_, uint64_t usec _unused_, void *userdata) {
         LibvirtBackend *b = userdata;
 
+        report_cut(b); /* when a failed call, not the close callback, brought us here */
         if (b->conn && virConnectIsAlive(b->conn) == 1)
                 return 0;
         disconnect(b);
@@ -604,6 +647,11 @@ int libvirt_backend_new(sd_event *event, const LibvirtBackendConfig *config, con
                 b->cb = *callbacks;
         b->userdata = userdata;
         b->backoff_usec = BACKOFF_MIN_USEC;
+        b->loop_thread = pthread_self();
+        atomic_init(&b->close_timer, -1);
+        r = libvirt_watchdog_new(event, STALL_USEC, &b->watchdog);
+        if (r < 0)
+                log_warning_errno(r, "libvirt: no stall watchdog: %m");
 
         start_connect(b);
         *ret = b;
@@ -616,6 +664,10 @@ LibvirtBackend *libvirt_backend_free(LibvirtBackend *b) {
         b->cb = (LibvirtBackendCallbacks) {};
         libvirt_connect_cancel(TAKE_PTR(b->connecting));
         disconnect(b);
+        int timer = atomic_exchange(&b->close_timer, -1);
+        if (timer >= 0)
+                virEventRemoveTimeout(timer);
+        b->watchdog = libvirt_watchdog_free(b->watchdog);
         while (b->domains) {
                 DomainRecord *d = b->domains;
                 b->domains = d->next;

@@ -3,8 +3,9 @@
  * (never the QMP socket libvirt owns, so `virsh dominfo` stays true).
  *
  * - One connection (default qemu:///system), opened on a thread (libvirt-connect.h): a hung
- *   libvirtd never answers an open, and the loop must not wait with it. Once open, keepalive
- *   (5 s, 3 missed) ends any call a hung libvirtd holds. When libvirtd goes away the close callback fires,
+ *   libvirtd never answers an open, and the loop must not wait with it. Once open, a call that
+ *   holds the loop 15 s is cut by the stall watchdog (libvirt-watchdog.h): libvirt's keepalive
+ *   does not end it. When libvirtd goes away the close callback fires,
  *   and the backend reconnects with backoff (0.25 s doubling to 30 s). Domain records survive a
  *   reconnect; after it, active domains are matched by UUID, domains gone meanwhile are
  *   reported removed, new ones added. The manager keeps its last targets meanwhile: actuators

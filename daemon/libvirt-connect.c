@@ -14,6 +14,7 @@
 #include <libvirt/virterror.h>
 
 #include "common/macro.h"
+#include "daemon/libvirt-watchdog.h"
 
 struct LibvirtConnectAttempt {
         atomic_int refs;          /* the thread's and the loop's */
@@ -24,6 +25,7 @@ struct LibvirtConnectAttempt {
         libvirt_connect_fn callback;
         void *userdata;
         virConnectPtr conn;       /* set by the thread before it writes efd */
+        int socket_fd;            /* likewise, -1 when not known */
         char error[256];
 };
 
@@ -45,9 +47,17 @@ static void *connect_thread(void *userdata) {
         LibvirtConnectAttempt *a = userdata;
         uint64_t one = 1;
 
+        _cleanup_free_ int *before = NULL, *after = NULL;
+        size_t n_before = 0, n_after = 0;
+
+        /* The connection's socket is the libvirt one that the open adds. */
+        bool fds_known = libvirt_socket_fds(&before, &n_before) >= 0;
         a->conn = virConnectOpen(a->uri);
         if (!a->conn)
                 snprintf(a->error, sizeof(a->error), "%s", virGetLastErrorMessage());
+        else if (!fds_known || libvirt_socket_fds(&after, &n_after) < 0 ||
+                 libvirt_connection_socket(before, n_before, after, n_after, &a->socket_fd) < 0)
+                a->socket_fd = -1;
         virResetLastError();
         /* A cancelled attempt's loop side is gone: nobody reads efd. */
         if (!atomic_load(&a->cancelled) && write(a->efd, &one, sizeof(one)) < 0) {
@@ -60,6 +70,7 @@ static void *connect_thread(void *userdata) {
 static int on_done(sd_event_source *s _unused_, int fd _unused_, uint32_t revents _unused_, void *userdata) {
         LibvirtConnectAttempt *a = userdata;
         virConnectPtr conn = TAKE_PTR(a->conn);
+        int socket_fd = a->socket_fd;
         libvirt_connect_fn callback = a->callback;
         void *cb_userdata = a->userdata;
         char error[sizeof(a->error)];
@@ -69,7 +80,7 @@ static int on_done(sd_event_source *s _unused_, int fd _unused_, uint32_t revent
          * here, on the loop's thread: the thread may be the last to let go of `a`. */
         a->source = sd_event_source_disable_unref(a->source);
         attempt_unref(a);
-        callback(conn, conn ? NULL : error, cb_userdata);
+        callback(conn, conn ? socket_fd : -1, conn ? NULL : error, cb_userdata);
         return 0;
 }
 
@@ -87,6 +98,7 @@ int libvirt_connect_start(sd_event *event, const char *uri, libvirt_connect_fn c
                 return -ENOMEM;
         atomic_init(&a->refs, 1);
         atomic_init(&a->cancelled, false);
+        a->socket_fd = -1;
         a->callback = callback;
         a->userdata = userdata;
         a->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

@@ -13,8 +13,9 @@
 typedef struct LibvirtConnectAttempt LibvirtConnectAttempt;
 
 /* conn: the new connection, now the callback's to keep (NULL on failure, with why in
- * `error`). Runs on the event loop. */
-typedef void (*libvirt_connect_fn)(virConnectPtr conn, const char *error, void *userdata);
+ * `error`); socket_fd: its socket to the daemon when it could be told (a local URI), else -1
+ * (libvirt-watchdog.h). Runs on the event loop. */
+typedef void (*libvirt_connect_fn)(virConnectPtr conn, int socket_fd, const char *error, void *userdata);
 
 int libvirt_connect_start(sd_event *event, const char *uri, libvirt_connect_fn callback, void *userdata,
                           LibvirtConnectAttempt **ret);

@@ -7,6 +7,7 @@ daemon_liblibvirtbackend_a_SOURCES = \
 	daemon/libvirt-parse.c daemon/libvirt-parse.h \
 	daemon/libvirt-agent.c daemon/libvirt-agent.h \
 	daemon/libvirt-connect.c daemon/libvirt-connect.h \
+	daemon/libvirt-watchdog.c daemon/libvirt-watchdog.h \
 	daemon/libvirt-backend.c daemon/libvirt-backend.h
 daemon_liblibvirtbackend_a_CFLAGS = $(AM_CFLAGS) $(LIBVIRT_CFLAGS) $(QMP_CFLAGS)
 
@@ -22,6 +23,12 @@ TESTS += tests/unit/test-libvirt-parse
 tests_unit_test_libvirt_parse_SOURCES = tests/unit/test-libvirt-parse.c
 tests_unit_test_libvirt_parse_CFLAGS = $(AM_CFLAGS) $(LIBVIRT_BACKEND_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_test_libvirt_parse_LDADD = $(LIBVIRT_BACKEND_LIBS) $(CHECK_LIBS)
+
+check_PROGRAMS += tests/unit/test-libvirt-watchdog
+TESTS += tests/unit/test-libvirt-watchdog
+tests_unit_test_libvirt_watchdog_SOURCES = tests/unit/test-libvirt-watchdog.c
+tests_unit_test_libvirt_watchdog_CFLAGS = $(AM_CFLAGS) $(LIBVIRT_BACKEND_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_test_libvirt_watchdog_LDADD = $(LIBVIRT_BACKEND_LIBS) $(CHECK_LIBS)
 
 # ---- against a real libvirtd (started by the test through contrib/libvirt-setup) ----
 check_PROGRAMS += tests/integration/test-libvirt-backend

@@ -8,7 +8,8 @@
  * within 15 % of the working set, that `virsh dommemstat` and `virsh dominfo` show the size
  * the daemon set, that `rightsizectl disable`/`enable --policy` round-trips the metadata (live
  * and persistent), that a virtio-mem move made by the daemon shows in the live XML, that the
- * daemon reconnects and carries on after libvirtd hangs and dies in the middle of its calls,
+ * daemon cuts a call to a hung libvirtd, answers meanwhile, and reconnects and carries on
+ * after libvirtd dies,
  * that a destroyed domain leaves `rightsizectl list`, that a domain with <memballoon
  * model='none'> is listed as skipped, that DIMMs are hot-plugged through libvirt for a floor
  * above the boot memory (with qemu-monitor = yes read through libvirt on the same domain), and
@@ -384,19 +385,45 @@ static bool log_has_since(off_t offset, const char *needle) {
         return log && (off_t) strlen(log) >= offset && strstr(log + offset, needle);
 }
 
-/* libvirtd stops answering (SIGSTOP) long enough for the daemon's next calls to be in flight
- * (its libvirt tick is every second), then dies (SIGKILL): those calls fail rather than hang.
- * The caller starts a new libvirtd. */
-static void kill_libvirtd_mid_call(double t0) {
+/* How long `rightsizectl list` takes to answer, in seconds; the domain's state and fault. */
+static double ctl_list_seconds(char *state, size_t state_size, char *fault, size_t fault_size) {
+        double t = e2e_now_sec();
+        bool listed = ctl_lists(domain_name, state, state_size, fault, fault_size);
+        ck_assert_msg(listed, "the domain left the list while libvirtd hung");
+        return e2e_now_sec() - t;
+}
+
+/* libvirtd stops answering (SIGSTOP) with the daemon's calls in flight (its libvirt tick is
+ * every second). The call holds the daemon's loop until the stall watchdog cuts the connection
+ * (15 s); from then on the daemon answers at once, with the guest faulty, while its new
+ * connection attempt waits on a thread of its own. Then libvirtd dies (SIGKILL) with that
+ * attempt in flight; the caller starts a new one. */
+static void hang_and_kill_libvirtd(double t0) {
         pid_t pid = libvirtd_pid();
+        char state[32] = "", fault[256] = "";
+        double t, slowest = 0;
+        bool cut = false;
 
         ck_assert_msg(pid > 0, "no libvirtd pid in /run/rightsize-test-libvirtd.pid");
         ck_assert_int_eq(kill(pid, SIGSTOP), 0);
-        sleep(3);
+        t = e2e_now_sec();
+        while (e2e_now_sec() < t + 40 && !(cut = file_contains(daemon_fx.log_path, "connection cut")))
+                sleep(1);
+        fprintf(stderr, "[%5.1fs] libvirtd %d stopped: the daemon cut the connection after %.1f s\n",
+                e2e_now_sec() - t0, (int) pid, e2e_now_sec() - t);
+        ck_assert_msg(cut, "the daemon never gave up on the hung libvirtd");
+        for (int i = 0; i < 5; i++) {
+                slowest = MAX(slowest, ctl_list_seconds(state, sizeof(state), fault, sizeof(fault)));
+                sleep(1);
+        }
+        fprintf(stderr, "[%5.1fs] while libvirtd hangs: %s, \"%s\"; slowest list %.2f s\n", e2e_now_sec() - t0,
+                state, fault, slowest);
+        ck_assert_str_eq(state, "faulty");
+        ck_assert_msg(strstr(fault, "libvirt connection lost"), "fault: %s", fault);
+        ck_assert_msg(slowest < 2.0, "rightsizectl list took %.2f s while libvirtd hung", slowest);
         ck_assert_int_eq(kill(pid, SIGKILL), 0);
         for (int i = 0; i < 50 && kill(pid, 0) == 0; i++)
                 usleep(100 * 1000);
-        fprintf(stderr, "[%5.1fs] libvirtd %d hung 3 s, then killed\n", e2e_now_sec() - t0, (int) pid);
 }
 
 START_TEST(test_daemon_libvirt) {
@@ -553,12 +580,11 @@ START_TEST(test_daemon_libvirt) {
         ck_assert_uint_eq(libvirt_problems(0, NULL), 0);
 
         /* libvirtd hangs (SIGSTOP) in the middle of the daemon's calls, then dies (SIGKILL)
-         * and a new one starts: the daemon reconnects and carries on. (A libvirtd that hangs
-         * for good holds the daemon's loop: see the README's "Known limitations".) */
+         * and a new one starts: the daemon cuts the hung call, reconnects and carries on. */
         restart_offset = file_size(daemon_fx.log_path);
         t = e2e_now_sec();
         virConnectClose(conn);
-        kill_libvirtd_mid_call(t0);
+        hang_and_kill_libvirtd(t0);
         snprintf(cmd, sizeof(cmd), "%s/contrib/libvirt-setup --restart --no-install", top_srcdir);
         ck_assert_msg(run(cmd) == 0, "libvirt-setup --restart failed");
         conn = virConnectOpen(URI);
@@ -574,17 +600,18 @@ START_TEST(test_daemon_libvirt) {
         e2e_print_view("after the restart", t0, &v, truth);
         ck_assert_msg(ok, "the daemon did not carry on after the libvirtd restart");
         fprintf(stderr, "[%5.1fs] carrying on %.1f s after the libvirtd restart\n", e2e_now_sec() - t0, e2e_now_sec() - t);
-        /* The stats call that libvirtd left hanging failed when it died: it was mid-call. */
+        /* The stats call that libvirtd left hanging failed when it was cut: it was mid-call. */
         ck_assert_msg(log_has_since(restart_offset, "libvirt: reading domain stats"),
                       "no libvirt call was in flight when libvirtd died");
         /* The normal path again from here. */
         off_t normal_offset = file_size(daemon_fx.log_path);
         ck_assert_msg(file_contains(daemon_fx.log_path, "connection to " URI " closed"), "the daemon did not see libvirtd go");
-        /* While libvirtd hung and was away: the close, a reconnect before it listens again,
-         * the calls it left hanging, and the guest's fault meanwhile. Nothing else. */
+        /* While libvirtd hung and was away: the cut, the close, a reconnect before it listens
+         * again, the calls it left hanging, and the guest's fault meanwhile. Nothing else. */
         ck_assert_uint_eq(libvirt_problems(restart_offset,
-                                           (const char *const[]) { "closed (reason", "libvirt: connecting:",
-                                                                   "libvirt: reading", "libvirt calls failing", NULL }),
+                                           (const char *const[]) { "connection cut", "closed (reason",
+                                                                   "libvirt: connecting:", "libvirt: reading",
+                                                                   "libvirt calls failing", NULL }),
                           0);
 
         /* Destroyed: it leaves the list. */

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The libvirt stall watchdog (daemon/libvirt-watchdog.h): it shuts a watched socket down when
+ * the loop stops beating, leaves it alone while the loop runs, and finds a connection's
+ * socket among the process's fds by its peer's name. Real sockets, a real sd-event loop. */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <systemd/sd-event.h>
+
+#include "common/macro.h"
+#include "daemon/libvirt-watchdog.h"
+#include "tests/unit/check-run.h"
+
+/* A listening unix socket at DIR/name and a client connected to it; returns the client fd. */
+static int connect_to(const char *dir, const char *name, int *ret_listener) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        ck_assert_int_ge(l, 0);
+        ck_assert_int_ge(c, 0);
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, name);
+        ck_assert_int_eq(bind(l, (struct sockaddr *) &sa, sizeof(sa)), 0);
+        ck_assert_int_eq(listen(l, 4), 0);
+        ck_assert_int_eq(connect(c, (struct sockaddr *) &sa, sizeof(sa)), 0);
+        *ret_listener = l;
+        return c;
+}
+
+START_TEST(test_connection_socket) {
+        char dir[] = "/tmp/rs-watchdog-XXXXXX";
+        _cleanup_free_ int *before = NULL, *after = NULL, *after2 = NULL;
+        size_t n_before, n_after, n_after2;
+        int l1, l2, l3, fd = -1;
+
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        ck_assert_int_eq(libvirt_socket_fds(&before, &n_before), 0);
+        int other = connect_to(dir, "guest.qmp", &l1);
+        int mine = connect_to(dir, "libvirt-sock", &l2);
+        ck_assert_int_eq(libvirt_socket_fds(&after, &n_after), 0);
+        ck_assert_uint_eq(n_after, n_before + 4);
+        /* The one new socket whose peer is a libvirt daemon socket. */
+        ck_assert_int_eq(libvirt_connection_socket(before, n_before, after, n_after, &fd), 0);
+        ck_assert_int_eq(fd, mine);
+        /* Known before: not the connection's. */
+        ck_assert_int_eq(libvirt_connection_socket(after, n_after, after, n_after, &fd), -ENOENT);
+        /* Two candidates: which one is ours is not known. */
+        int second = connect_to(dir, "virtqemud-sock", &l3);
+        ck_assert_int_eq(libvirt_socket_fds(&after2, &n_after2), 0);
+        ck_assert_int_eq(libvirt_connection_socket(before, n_before, after2, n_after2, &fd), -ENOENT);
+
+        close(other);
+        close(mine);
+        close(second);
+        close(l1);
+        close(l2);
+        close(l3);
+        char cmd[64];
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+        ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+static bool peer_closed(int fd) {
+        char c;
+        return recv(fd, &c, 1, MSG_DONTWAIT) == 0;
+}
+
+START_TEST(test_cuts_when_the_loop_stalls) {
+        _cleanup_(sd_event_unrefp) sd_event *e = NULL;
+        LibvirtWatchdog *w = NULL;
+        int pair[2];
+        uint64_t stalled = 0;
+
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+        ck_assert_int_eq(sd_event_new(&e), 0);
+        ck_assert_int_eq(libvirt_watchdog_new(e, 1500 * USEC_PER_MSEC, &w), 0);
+        libvirt_watchdog_watch(w, pair[0]);
+
+        /* The loop runs: 3 s of beats, no cut. */
+        for (int i = 0; i < 30; i++)
+                ck_assert_int_ge(sd_event_run(e, 100 * USEC_PER_MSEC), 0);
+        ck_assert(!libvirt_watchdog_take_cut(w, NULL));
+        ck_assert(!peer_closed(pair[1]));
+
+        /* The loop stalls (as in a libvirt call to a hung libvirtd): cut within the check period. */
+        sleep(4);
+        ck_assert(libvirt_watchdog_take_cut(w, &stalled));
+        ck_assert_uint_gt(stalled, 1500 * USEC_PER_MSEC);
+        ck_assert(peer_closed(pair[1]));
+        ck_assert(!libvirt_watchdog_take_cut(w, NULL)); /* reported once */
+
+        /* Nothing watched: a stall touches nothing. */
+        int pair2[2];
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair2), 0);
+        libvirt_watchdog_watch(w, pair2[0]);
+        libvirt_watchdog_watch(w, -1);
+        sleep(3);
+        ck_assert(!libvirt_watchdog_take_cut(w, NULL));
+        ck_assert(!peer_closed(pair2[1]));
+
+        w = libvirt_watchdog_free(w);
+        close(pair[0]);
+        close(pair[1]);
+        close(pair2[0]);
+        close(pair2[1]);
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("libvirt-watchdog");
+        TCase *tc = tcase_create("core");
+
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, test_connection_socket);
+        tcase_add_test(tc, test_cuts_when_the_loop_stalls);
+        suite_add_tcase(s, tc);
+        return check_run_suite(s);
+}
