@@ -930,21 +930,30 @@ int libvirt_backend_read_monitor_stats(LibvirtBackend *b, const char *uuid, bool
 
 /* ---- guest agent ---- */
 
+/* The domain for an agent read: only when the policy allows it (libvirt taints the domain),
+ * and only with the agent's channel. */
+static int domain_for_agent(LibvirtBackend *b, const char *uuid, bool allowed, DomainRecord **ret) {
+        int r;
+
+        if (!allowed)
+                return -EPERM;
+        r = domain_for_action(b, uuid, ret);
+        if (r < 0)
+                return r;
+        return (*ret)->xml.agent_channel ? 0 : -ENODEV;
+}
+
 int libvirt_backend_agent_read_file(LibvirtBackend *b, const char *uuid, const char *path, bool allowed, char **ret,
                                     size_t *ret_size) {
         char message[256] = "";
         DomainRecord *d;
         int r;
 
-        if (!allowed)
-                return -EPERM;
         if (!path)
                 return -EINVAL;
-        r = domain_for_action(b, uuid, &d);
+        r = domain_for_agent(b, uuid, allowed, &d);
         if (r < 0)
                 return r;
-        if (!d->xml.agent_channel)
-                return -ENODEV;
         r = libvirt_agent_read_file(d->dom, path, ret, ret_size, message, sizeof(message));
         if (r < 0)
                 log_guest_debug_errno(d->name, NULL, r, "guest agent: reading %s: %s", path, message[0] ? message : strerror(-r));
@@ -959,13 +968,9 @@ int libvirt_backend_read_agent(LibvirtBackend *b, const char *uuid, bool allowed
 
         if (!ret_vmstat)
                 return -EINVAL;
-        if (!allowed)
-                return -EPERM;
-        r = domain_for_action(b, uuid, &d);
+        r = domain_for_agent(b, uuid, allowed, &d);
         if (r < 0)
                 return r;
-        if (!d->xml.agent_channel)
-                return -ENODEV;
         r = libvirt_agent_read_procfs(d->dom, ret_vmstat, ret_psi, message, sizeof(message));
         if (r < 0)
                 log_guest_debug_errno(d->name, NULL, r, "guest agent: %s", message[0] ? message : strerror(-r));
