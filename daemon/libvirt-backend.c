@@ -708,8 +708,11 @@ int libvirt_backend_collect_all(LibvirtBackend *b, libvirt_stats_fn callback, vo
                 return -EINVAL;
         if (!b->conn)
                 return -ENOTCONN;
+        /* NOWAIT: a domain busy with a job (a snapshot, a block job) reports what it can at once,
+         * instead of holding the call, and the loop, for up to libvirt's 30 s job wait. */
         n = virConnectGetAllDomainStats(b->conn, VIR_DOMAIN_STATS_BALLOON, &records,
-                                        VIR_CONNECT_GET_ALL_DOMAINS_STATS_ACTIVE);
+                                        VIR_CONNECT_GET_ALL_DOMAINS_STATS_ACTIVE |
+                                                VIR_CONNECT_GET_ALL_DOMAINS_STATS_NOWAIT);
         if (n < 0) {
                 int r = libvirt_error(LOG_WARNING, NULL, "reading domain stats");
                 check_alive(b);
