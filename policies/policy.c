@@ -133,7 +133,10 @@ uint64_t rs_policy_max(const RsPolicy *p, uint64_t guest_max) {
 
 uint64_t rs_policy_floor(const RsPolicy *p, uint64_t guest_max) {
         uint64_t max = rs_policy_max(p, guest_max);
-        uint64_t pct = (uint64_t) ((double) max * p->floor_percent / 100.0);
+        /* In doubles, max near 2^64 times 100 % rounds past any uint64_t (a fuzzer found it):
+         * a share of max is at most max. */
+        double share = (double) max * p->floor_percent / 100.0;
+        uint64_t pct = share >= (double) max ? max : (uint64_t) share;
         uint64_t floor = MAX(p->floor_bytes, pct);
         /* A floor above the maximum would leave no room at all: the maximum wins. */
         return max > 0 ? MIN(floor, max) : floor;
