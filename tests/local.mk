@@ -28,3 +28,5 @@ tests/integration/test-daemon-real-guest.log: rightsized$(EXEEXT) rightsizectl$(
 include tests/integration/integration-libvirt.mk
 include tests/integration/integration-daemon.mk
 include tests/integration/integration-dimm.mk
+include tests/integration/integration-polkit.mk
+include tests/integration/integration-qemu-kill.mk
