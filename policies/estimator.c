@@ -53,6 +53,7 @@ struct RsGuest {
         bool urgent;
 
         unsigned confirm;    /* consecutive refaulting samples */
+        unsigned clean_confirm; /* consecutive clean samples at a size that closes the bracket */
         uint64_t settle_until; /* swap-in-only refaults before this are recovery (see SETTLE_MIN_USEC) */
         bool probe_requested;  /* rs_guest_probe_now(): probe at the next feed */
         unsigned learned;
@@ -91,6 +92,7 @@ static void set_state(RsGuest *g, RsState s, uint64_t now) {
                 g->state_since = now;
         g->state = s;
         g->confirm = 0;
+        g->clean_confirm = 0;
 }
 
 static void recompute_limits(RsGuest *g) {
@@ -312,6 +314,8 @@ static uint64_t probe_step(const RsGuest *g, const RsObservation *o) {
 static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
         const RsSensitivityParams *sp = rs_sensitivity_params(g->policy.refault_sensitivity);
 
+        if (o->verdict == RS_VERDICT_STORM || o->verdict == RS_VERDICT_REFAULT)
+                g->clean_confirm = 0;
         switch (o->verdict) {
         case RS_VERDICT_STORM:
                 if (!o->oom && rs_known(g->est.upper) && g->est.upper > g->size) {
@@ -352,10 +356,25 @@ static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
 
         g->confirm = 0;
         rs_baseline_track(&g->baseline, o);
-        g->est.upper = rs_known(g->est.upper) ? MIN(g->est.upper, g->size) : g->size;
 
-        if (reached_or_below(g, g->floor) ||
-            (rs_known(g->est.lower) && g->est.upper <= g->est.lower + 2 * resolution(g, g->size))) {
+        /* A size that closes the bracket ends the cycle, so its clean verdict is confirmed like a
+         * refault is: the first sample after a step down may come before the guest touched what
+         * the step took (a workload pass, a lower bound from an earlier cycle when the set has
+         * grown since). Until confirmed, est.upper keeps the last confirmed clean size, so a
+         * refault here still brackets the set above it. */
+        uint64_t upper = rs_known(g->est.upper) ? MIN(g->est.upper, g->size) : g->size;
+        bool closes = rs_known(g->est.lower) && upper <= g->est.lower + 2 * resolution(g, g->size);
+        if (closes && !reached_or_below(g, g->floor) && ++g->clean_confirm < sp->confirm) {
+                g->target = clamp_target(g, g->size);
+                g->urgent = false;
+                set_reason(g, "clean at %.0f MiB, just above refaults at %.0f MiB (%u/%u): confirming", mib(g->size),
+                           mib(g->est.lower), g->clean_confirm, sp->confirm);
+                return;
+        }
+        g->clean_confirm = 0;
+        g->est.upper = upper;
+
+        if (reached_or_below(g, g->floor) || closes) {
                 finish_cycle(g, now);
                 return;
         }
