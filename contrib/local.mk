@@ -36,7 +36,8 @@ EXTRA_DIST += \
 	contrib/build-guest-image \
 	contrib/guest-init \
 	contrib/boot-guest \
-	contrib/guest-ctl
+	contrib/guest-ctl \
+	contrib/timed-test
 
 # distclean also drops the kernel cache (a download, not a source); `make clean` keeps it.
 distclean-local:
