@@ -34,6 +34,11 @@
  * stopped: the guest cannot give more (or take back) right now. */
 #define STALL_MOVE_BYTES (2 * MIB)
 #define STALL_CYCLES 4
+/* A guest still booting has no balloon driver yet: QEMU reports no stats (last-update 0) and
+ * the balloon cannot move, which is not the guest refusing to give memory. Until the driver
+ * shows (stats, or the balloon moving), for at most this long, a balloon short of its target
+ * counts neither as pushback nor as a stall. */
+#define BALLOON_DRIVER_GRACE_USEC (60 * USEC_PER_SEC)
 /* The state file is rewritten when something changed, and at least this often. */
 #define STATE_SAVE_USEC (60 * USEC_PER_SEC)
 /* Untrusted input: stats whose last-update stays put this many cycles are stale; dated further
@@ -255,6 +260,16 @@ static int guest_send_balloon(Guest *g, uint64_t bytes) {
         return 0;
 }
 
+/* Whether the guest's balloon driver has not shown yet (see BALLOON_DRIVER_GRACE_USEC). */
+static bool guest_balloon_driver_pending(Guest *g, uint64_t now) {
+        if (!g->balloon_driver_seen &&
+            (g->stats_last_update != 0 || (g->actual > 0 && g->first_actual > 0 &&
+                                           (g->actual + STALL_MOVE_BYTES <= g->first_actual ||
+                                            g->actual >= g->first_actual + STALL_MOVE_BYTES))))
+                g->balloon_driver_seen = true;
+        return !g->balloon_driver_seen && now < g->running_since + BALLOON_DRIVER_GRACE_USEC;
+}
+
 /* A balloon away from its target that no longer moves: the guest cannot give (or take) more.
  * Returns true when the guest is (still) stalled. */
 static bool guest_check_stall(Guest *g, uint64_t now) {
@@ -372,7 +387,7 @@ static void guest_actuate(Guest *g, uint64_t target, bool urgent, uint64_t now) 
 
         if (g->paused || g->policy.mode == RS_MODE_OBSERVE || g->actual == 0)
                 return;
-        if (guest_check_stall(g, now) && target < g->stall_size)
+        if (!guest_balloon_driver_pending(g, now) && guest_check_stall(g, now) && target < g->stall_size)
                 target = g->stall_size;
 
         RsActuationInput in = {
@@ -550,12 +565,14 @@ static void guest_report_data_problem(Guest *g) {
 
 /* Levels the sanity check had to drop: the guest contradicts itself or QEMU. */
 static void guest_check_sanitized(Guest *g, const RsSample *before) {
-        char dropped[96] = "";
+        char dropped[140] = "";
         size_t n = 0;
 
+        /* With the values: an operator can tell a lying guest from a check that is too strict. */
         for (RsLevel l = RS_LEVEL_TOTAL; l <= RS_LEVEL_DISK_CACHES; l++)
-                if (before->level[l] != g->sample.level[l] && n + 24 < sizeof(dropped))
-                        n += (size_t) snprintf(dropped + n, sizeof(dropped) - n, "%s%s", n ? ", " : "", rs_level_name(l));
+                if (before->level[l] != g->sample.level[l] && n + 40 < sizeof(dropped))
+                        n += (size_t) snprintf(dropped + n, sizeof(dropped) - n, "%s%s %.0f MiB", n ? ", " : "",
+                                               rs_level_name(l), (double) before->level[l] / MIB);
         if (n > 0)
                 snprintf(g->data_problem, sizeof(g->data_problem), "guest stats lie: impossible values dropped (%s)",
                          dropped);
@@ -625,7 +642,8 @@ static void guest_finish_cycle(Guest *g) {
         if (g->vmem_id)
                 g->sample.level[RS_LEVEL_VIRTIO_MEM_SIZE] = g->vmem_size;
         /* The pushback signal: the target we asked for (the guest's own size before that). */
-        g->sample.level[RS_LEVEL_BALLOON_TARGET] = g->balloon_target ?: g->actual ?: RS_UNKNOWN;
+        g->sample.level[RS_LEVEL_BALLOON_TARGET] = guest_balloon_driver_pending(g, now) ? RS_UNKNOWN
+                                                   : g->balloon_target ?: g->actual ?: RS_UNKNOWN;
 
         /* Everything the guest told us is untrusted. */
         RsSample reported = g->sample;
@@ -935,6 +953,9 @@ static int guest_setup_finish(Guest *g) {
                 log_guest_info(g->name, guest_state_string(g), "DIMM hotplug: %u slot(s) of %s free",
                                g->mem_slots - g->dimm_count, fmt_size(b1, sizeof(b1), g->dimm_slot_bytes));
         g->phase = GUEST_PHASE_RUNNING;
+        g->running_since = now_usec(CLOCK_MONOTONIC);
+        g->first_actual = g->actual;
+        g->balloon_driver_seen = false;
         g->fault[0] = '\0';
         g->data_fault = false;
         g->backoff_usec = 0;

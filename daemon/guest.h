@@ -170,6 +170,12 @@ struct Guest {
         uint64_t arbitrated_stamp;
         bool arbitrated_short;  /* the host was short of memory at that computation */
 
+        /* The balloon driver: not seen until the guest reports stats or its balloon moves
+         * (a booting guest has none yet). */
+        uint64_t running_since;  /* CLOCK_MONOTONIC when managing began */
+        uint64_t first_actual;
+        bool balloon_driver_seen;
+
         /* A balloon that stopped moving. */
         uint64_t stall_prev_actual;
         unsigned stall_count;

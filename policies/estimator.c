@@ -54,6 +54,7 @@ struct RsGuest {
 
         unsigned confirm;    /* consecutive refaulting samples */
         unsigned clean_confirm; /* consecutive clean samples at a size that closes the bracket */
+        uint64_t last_step;  /* the probe's last step down in this descent, RS_UNKNOWN: none yet */
         uint64_t settle_until; /* swap-in-only refaults before this are recovery (see SETTLE_MIN_USEC) */
         bool probe_requested;  /* rs_guest_probe_now(): probe at the next feed */
         unsigned learned;
@@ -88,8 +89,10 @@ static double mib(uint64_t b) {
 }
 
 static void set_state(RsGuest *g, RsState s, uint64_t now) {
-        if (g->state != s)
+        if (g->state != s) {
                 g->state_since = now;
+                g->last_step = RS_UNKNOWN; /* a new descent may start with large steps */
+        }
         g->state = s;
         g->confirm = 0;
         g->clean_confirm = 0;
@@ -188,6 +191,7 @@ static void update_confidence(RsGuest *g) {
 }
 
 static void start_cycle(RsGuest *g) {
+        g->last_step = RS_UNKNOWN;
         g->est.lower = RS_UNKNOWN;
         g->est.upper = RS_UNKNOWN;
         g->est.scan_onset = RS_UNKNOWN;
@@ -357,14 +361,33 @@ static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
         g->confirm = 0;
         rs_baseline_track(&g->baseline, o);
 
-        /* A size that closes the bracket ends the cycle, so its clean verdict is confirmed like a
-         * refault is: the first sample after a step down may come before the guest touched what
-         * the step took (a workload pass, a lower bound from an earlier cycle when the set has
-         * grown since). Until confirmed, est.upper keeps the last confirmed clean size, so a
-         * refault here still brackets the set above it. */
+        /* A step is never inside the dead-band: the plan would skip it, the size would
+         * never change and the probe would stop for good. Nor is it larger than the last
+         * step of this descent doubled: going down, the guest only gets closer to pressure (away
+         * from a stale estimate steps may grow again, gently), and a
+         * sample that looks far from it (available memory dropped as a lie, or read in the
+         * middle of a balloon move) must not make the probe lunge. */
+        uint64_t step = MAX(probe_step(g, o), g->policy.dead_band_bytes);
+        if (rs_known(g->last_step))
+                step = MIN(step, 2 * g->last_step);
+        uint64_t next = g->size > step ? g->size - step : 0;
+        if (rs_known(g->est.lower))
+                next = MAX(next, g->est.lower + resolution(g, g->size));
+        next = clamp_target(g, next);
+
+        /* The cycle ends here when the bracket closes, or when only a move inside the
+         * dead-band is left (the gap to a refaulting size or to the floor). */
         uint64_t upper = rs_known(g->est.upper) ? MIN(g->est.upper, g->size) : g->size;
-        bool closes = rs_known(g->est.lower) && upper <= g->est.lower + 2 * resolution(g, g->size);
-        if (closes && !reached_or_below(g, g->floor) && ++g->clean_confirm < sp->confirm) {
+        bool at_floor = reached_or_below(g, g->floor);
+        bool last = (rs_known(g->est.lower) && upper <= g->est.lower + 2 * resolution(g, g->size)) ||
+                    next + g->policy.dead_band_bytes > g->size;
+
+        /* A size that ends the cycle next to a refaulting one is believed clean only after
+         * `confirm` clean samples, as refaults are: the first sample after a step down may
+         * come before the guest touched what the step took (a workload pass, or a lower
+         * bound from an earlier cycle when the set has grown since). Until then est.upper
+         * keeps the last confirmed clean size, so a refault here still brackets the set. */
+        if (last && !at_floor && rs_known(g->est.lower) && ++g->clean_confirm < sp->confirm) {
                 g->target = clamp_target(g, g->size);
                 g->urgent = false;
                 set_reason(g, "clean at %.0f MiB, just above refaults at %.0f MiB (%u/%u): confirming", mib(g->size),
@@ -373,26 +396,12 @@ static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
         }
         g->clean_confirm = 0;
         g->est.upper = upper;
-
-        if (reached_or_below(g, g->floor) || closes) {
-                finish_cycle(g, now);
-                return;
-        }
-
-        /* A step is never inside the dead-band: the plan would skip it, the size would
-         * never change and the probe would stop for good. */
-        uint64_t step = MAX(probe_step(g, o), g->policy.dead_band_bytes);
-        uint64_t next = g->size > step ? g->size - step : 0;
-        if (rs_known(g->est.lower))
-                next = MAX(next, g->est.lower + resolution(g, g->size));
-        next = clamp_target(g, next);
-        if (next + g->policy.dead_band_bytes > g->size) {
-                /* Only a move inside the dead-band is left (the gap to a refaulting size
-                 * or to the floor): this is as close as probing gets. */
+        if (at_floor || last) {
                 finish_cycle(g, now);
                 return;
         }
         g->target = next;
+        g->last_step = step;
         g->urgent = false;
         set_reason(g, "probing: clean at %.0f MiB, next %.0f MiB", mib(g->size), mib(g->target));
 }
@@ -557,7 +566,18 @@ static void emergency(RsGuest *g, const RsObservation *o, uint64_t now) {
 }
 
 static void backoff(RsGuest *g, const RsObservation *o, uint64_t now) {
+        const RsSensitivityParams *sp = rs_sensitivity_params(g->policy.refault_sensitivity);
+
         if (o->verdict == RS_VERDICT_STORM) {
+                /* Just back above a size that ran clean this cycle, a storm is most likely the
+                 * guest paging back in what it lost below: confirmed (it persists), it is an
+                 * emergency. An OOM kill never waits. */
+                if (!o->oom && now < g->settle_until && rs_known(g->est.upper) && g->size >= g->est.upper &&
+                    ++g->confirm < sp->confirm) {
+                        set_reason(g, "%s at %.0f MiB, clean at %.0f MiB just before (%u/%u): the guest recovering?",
+                                   o->why, mib(g->size), mib(g->est.upper), g->confirm, sp->confirm);
+                        return;
+                }
                 enter_emergency(g, o, now);
                 return;
         }
@@ -567,17 +587,23 @@ static void backoff(RsGuest *g, const RsObservation *o, uint64_t now) {
                 if (held_short_by_host(g, g->target) && (!rs_known(g->est.upper) || g->size < g->est.upper)) {
                         /* Short of the clean size because the host gives no more: refaults
                          * there are no growth. Confirmed, they bound the working set. */
-                        const RsSensitivityParams *sp = rs_sensitivity_params(g->policy.refault_sensitivity);
                         if (++g->confirm >= sp->confirm)
                                 refaults_at_size(g);
                         set_reason(g, "%s at %.0f MiB, the host grants no more than %.0f MiB (backing off to %.0f MiB)",
                                    o->why, mib(g->size), mib(granted(g, g->target)), mib(g->target));
                         return;
                 }
-                /* It refaults where it ran clean before: it grew. */
+                /* It refaults where it ran clean before: it grew, once confirmed (right after
+                 * a squeeze the first refaults are pages coming back). */
+                if (++g->confirm < sp->confirm) {
+                        set_reason(g, "%s at %.0f MiB, where it ran clean (%u/%u)", o->why, mib(g->size), g->confirm,
+                                   sp->confirm);
+                        return;
+                }
                 enter_grow(g, o, now);
                 return;
         }
+        g->confirm = 0;
         if (g->refine) {
                 g->refine = false;
                 set_state(g, RS_STATE_PROBE, now);
@@ -658,6 +684,7 @@ int rs_guest_new(RsGuest **ret, const RsPolicy *policy, uint64_t guest_max) {
         };
         g->size = g->max;
         g->target = g->max;
+        g->last_step = RS_UNKNOWN;
         g->grant = RS_UNKNOWN;
         g->state = policy->mode == RS_MODE_OBSERVE ? RS_STATE_OBSERVE : RS_STATE_LEARN;
         set_reason(g, "starting");
@@ -702,10 +729,13 @@ void rs_guest_feed(RsGuest *g, const RsSample *sample, uint64_t now) {
         if (!rs_known(o.size))
                 o.size = g->target;
         g->size = MIN(o.size, g->guest_max);
-        if (o.verdict == RS_VERDICT_REFAULT && o.swapin_only && !o.pushback && now < g->settle_until) {
+        if ((o.verdict == RS_VERDICT_REFAULT || (o.verdict == RS_VERDICT_STORM && !o.oom)) && o.swapin_only &&
+            !o.pushback && now < g->settle_until) {
                 /* Right after a deflation, pages coming back from swap with none going out
                  * are the guest recovering what it lost while short, not a working set
-                 * that grew: judge the size again once that is over. */
+                 * that grew: judge the size again once that is over. However fast they come
+                 * (a storm of them, and the stall time they cost), a guest with nothing to
+                 * push out is not short at this size. */
                 o.verdict = RS_VERDICT_UNKNOWN;
                 o.why = "swap-in after a deflation, the guest paging back in";
         }

@@ -99,10 +99,15 @@ void rs_sample_sanitize(RsSample *s, uint64_t mem_max) {
                         if (rs_known(s->level[parts[i]]) && s->level[parts[i]] > total)
                                 s->level[parts[i]] = RS_UNKNOWN;
         }
+        /* MemAvailable is free plus reclaimable, minus the kernel's reserves (watermarks and
+         * lowmem reserves, sized for all the guest's memory, ballooned or not): it sits below
+         * free by up to those reserves, never far below. A squeezed 1 GiB guest reports
+         * 65 MiB free and 0 available (measured), so the slack grows with the guest. */
+        uint64_t whole = rs_known(s->level[RS_LEVEL_TOTAL]) ? s->level[RS_LEVEL_TOTAL] : mem_max;
+        uint64_t reserve_slack = 64 * MIB + MIN(whole, UINT64_MAX / 2) / 8;
         if (rs_known(s->level[RS_LEVEL_FREE]) && rs_known(s->level[RS_LEVEL_AVAILABLE]) &&
-            s->level[RS_LEVEL_FREE] > s->level[RS_LEVEL_AVAILABLE] + s->level[RS_LEVEL_AVAILABLE] / 2 + 64 * MIB) {
-                /* MemAvailable is free plus reclaimable, minus reserves: it can sit a little
-                 * below free, never far below. */
+            s->level[RS_LEVEL_FREE] - MIN(s->level[RS_LEVEL_FREE], reserve_slack) >
+                    s->level[RS_LEVEL_AVAILABLE] + s->level[RS_LEVEL_AVAILABLE] / 2) {
                 s->level[RS_LEVEL_FREE] = RS_UNKNOWN;
                 s->level[RS_LEVEL_AVAILABLE] = RS_UNKNOWN;
         }

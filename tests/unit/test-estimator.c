@@ -23,6 +23,8 @@ typedef struct Fake {
         uint64_t grant;        /* the host's cap on the target, 0: none */
         bool hide_grant;       /* cap the guest without telling the core (the old daemon) */
         uint64_t want;         /* the core's last target (target is what the balloon was given) */
+        bool swap_out_known;   /* report swap-outs (swapout), not only swap-ins */
+        uint64_t swapout;      /* bytes */
 } Fake;
 
 /* One interval: the guest got the target, faults grew by rate/s. */
@@ -39,6 +41,8 @@ static void step(RsGuest *g, Fake *f, double majflt_rate, uint64_t available) {
                 s.level[RS_LEVEL_FREE] = available / 2;
                 s.counter[RS_COUNTER_MAJOR_FAULTS] = f->majflt;
                 s.counter[RS_COUNTER_SWAP_IN] = f->majflt * 4096;
+                if (f->swap_out_known)
+                        s.counter[RS_COUNTER_SWAP_OUT] = f->swapout;
                 s.counter[RS_COUNTER_OOM_KILLS] = f->oom;
         }
         rs_guest_feed(g, &s, f->now);
@@ -205,7 +209,12 @@ START_TEST(test_storm_is_emergency) {
         ck_assert_uint_ge(f.target, clean);
         ck_assert_uint_lt(f.target, MAXMEM);
         ck_assert_uint_eq(rs_guest_estimate(g)->lower, stormy);
-        /* Still storming there: now it is an emergency, all the way to max. */
+        /* Still storming there: first taken for the guest paging back in (held, not moved),
+         * then, confirmed, an emergency, all the way to max. */
+        uint64_t backed_off = f.target;
+        step(g, &f, 50000, GIB);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_BACKOFF);
+        ck_assert_uint_eq(f.target, backed_off);
         step(g, &f, 50000, GIB);
         ck_assert_int_eq(rs_guest_state(g), RS_STATE_EMERGENCY);
         ck_assert_uint_eq(f.target, MAXMEM);
@@ -214,6 +223,90 @@ START_TEST(test_storm_is_emergency) {
         step(g, &f, 1, GIB);
         ck_assert_uint_lt(f.target, MAXMEM);
         ck_assert_uint_gt(f.target, stormy);
+        rs_guest_free(g);
+}
+END_TEST
+
+/* Backed off above a size that ran clean, the guest's first refaults are pages coming back:
+ * growth only once confirmed. An OOM kill there is an emergency at once. */
+START_TEST(test_backoff_refaults_confirmed_before_growth) {
+        for (int oom = 0; oom <= 1; oom++) {
+                Fake f;
+                RsGuest *g = learned_guest(&f);
+                step(g, &f, 1, GIB);
+                uint64_t clean = f.actual;
+                step(g, &f, 50000, GIB); /* storm one step below `clean`: back to it */
+                ck_assert_int_eq(rs_guest_state(g), RS_STATE_BACKOFF);
+                ck_assert_uint_ge(f.target, clean);
+                uint64_t backed_off = f.target;
+                if (oom) {
+                        f.oom++;
+                        step(g, &f, 1, GIB);
+                        ck_assert_int_eq(rs_guest_state(g), RS_STATE_EMERGENCY);
+                        ck_assert_uint_eq(f.target, MAXMEM);
+                } else {
+                        step(g, &f, 500, GIB); /* refaults where it ran clean: not growth yet */
+                        ck_assert_int_eq(rs_guest_state(g), RS_STATE_BACKOFF);
+                        ck_assert_uint_eq(f.target, backed_off);
+                        step(g, &f, 500, GIB); /* confirmed: it grew */
+                        ck_assert_int_eq(rs_guest_state(g), RS_STATE_GROW);
+                        ck_assert_uint_gt(f.target, backed_off);
+                }
+                rs_guest_free(g);
+        }
+}
+END_TEST
+
+/* Backed off from a storm, a guest paging back in with nothing going out is recovering,
+ * however fast the pages come: no emergency. Swap-outs with them mean it is short. */
+START_TEST(test_swapin_storm_after_backoff_is_recovery) {
+        for (int short_of_memory = 0; short_of_memory <= 1; short_of_memory++) {
+                Fake f;
+                RsGuest *g = learned_guest(&f);
+                f.swap_out_known = true;
+                step(g, &f, 1, GIB);
+                step(g, &f, 50000, GIB); /* storm one step below a clean size: back to it */
+                ck_assert_int_eq(rs_guest_state(g), RS_STATE_BACKOFF);
+                uint64_t backed_off = f.target;
+                for (int i = 0; i < 3; i++) {
+                        if (short_of_memory)
+                                f.swapout += 50000 * 10 * 4096; /* as much going out as coming in */
+                        step(g, &f, 50000, GIB);
+                }
+                if (short_of_memory)
+                        ck_assert_int_eq(rs_guest_state(g), RS_STATE_EMERGENCY);
+                else {
+                        ck_assert_int_eq(rs_guest_state(g), RS_STATE_BACKOFF);
+                        ck_assert_uint_eq(f.target, backed_off);
+                        RsDecision d;
+                        rs_guest_decide(g, f.now, &d);
+                        ck_assert_ptr_nonnull(strstr(rs_guest_observation(g)->why, "paging back in"));
+                }
+                rs_guest_free(g);
+        }
+}
+END_TEST
+
+/* Going down, a probe step at most doubles the one before: a sample that looks far from
+ * pressure (here available memory unknown after small steps close to it) must not make the
+ * probe lunge (a real demo guest stepped 8 MiB, then 53 MiB into a storm). */
+START_TEST(test_probe_step_never_lunges) {
+        Fake f;
+        RsGuest *g = learned_guest(&f);
+        for (int i = 0; i < 3; i++)
+                step(g, &f, 1, 20 * MIB); /* close to pressure: small steps */
+        uint64_t prev = f.target;
+        step(g, &f, 1, 20 * MIB);
+        uint64_t small = prev - f.target;
+        ck_assert_uint_gt(small, 0);
+        ck_assert_uint_lt(small, 20 * MIB);
+        uint64_t before = f.target;
+        f.stats = false; /* no levels: nothing says pressure is near */
+        step(g, &f, 1, GIB);
+        f.stats = true;
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_PROBE);
+        ck_assert_uint_lt(f.target, before);
+        ck_assert_uint_le(before - f.target, 2 * small);
         rs_guest_free(g);
 }
 END_TEST
@@ -764,6 +857,9 @@ int main(void) {
         tcase_add_test(tc, test_refault_onset_needs_confirmation_then_backoff);
         tcase_add_test(tc, test_single_refault_blip_is_ignored);
         tcase_add_test(tc, test_closing_size_is_confirmed_clean);
+        tcase_add_test(tc, test_backoff_refaults_confirmed_before_growth);
+        tcase_add_test(tc, test_probe_step_never_lunges);
+        tcase_add_test(tc, test_swapin_storm_after_backoff_is_recovery);
         tcase_add_test(tc, test_oom_kill_is_emergency);
         tcase_add_test(tc, test_storm_is_emergency);
         tcase_add_test(tc, test_storm_without_clean_size_is_emergency);

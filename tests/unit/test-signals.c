@@ -189,6 +189,21 @@ START_TEST(test_sanitize) {
         ck_assert_uint_eq(s.level[RS_LEVEL_AVAILABLE], 500 * MIB);
         ck_assert_uint_eq(s.level[RS_LEVEL_BALLOON_ACTUAL], 900 * MIB);
 
+        /* A squeezed 1 GiB guest (measured): free above available by the kernel's reserves */
+        rs_sample_init(&s);
+        s.level[RS_LEVEL_TOTAL] = 1 * GIB;
+        s.level[RS_LEVEL_FREE] = 65 * MIB;
+        s.level[RS_LEVEL_AVAILABLE] = 0;
+        rs_sample_sanitize(&s, 1 * GIB);
+        ck_assert_uint_eq(s.level[RS_LEVEL_FREE], 65 * MIB);
+        ck_assert_uint_eq(s.level[RS_LEVEL_AVAILABLE], 0);
+        /* ...but not by half the guest: one of the two lies */
+        s.level[RS_LEVEL_FREE] = 600 * MIB;
+        s.level[RS_LEVEL_AVAILABLE] = 10 * MIB;
+        rs_sample_sanitize(&s, 1 * GIB);
+        ck_assert(!rs_known(s.level[RS_LEVEL_FREE]));
+        ck_assert(!rs_known(s.level[RS_LEVEL_AVAILABLE]));
+
         rs_sample_init(&s);
         s.level[RS_LEVEL_TOTAL] = 0;
         s.level[RS_LEVEL_AVAILABLE] = UINT64_C(1) << 62;
