@@ -87,6 +87,11 @@ nodist_systemdsystemunit_DATA = etc/rightsized.service
 dbuspolicydir = $(datadir)/dbus-1/system.d
 dist_dbuspolicy_DATA = etc/org.rightsize.Manager1.conf
 
+# polkit reads actions from $(datadir)/polkit-1/actions only under its own prefix (/usr): a
+# package sets polkitactiondir=/usr/share/polkit-1/actions.
+polkitactiondir = $(datadir)/polkit-1/actions
+dist_polkitaction_DATA = etc/org.rightsize.policy
+
 EXTRA_DIST += etc/rightsized.service.in
 CLEANFILES += etc/rightsized.service
 
@@ -103,6 +108,7 @@ rightsized_SOURCES = \
 	daemon/rightsized.c \
 	daemon/manager.c daemon/manager.h \
 	daemon/manager-bus.c daemon/manager-bus.h \
+	daemon/bus-polkit.c daemon/bus-polkit.h \
 	daemon/guest.c daemon/guest.h \
 	daemon/host.c daemon/host.h \
 	daemon/libvirt-guest.c daemon/libvirt-guest.h

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* org.rightsize.Manager1 (daemon/dbus-api.md). Every method checks its caller itself: reads
- * need root or the read group, changes need root. The logic lives in manager.c and guest.c. */
+ * need root or the read group; changes need root, or polkit's yes for their action
+ * (daemon/bus-polkit.c, asked without blocking). The logic lives in manager.c and guest.c. */
 #include <errno.h>
 #include <grp.h>
 #include <math.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "common/macro.h"
+#include "daemon/bus-polkit.h"
 #include "daemon/libvirt-guest.h"
 #include "daemon/log.h"
 #include "daemon/manager-bus.h"
@@ -20,6 +22,15 @@
 #define ERROR_RELOAD_FAILED "org.rightsize.Manager1.Error.ReloadFailed"
 #define ERROR_NO_SUCH_DOMAIN "org.rightsize.Manager1.Error.NoSuchDomain"
 #define ERROR_LIBVIRT_UNAVAILABLE "org.rightsize.Manager1.Error.LibvirtUnavailable"
+
+/* The polkit actions (etc/org.rightsize.policy): what changes guests, and re-reading the
+ * configuration, which an administrator may want to grant apart (to a deploy tool, say). */
+#define ACTION_MANAGE "org.rightsize.manage"
+#define ACTION_RELOAD "org.rightsize.reload"
+
+/* The queries waiting for polkit. One manager per process, and Manager (manager.h) has no field
+ * for it, so it lives here, from manager_bus_open() to manager_bus_close(). */
+static BusPolkitRegistry *polkit_registry = NULL;
 
 /* ---- access ---- */
 
@@ -37,7 +48,7 @@ static bool creds_in_group(sd_bus_creds *creds, gid_t gid) {
         return false;
 }
 
-static int check_access(Manager *m, sd_bus_message *msg, bool write, sd_bus_error *error) {
+static int check_read_access(Manager *m, sd_bus_message *msg, sd_bus_error *error) {
         _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
         uid_t uid;
         int r;
@@ -52,14 +63,22 @@ static int check_access(Manager *m, sd_bus_message *msg, bool write, sd_bus_erro
                 return r;
         if (uid == 0)
                 return 0;
-        if (!write && m->config->read_group) {
+        if (m->config->read_group) {
                 struct group *gr = getgrnam(m->config->read_group);
                 if (gr && creds_in_group(creds, gr->gr_gid))
                         return 0;
         }
         return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                write ? "Changing rightsized requires root"
-                                      : "Reading rightsized's guests requires root or the read group");
+                                "Reading rightsized's guests requires root or the read group");
+}
+
+/* Before any change: 1 go on, <0 refused (error set), 0 polkit is being asked. On 0 the handler
+ * returns 1 at once and changes nothing; sd-bus hands it the same call again once polkit answered,
+ * and this then returns the verdict. */
+static int check_change_access(sd_bus_message *msg, const char *action, sd_bus_error *error) {
+        if (!polkit_registry)
+                return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED, "The bus is closing");
+        return bus_polkit_verify(polkit_registry, msg, action, error);
 }
 
 static Guest *find_guest(Manager *m, const char *name, sd_bus_error *error) {
@@ -140,7 +159,7 @@ static int method_list_guests(sd_bus_message *msg, void *userdata, sd_bus_error 
         Manager *m = userdata;
         int r;
 
-        if ((r = check_access(m, msg, false, error)) < 0)
+        if ((r = check_read_access(m, msg, error)) < 0)
                 return r;
         if ((r = sd_bus_message_new_method_return(msg, &reply)) < 0 ||
             (r = sd_bus_message_open_container(reply, 'a', "a{sv}")) < 0)
@@ -160,7 +179,7 @@ static int method_get_guest(sd_bus_message *msg, void *userdata, sd_bus_error *e
         Guest *g;
         int r;
 
-        if ((r = check_access(m, msg, false, error)) < 0)
+        if ((r = check_read_access(m, msg, error)) < 0)
                 return r;
         if ((r = sd_bus_message_read(msg, "s", &name)) < 0)
                 return r;
@@ -180,7 +199,7 @@ static int method_get_history(sd_bus_message *msg, void *userdata, sd_bus_error 
         size_t n;
         int r;
 
-        if ((r = check_access(m, msg, false, error)) < 0)
+        if ((r = check_read_access(m, msg, error)) < 0)
                 return r;
         if ((r = sd_bus_message_read(msg, "s", &name)) < 0)
                 return r;
@@ -209,8 +228,8 @@ static int method_set_guest(sd_bus_message *msg, void *userdata, sd_bus_error *e
         Guest *g;
         int r;
 
-        if ((r = check_access(m, msg, true, error)) < 0)
-                return r;
+        if ((r = check_change_access(msg, ACTION_MANAGE, error)) <= 0)
+                return r < 0 ? r : 1; /* 0: waiting for polkit, the call comes back */
         if ((r = sd_bus_message_read(msg, "sss", &name, &key, &value)) < 0)
                 return r;
         if (!(g = find_guest(m, name, error)))
@@ -243,8 +262,8 @@ static int pause_resume(sd_bus_message *msg, Manager *m, bool pause, sd_bus_erro
         const char *name;
         int r;
 
-        if ((r = check_access(m, msg, true, error)) < 0)
-                return r;
+        if ((r = check_change_access(msg, ACTION_MANAGE, error)) <= 0)
+                return r < 0 ? r : 1; /* 0: waiting for polkit, the call comes back */
         if ((r = sd_bus_message_read(msg, "s", &name)) < 0)
                 return r;
         if (name[0] == '\0') {
@@ -273,8 +292,8 @@ static int method_probe(sd_bus_message *msg, void *userdata, sd_bus_error *error
         Guest *g;
         int r;
 
-        if ((r = check_access(m, msg, true, error)) < 0)
-                return r;
+        if ((r = check_change_access(msg, ACTION_MANAGE, error)) <= 0)
+                return r < 0 ? r : 1; /* 0: waiting for polkit, the call comes back */
         if ((r = sd_bus_message_read(msg, "s", &name)) < 0)
                 return r;
         if (!(g = find_guest(m, name, error)))
@@ -290,8 +309,8 @@ static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         Manager *m = userdata;
         int r;
 
-        if ((r = check_access(m, msg, true, error)) < 0)
-                return r;
+        if ((r = check_change_access(msg, ACTION_RELOAD, error)) <= 0)
+                return r < 0 ? r : 1; /* 0: waiting for polkit, the call comes back */
         r = manager_reload(m, &message);
         if (r < 0)
                 return sd_bus_error_setf(error, ERROR_RELOAD_FAILED, "%s", message ?: strerror(-r));
@@ -304,8 +323,8 @@ static int method_set_domain_policy(sd_bus_message *msg, void *userdata, sd_bus_
         RsPolicy p;
         int r;
 
-        if ((r = check_access(m, msg, true, error)) < 0)
-                return r;
+        if ((r = check_change_access(msg, ACTION_MANAGE, error)) <= 0)
+                return r < 0 ? r : 1; /* 0: waiting for polkit, the call comes back */
         if ((r = sd_bus_message_read(msg, "ss", &domain, &policy)) < 0)
                 return r;
         if (!m->libvirt)
@@ -341,7 +360,7 @@ static int property_get(sd_bus *bus, const char *path, const char *interface, co
         (void) path;
         (void) interface;
 
-        if (msg && (r = check_access(m, msg, false, error)) < 0)
+        if (msg && (r = check_read_access(m, msg, error)) < 0)
                 return r;
         if (strcmp(property, "GuestsManaged") == 0)
                 return sd_bus_message_append(reply, "u", manager_guests_managed(m));
@@ -358,12 +377,15 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD("ListGuests", "", "aa{sv}", method_list_guests, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("GetGuest", "s", "a{sv}", method_get_guest, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("GetHistory", "s", "a(tttt)", method_get_history, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD("SetGuest", "sss", "", method_set_guest, 0),
-        SD_BUS_METHOD("Pause", "s", "", method_pause, 0),
-        SD_BUS_METHOD("Resume", "s", "", method_resume, 0),
-        SD_BUS_METHOD("Probe", "s", "", method_probe, 0),
-        SD_BUS_METHOD("Reload", "", "", method_reload, 0),
-        SD_BUS_METHOD("SetDomainPolicy", "ss", "", method_set_domain_policy, 0),
+        /* UNPRIVILEGED on the changes too: without it sd-bus itself refuses every caller without
+         * CAP_SYS_ADMIN before the handler runs, so polkit would never be asked and the caller
+         * would not learn which action it lacks. The handlers check every caller. */
+        SD_BUS_METHOD("SetGuest", "sss", "", method_set_guest, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Pause", "s", "", method_pause, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Resume", "s", "", method_resume, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Probe", "s", "", method_probe, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Reload", "", "", method_reload, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("SetDomainPolicy", "ss", "", method_set_domain_policy, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL("EstimateChanged", "sttt", 0),
         SD_BUS_VTABLE_END,
 };
@@ -371,9 +393,12 @@ static const sd_bus_vtable manager_vtable[] = {
 int manager_bus_open(Manager *m) {
         int r;
 
-        r = sd_bus_open_system(&m->bus);
+        r = bus_polkit_registry_new(&polkit_registry);
         if (r < 0)
                 return r;
+        r = sd_bus_open_system(&m->bus);
+        if (r < 0)
+                goto fail;
         r = sd_bus_attach_event(m->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
         if (r < 0)
                 goto fail;
@@ -393,6 +418,9 @@ fail:
 
 void manager_bus_close(Manager *m) {
         m->bus_slot = sd_bus_slot_unref(m->bus_slot);
+        /* Before the bus goes: cancels the calls to polkit still in flight and drops the callers'
+         * messages they hold (those callers get no reply; their bus tells them we left). */
+        polkit_registry = bus_polkit_registry_free(polkit_registry);
         if (m->bus) {
                 sd_bus_flush(m->bus);
                 m->bus = sd_bus_close_unref(m->bus);

@@ -117,6 +117,9 @@ static int report_bus_error(const char *what, const sd_bus_error *error, int r) 
         return EXIT_FAIL;
 }
 
+/* As long as rightsized lets polkit wait for an agent's answer (daemon/bus-polkit.c). */
+#define INTERACTIVE_CALL_TIMEOUT_USEC (120ULL * 1000000ULL)
+
 static int connect_bus(sd_bus **ret) {
         int r = sd_bus_open_system(ret);
         if (r < 0) {
@@ -127,6 +130,13 @@ static int connect_bus(sd_bus **ret) {
                 fprintf(stderr, "rightsizectl: cannot connect to the system bus (%s): rightsized is not running\n",
                         strerror(-r));
                 return EXIT_NO_DAEMON;
+        }
+        /* A human at a terminal may be asked for a password by a polkit agent when rightsized checks
+         * a change (not root): allow that, and give them time to type it. Scripts (no terminal) get
+         * a plain yes or no at once. */
+        if (isatty(STDIN_FILENO)) {
+                (void) sd_bus_set_allow_interactive_authorization(*ret, true);
+                (void) sd_bus_set_method_call_timeout(*ret, INTERACTIVE_CALL_TIMEOUT_USEC);
         }
         return EXIT_OK;
 }

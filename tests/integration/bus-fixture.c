@@ -55,6 +55,7 @@ static const char system_config[] =
         "    <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus.Introspectable\"/>\n"
         "  </policy>\n"
         "  <include>%s/policy.conf</include>\n"
+        "%s"
         "</busconfig>\n";
 
 void test_child_init(void) {
@@ -117,11 +118,15 @@ int bus_fixture_start(BusFixture *b, BusPolicy policy) {
         b->dir = test_mkdtemp();
         if (chmod(b->dir, 0755) < 0) /* callers that are not root connect too */
                 return -errno;
-        if (policy == BUS_POLICY_SYSTEM) {
+        if (policy == BUS_POLICY_SYSTEM || policy == BUS_POLICY_SYSTEM_POLKIT) {
                 r = write_shipped_policy(b->dir);
                 if (r < 0)
                         return r;
-                r = asprintf(&config, system_config, b->dir, b->dir);
+                if (policy == BUS_POLICY_SYSTEM_POLKIT && access(BUS_FIXTURE_POLKIT_POLICY, R_OK) < 0)
+                        return -errno; /* polkitd is not installed */
+                r = asprintf(&config, system_config, b->dir, b->dir,
+                             policy == BUS_POLICY_SYSTEM_POLKIT ? "  <include>" BUS_FIXTURE_POLKIT_POLICY "</include>\n"
+                                                                : "");
         } else
                 r = asprintf(&config, open_config, b->dir);
         if (r < 0 || asprintf(&config_path, "%s/bus.conf", b->dir) < 0)

@@ -3,7 +3,7 @@
  * of its own, reachable by any user (callers drop privileges), and killed at the end. Either every
  * call is allowed (the tests then see what rightsized checks by itself), or the system bus's default
  * policy applies plus the shipped etc/org.rightsize.Manager1.conf, with its group renamed to one
- * that exists on the test machine. */
+ * that exists on the test machine (and, for the polkit tests, polkitd's bus policy). */
 #pragma once
 
 #include <stdbool.h>
@@ -13,7 +13,11 @@
 typedef enum BusPolicy {
         BUS_POLICY_OPEN,   /* anyone may own any name, call anything, receive everything */
         BUS_POLICY_SYSTEM, /* system.conf's defaults plus the shipped policy of rightsized */
+        BUS_POLICY_SYSTEM_POLKIT, /* the same plus polkitd's own bus policy (BUS_FIXTURE_POLKIT_POLICY) */
 } BusPolicy;
+
+/* What the polkitd package installs: its user may own org.freedesktop.PolicyKit1, anyone may call it. */
+#define BUS_FIXTURE_POLKIT_POLICY "/usr/share/dbus-1/system.d/org.freedesktop.PolicyKit1.conf"
 
 typedef struct BusFixture {
         char *dir;       /* the bus's directory (mode 0755, removed by bus_fixture_stop()) */

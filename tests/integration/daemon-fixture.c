@@ -353,6 +353,21 @@ CtlRun ctl_run_argv(const DaemonFixture *d, uid_t uid, gid_t gid, const char *co
         return run;
 }
 
+char *ctl_list_row(const DaemonFixture *d, const char *name) {
+        _cleanup_(ctl_run_done) CtlRun run = ctl_run(d, "list");
+        size_t n = strlen(name);
+
+        ck_assert_msg(run.code == 0, "rightsizectl list: exit %d: %s", run.code, run.err);
+        /* The name is the first column, padded with spaces. */
+        for (const char *line = run.out; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+                if (strncmp(line, name, n) == 0 && line[n] == ' ') {
+                        char *row = strndup(line, strcspn(line, "\n"));
+                        ck_assert_ptr_nonnull(row);
+                        return row;
+                }
+        return NULL;
+}
+
 /* ---- the guests over D-Bus ---- */
 
 static int read_guest(sd_bus_message *m, GuestView *v) {

@@ -75,6 +75,9 @@ CtlRun ctl_run_as(const DaemonFixture *d, uid_t uid, gid_t gid, ...);
 /* The same with the arguments in a NULL-terminated array. */
 CtlRun ctl_run_argv(const DaemonFixture *d, uid_t uid, gid_t gid, const char *const *args);
 #define ctl_run(d, ...) ctl_run_as((d), 0, 0, __VA_ARGS__, (const char *) NULL)
+/* The guest's row of `rightsizectl list` (which must succeed), without its newline (free it);
+ * NULL when the guest is not listed. */
+char *ctl_list_row(const DaemonFixture *d, const char *name);
 
 /* ---- the guests over D-Bus ---- */
 

@@ -29,6 +29,21 @@ int e2e_run_suite(Suite *s, const char *name, const TTest *test, void (*setup)(v
         return r;
 }
 
+static void (*signal_teardown)(void);
+
+static void on_teardown_signal(int sig) {
+        if (signal_teardown)
+                signal_teardown();
+        signal(sig, SIG_DFL);
+        raise(sig);
+}
+
+void e2e_teardown_on_signals(void (*teardown)(void)) {
+        signal_teardown = teardown;
+        signal(SIGINT, on_teardown_signal);
+        signal(SIGTERM, on_teardown_signal);
+}
+
 void e2e_daemon_teardown(DaemonFixture *d) {
         if (d->pid > 0 && d->dir) {
                 fprintf(stderr, "rightsized still running at teardown: its log stays in %s\n", d->log_path);

@@ -25,6 +25,10 @@
 int e2e_run_suite(Suite *s, const char *name, const TTest *test, void (*setup)(void), void (*teardown)(void),
                   unsigned timeout_sec);
 
+/* Runs teardown on SIGINT and SIGTERM, then dies of the signal as it would have: QEMU (started
+ * in the background by boot-guest), the daemon and the bus would outlive the test otherwise. */
+void e2e_teardown_on_signals(void (*teardown)(void));
+
 /* Kills the daemon if it still runs and removes its directory; a daemon still running means the
  * test failed before its clean stop, and then the directory (with the daemon's log) is kept. */
 void e2e_daemon_teardown(DaemonFixture *d);

@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "tests/integration/guest-fixture.h"
 
@@ -10,9 +15,23 @@ static const char *env_or(const char *name, const char *fallback) {
         return v && *v ? v : fallback;
 }
 
+/* boot-guest's command line for g's run directory, with --name when name is given. */
+static void boot_command(const GuestFixture *g, const char *name, const char *boot_options, const char *workload_args,
+                         char *command, size_t size) {
+        snprintf(command, size, "'%s/contrib/boot-guest' --dir '%s' --image-dir '%s'%s%s%s %s%s%s%s",
+                 env_or("top_srcdir", "."), g->run_dir, env_or("RIGHTSIZE_GUEST_DIR", "guest"),
+                 name ? " --name '" : "", name ? name : "", name ? "'" : "", boot_options ? boot_options : "",
+                 workload_args ? " --workload '" : "", workload_args ? workload_args : "",
+                 workload_args ? "'" : "");
+        fprintf(stderr, "guest-fixture: %s\n", command);
+}
+
+static void boot_failed(void) {
+        fprintf(stderr, "guest-fixture: the test guest did not boot (see above); this is a failure, not a skip\n");
+        exit(EXIT_FAILURE);
+}
+
 void guest_fixture_boot(GuestFixture *g, const char *boot_options, const char *workload_args) {
-        const char *top_srcdir = env_or("top_srcdir", ".");
-        const char *image_dir = env_or("RIGHTSIZE_GUEST_DIR", "guest");
         char command[4 * PATH_MAX];
 
         memset(g, 0, sizeof(*g));
@@ -25,16 +44,92 @@ void guest_fixture_boot(GuestFixture *g, const char *boot_options, const char *w
         snprintf(g->qga_path, sizeof(g->qga_path), "%s/qga.sock", g->run_dir);
         snprintf(g->console_path, sizeof(g->console_path), "%s/console.log", g->run_dir);
 
-        snprintf(command, sizeof(command), "'%s/contrib/boot-guest' --dir '%s' --image-dir '%s' %s%s%s%s",
-                 top_srcdir, g->run_dir, image_dir, boot_options ? boot_options : "",
-                 workload_args ? " --workload '" : "", workload_args ? workload_args : "",
-                 workload_args ? "'" : "");
-        fprintf(stderr, "guest-fixture: %s\n", command);
-        if (system(command) != 0) {
-                fprintf(stderr, "guest-fixture: the test guest did not boot (see above); this is a failure, not a skip\n");
+        boot_command(g, NULL, boot_options, workload_args, command, sizeof(command));
+        if (system(command) != 0)
+                boot_failed();
+        g->booted = 1;
+}
+
+void guest_fixture_boot_in(GuestFixture *g, const char *dir, const char *name, const char *boot_options,
+                           const char *workload_args) {
+        char command[4 * PATH_MAX + 8] = "exec ";
+
+        memset(g, 0, sizeof(*g));
+        if ((size_t) snprintf(g->run_dir, sizeof(g->run_dir), "%s", dir) >= sizeof(g->run_dir)) {
+                fprintf(stderr, "guest-fixture: %s: too long for a unix socket directory\n", dir);
                 exit(EXIT_FAILURE);
         }
+        snprintf(g->qmp_path, sizeof(g->qmp_path), "%s/%s.qmp", dir, name);
+        snprintf(g->qga_path, sizeof(g->qga_path), "%s/%s.qga", dir, name);
+        snprintf(g->console_path, sizeof(g->console_path), "%s/console.log", dir);
+        /* exec: the pid is boot-guest's, whose SIGTERM trap takes a half-booted QEMU with it. */
+        boot_command(g, name, boot_options, workload_args, command + 5, sizeof(command) - 5);
+
+        g->boot_pid = fork();
+        if (g->boot_pid < 0) {
+                perror("fork");
+                exit(EXIT_FAILURE);
+        }
+        if (g->boot_pid == 0) {
+                execl("/bin/sh", "sh", "-c", command, (char *) NULL);
+                _exit(127);
+        }
         g->booted = 1;
+}
+
+void guest_fixture_boot_wait(GuestFixture *g) {
+        int status;
+        pid_t pid = g->boot_pid;
+
+        g->boot_pid = 0;
+        if (pid <= 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                boot_failed();
+}
+
+pid_t guest_fixture_qemu_pid(const GuestFixture *g) {
+        char path[PATH_MAX];
+        long pid = -1;
+
+        snprintf(path, sizeof(path), "%s/qemu.pid", g->run_dir);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return -1;
+        if (fscanf(f, "%ld", &pid) != 1 || pid <= 1)
+                pid = -1;
+        fclose(f);
+        return (pid_t) pid;
+}
+
+/* Gone, or a zombie: boot-guest left QEMU to be reaped by whoever inherited it. */
+static bool process_gone(pid_t pid) {
+        char path[64], stat[512];
+        bool gone = true;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return true;
+        if (fgets(stat, sizeof(stat), f)) {
+                const char *paren = strrchr(stat, ')');
+                gone = paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+        }
+        fclose(f);
+        return gone;
+}
+
+int guest_fixture_kill(GuestFixture *g, int sig) {
+        pid_t pid = guest_fixture_qemu_pid(g);
+
+        if (pid <= 0)
+                return -ESRCH;
+        if (kill(pid, sig) < 0)
+                return -errno;
+        for (int i = 0; i < 200; i++) {
+                if (process_gone(pid))
+                        return 0;
+                usleep(50 * 1000);
+        }
+        return -ETIMEDOUT;
 }
 
 void guest_fixture_stop(GuestFixture *g) {
@@ -42,6 +137,12 @@ void guest_fixture_stop(GuestFixture *g) {
 
         if (!g->booted)
                 return;
+        if (g->boot_pid > 0) {
+                /* Still booting: boot-guest stops its QEMU on SIGTERM. */
+                (void) kill(g->boot_pid, SIGTERM);
+                (void) waitpid(g->boot_pid, NULL, 0);
+                g->boot_pid = 0;
+        }
         snprintf(command, sizeof(command), "'%s/contrib/boot-guest' --stop '%s' >/dev/null",
                  env_or("top_srcdir", "."), g->run_dir);
         if (system(command) != 0)

@@ -3,7 +3,8 @@
  * default policy plus etc/org.rightsize.Manager1.conf (tests/integration/bus-fixture.c), a stand-in
  * rightsized owning the name, and callers that drop to other users. The group in the policy
  * ("rightsize") does not exist on a test machine, so the copy under test names "nogroup" instead;
- * nothing else is changed. */
+ * nothing else is changed. Reads are for root and the group; the methods that change something
+ * pass for anyone (rightsized asks polkit); rightsized's own calls reach polkitd. */
 
 #include <check.h>
 #include <errno.h>
@@ -29,6 +30,7 @@
 #define NAME "org.rightsize.Manager1"
 #define PATH "/org/rightsize/Manager1"
 #define TEST_GROUP BUS_FIXTURE_READ_GROUP
+#define POLKIT_NAME "org.freedesktop.PolicyKit1"
 
 enum { CALL_OK = 0, CALL_DENIED = 10, CALL_OTHER_ERROR = 20, CALL_SETUP_FAILED = 30 };
 
@@ -48,18 +50,35 @@ static int get_version(sd_bus *bus, const char *path, const char *interface, con
         return sd_bus_message_append(reply, "s", "0.1");
 }
 
-/* UNPRIVILEGED everywhere: sd-bus would otherwise refuse non-root callers itself, and this test is
- * about what the bus policy lets through. (The real daemon marks only its reads so, and checks the
- * caller of every change.) */
+/* rightsized calling polkitd (CheckAuthorization), which runs as its own user: the bus must let
+ * polkitd receive that. Calls the stand-in polkitd's Ping and says whether it got through. */
+static int method_call_peer(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        int r;
+
+        r = sd_bus_call_method(sd_bus_message_get_bus(m), POLKIT_NAME, "/peer", "org.example.Peer", "Ping", error,
+                               NULL, "");
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(m, "s", "ok");
+}
+
+/* UNPRIVILEGED everywhere, as in the real daemon (which checks every caller itself: reads the read
+ * group, changes root or polkit): sd-bus would otherwise refuse non-root callers itself, and this
+ * test is about what the bus policy lets through. "Shutdown" stands for any method the policy
+ * does not name. */
 static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_METHOD("ListGuests", "", "s", method_reply, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("GetGuest", "", "s", method_reply, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("GetHistory", "", "s", method_reply, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD("SetGuestPolicy", "", "s", method_reply, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("SetGuest", "", "s", method_reply, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Pause", "", "s", method_reply, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Resume", "", "s", method_reply, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Probe", "", "s", method_reply, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Reload", "", "s", method_reply, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("SetDomainPolicy", "", "s", method_reply, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Shutdown", "", "s", method_reply, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("CallPeer", "", "s", method_call_peer, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_PROPERTY("Version", "s", get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_VTABLE_END,
 };
@@ -134,6 +153,56 @@ static int call_as(uid_t uid, gid_t gid, const Call *call) {
         return WEXITSTATUS(status);
 }
 
+static int method_ping(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        bool *pinged = userdata;
+        *pinged = true;
+        return sd_bus_reply_method_return(m, "");
+}
+
+static const sd_bus_vtable peer_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_METHOD("Ping", "", "", method_ping, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_VTABLE_END,
+};
+
+/* A stand-in polkitd: runs as uid/gid (the polkitd user), owns polkit's name (polkitd's own bus
+ * policy lets it), serves until it was pinged once and exits 0 then. */
+static pid_t start_peer(uid_t uid, gid_t gid) {
+        int pipefd[2];
+        pid_t pid;
+
+        ck_assert_int_eq(pipe2(pipefd, O_CLOEXEC), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                bool pinged = false;
+                sd_bus *bus = NULL;
+
+                test_child_init();
+                close(pipefd[0]);
+                if (setgroups(1, &gid) < 0 || setgid(gid) < 0 || setuid(uid) < 0 || connect_bus(&bus) < 0 ||
+                    sd_bus_add_object_vtable(bus, NULL, "/peer", "org.example.Peer", peer_vtable, &pinged) < 0 ||
+                    sd_bus_request_name(bus, POLKIT_NAME, 0) < 0)
+                        _exit(1);
+                if (write(pipefd[1], "R", 1) != 1)
+                        _exit(1);
+                while (!pinged) {
+                        int r = sd_bus_process(bus, NULL);
+                        if (r < 0)
+                                _exit(2);
+                        if (r == 0 && sd_bus_wait(bus, UINT64_MAX) < 0)
+                                _exit(3);
+                }
+                sd_bus_flush(bus);
+                _exit(0);
+        }
+        close(pipefd[1]);
+        char c;
+        ck_assert_msg(read(pipefd[0], &c, 1) == 1, "the stand-in polkitd could not take its name");
+        close(pipefd[0]);
+        return pid;
+}
+
 static void stop(pid_t *pid) {
         if (*pid > 0) {
                 (void) kill(*pid, SIGTERM);
@@ -170,8 +239,10 @@ START_TEST(test_policy_enforced) {
         outsider_gid = pw->pw_gid;
         ck_assert_int_ne(outsider_gid, member_gid);
 
-        /* System bus defaults plus the shipped policy, its group swapped for one that exists here. */
-        ck_assert_int_eq(bus_fixture_start(&private_bus, BUS_POLICY_SYSTEM), 0);
+        /* System bus defaults plus the shipped policy, its group swapped for one that exists here;
+         * and polkitd's bus policy when polkitd is installed. */
+        bool polkit_bus = access(BUS_FIXTURE_POLKIT_POLICY, R_OK) == 0 && getpwnam("polkitd");
+        ck_assert_int_eq(bus_fixture_start(&private_bus, polkit_bus ? BUS_POLICY_SYSTEM_POLKIT : BUS_POLICY_SYSTEM), 0);
 
         ck_assert_int_eq(pipe2(ready, O_CLOEXEC), 0);
         server_pid = fork();
@@ -186,35 +257,58 @@ START_TEST(test_policy_enforced) {
         close(ready[0]);
 
         static const Call list = { NAME, "ListGuests" }, get = { NAME, "GetGuest" },
-                          history = { NAME, "GetHistory" }, set = { NAME, "SetGuestPolicy" },
-                          pause = { NAME, "Pause" }, probe = { NAME, "Probe" }, reload = { NAME, "Reload" },
+                          history = { NAME, "GetHistory" }, set = { NAME, "SetGuest" }, pause = { NAME, "Pause" },
+                          resume = { NAME, "Resume" }, probe = { NAME, "Probe" }, reload = { NAME, "Reload" },
+                          domain = { NAME, "SetDomainPolicy" }, unlisted = { NAME, "Shutdown" },
                           prop = { "org.freedesktop.DBus.Properties", "Get", .property_get = true },
                           introspect = { "org.freedesktop.DBus.Introspectable", "Introspect" },
                           own = { .own_name = true };
+        static const Call *const changes[] = { &set, &pause, &resume, &probe, &reload, &domain };
 
         /* root: everything. */
         ck_assert_int_eq(call_as(0, 0, &list), CALL_OK);
         ck_assert_int_eq(call_as(0, 0, &set), CALL_OK);
         ck_assert_int_eq(call_as(0, 0, &reload), CALL_OK);
+        ck_assert_int_eq(call_as(0, 0, &unlisted), CALL_OK);
 
-        /* The read group: reads only. */
+        /* The read group: reads. */
         ck_assert_int_eq(call_as(member_uid, member_gid, &list), CALL_OK);
         ck_assert_int_eq(call_as(member_uid, member_gid, &get), CALL_OK);
         ck_assert_int_eq(call_as(member_uid, member_gid, &history), CALL_OK);
         ck_assert_int_eq(call_as(member_uid, member_gid, &prop), CALL_OK);
         ck_assert_int_eq(call_as(member_uid, member_gid, &introspect), CALL_OK);
-        ck_assert_int_eq(call_as(member_uid, member_gid, &set), CALL_DENIED);
-        ck_assert_int_eq(call_as(member_uid, member_gid, &pause), CALL_DENIED);
-        ck_assert_int_eq(call_as(member_uid, member_gid, &probe), CALL_DENIED);
-        ck_assert_int_eq(call_as(member_uid, member_gid, &reload), CALL_DENIED);
+        ck_assert_int_eq(call_as(member_uid, member_gid, &unlisted), CALL_DENIED);
         ck_assert_int_eq(call_as(member_uid, member_gid, &own), CALL_DENIED);
 
-        /* Anyone else: nothing. */
+        /* Anyone else: no reads. */
         ck_assert_int_eq(call_as(outsider_uid, outsider_gid, &list), CALL_DENIED);
+        ck_assert_int_eq(call_as(outsider_uid, outsider_gid, &get), CALL_DENIED);
         ck_assert_int_eq(call_as(outsider_uid, outsider_gid, &prop), CALL_DENIED);
         ck_assert_int_eq(call_as(outsider_uid, outsider_gid, &introspect), CALL_DENIED);
-        ck_assert_int_eq(call_as(outsider_uid, outsider_gid, &set), CALL_DENIED);
+        ck_assert_int_eq(call_as(outsider_uid, outsider_gid, &unlisted), CALL_DENIED);
         ck_assert_int_eq(call_as(outsider_uid, outsider_gid, &own), CALL_DENIED);
+
+        /* The changes reach the daemon from anyone: it decides (root, or polkit's answer). Until
+         * polkit, this policy denied them to everyone but root, which left polkit nothing to
+         * decide. */
+        for (size_t i = 0; i < ARRAY_SIZE(changes); i++) {
+                ck_assert_msg(call_as(member_uid, member_gid, changes[i]) == CALL_OK, "%s as the read group",
+                              changes[i]->member);
+                ck_assert_msg(call_as(outsider_uid, outsider_gid, changes[i]) == CALL_OK, "%s as an outsider",
+                              changes[i]->member);
+        }
+
+        /* The daemon's calls to polkitd (its own user) get through: only its signals are private. */
+        if (!polkit_bus) {
+                fprintf(stderr, "test_policy_enforced: no polkitd bus policy or user: rightsized -> polkitd not run\n");
+                return;
+        }
+        static const Call call_peer = { NAME, "CallPeer" };
+        int status;
+        pid_t peer = start_peer(getpwnam("polkitd")->pw_uid, getpwnam("polkitd")->pw_gid);
+        ck_assert_int_eq(call_as(0, 0, &call_peer), CALL_OK);
+        ck_assert_int_eq(waitpid(peer, &status, 0), peer);
+        ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 END_TEST
 
