@@ -30,7 +30,6 @@
 
 /* The queries waiting for polkit. One manager per process, and Manager (manager.h) has no field
  * for it, so it lives here, from manager_bus_open() to manager_bus_close(). */
-static BusPolkitRegistry *polkit_registry = NULL;
 
 /* ---- access ---- */
 
@@ -75,10 +74,10 @@ static int check_read_access(Manager *m, sd_bus_message *msg, sd_bus_error *erro
 /* Before any change: 1 go on, <0 refused (error set), 0 polkit is being asked. On 0 the handler
  * returns 1 at once and changes nothing; sd-bus hands it the same call again once polkit answered,
  * and this then returns the verdict. */
-static int check_change_access(sd_bus_message *msg, const char *action, sd_bus_error *error) {
-        if (!polkit_registry)
+static int check_change_access(Manager *m, sd_bus_message *msg, const char *action, sd_bus_error *error) {
+        if (!m->polkit_registry)
                 return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED, "The bus is closing");
-        return bus_polkit_verify(polkit_registry, msg, action, error);
+        return bus_polkit_verify(m->polkit_registry, msg, action, error);
 }
 
 static Guest *find_guest(Manager *m, const char *name, sd_bus_error *error) {
@@ -228,7 +227,7 @@ static int method_set_guest(sd_bus_message *msg, void *userdata, sd_bus_error *e
         Guest *g;
         int r;
 
-        if ((r = check_change_access(msg, ACTION_MANAGE, error)) <= 0)
+        if ((r = check_change_access(m, msg, ACTION_MANAGE, error)) <= 0)
                 return r < 0 ? r : 1; /* 0: waiting for polkit, the call comes back */
         if ((r = sd_bus_message_read(msg, "sss", &name, &key, &value)) < 0)
                 return r;
@@ -262,7 +261,7 @@ static int pause_resume(sd_bus_message *msg, Manager *m, bool pause, sd_bus_erro
         const char *name;
         int r;
 
-        if ((r = check_change_access(msg, ACTION_MANAGE, error)) <= 0)
+        if ((r = check_change_access(m, msg, ACTION_MANAGE, error)) <= 0)
                 return r < 0 ? r : 1; /* 0: waiting for polkit, the call comes back */
         if ((r = sd_bus_message_read(msg, "s", &name)) < 0)
                 return r;
@@ -292,7 +291,7 @@ static int method_probe(sd_bus_message *msg, void *userdata, sd_bus_error *error
         Guest *g;
         int r;
 
-        if ((r = check_change_access(msg, ACTION_MANAGE, error)) <= 0)
+        if ((r = check_change_access(m, msg, ACTION_MANAGE, error)) <= 0)
                 return r < 0 ? r : 1; /* 0: waiting for polkit, the call comes back */
         if ((r = sd_bus_message_read(msg, "s", &name)) < 0)
                 return r;
@@ -309,7 +308,7 @@ static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         Manager *m = userdata;
         int r;
 
-        if ((r = check_change_access(msg, ACTION_RELOAD, error)) <= 0)
+        if ((r = check_change_access(m, msg, ACTION_RELOAD, error)) <= 0)
                 return r < 0 ? r : 1; /* 0: waiting for polkit, the call comes back */
         r = manager_reload(m, &message);
         if (r < 0)
@@ -323,7 +322,7 @@ static int method_set_domain_policy(sd_bus_message *msg, void *userdata, sd_bus_
         RsPolicy p;
         int r;
 
-        if ((r = check_change_access(msg, ACTION_MANAGE, error)) <= 0)
+        if ((r = check_change_access(m, msg, ACTION_MANAGE, error)) <= 0)
                 return r < 0 ? r : 1; /* 0: waiting for polkit, the call comes back */
         if ((r = sd_bus_message_read(msg, "ss", &domain, &policy)) < 0)
                 return r;
@@ -393,7 +392,7 @@ static const sd_bus_vtable manager_vtable[] = {
 int manager_bus_open(Manager *m) {
         int r;
 
-        r = bus_polkit_registry_new(&polkit_registry);
+        r = bus_polkit_registry_new(&m->polkit_registry);
         if (r < 0)
                 return r;
         r = sd_bus_open_system(&m->bus);
@@ -420,7 +419,7 @@ void manager_bus_close(Manager *m) {
         m->bus_slot = sd_bus_slot_unref(m->bus_slot);
         /* Before the bus goes: cancels the calls to polkit still in flight and drops the callers'
          * messages they hold (those callers get no reply; their bus tells them we left). */
-        polkit_registry = bus_polkit_registry_free(polkit_registry);
+        m->polkit_registry = bus_polkit_registry_free(m->polkit_registry);
         if (m->bus) {
                 sd_bus_flush(m->bus);
                 m->bus = sd_bus_close_unref(m->bus);

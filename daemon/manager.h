@@ -39,6 +39,7 @@ typedef struct Manager {
 
         sd_bus *bus;
         sd_bus_slot *bus_slot;
+        struct BusPolkitRegistry *polkit_registry; /* changes by non-root callers (bus-polkit.h) */
 
         sd_event_source *watchdog;
         bool stopping;

@@ -68,7 +68,7 @@ static void help(void) {
                "  2  invalid usage or invalid argument (also when the daemon rejects a value)\n"
                "  3  no such guest\n"
                "  4  rightsized is not running, or the bus cannot be reached\n"
-               "  5  permission denied (changes need root; reads need the read group)\n"
+               "  5  permission denied (changes need root or polkit's yes; reads need the read group)\n"
                "\n"
                "The bus is the system bus, or $DBUS_SYSTEM_BUS_ADDRESS when set.\n");
 }
@@ -91,6 +91,12 @@ static int report_bus_error(const char *what, const sd_bus_error *error, int r) 
                                             r == -ECONNRESET || r == -EHOSTDOWN))) {
                 fprintf(stderr, "rightsizectl: rightsized is not running (no owner of %s on the bus)\n", BUS_NAME);
                 return EXIT_NO_DAEMON;
+        }
+        if (sd_bus_error_has_name(error, SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED)) {
+                fprintf(stderr, "rightsizectl: %s: permission denied: polkit wants to authenticate you, and there is no "
+                        "terminal to ask on (run it from one, with a polkit agent)%s%s\n", what,
+                        error->message ? ": " : "", error->message ?: "");
+                return EXIT_DENIED;
         }
         if (sd_bus_error_has_name(error, SD_BUS_ERROR_ACCESS_DENIED) || r == -EACCES || r == -EPERM) {
                 fprintf(stderr, "rightsizectl: %s: permission denied%s%s\n", what,
