@@ -5,6 +5,7 @@
 #include "daemon/config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fnmatch.h>
 #include <stdarg.h>
 #include <ini.h>
@@ -162,6 +163,7 @@ int config_new_default(Config **ret) {
                 .libvirt_uri = strdup(DEFAULT_LIBVIRT_URI),
                 .libvirt_manage_all = false,
                 .libvirt_agent = false,
+                .libvirt_call_timeout_usec = DEFAULT_LIBVIRT_CALL_TIMEOUT_USEC,
         };
         if (!c->policy_dir || !c->state_dir || !c->read_group || !c->manage || !c->exclude ||
             !c->qmp_sockets || !c->agent_socket_pattern || !c->libvirt_uri)
@@ -181,7 +183,8 @@ bool config_equal(const Config *a, const Config *b) {
                strv_equal(a->exclude, b->exclude) && strv_equal(a->qmp_sockets, b->qmp_sockets) &&
                streq_null(a->agent_socket_pattern, b->agent_socket_pattern) &&
                a->libvirt_enabled == b->libvirt_enabled && streq_null(a->libvirt_uri, b->libvirt_uri) &&
-               a->libvirt_manage_all == b->libvirt_manage_all && a->libvirt_agent == b->libvirt_agent;
+               a->libvirt_manage_all == b->libvirt_manage_all && a->libvirt_agent == b->libvirt_agent &&
+               a->libvirt_call_timeout_usec == b->libvirt_call_timeout_usec;
 }
 
 /* ---- value parsers: each returns 0, or -EINVAL with a reason for the message ---- */
@@ -198,6 +201,7 @@ typedef enum ValueType {
         VALUE_AGENT_PATTERN, /* or empty */
         VALUE_BOOL,
         VALUE_URI,
+        VALUE_CALL_TIMEOUT,  /* a duration: 1 s .. 10 min */
 } ValueType;
 
 typedef struct ConfigKey {
@@ -223,6 +227,7 @@ static const ConfigKey config_keys[] = {
         { "libvirt", "uri", VALUE_URI, offsetof(Config, libvirt_uri) },
         { "libvirt", "manage-all", VALUE_BOOL, offsetof(Config, libvirt_manage_all) },
         { "libvirt", "agent", VALUE_BOOL, offsetof(Config, libvirt_agent) },
+        { "libvirt", "call-timeout", VALUE_CALL_TIMEOUT, offsetof(Config, libvirt_call_timeout_usec) },
 };
 
 static const char *const section_names[] = { "daemon", "guests", "qemu", "libvirt" };
@@ -252,6 +257,32 @@ static int parse_bool(const char *v, bool *ret) {
                         return 0;
                 }
         }
+        return -EINVAL;
+}
+
+/* "15s", "1500ms", "2min", or a plain number of seconds. */
+static int parse_call_timeout(const char *v, uint64_t *ret) {
+        static const struct {
+                const char *suffix;
+                uint64_t usec;
+        } units[] = { { "", USEC_PER_SEC }, { "s", USEC_PER_SEC }, { "ms", USEC_PER_MSEC }, { "min", 60 * USEC_PER_SEC } };
+        unsigned long long n;
+        char *end;
+
+        if (v[0] < '0' || v[0] > '9')
+                return -EINVAL;
+        errno = 0;
+        n = strtoull(v, &end, 10);
+        if (errno != 0 || n > 24ULL * 3600 * 1000)
+                return -ERANGE;
+        for (size_t i = 0; i < ARRAY_SIZE(units); i++)
+                if (strcmp(end, units[i].suffix) == 0) {
+                        uint64_t usec = (uint64_t) n * units[i].usec;
+                        if (usec < LIBVIRT_CALL_TIMEOUT_MIN_USEC || usec > LIBVIRT_CALL_TIMEOUT_MAX_USEC)
+                                return -ERANGE;
+                        *ret = usec;
+                        return 0;
+                }
         return -EINVAL;
 }
 
@@ -570,6 +601,19 @@ static int parse_value(ParseContext *ctx, const ConfigKey *k, const char *value)
                         return -EINVAL;
                 }
                 return set_string(field, value);
+
+        case VALUE_CALL_TIMEOUT:
+                r = parse_call_timeout(value, field);
+                if (r == -ERANGE) {
+                        parse_fail(ctx, -ERANGE, "key '%s': '%s' out of range (1s to 10min)", k->key, value);
+                        return r;
+                }
+                if (r < 0) {
+                        parse_fail(ctx, -EINVAL, "key '%s': invalid duration '%s' (expected e.g. 15s, 1500ms, 2min)",
+                                   k->key, value);
+                        return r;
+                }
+                return 0;
         }
 
         return -EINVAL;
@@ -731,6 +775,14 @@ static void print_value(const Config *c, const ConfigKey *k, FILE *f) {
         case VALUE_BOOL:
                 fputs(*(const bool *) field ? "yes" : "no", f);
                 break;
+        case VALUE_CALL_TIMEOUT: {
+                uint64_t usec = *(const uint64_t *) field;
+                if (usec % USEC_PER_SEC == 0)
+                        fprintf(f, "%" PRIu64 "s", usec / USEC_PER_SEC);
+                else
+                        fprintf(f, "%" PRIu64 "ms", usec / USEC_PER_MSEC);
+                break;
+        }
         }
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "daemon/size.h"
@@ -42,7 +43,12 @@ typedef struct Config {
         char *libvirt_uri;
         bool libvirt_manage_all;
         bool libvirt_agent;            /* /proc/vmstat + PSI through the guest agent (taints) */
+        uint64_t libvirt_call_timeout_usec; /* a libvirt call running this long gets the connection cut */
 } Config;
+
+#define DEFAULT_LIBVIRT_CALL_TIMEOUT_USEC (15 * UINT64_C(1000000))
+#define LIBVIRT_CALL_TIMEOUT_MIN_USEC (1 * UINT64_C(1000000))
+#define LIBVIRT_CALL_TIMEOUT_MAX_USEC (600 * UINT64_C(1000000))
 
 /* Where the configuration lives, as the build configured it: $(sysconfdir)/rightsize, and the
  * rightsized.conf in it. */

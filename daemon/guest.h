@@ -55,8 +55,11 @@ typedef enum GuestSource {
         GUEST_SOURCE_LIBVIRT,
 } GuestSource;
 
-/* The actuators of a guest that is not driven over QMP (guest_new_driven()). Synchronous:
- * 0 or -errno. The sizes are what QMP would be sent: balloon = the boot memory's share to
+/* The actuators of a guest that is not driven over QMP (guest_new_driven()). 0 or -errno; 0
+ * may mean queued (the libvirt driver runs its calls on a worker thread): the guest records the
+ * new target at once, as for a QMP command in flight, and a failure reported later is the
+ * driver's to undo. While the daemon stops (guest_shutdown()), they must be synchronous.
+ * The sizes are what QMP would be sent: balloon = the boot memory's share to
  * leave the guest (virtio-mem already taken away), virtio-mem = the block-aligned requested
  * size, and *ret_requested what the device was actually asked for. */
 typedef struct GuestDriver {

@@ -1,21 +1,18 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include <json-c/json.h>
 #include <libvirt/libvirt-qemu.h>
 #include <libvirt/virterror.h>
 
 #include "common/macro.h"
-#include "common/worker-thread.h"
 #include "daemon/libvirt-agent.h"
 #include "daemon/libvirt-parse.h"
+#include "daemon/libvirt-worker.h"
 
 #define AGENT_READ_CHUNK 65536
 
@@ -175,14 +172,13 @@ int libvirt_agent_read_procfs(virDomainPtr dom, GuestVmstat *ret_vmstat, GuestPs
         return 0;
 }
 
-/* ---- the worker ---- */
+/* ---- the worker: a LibvirtWorker (libvirt-worker.h) of its own, so that a slow agent
+ * (5 s a call) never delays the stats and actuation calls ---- */
 
 struct LibvirtAgentJob {
-        LibvirtAgentJob *next;
+        LibvirtJob *job;
         virDomainPtr dom;
         libvirt_agent_done_fn done;
-        void *userdata;
-        bool cancelled; /* loop thread only */
         /* Written by the worker, read on the loop after the hand-over. */
         int error;
         GuestVmstat vmstat;
@@ -191,21 +187,25 @@ struct LibvirtAgentJob {
 };
 
 struct LibvirtAgentWorker {
-        sd_event_source *completion;
-        int efd;
-        pthread_t thread;
-        bool thread_started;
-
-        pthread_mutex_t lock;
-        pthread_cond_t wake;
-        bool quit;                 /* under lock */
-        LibvirtAgentJob *queue;    /* under lock, FIFO */
-        LibvirtAgentJob *running;  /* under lock */
-        LibvirtAgentJob *finished; /* under lock, any order */
-        unsigned pending;          /* under lock: queued + running + finished */
+        LibvirtWorker *worker;
 };
 
-static void job_free(LibvirtAgentJob *job) {
+static void agent_job_run(void *data) {
+        LibvirtAgentJob *job = data;
+
+        job->error = libvirt_agent_read_procfs(job->dom, &job->vmstat, &job->psi, job->message, sizeof(job->message));
+}
+
+static void agent_job_done(void *data, void *userdata) {
+        LibvirtAgentJob *job = data;
+
+        job->done(job->error, job->error >= 0 ? &job->vmstat : NULL, job->error >= 0 ? &job->psi : NULL,
+                  job->error < 0 ? job->message : NULL, userdata);
+}
+
+static void agent_job_free(void *data) {
+        LibvirtAgentJob *job = data;
+
         if (!job)
                 return;
         if (job->dom)
@@ -213,70 +213,12 @@ static void job_free(LibvirtAgentJob *job) {
         free(job);
 }
 
-static void *worker_main(void *arg) {
-        LibvirtAgentWorker *w = arg;
-        uint64_t one = 1;
-
-        pthread_mutex_lock(&w->lock);
-        for (;;) {
-                LibvirtAgentJob *job;
-
-                while (!w->quit && !w->queue)
-                        pthread_cond_wait(&w->wake, &w->lock);
-                if (w->quit)
-                        break;
-                job = w->queue;
-                w->queue = job->next;
-                job->next = NULL;
-                w->running = job;
-                pthread_mutex_unlock(&w->lock);
-
-                job->error = libvirt_agent_read_procfs(job->dom, &job->vmstat, &job->psi, job->message,
-                                                       sizeof(job->message));
-
-                pthread_mutex_lock(&w->lock);
-                w->running = NULL;
-                job->next = w->finished;
-                w->finished = job;
-                /* The loop reads the eventfd; a full counter cannot happen at one write per job. */
-                (void) !write(w->efd, &one, sizeof(one));
-        }
-        pthread_mutex_unlock(&w->lock);
-        return NULL;
-}
-
-static int on_completion(sd_event_source *s _unused_, int fd, uint32_t revents _unused_, void *userdata) {
-        LibvirtAgentWorker *w = userdata;
-        LibvirtAgentJob *done, *reversed = NULL;
-        uint64_t n;
-
-        (void) !read(fd, &n, sizeof(n));
-        pthread_mutex_lock(&w->lock);
-        done = w->finished;
-        w->finished = NULL;
-        pthread_mutex_unlock(&w->lock);
-
-        /* Oldest first. */
-        while (done) {
-                LibvirtAgentJob *next = done->next;
-                done->next = reversed;
-                reversed = done;
-                done = next;
-        }
-        while (reversed) {
-                LibvirtAgentJob *job = reversed;
-                reversed = job->next;
-                pthread_mutex_lock(&w->lock);
-                w->pending--;
-                pthread_mutex_unlock(&w->lock);
-                if (!job->cancelled)
-                        job->done(job->error, job->error >= 0 ? &job->vmstat : NULL,
-                                  job->error >= 0 ? &job->psi : NULL, job->error < 0 ? job->message : NULL,
-                                  job->userdata);
-                job_free(job);
-        }
-        return 0;
-}
+static const LibvirtJobType agent_job_type = {
+        .name = "agent",
+        .run = agent_job_run,
+        .done = agent_job_done,
+        .free = agent_job_free,
+};
 
 int libvirt_agent_worker_new(sd_event *event, LibvirtAgentWorker **ret) {
         LibvirtAgentWorker *w;
@@ -287,56 +229,30 @@ int libvirt_agent_worker_new(sd_event *event, LibvirtAgentWorker **ret) {
         w = calloc(1, sizeof(*w));
         if (!w)
                 return -ENOMEM;
-        w->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (w->efd < 0) {
+        /* No stall watchdog: the agent's calls have a timeout of their own, and a hung
+         * libvirtd gets the connection cut by the backend's calls. */
+        r = libvirt_worker_new(event, "libvirt-agent-done", NULL, &w->worker);
+        if (r < 0) {
                 free(w);
-                return -errno;
-        }
-        pthread_mutex_init(&w->lock, NULL);
-        pthread_cond_init(&w->wake, NULL);
-        r = sd_event_add_io(event, &w->completion, w->efd, EPOLLIN, on_completion, w);
-        if (r < 0) {
-                libvirt_agent_worker_free(w);
                 return r;
         }
-        (void) sd_event_source_set_description(w->completion, "libvirt-agent-done");
-        r = -pthread_create(&w->thread, NULL, worker_main, w);
-        if (r < 0) {
-                libvirt_agent_worker_free(w);
-                return r;
-        }
-        w->thread_started = true;
         *ret = w;
         return 0;
-}
-
-static void job_list_free(LibvirtAgentJob *j) {
-        while (j) {
-                LibvirtAgentJob *next = j->next;
-                job_free(j);
-                j = next;
-        }
 }
 
 LibvirtAgentWorker *libvirt_agent_worker_free(LibvirtAgentWorker *w) {
         if (!w)
                 return NULL;
-        if (w->thread_started)
-                worker_thread_stop(w->thread, &w->lock, &w->wake, &w->quit);
-        job_list_free(w->queue);
-        job_list_free(w->finished);
-        sd_event_source_disable_unref(w->completion);
-        if (w->efd >= 0)
-                close(w->efd);
-        pthread_cond_destroy(&w->wake);
-        pthread_mutex_destroy(&w->lock);
+        libvirt_worker_free(w->worker);
         free(w);
         return NULL;
 }
 
 int libvirt_agent_submit(LibvirtAgentWorker *w, virDomainPtr dom, libvirt_agent_done_fn done, void *userdata,
                          LibvirtAgentJob **ret_job) {
-        LibvirtAgentJob *job, **tail;
+        LibvirtAgentJob *job;
+        LibvirtJob *handle;
+        int r;
 
         if (!w || !dom || !done)
                 return -EINVAL;
@@ -349,15 +265,10 @@ int libvirt_agent_submit(LibvirtAgentWorker *w, virDomainPtr dom, libvirt_agent_
         }
         job->dom = dom;
         job->done = done;
-        job->userdata = userdata;
-
-        pthread_mutex_lock(&w->lock);
-        for (tail = &w->queue; *tail; tail = &(*tail)->next)
-                ;
-        *tail = job;
-        w->pending++;
-        pthread_cond_signal(&w->wake);
-        pthread_mutex_unlock(&w->lock);
+        r = libvirt_worker_submit(w->worker, &agent_job_type, NULL, job, userdata, &handle);
+        if (r < 0)
+                return r;
+        job->job = handle;
         if (ret_job)
                 *ret_job = job;
         return 0;
@@ -365,14 +276,9 @@ int libvirt_agent_submit(LibvirtAgentWorker *w, virDomainPtr dom, libvirt_agent_
 
 void libvirt_agent_job_cancel(LibvirtAgentJob *job) {
         if (job)
-                job->cancelled = true;
+                libvirt_job_cancel(job->job);
 }
 
 unsigned libvirt_agent_worker_pending(LibvirtAgentWorker *w) {
-        unsigned n;
-
-        pthread_mutex_lock(&w->lock);
-        n = w->pending;
-        pthread_mutex_unlock(&w->lock);
-        return n;
+        return w ? libvirt_worker_pending(w->worker) : 0;
 }

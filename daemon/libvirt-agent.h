@@ -3,10 +3,11 @@
  *
  * libvirt's agent calls are synchronous and may take their whole timeout (5 s each, and a
  * file read is three or more of them) when a guest's agent is slow or gone. The daemon is one
- * sd-event loop, so they run on a worker thread instead: jobs go in a queue, the worker runs
- * them one after the other on the shared libvirt connection (libvirt's API is thread-safe),
- * and each result comes back on the loop through an eventfd, where the job's callback runs.
- * A slow agent therefore delays only the agent reads queued behind it, never the loop.
+ * sd-event loop, so they run on a worker thread of their own instead (libvirt-worker.h): jobs
+ * go in a queue, the worker runs them one after the other on the shared libvirt connection
+ * (libvirt's API is thread-safe), and each result comes back on the loop through an eventfd,
+ * where the job's callback runs. A slow agent therefore delays only the agent reads queued
+ * behind it: never the loop, nor the backend's stats and actuation calls (another worker).
  *
  * Reading guest files through the agent makes libvirt mark the domain tainted
  * (custom-ga-command): callers do it only when configured to. */

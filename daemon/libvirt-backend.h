@@ -4,9 +4,10 @@
  *
  * - One connection (default qemu:///system), opened on a thread (libvirt-connect.h): a hung
  *   libvirtd never answers an open, and the loop must not wait with it. Once open, a call that
- *   holds the loop 15 s is cut by the stall watchdog (libvirt-watchdog.h): libvirt's keepalive
- *   does not end it. When libvirtd goes away the close callback fires,
- *   and the backend reconnects with backoff (0.25 s doubling to 30 s). Domain records survive a
+ *   holds the loop or the worker for the call timeout (call_timeout_usec, 15 s by default) is
+ *   cut by the stall watchdog (libvirt-watchdog.h): libvirt's keepalive does not end it. When
+ *   libvirtd goes away (or the connection is cut) the close callback fires, and the backend
+ *   reconnects with backoff (0.25 s doubling to 30 s). Domain records survive a
  *   reconnect; after it, active domains are matched by UUID, domains gone meanwhile are
  *   reported removed, new ones added. The manager keeps its last targets meanwhile: actuators
  *   return -ENOTCONN.
@@ -19,8 +20,16 @@
  * - Stats: virDomainSetMemoryStatsPeriod once per domain, then one
  *   virConnectGetAllDomainStats(VIR_DOMAIN_STATS_BALLOON) per tick for all domains.
  *
- * Domains are named by their UUID string. Every call is synchronous (libvirt's RPC) and runs
- * on the caller's thread; events arrive from the sd-event loop given to libvirt_backend_new(). */
+ * Domains are named by their UUID string. Threads: libvirt's calls are synchronous RPCs, and a
+ * hung libvirtd never answers them. So the periodic ones, the stats (with the QEMU-monitor and
+ * balloon-size reads that go with them) and the actuators, have _async variants that run on the
+ * backend's worker thread (libvirt-worker.h) and report on the loop: one stats call in flight
+ * at a time, and per domain at most one queued balloon and one queued virtio-mem call (the
+ * latest target wins). Their synchronous variants run on the caller's thread (the daemon uses
+ * them only when stopping). What stays on the loop: the domain refresh on events (XML,
+ * metadata, info; guarded by the watchdog's loop heartbeat), connection setup after the open,
+ * and rightsizectl enable/disable. Events arrive from the sd-event loop given to
+ * libvirt_backend_new(). */
 #pragma once
 
 #include <stdbool.h>
@@ -72,6 +81,7 @@ typedef struct LibvirtBackendConfig {
         const char *uri;           /* NULL: qemu:///system */
         bool manage_all;           /* manage domains without the metadata element too */
         unsigned stats_period;     /* seconds, for virDomainSetMemoryStatsPeriod; 0: 1 */
+        uint64_t call_timeout_usec; /* the stall watchdog's limit for one call; 0: 15 s */
 } LibvirtBackendConfig;
 
 /* Registers the sd-event implementation with libvirt (libvirt-event.h) and starts connecting:
@@ -85,6 +95,8 @@ static inline void libvirt_backend_freep(LibvirtBackend **b) {
 }
 
 bool libvirt_backend_is_connected(const LibvirtBackend *b);
+/* Connected, and the connection not seen closed (a local check, no call to libvirtd). */
+bool libvirt_backend_is_alive(const LibvirtBackend *b);
 unsigned libvirt_backend_connect_count(const LibvirtBackend *b);
 /* The domain's record (NULL if not known). Valid until the next call into the backend. */
 const LibvirtDomainInfo *libvirt_backend_get_domain(LibvirtBackend *b, const char *uuid);
@@ -92,31 +104,68 @@ unsigned libvirt_backend_domain_count(const LibvirtBackend *b);
 
 typedef void (*libvirt_stats_fn)(LibvirtBackend *b, const char *uuid, const char *name, const RsLibvirtStats *stats,
                                  void *userdata);
-/* One bulk stats call for every active domain; `callback` runs for each known domain without
- * a skip reason. Returns the number of domains reported, or -errno (-ENOTCONN). */
+/* One bulk stats call for every active domain, on the caller's thread; `callback` runs for each
+ * known domain without a skip reason. Returns the number of domains reported, or -errno
+ * (-ENOTCONN). */
 int libvirt_backend_collect_all(LibvirtBackend *b, libvirt_stats_fn callback, void *userdata);
 
-/* QEMU's balloon size right now, in bytes: what the balloon leaves of the boot memory, without
- * virtio-mem (virDomainMemoryStats' actual, which libvirt reads with query-balloon). One call
- * for one domain: for a balloon in motion, where the bulk stats' balloon.current lags behind
- * (it follows BALLOON_CHANGE, which QEMU sends at most once a second). */
-int libvirt_backend_balloon_actual(LibvirtBackend *b, const char *uuid, uint64_t *ret);
+/* A domain's part of an asynchronous stats call: what is asked (uuid, want_monitor,
+ * balloon_target) and what came back. */
+typedef struct LibvirtDomainStats {
+        char uuid[VIR_UUID_STRING_BUFLEN];
+        /* Also the balloon's guest-stats through the QEMU monitor (virDomainQemuMonitorCommand,
+         * a qom-get of QMP_BALLOON_QOM_PATH): the stats libvirt does not map. libvirt marks the
+         * domain tainted (custom-monitor): only when the policy allows it. */
+        bool want_monitor;
+        /* > 0: the balloon's target (the guest's total, virtio-mem included). When balloon.current
+         * is away from it, QEMU's balloon size is read directly (virDomainMemoryStats' actual):
+         * balloon.current follows BALLOON_CHANGE, which QEMU sends at most once a second. */
+        uint64_t balloon_target;
+
+        const char *name;          /* on return: the domain's name */
+        bool found;                /* reported, and a domain rightsize may act on */
+        RsLibvirtStats stats;
+        int monitor_error;         /* 0: monitor is valid */
+        QmpGuestStats monitor;
+        int balloon_error;         /* 0: balloon is valid (bytes of the boot memory, no virtio-mem) */
+        uint64_t balloon;
+} LibvirtDomainStats;
+
+/* On the loop. error < 0: the bulk call failed (logged), nothing is found. */
+typedef void (*libvirt_collect_done_fn)(LibvirtBackend *b, int error, LibvirtDomainStats *stats, size_t n,
+                                        void *userdata);
+/* Queues one bulk stats call (virConnectGetAllDomainStats, NOWAIT) for the n domains asked
+ * about, on the worker; `done` gets them back in the same order. -EBUSY while the previous one
+ * has not returned: one in flight at a time. */
+int libvirt_backend_collect_async(LibvirtBackend *b, const LibvirtDomainStats *requests, size_t n,
+                                  libvirt_collect_done_fn done, void *userdata);
+/* Whether a stats call is in flight. */
+bool libvirt_backend_collect_busy(LibvirtBackend *b);
+
+/* An asynchronous call on a domain ended, on the loop: 0, or -errno (a libvirt failure is
+ * logged already; -ENOENT: the domain stopped meanwhile; -EBUSY: a migration runs, nothing was
+ * done). Never runs for a domain that left meanwhile. */
+typedef void (*libvirt_call_done_fn)(LibvirtBackend *b, const char *uuid, int error, void *userdata);
 
 /* Balloon target (virDomainSetMemoryFlags, live), capped at the domain's maximum. */
 int libvirt_backend_set_balloon(LibvirtBackend *b, const char *uuid, uint64_t bytes);
+/* The same on the worker: 0 when queued (a balloon call of the domain still queued takes the
+ * new target instead). */
+int libvirt_backend_set_balloon_async(LibvirtBackend *b, const char *uuid, uint64_t bytes, libvirt_call_done_fn done,
+                                      void *userdata);
 /* virtio-mem requested size (virDomainUpdateDeviceFlags, live) of the device `alias` (NULL:
  * the first), rounded up to its block and capped at its size; *ret_requested gets that. */
 int libvirt_backend_set_virtio_mem(LibvirtBackend *b, const char *uuid, const char *alias, uint64_t bytes,
                                    uint64_t *ret_requested);
+/* The same on the worker (coalesced as the balloon); *ret_requested from the device's record. */
+int libvirt_backend_set_virtio_mem_async(LibvirtBackend *b, const char *uuid, const char *alias, uint64_t bytes,
+                                         uint64_t *ret_requested, libvirt_call_done_fn done, void *userdata);
 /* Hot-plugs a DIMM (virDomainAttachDeviceFlags, live): only if the policy allows growth past
  * the boot size (`allowed`), else -EPERM. node < 0: no <node>. The domain's record is read
  * again after it (maximum and the DIMM counts grow). */
 int libvirt_backend_attach_dimm(LibvirtBackend *b, const char *uuid, uint64_t bytes, int node, bool allowed);
-
-/* The balloon's guest-stats through the QEMU monitor (virDomainQemuMonitorCommand, a qom-get
- * of QMP_BALLOON_QOM_PATH): the stats libvirt does not map. libvirt marks the domain tainted
- * (custom-monitor), so only when the policy allows it (-EPERM otherwise). */
-int libvirt_backend_read_monitor_stats(LibvirtBackend *b, const char *uuid, bool allowed, QmpGuestStats *ret);
+int libvirt_backend_attach_dimm_async(LibvirtBackend *b, const char *uuid, uint64_t bytes, int node, bool allowed,
+                                      libvirt_call_done_fn done, void *userdata);
 
 /* Reads a guest file through the agent (virDomainQemuAgentCommand guest-file-open/read/close)
  * into a NUL-terminated buffer of at most 256 KiB. Only when the policy allows it (`allowed`,

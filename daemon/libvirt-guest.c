@@ -12,6 +12,10 @@
 #include "daemon/manager.h"
 
 #define TICK_USEC (1 * USEC_PER_SEC)
+/* A stats call still running after this many ticks: libvirtd does not answer, and the guests
+ * say so (the stall watchdog cuts the call later, at the call timeout). */
+#define NOT_ANSWERING_TICKS 3
+#define NOT_ANSWERING_FAULT "libvirt not answering: a stats call has been running for"
 
 typedef struct Domain {
         LibvirtGuests *owner;
@@ -22,7 +26,12 @@ typedef struct Domain {
         bool agent_channel;
         bool monitor_logged;          /* the first qemu-monitor read was logged */
         uint64_t next_due;            /* CLOCK_MONOTONIC µs */
-        bool in_cycle, got_stats;     /* during a tick */
+        bool in_cycle;                /* in the stats call in flight */
+        uint64_t cycle_started;       /* the guest's cycle that call is for */
+        bool balloon_queued;          /* a balloon call in flight: balloon_prev to restore on failure */
+        uint64_t balloon_prev;
+        bool vmem_queued;             /* the same for virtio-mem */
+        uint64_t vmem_prev;
         LibvirtAgentJob *job;         /* the agent read in flight */
         bool agent_waiting;           /* the current cycle waits for it */
         sd_event_source *agent_deadline;
@@ -33,9 +42,12 @@ struct LibvirtGuests {
         char *uri;
         bool manage_all;
         bool agent;
+        uint64_t call_timeout_usec;
         LibvirtBackend *backend;
         LibvirtAgentWorker *worker;
         sd_event_source *timer;
+        unsigned busy_ticks;          /* ticks skipped with the stats call still running */
+        bool not_answering;           /* the guests show it */
         Domain **domains;
         size_t n_domains;
 };
@@ -62,22 +74,81 @@ static uint64_t now_monotonic(LibvirtGuests *lg) {
  * with 256 MiB plugged, `setmem 700M` leaves 956 MiB), as for plain QEMU guests: guest.c
  * takes what virtio-mem was asked for away from a total before it reaches set_balloon. */
 
+/* Actuation runs on the backend's worker: 0 means queued, and the guest records the new target
+ * at once (as for a QMP command in flight). A failure comes back later and puts back what the
+ * guest had before; a call still queued takes a newer target. While the daemon stops, the calls
+ * are synchronous: nothing would run them afterwards. */
+
+static void on_balloon_done(LibvirtBackend *b _unused_, const char *uuid, int error, void *userdata) {
+        Domain *d = domain_find(userdata, uuid);
+
+        if (!d || !d->balloon_queued)
+                return;
+        d->balloon_queued = false;
+        if (error < 0)
+                d->guest->balloon_target = d->balloon_prev;
+}
+
 static int driver_set_balloon(Guest *g, uint64_t balloon_bytes, void *userdata) {
         Domain *d = userdata;
-        (void) g;
-        return libvirt_backend_set_balloon(d->owner->backend, d->uuid, balloon_bytes);
+        int r;
+
+        if (d->owner->manager->stopping)
+                return libvirt_backend_set_balloon(d->owner->backend, d->uuid, balloon_bytes);
+        r = libvirt_backend_set_balloon_async(d->owner->backend, d->uuid, balloon_bytes, on_balloon_done, d->owner);
+        if (r >= 0 && !d->balloon_queued) {
+                d->balloon_queued = true;
+                d->balloon_prev = g->balloon_target;
+        }
+        return r;
+}
+
+static void on_vmem_done(LibvirtBackend *b _unused_, const char *uuid, int error, void *userdata) {
+        Domain *d = domain_find(userdata, uuid);
+
+        if (!d || !d->vmem_queued)
+                return;
+        d->vmem_queued = false;
+        if (error < 0)
+                d->guest->vmem_requested = d->vmem_prev;
 }
 
 static int driver_set_virtio_mem(Guest *g, uint64_t requested, uint64_t *ret_requested, void *userdata) {
         Domain *d = userdata;
         uint64_t aligned;
-        int r = libvirt_backend_set_virtio_mem(d->owner->backend, d->uuid, g->vmem_id, requested, &aligned);
-        if (r >= 0)
-                *ret_requested = aligned;
-        if (r >= 0)
-                log_guest_debug(g->name, guest_state_string(g), "virtio-mem %s requested %" PRIu64 " MiB",
-                                g->vmem_id, aligned / MIB);
-        return r;
+        int r;
+
+        if (d->owner->manager->stopping)
+                r = libvirt_backend_set_virtio_mem(d->owner->backend, d->uuid, g->vmem_id, requested, &aligned);
+        else {
+                r = libvirt_backend_set_virtio_mem_async(d->owner->backend, d->uuid, g->vmem_id, requested, &aligned,
+                                                         on_vmem_done, d->owner);
+                if (r >= 0 && !d->vmem_queued) {
+                        d->vmem_queued = true;
+                        d->vmem_prev = g->vmem_requested;
+                }
+        }
+        if (r < 0)
+                return r;
+        *ret_requested = aligned;
+        log_guest_debug(g->name, guest_state_string(g), "virtio-mem %s requested %" PRIu64 " MiB", g->vmem_id,
+                        aligned / MIB);
+        return 0;
+}
+
+static void on_dimm_done(LibvirtBackend *b _unused_, const char *uuid, int error, void *userdata) {
+        Domain *d = domain_find(userdata, uuid);
+        Guest *g;
+
+        if (!d || error >= 0)
+                return;
+        /* As guest.c does for a refused hotplug: the slot is not taken, and no more DIMMs. */
+        g = d->guest;
+        log_guest_warning_errno(g->name, guest_state_string(g), error, "DIMM hotplug failed: %s; no more DIMMs",
+                                strerror(-error));
+        g->dimm_count = g->dimm_count > 0 ? g->dimm_count - 1 : 0;
+        g->dimm_bytes = g->dimm_bytes >= g->dimm_slot_bytes ? g->dimm_bytes - g->dimm_slot_bytes : 0;
+        g->dimm_slot_bytes = 0;
 }
 
 static int driver_add_dimm(Guest *g, uint64_t bytes, void *userdata) {
@@ -85,8 +156,8 @@ static int driver_add_dimm(Guest *g, uint64_t bytes, void *userdata) {
         const LibvirtDomainInfo *info = libvirt_backend_get_domain(d->owner->backend, d->uuid);
 
         /* libvirt puts memory devices in a NUMA cell, and wants one for hotplug at all. */
-        return libvirt_backend_attach_dimm(d->owner->backend, d->uuid, bytes, info && info->numa ? 0 : -1,
-                                           g->policy.allow_dimm);
+        return libvirt_backend_attach_dimm_async(d->owner->backend, d->uuid, bytes, info && info->numa ? 0 : -1,
+                                                 g->policy.allow_dimm, on_dimm_done, d->owner);
 }
 
 static const GuestDriver libvirt_driver = {
@@ -250,11 +321,14 @@ static void on_memory_device_changed(LibvirtBackend *b _unused_, const char *uui
 static void on_connection_changed(LibvirtBackend *b, bool connected, void *userdata) {
         LibvirtGuests *lg = userdata;
 
+        lg->not_answering = false;
+        lg->busy_ticks = 0;
         for (size_t i = 0; i < lg->n_domains; i++) {
                 Domain *d = lg->domains[i];
                 if (!connected) {
                         /* The guest keeps the size it was given; nothing moves it meanwhile. */
                         domain_cancel_agent(d);
+                        d->in_cycle = false;
                         guest_set_faulty(d->guest, "libvirt connection lost: reconnecting");
                         continue;
                 }
@@ -330,16 +404,18 @@ static void domain_start_agent(LibvirtGuests *lg, Domain *d, uint64_t now) {
 
 /* With qemu-monitor = yes: the stats libvirt left unknown (OOM kills, stalls, scans, reclaims),
  * from QEMU itself. What libvirt reported stays as it was. */
-static void add_monitor_stats(LibvirtBackend *b, Domain *d, QmpGuestStats *stats) {
-        QmpGuestStats monitor;
+static void add_monitor_stats(Domain *d, const LibvirtDomainStats *s, QmpGuestStats *stats) {
         unsigned known = 0, added = 0;
 
-        if (libvirt_backend_read_monitor_stats(b, d->uuid, true, &monitor) < 0)
+        if (s->monitor_error < 0) {
+                log_guest_debug_errno(d->guest->name, guest_state_string(d->guest), s->monitor_error,
+                                      "QEMU monitor: no balloon guest-stats: %m");
                 return;
+        }
         for (size_t i = 0; i < _QMP_STAT_MAX; i++) {
-                known += qmp_value_is_known(monitor.value[i]);
-                if (!qmp_value_is_known(stats->value[i]) && qmp_value_is_known(monitor.value[i])) {
-                        stats->value[i] = monitor.value[i];
+                known += qmp_value_is_known(s->monitor.value[i]);
+                if (!qmp_value_is_known(stats->value[i]) && qmp_value_is_known(s->monitor.value[i])) {
+                        stats->value[i] = s->monitor.value[i];
                         added++;
                 }
         }
@@ -353,88 +429,67 @@ static void add_monitor_stats(LibvirtBackend *b, Domain *d, QmpGuestStats *stats
         }
 }
 
-static void on_stats(LibvirtBackend *b, const char *uuid, const char *name _unused_,
-                     const RsLibvirtStats *stats, void *userdata) {
-        Domain *d = domain_find(userdata, uuid);
-        Guest *g;
+/* The domain's guest is still in the cycle the stats call was made for. */
+static bool domain_cycle_current(Domain *d) {
+        Guest *g = d->guest;
+        return d->in_cycle && g->phase == GUEST_PHASE_RUNNING && g->cycle_pending > 0 &&
+               g->cycle_started == d->cycle_started;
+}
 
-        if (!d || !d->in_cycle)
-                return;
-        g = d->guest;
-        d->got_stats = true;
+static void domain_apply_stats(Domain *d, const LibvirtDomainStats *s) {
+        Guest *g = d->guest;
+        const RsLibvirtStats *stats = &s->stats;
+
         /* balloon.current: what the balloon leaves of the boot memory plus plugged virtio-mem. */
         if (qmp_value_is_known(stats->actual) && stats->actual > 0 &&
             (g->guest_max == 0 || stats->actual <= 2 * g->guest_max))
                 g->actual = stats->actual;
         g->host_rss = qmp_value_is_known(stats->rss) ? stats->rss : UINT64_MAX;
         QmpGuestStats guest_stats = stats->guest;
-        if (g->policy.qemu_monitor)
-                add_monitor_stats(b, d, &guest_stats);
+        if (g->policy.qemu_monitor && s->want_monitor)
+                add_monitor_stats(d, s, &guest_stats);
         guest_sample_add_stats(g, &guest_stats);
+        /* A balloon in motion, read directly (balloon.current lags it by up to an interval, and
+         * the guest would look as if it pushed back). */
+        if (s->balloon_error == 0)
+                g->actual = s->balloon + (g->vmem_id ? g->vmem_size : 0);
 }
 
-/* balloon.current follows BALLOON_CHANGE, which QEMU sends at most once a second: while the
- * balloon moves, it lags a whole interval and the guest would look as if it pushed back. So a
- * guest away from its balloon target gets its size read directly (one small call). */
-static void domain_refresh_moving_balloon(LibvirtGuests *lg, Domain *d) {
-        Guest *g = d->guest;
-        uint64_t tolerance = MAX(4 * MIB, g->balloon_target / 200), balloon;
-
-        if (g->balloon_target == 0 || (g->actual <= g->balloon_target + tolerance &&
-                                       g->actual + tolerance >= g->balloon_target))
+/* libvirtd answered again after the guests were marked: they are attached again. */
+static void guests_answering_again(LibvirtGuests *lg) {
+        if (!lg->not_answering)
                 return;
-        if (libvirt_backend_balloon_actual(lg->backend, d->uuid, &balloon) < 0)
-                return;
-        g->actual = balloon + (g->vmem_id ? g->vmem_size : 0);
-}
-
-static int on_tick(sd_event_source *s, uint64_t usec _unused_, void *userdata) {
-        LibvirtGuests *lg = userdata;
-        uint64_t now = now_monotonic(lg);
-        _cleanup_free_ char (*due)[VIR_UUID_STRING_BUFLEN] = NULL;
-        size_t n_due = 0;
-        int r;
-
-        (void) sd_event_source_set_time(s, now + TICK_USEC);
-        (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
-        if (lg->manager->stopping || lg->n_domains == 0 || !libvirt_backend_is_connected(lg->backend))
-                return 0;
-
-        due = calloc(lg->n_domains, sizeof(*due));
-        if (!due)
-                return log_oom(), 0;
+        lg->not_answering = false;
+        log_info("libvirt: answering again");
         for (size_t i = 0; i < lg->n_domains; i++) {
                 Domain *d = lg->domains[i];
-                if (d->skipped || now < d->next_due)
-                        continue;
-                r = guest_cycle_begin(d->guest);
-                if (r == -EBUSY)
-                        log_guest_debug(d->guest->name, guest_state_string(d->guest),
-                                        "Previous interval still running, skipping a tick");
-                if (r < 0)
-                        continue;
-                /* Ticks are 1 s apart: stay on the guest's interval within that. */
-                d->next_due = now + d->guest->policy.poll_interval_usec - TICK_USEC / 2;
-                d->in_cycle = true;
-                d->got_stats = false;
-                memcpy(due[n_due++], d->uuid, sizeof(d->uuid));
-                domain_start_agent(lg, d, now);
+                const LibvirtDomainInfo *info = libvirt_backend_get_domain(lg->backend, d->uuid);
+                if (info && d->guest->phase == GUEST_PHASE_FAULTY && strstr(d->guest->fault, NOT_ANSWERING_FAULT))
+                        domain_attach(lg, d, info);
         }
-        if (n_due == 0)
-                return 0;
+}
 
-        /* One call for every domain. */
-        r = libvirt_backend_collect_all(lg->backend, on_stats, lg);
+static void on_collected(LibvirtBackend *b _unused_, int error, LibvirtDomainStats *stats, size_t n, void *userdata) {
+        LibvirtGuests *lg = userdata;
 
-        /* Finishing a cycle may call into libvirt and so change the list: look each one up. */
-        for (size_t i = 0; i < n_due; i++) {
-                Domain *d = domain_find(lg, due[i]);
+        lg->busy_ticks = 0;
+        /* A call cut by the watchdog fails with the connection: the reconnect attaches the
+         * guests again. Any other answer means libvirtd answers. */
+        if (error >= 0 || libvirt_backend_is_alive(lg->backend))
+                guests_answering_again(lg);
+        for (size_t i = 0; i < n; i++) {
+                Domain *d = domain_find(lg, stats[i].uuid);
                 if (!d || !d->in_cycle)
                         continue;
+                if (!domain_cycle_current(d)) {
+                        /* Marked faulty, reconnected or re-attached meanwhile: not this cycle's. */
+                        d->in_cycle = false;
+                        continue;
+                }
                 d->in_cycle = false;
-                if (d->got_stats)
-                        domain_refresh_moving_balloon(lg, d);
-                else if (r >= 0) {
+                if (error < 0)
+                        guest_cycle_fail(d->guest, "libvirt could not read the domain stats");
+                else if (!stats[i].found) {
                         /* Not among the active domains: it is stopping, and its lifecycle event
                          * follows. No decision, and nothing to report. */
                         log_guest_debug(d->guest->name, guest_state_string(d->guest),
@@ -443,8 +498,91 @@ static int on_tick(sd_event_source *s, uint64_t usec _unused_, void *userdata) {
                         guest_cycle_cancel(d->guest);
                         continue;
                 } else
-                        guest_cycle_fail(d->guest, "libvirt could not read the domain stats");
+                        domain_apply_stats(d, &stats[i]);
                 guest_cycle_step_done(d->guest);
+        }
+}
+
+/* The stats call of an earlier tick has not returned. */
+static void stats_call_late(LibvirtGuests *lg) {
+        char fault[160];
+
+        lg->busy_ticks++;
+        log_debug("libvirt: the stats call is still running (%u s): skipping this tick", lg->busy_ticks);
+        if (lg->busy_ticks < NOT_ANSWERING_TICKS)
+                return;
+        if (!lg->not_answering)
+                log_warning("libvirt: %s does not answer: a stats call has been running for %u s",
+                            lg->uri ?: "libvirtd", lg->busy_ticks);
+        lg->not_answering = true;
+        snprintf(fault, sizeof(fault), NOT_ANSWERING_FAULT " %u s", lg->busy_ticks);
+        for (size_t i = 0; i < lg->n_domains; i++) {
+                Domain *d = lg->domains[i];
+                if (d->skipped || d->guest->phase == GUEST_PHASE_CONNECTING)
+                        continue;
+                /* Keeps the guest at the size it was given: a faulty guest is not actuated. */
+                domain_cancel_agent(d);
+                d->in_cycle = false;
+                guest_set_faulty(d->guest, fault);
+        }
+}
+
+static int on_tick(sd_event_source *s, uint64_t usec _unused_, void *userdata) {
+        LibvirtGuests *lg = userdata;
+        uint64_t now = now_monotonic(lg);
+        _cleanup_free_ LibvirtDomainStats *requests = NULL;
+        size_t n_due = 0;
+        int r;
+
+        (void) sd_event_source_set_time(s, now + TICK_USEC);
+        (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        if (lg->manager->stopping || lg->n_domains == 0 || !libvirt_backend_is_connected(lg->backend))
+                return 0;
+        /* One stats call in flight at a time: a hung libvirtd does not pile them up. */
+        if (libvirt_backend_collect_busy(lg->backend)) {
+                stats_call_late(lg);
+                return 0;
+        }
+
+        requests = calloc(lg->n_domains, sizeof(*requests));
+        if (!requests)
+                return log_oom(), 0;
+        for (size_t i = 0; i < lg->n_domains; i++) {
+                Domain *d = lg->domains[i];
+                Guest *g = d->guest;
+                if (d->skipped || now < d->next_due)
+                        continue;
+                r = guest_cycle_begin(g);
+                if (r == -EBUSY)
+                        log_guest_debug(g->name, guest_state_string(g),
+                                        "Previous interval still running, skipping a tick");
+                if (r < 0)
+                        continue;
+                /* Ticks are 1 s apart: stay on the guest's interval within that. */
+                d->next_due = now + g->policy.poll_interval_usec - TICK_USEC / 2;
+                d->in_cycle = true;
+                d->cycle_started = g->cycle_started;
+                memcpy(requests[n_due].uuid, d->uuid, sizeof(d->uuid));
+                requests[n_due].want_monitor = g->policy.qemu_monitor;
+                requests[n_due].balloon_target = g->balloon_target;
+                n_due++;
+                domain_start_agent(lg, d, now);
+        }
+        if (n_due == 0)
+                return 0;
+
+        /* One call for every domain, on the backend's worker: on_collected() goes on. */
+        r = libvirt_backend_collect_async(lg->backend, requests, n_due, on_collected, lg);
+        if (r < 0) {
+                log_debug_errno(r, "libvirt: cannot queue the stats call: %m");
+                for (size_t i = 0; i < n_due; i++) {
+                        Domain *d = domain_find(lg, requests[i].uuid);
+                        if (!d || !domain_cycle_current(d))
+                                continue;
+                        d->in_cycle = false;
+                        guest_cycle_fail(d->guest, "libvirt could not read the domain stats");
+                        guest_cycle_step_done(d->guest);
+                }
         }
         return 0;
 }
@@ -468,6 +606,7 @@ int libvirt_guests_new(Manager *m, LibvirtGuests **ret) {
         lg->uri = m->config->libvirt_uri ? strdup(m->config->libvirt_uri) : NULL;
         lg->manage_all = m->config->libvirt_manage_all;
         lg->agent = m->config->libvirt_agent;
+        lg->call_timeout_usec = m->config->libvirt_call_timeout_usec;
         if (m->config->libvirt_uri && !lg->uri) {
                 free(lg);
                 return -ENOMEM;
@@ -490,6 +629,7 @@ int libvirt_guests_new(Manager *m, LibvirtGuests **ret) {
                 .uri = lg->uri,
                 .manage_all = lg->manage_all,
                 .stats_period = 1,
+                .call_timeout_usec = lg->call_timeout_usec,
         };
         /* Domains already running are reported from inside: lg must be complete by now. */
         r = libvirt_backend_new(m->event, &config, &callbacks, lg, &lg->backend);
@@ -522,7 +662,7 @@ static bool streq_null(const char *a, const char *b) {
 
 bool libvirt_guests_config_matches(const LibvirtGuests *lg, const Config *c) {
         return c->libvirt_enabled && streq_null(lg->uri, c->libvirt_uri) && lg->manage_all == c->libvirt_manage_all &&
-               lg->agent == c->libvirt_agent;
+               lg->agent == c->libvirt_agent && lg->call_timeout_usec == c->libvirt_call_timeout_usec;
 }
 
 void libvirt_guests_reload(LibvirtGuests *lg) {

@@ -8,10 +8,14 @@
  *   migration) is listed as faulty with "skipped: REASON" and never touched.
  * - Its policy is the one its metadata names (<rightsize:policy>), else the policy whose globs
  *   match its name or UUID, as for QMP guests.
- * - One timer drives every libvirt guest: each tick makes one bulk stats call
- *   (virConnectGetAllDomainStats) for all the guests whose poll interval is due, and feeds
- *   each guest's sample from it. Actuation goes through the backend: balloon, and virtio-mem
- *   for policies that use it.
+ * - One timer drives every libvirt guest: each tick queues one bulk stats call
+ *   (virConnectGetAllDomainStats) for all the guests whose poll interval is due, on the
+ *   backend's worker thread, and feeds each guest's sample when it returns. While it has not
+ *   returned, ticks are skipped; after 3 of them the guests are faulty ("libvirt not
+ *   answering") until it does, or until the stall watchdog cuts it and the reconnect attaches
+ *   them again. Actuation goes through the backend's worker too (balloon, virtio-mem for
+ *   policies that use it, DIMMs): a driver call returns once queued, and a failure puts the
+ *   guest's previous target back.
  * - With [libvirt] agent=yes, a domain with the guest-agent channel also gets /proc/vmstat and
  *   PSI, read on the agent worker thread (libvirt-agent.h); the cycle waits for it at most
  *   3/4 of the poll interval, then goes on without it.

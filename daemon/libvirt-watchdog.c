@@ -17,6 +17,7 @@
 #include "common/worker-thread.h"
 
 #define HEARTBEAT_USEC (1 * USEC_PER_SEC)
+#define CALL_SLOTS 4
 
 struct LibvirtWatchdog {
         sd_event_source *heartbeat;
@@ -29,7 +30,9 @@ struct LibvirtWatchdog {
         bool quit;                   /* under lock */
         int fd;                      /* under lock */
         bool cut;                    /* under lock */
+        bool cut_by_call;            /* under lock: a worker's call, not the loop */
         uint64_t cut_stalled_usec;   /* under lock */
+        uint64_t calls[CALL_SLOTS];  /* under lock: start of a call on a worker thread, 0: free */
 };
 
 static uint64_t monotonic_usec(void) {
@@ -58,13 +61,17 @@ static void *watchdog_main(void *arg) {
                 (void) pthread_cond_timedwait(&w->wake, &w->lock, &until);
                 if (w->quit)
                         break;
-                uint64_t silent = monotonic_usec() - atomic_load(&w->last_beat);
-                if (w->fd >= 0 && silent > w->stall_usec) {
+                uint64_t now = monotonic_usec(), silent = now - atomic_load(&w->last_beat), oldest = 0;
+                for (size_t i = 0; i < CALL_SLOTS; i++)
+                        if (w->calls[i] > 0 && now - w->calls[i] > oldest)
+                                oldest = now - w->calls[i];
+                if (w->fd >= 0 && (silent > w->stall_usec || oldest > w->stall_usec)) {
                         /* Under the lock: the loop cannot hand the fd back to the system meanwhile. */
                         (void) shutdown(w->fd, SHUT_RDWR);
                         w->fd = -1;
                         w->cut = true;
-                        w->cut_stalled_usec = silent;
+                        w->cut_by_call = oldest > w->stall_usec;
+                        w->cut_stalled_usec = MAX(silent, oldest);
                 }
         }
         pthread_mutex_unlock(&w->lock);
@@ -129,7 +136,42 @@ void libvirt_watchdog_watch(LibvirtWatchdog *w, int fd) {
         pthread_mutex_unlock(&w->lock);
 }
 
-bool libvirt_watchdog_take_cut(LibvirtWatchdog *w, uint64_t *ret_stalled_usec) {
+int libvirt_watchdog_call_begin(LibvirtWatchdog *w) {
+        int slot = -1;
+
+        if (!w)
+                return -1;
+        pthread_mutex_lock(&w->lock);
+        for (size_t i = 0; i < CALL_SLOTS; i++)
+                if (w->calls[i] == 0) {
+                        w->calls[i] = monotonic_usec();
+                        slot = (int) i;
+                        break;
+                }
+        pthread_mutex_unlock(&w->lock);
+        return slot;
+}
+
+void libvirt_watchdog_call_end(LibvirtWatchdog *w, int slot) {
+        if (!w || slot < 0 || slot >= CALL_SLOTS)
+                return;
+        pthread_mutex_lock(&w->lock);
+        w->calls[slot] = 0;
+        pthread_mutex_unlock(&w->lock);
+}
+
+void libvirt_watchdog_cut_now(LibvirtWatchdog *w) {
+        if (!w)
+                return;
+        pthread_mutex_lock(&w->lock);
+        if (w->fd >= 0) {
+                (void) shutdown(w->fd, SHUT_RDWR);
+                w->fd = -1;
+        }
+        pthread_mutex_unlock(&w->lock);
+}
+
+bool libvirt_watchdog_take_cut(LibvirtWatchdog *w, uint64_t *ret_stalled_usec, bool *ret_by_call) {
         bool cut;
 
         if (!w)
@@ -138,6 +180,8 @@ bool libvirt_watchdog_take_cut(LibvirtWatchdog *w, uint64_t *ret_stalled_usec) {
         cut = w->cut;
         if (cut && ret_stalled_usec)
                 *ret_stalled_usec = w->cut_stalled_usec;
+        if (cut && ret_by_call)
+                *ret_by_call = w->cut_by_call;
         w->cut = false;
         pthread_mutex_unlock(&w->lock);
         return cut;

@@ -10,7 +10,10 @@
  * loop has been silent for `stall_usec` it shuts the connection's socket down (shutdown(2),
  * not close: the fd stays libvirt's). The call waiting on it fails at once, libvirt closes the
  * connection, and the backend reconnects (from a thread, libvirt-connect.h). A loop stalled
- * by something else loses only the libvirt connection, which comes back. */
+ * by something else loses only the libvirt connection, which comes back.
+ *
+ * Calls made on worker threads (libvirt-worker.h) do not hold the loop: they are timed one by
+ * one instead (call_begin/_end), and one that runs `stall_usec` gets the same cut. */
 #pragma once
 
 #include <stdbool.h>
@@ -26,8 +29,16 @@ LibvirtWatchdog *libvirt_watchdog_free(LibvirtWatchdog *w);
 /* The socket to shut down on a stall, -1 for none. Set it to -1 before the connection is
  * closed: the number may be reused afterwards. */
 void libvirt_watchdog_watch(LibvirtWatchdog *w, int fd);
-/* Whether the watchdog cut the connection since the last call (to log it from the loop). */
-bool libvirt_watchdog_take_cut(LibvirtWatchdog *w, uint64_t *ret_stalled_usec);
+/* Whether the watchdog cut the connection since the last call (to log it from the loop), how
+ * long the loop or the call had been stuck, and whether it was a worker's call (may be NULL). */
+bool libvirt_watchdog_take_cut(LibvirtWatchdog *w, uint64_t *ret_stalled_usec, bool *ret_by_call);
+
+/* A libvirt call on a worker thread starts: a slot to end it with (-1 when the watchdog is
+ * NULL or all slots are taken: the call is not timed). Thread-safe. */
+int libvirt_watchdog_call_begin(LibvirtWatchdog *w);
+void libvirt_watchdog_call_end(LibvirtWatchdog *w, int slot);
+/* Shuts the watched socket down now (a daemon stopping does not wait for a hung call). */
+void libvirt_watchdog_cut_now(LibvirtWatchdog *w);
 
 /* The fd of the unix socket a libvirt connection opened: the one socket in `after` and not
  * in `before` whose peer is a libvirt daemon socket (…/libvirt-sock, …/virtqemud-sock, and

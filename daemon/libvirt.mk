@@ -8,6 +8,7 @@ daemon_liblibvirtbackend_a_SOURCES = \
 	daemon/libvirt-agent.c daemon/libvirt-agent.h \
 	daemon/libvirt-connect.c daemon/libvirt-connect.h \
 	daemon/libvirt-watchdog.c daemon/libvirt-watchdog.h \
+	daemon/libvirt-worker.c daemon/libvirt-worker.h \
 	daemon/libvirt-backend.c daemon/libvirt-backend.h
 daemon_liblibvirtbackend_a_CFLAGS = $(AM_CFLAGS) $(LIBVIRT_CFLAGS) $(QMP_CFLAGS)
 
@@ -29,6 +30,19 @@ TESTS += tests/unit/test-libvirt-watchdog
 tests_unit_test_libvirt_watchdog_SOURCES = tests/unit/test-libvirt-watchdog.c
 tests_unit_test_libvirt_watchdog_CFLAGS = $(AM_CFLAGS) $(LIBVIRT_BACKEND_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_test_libvirt_watchdog_LDADD = $(LIBVIRT_BACKEND_LIBS) $(CHECK_LIBS)
+
+check_PROGRAMS += tests/unit/test-libvirt-worker
+TESTS += tests/unit/test-libvirt-worker
+tests_unit_test_libvirt_worker_SOURCES = tests/unit/test-libvirt-worker.c
+tests_unit_test_libvirt_worker_CFLAGS = $(AM_CFLAGS) $(LIBVIRT_BACKEND_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_test_libvirt_worker_LDADD = $(LIBVIRT_BACKEND_LIBS) $(CHECK_LIBS)
+
+# The backend's worker calls against libvirt's in-process test driver (test:///default).
+check_PROGRAMS += tests/unit/test-libvirt-backend-async
+TESTS += tests/unit/test-libvirt-backend-async
+tests_unit_test_libvirt_backend_async_SOURCES = tests/unit/test-libvirt-backend-async.c
+tests_unit_test_libvirt_backend_async_CFLAGS = $(AM_CFLAGS) $(LIBVIRT_BACKEND_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_test_libvirt_backend_async_LDADD = $(LIBVIRT_BACKEND_LIBS) $(CHECK_LIBS)
 
 # ---- against a real libvirtd (started by the test through contrib/libvirt-setup) ----
 check_PROGRAMS += tests/integration/test-libvirt-backend

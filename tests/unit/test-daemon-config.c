@@ -80,7 +80,8 @@ static const char default_text[] =
         "enabled = yes\n"
         "uri = qemu:///system\n"
         "manage-all = no\n"
-        "agent = no\n";
+        "agent = no\n"
+        "call-timeout = 15s\n";
 
 START_TEST(test_defaults_printed) {
         _cleanup_(config_freep) Config *c = NULL;
@@ -118,7 +119,8 @@ static const char full_text[] =
         "[libvirt]\n"
         "enabled = no\n"
         "uri = qemu+ssh://host/system\n"
-        "manage-all = true\n";
+        "manage-all = true\n"
+        "call-timeout = 1500ms\n";
 
 START_TEST(test_parse_every_key) {
         _cleanup_(config_freep) Config *c = NULL;
@@ -145,6 +147,7 @@ START_TEST(test_parse_every_key) {
         ck_assert(!c->libvirt_enabled);
         ck_assert_str_eq(c->libvirt_uri, "qemu+ssh://host/system");
         ck_assert(c->libvirt_manage_all);
+        ck_assert_uint_eq(c->libvirt_call_timeout_usec, 1500 * 1000);
 }
 END_TEST
 
@@ -203,6 +206,9 @@ START_TEST(test_errors_name_file_line_key) {
                 { "[daemon]\nread-group = 9lives\n", 2, "key 'read-group': invalid group name '9lives'" },
                 { "[libvirt]\nenabled = maybe\n", 2, "key 'enabled': invalid boolean 'maybe'" },
                 { "[libvirt]\nuri =\n", 2, "key 'uri': invalid URI ''" },
+                { "[libvirt]\ncall-timeout = 500ms\n", 2, "key 'call-timeout': '500ms' out of range" },
+                { "[libvirt]\ncall-timeout = 11min\n", 2, "key 'call-timeout': '11min' out of range" },
+                { "[libvirt]\ncall-timeout = soon\n", 2, "key 'call-timeout': invalid duration 'soon'" },
                 { "[qemu]\nqmp-sockets = /run/*/x.qmp\n", 2, "key 'qmp-sockets': '/run/*/x.qmp' has wildcards in its directory part" },
                 { "[qemu]\nqmp-sockets = relative/*.qmp\n", 2, "key 'qmp-sockets': 'relative/*.qmp' is not an absolute path" },
                 { "[qemu]\nagent-socket-pattern = %d/%x\n", 2, "key 'agent-socket-pattern': invalid pattern '%d/%x'" },

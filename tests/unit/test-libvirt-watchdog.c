@@ -76,6 +76,7 @@ START_TEST(test_cuts_when_the_loop_stalls) {
         LibvirtWatchdog *w = NULL;
         int pair[2];
         uint64_t stalled = 0;
+        bool by_call = true;
 
         ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
         ck_assert_int_eq(sd_event_new(&e), 0);
@@ -85,15 +86,16 @@ START_TEST(test_cuts_when_the_loop_stalls) {
         /* The loop runs: 3 s of beats, no cut. */
         for (int i = 0; i < 30; i++)
                 ck_assert_int_ge(sd_event_run(e, 100 * USEC_PER_MSEC), 0);
-        ck_assert(!libvirt_watchdog_take_cut(w, NULL));
+        ck_assert(!libvirt_watchdog_take_cut(w, NULL, NULL));
         ck_assert(!peer_closed(pair[1]));
 
         /* The loop stalls (as in a libvirt call to a hung libvirtd): cut within the check period. */
         sleep(4);
-        ck_assert(libvirt_watchdog_take_cut(w, &stalled));
+        ck_assert(libvirt_watchdog_take_cut(w, &stalled, &by_call));
         ck_assert_uint_gt(stalled, 1500 * USEC_PER_MSEC);
+        ck_assert(!by_call);
         ck_assert(peer_closed(pair[1]));
-        ck_assert(!libvirt_watchdog_take_cut(w, NULL)); /* reported once */
+        ck_assert(!libvirt_watchdog_take_cut(w, NULL, NULL)); /* reported once */
 
         /* Nothing watched: a stall touches nothing. */
         int pair2[2];
@@ -101,7 +103,7 @@ START_TEST(test_cuts_when_the_loop_stalls) {
         libvirt_watchdog_watch(w, pair2[0]);
         libvirt_watchdog_watch(w, -1);
         sleep(3);
-        ck_assert(!libvirt_watchdog_take_cut(w, NULL));
+        ck_assert(!libvirt_watchdog_take_cut(w, NULL, NULL));
         ck_assert(!peer_closed(pair2[1]));
 
         w = libvirt_watchdog_free(w);
@@ -112,6 +114,47 @@ START_TEST(test_cuts_when_the_loop_stalls) {
 }
 END_TEST
 
+/* A call on a worker thread that does not return while the loop keeps beating: cut all the same;
+ * calls that end in time are not. */
+START_TEST(test_cuts_a_worker_call) {
+        _cleanup_(sd_event_unrefp) sd_event *e = NULL;
+        LibvirtWatchdog *w = NULL;
+        int pair[2], slot;
+        uint64_t stalled = 0;
+        bool by_call = false;
+
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+        ck_assert_int_eq(sd_event_new(&e), 0);
+        ck_assert_int_eq(libvirt_watchdog_new(e, 1500 * USEC_PER_MSEC, &w), 0);
+        libvirt_watchdog_watch(w, pair[0]);
+
+        /* Short calls for longer than the limit, the loop running: no cut. */
+        for (int i = 0; i < 20; i++) {
+                slot = libvirt_watchdog_call_begin(w);
+                ck_assert_int_ge(slot, 0);
+                ck_assert_int_ge(sd_event_run(e, 100 * USEC_PER_MSEC), 0);
+                libvirt_watchdog_call_end(w, slot);
+        }
+        ck_assert(!libvirt_watchdog_take_cut(w, NULL, NULL));
+        ck_assert(!peer_closed(pair[1]));
+
+        /* One call stays: the loop beats on, the call gets the connection cut. */
+        slot = libvirt_watchdog_call_begin(w);
+        ck_assert_int_ge(slot, 0);
+        for (int i = 0; i < 40 && !peer_closed(pair[1]); i++)
+                ck_assert_int_ge(sd_event_run(e, 100 * USEC_PER_MSEC), 0);
+        libvirt_watchdog_call_end(w, slot);
+        ck_assert(peer_closed(pair[1]));
+        ck_assert(libvirt_watchdog_take_cut(w, &stalled, &by_call));
+        ck_assert(by_call);
+        ck_assert_uint_gt(stalled, 1500 * USEC_PER_MSEC);
+
+        w = libvirt_watchdog_free(w);
+        close(pair[0]);
+        close(pair[1]);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("libvirt-watchdog");
         TCase *tc = tcase_create("core");
@@ -119,6 +162,7 @@ int main(void) {
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, test_connection_socket);
         tcase_add_test(tc, test_cuts_when_the_loop_stalls);
+        tcase_add_test(tc, test_cuts_a_worker_call);
         suite_add_tcase(s, tc);
         return check_run_suite(s);
 }

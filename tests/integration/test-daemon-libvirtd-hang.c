@@ -1,0 +1,387 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* rightsized when libvirtd hangs: a real libvirtd (contrib/libvirt-setup) with one TCG domain
+ * that opts in, and beside it a simulated QMP guest (tests/sim/fake-qemu) managed by the same
+ * daemon. libvirtd is stopped (SIGSTOP) with the daemon's libvirt calls going every second, so
+ * one of them hangs mid-call; the daemon runs with [libvirt] call-timeout = 5s.
+ *
+ * While libvirtd hangs, the test asserts that
+ *   (a) the daemon keeps running;
+ *   (b) the QMP guest is unaffected: a new sample and a new decision nearly every interval, no
+ *       fault, and `rightsizectl list` answers promptly every time it is asked;
+ *   (c) the libvirt guest is listed faulty with a reason: first "libvirt not answering" (the
+ *       stats call runs too long), then "libvirt connection lost" once the watchdog cut it;
+ *   (d) no guest is below its floor;
+ *   (e) the daemon's RSS stays within 8 MiB of what it was before, and its fds flat.
+ * Then libvirtd dies (SIGKILL) and a new one starts: (f) the domain is managed again, and the
+ * daemon exits cleanly on SIGTERM. Also: `rightsized --check-config` refuses a call-timeout
+ * out of range. */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+
+#include "common/macro.h"
+#include "tests/integration/bus-fixture.h"
+#include "tests/integration/daemon-fixture.h"
+#include "tests/integration/e2e-common.h"
+#include "tests/unit/test-daemon-util.h"
+
+#define URI "qemu:///system"
+#define LIBVIRT_TEST_LOCK "/run/rightsize-libvirt-test.lock"
+#define LIBVIRTD_PID_FILE "/run/rightsize-test-libvirtd.pid"
+#define CALL_TIMEOUT_SEC 5
+/* The hang: past the cut (a tick, the call timeout and the watchdog's 1 s check), with two
+ * intervals after it. */
+#define HANG_SEC (CALL_TIMEOUT_SEC + 4)
+#define SIM "sim-0"
+#define FLOOR DAEMON_FIXTURE_FLOOR
+
+static const char *top_srcdir;
+static char domain_name[64];
+static BusFixture bus;
+static DaemonFixture daemon_fx;
+static virConnectPtr conn;
+static pid_t stopped_libvirtd;
+
+static int run(const char *cmd) {
+        int r = system(cmd);
+        return r == -1 ? -errno : WIFEXITED(r) ? WEXITSTATUS(r) : 128;
+}
+
+static void teardown_all(void) {
+        char cmd[1024];
+
+        /* A libvirtd this test stopped answers again, so that it can be stopped. */
+        if (stopped_libvirtd > 0) {
+                (void) kill(stopped_libvirtd, SIGCONT);
+                stopped_libvirtd = 0;
+        }
+        e2e_daemon_teardown(&daemon_fx);
+        bus_fixture_stop(&bus);
+        if (conn) {
+                virConnectClose(conn);
+                conn = NULL;
+        }
+        if (domain_name[0] && top_srcdir) {
+                snprintf(cmd, sizeof(cmd),
+                         "virsh -q -c " URI " destroy %s >/dev/null 2>&1; "
+                         "%s/contrib/libvirt-setup --stop >/dev/null 2>&1",
+                         domain_name, top_srcdir);
+                (void) run(cmd);
+                domain_name[0] = '\0';
+        }
+}
+
+static void on_signal(int sig) {
+        teardown_all();
+        signal(sig, SIG_DFL);
+        raise(sig);
+}
+
+static void setup_all(void) {
+        char text[4096];
+
+        signal(SIGINT, on_signal);
+        signal(SIGTERM, on_signal);
+        atexit(teardown_all);
+        ck_assert_int_eq(bus_fixture_start(&bus, BUS_POLICY_OPEN), 0);
+        daemon_fixture_init(&daemon_fx, &bus);
+        snprintf(domain_name, sizeof(domain_name), "rightsize-hang-%d", (int) getpid());
+        /* Both guests: a 1 s interval and a floor of FLOOR. */
+        daemon_fixture_write_policy(&daemon_fx, "fast", daemon_fixture_fast_policy);
+        snprintf(text, sizeof(text),
+                 "[daemon]\n"
+                 "policy-dir = %s\n"
+                 "state-dir = %s\n"
+                 "log-level = debug\n"
+                 "host-reserve = 0\n"
+                 "shutdown-action = keep\n"
+                 "read-group =\n"
+                 /* Only this test's guests, whatever else runs on this libvirtd. */
+                 "[guests]\n"
+                 "manage = %s sim-*\n"
+                 "[qemu]\n"
+                 "qmp-sockets = %s/*.qmp\n"
+                 "agent-socket-pattern =\n"
+                 "[libvirt]\n"
+                 "enabled = yes\n"
+                 "uri = " URI "\n"
+                 "manage-all = no\n"
+                 "agent = no\n"
+                 "call-timeout = %ds\n",
+                 daemon_fx.policy_dir, daemon_fx.state_dir, domain_name, daemon_fx.qmp_dir, CALL_TIMEOUT_SEC);
+        test_write_file(daemon_fx.config_path, text);
+}
+
+static pid_t libvirtd_pid(void) {
+        _cleanup_free_ char *text = test_read_file(LIBVIRTD_PID_FILE);
+        long pid = text ? strtol(text, NULL, 10) : 0;
+        return pid > 1 && kill((pid_t) pid, 0) == 0 ? (pid_t) pid : 0;
+}
+
+static unsigned fd_count(pid_t pid) {
+        char path[64];
+        unsigned n = 0;
+        DIR *dir;
+
+        snprintf(path, sizeof(path), "/proc/%d/fd", (int) pid);
+        dir = opendir(path);
+        ck_assert_ptr_nonnull(dir);
+        for (struct dirent *de; (de = readdir(dir));)
+                n += de->d_name[0] != '.';
+        closedir(dir);
+        return n;
+}
+
+/* `rightsizectl --json list`: how long it took; the domain's state and fault, and whether the
+ * QMP guest is listed. */
+static double ctl_list(char *state, size_t state_size, char *fault, size_t fault_size, bool *ret_sim_listed) {
+        double t = e2e_now_sec(), took;
+        CtlRun r = ctl_run(&daemon_fx, "--json", "list");
+        json_object *doc, *guests;
+        bool domain_listed = false;
+
+        took = e2e_now_sec() - t;
+        ck_assert_msg(r.code == 0, "rightsizectl list failed: %s", r.err);
+        doc = json_tokener_parse(r.out);
+        ck_assert_msg(doc, "rightsizectl --json list printed no JSON: %s", r.out);
+        ctl_run_done(&r);
+        ck_assert(json_object_object_get_ex(doc, "guests", &guests));
+        *ret_sim_listed = false;
+        for (size_t i = 0; i < json_object_array_length(guests); i++) {
+                json_object *g = json_object_array_get_idx(guests, i), *n, *value;
+                if (!json_object_object_get_ex(g, "name", &n))
+                        continue;
+                if (strcmp(json_object_get_string(n), SIM) == 0)
+                        *ret_sim_listed = true;
+                if (strcmp(json_object_get_string(n), domain_name) != 0)
+                        continue;
+                domain_listed = true;
+                state[0] = fault[0] = '\0';
+                if (json_object_object_get_ex(g, "state", &value))
+                        snprintf(state, state_size, "%s", json_object_get_string(value) ?: "");
+                if (json_object_object_get_ex(g, "fault", &value))
+                        snprintf(fault, fault_size, "%s", json_object_get_string(value) ?: "");
+        }
+        json_object_put(doc);
+        ck_assert_msg(domain_listed, "the domain left the list while libvirtd hung");
+        return took;
+}
+
+/* `rightsized --check-config` on the test's config with call-timeout = value: its exit status. */
+static int check_config_with(const char *value) {
+        char path[PATH_MAX], cmd[PATH_MAX * 2 + 64];
+        _cleanup_free_ char *text = test_read_file(daemon_fx.config_path), *full = NULL;
+        const char *builddir = getenv("top_builddir") ?: ".";
+        char *key;
+
+        ck_assert_ptr_nonnull(text);
+        key = strstr(text, "call-timeout = ");
+        ck_assert_ptr_nonnull(key);
+        *key = '\0';
+        ck_assert_int_ge(asprintf(&full, "%scall-timeout = %s\n", text, value), 0);
+        snprintf(path, sizeof(path), "%s/check.conf", daemon_fx.dir);
+        test_write_file(path, full);
+        snprintf(cmd, sizeof(cmd), "%s/rightsized --check-config --config %s >/dev/null 2>&1", builddir, path);
+        return run(cmd);
+}
+
+static void check_config_rejects(const char *value) {
+        int r = check_config_with(value);
+        /* 127: no binary, which would prove nothing. */
+        ck_assert_msg(r != 0 && r != 127 && r != 126, "--check-config with call-timeout = %s: exit %d", value, r);
+}
+
+START_TEST(test_libvirtd_hang) {
+        _cleanup_free_ char *xml = NULL;
+        char cmd[4096], state[32], fault[256];
+        virDomainPtr dom;
+        GuestView v, sim_before, domain_before;
+        double t0 = e2e_now_sec(), t, slowest = 0;
+        uint64_t rss_before, rss_hang, rss_after, last_updated;
+        unsigned fds_before, fds_hang, fds_after, sim_updates = 0, lists = 0;
+        int history_before, history_after, status;
+        bool seen_not_answering = false, seen_lost = false, seen_other = false, sim_listed, ok;
+        pid_t pid;
+
+        /* Out-of-range and malformed values are refused (no libvirtd needed for that); the
+         * test's own config, and the limits, pass. */
+        ck_assert_int_eq(check_config_with("5s"), 0);
+        ck_assert_int_eq(check_config_with("1s"), 0);
+        ck_assert_int_eq(check_config_with("10min"), 0);
+        check_config_rejects("0");
+        check_config_rejects("999ms");
+        check_config_rejects("11min");
+        check_config_rejects("fast");
+
+        snprintf(cmd, sizeof(cmd), "%s/contrib/libvirt-setup", top_srcdir);
+        ck_assert_msg(run(cmd) == 0, "contrib/libvirt-setup failed");
+        conn = virConnectOpen(URI);
+        ck_assert_ptr_nonnull(conn);
+        fprintf(stderr, "[%5.1fs] libvirtd up\n", e2e_now_sec() - t0);
+
+        /* A small domain: no virtio-mem, no agent, no workload needed (the balloon stats are
+         * enough to be managed). Transient: it goes with destroy. */
+        snprintf(cmd, sizeof(cmd), "%s/contrib/guest-domain-xml --name %s --policy fast --mem 1024M --vmem-size 0 --no-agent",
+                 top_srcdir, domain_name);
+        xml = e2e_capture(cmd, &status);
+        ck_assert_msg(xml && status == 0, "guest-domain-xml failed");
+        dom = virDomainCreateXML(conn, xml, 0);
+        ck_assert_msg(dom, "start: %s", virGetLastErrorMessage());
+        virDomainFree(dom);
+
+        daemon_fixture_start_sim(&daemon_fx, 0, 0, 1, (const char *const[]) { "--scenario", "steady", "--time-scale", "20", NULL });
+        daemon_fixture_start(&daemon_fx);
+        ck_assert_msg(guest_view_wait_running(&daemon_fx, SIM, 30), SIM " never became managed");
+        ck_assert_msg(guest_view_wait_running(&daemon_fx, domain_name, 60), "the domain never became managed");
+        fprintf(stderr, "[%5.1fs] both guests managed\n", e2e_now_sec() - t0);
+        /* An interval of the normal path, then the baseline. */
+        sleep(1);
+        rss_before = daemon_fixture_rss_kib(&daemon_fx);
+        fds_before = fd_count(daemon_fx.pid);
+        ck_assert_int_eq(guest_view_get(&daemon_fx, SIM, &sim_before), 0);
+        ck_assert_int_eq(guest_view_get(&daemon_fx, domain_name, &domain_before), 0);
+        history_before = guest_history_count(&daemon_fx, SIM);
+        ck_assert_int_gt(history_before, 0);
+        last_updated = sim_before.updated;
+
+        /* libvirtd stops answering, with the daemon's calls going every second. */
+        pid = libvirtd_pid();
+        ck_assert_msg(pid > 0, "no libvirtd pid in " LIBVIRTD_PID_FILE);
+        ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+        stopped_libvirtd = pid;
+        t = e2e_now_sec();
+        while (e2e_now_sec() < t + HANG_SEC) {
+                slowest = MAX(slowest, ctl_list(state, sizeof(state), fault, sizeof(fault), &sim_listed));
+                lists++;
+                ck_assert_msg(sim_listed, SIM " left the list");
+                if (strcmp(state, "faulty") == 0 && strstr(fault, "libvirt not answering"))
+                        seen_not_answering = true;
+                else if (strcmp(state, "faulty") == 0 && strstr(fault, "libvirt connection lost"))
+                        seen_lost = true;
+                else if (e2e_now_sec() > t + CALL_TIMEOUT_SEC + 3 && !seen_other) {
+                        /* Past the cut, the domain may only be faulty. */
+                        fprintf(stderr, "[%5.1fs] domain: %s, \"%s\"\n", e2e_now_sec() - t0, state, fault);
+                        seen_other = true;
+                }
+                ck_assert_int_eq(guest_view_get(&daemon_fx, SIM, &v), 0);
+                ck_assert_msg(v.fault[0] == '\0' && strcmp(v.state, "faulty") != 0, SIM " faulty: %s", v.fault);
+                if (v.updated != last_updated) {
+                        sim_updates++;
+                        last_updated = v.updated;
+                }
+                ck_assert(daemon_fixture_alive(&daemon_fx));
+                usleep(200 * 1000);
+        }
+        history_after = guest_history_count(&daemon_fx, SIM);
+        rss_hang = daemon_fixture_rss_kib(&daemon_fx);
+        fds_hang = fd_count(daemon_fx.pid);
+        fprintf(stderr,
+                "[%5.1fs] %d s of hung libvirtd: %u lists, slowest %.3f s; " SIM ": %u new samples, %d new decisions; "
+                "domain: not answering %s, connection lost %s; RSS %" PRIu64 " -> %" PRIu64 " KiB, fds %u -> %u\n",
+                e2e_now_sec() - t0, HANG_SEC, lists, slowest, sim_updates, history_after - history_before,
+                seen_not_answering ? "seen" : "not seen", seen_lost ? "seen" : "not seen", rss_before, rss_hang,
+                fds_before, fds_hang);
+
+        /* (a) */
+        ck_assert(daemon_fixture_alive(&daemon_fx));
+        /* (b): an interval is 1 s; a busy host may merge one or two. */
+        ck_assert_msg(sim_updates >= HANG_SEC - 3, "%u samples in %d s", sim_updates, HANG_SEC);
+        ck_assert_msg(history_after - history_before >= HANG_SEC - 3, "%d decisions in %d s",
+                      history_after - history_before, HANG_SEC);
+        ck_assert_msg(slowest < 1.0, "rightsizectl list took %.2f s while libvirtd hung", slowest);
+        /* (c) */
+        ck_assert_msg(seen_not_answering, "the domain was never shown as libvirt not answering");
+        ck_assert_msg(seen_lost, "the domain was never shown with the connection lost");
+        ck_assert_msg(!seen_other, "the domain was not faulty after the cut");
+        ck_assert_msg(file_contains(daemon_fx.log_path, "did not return in"), "the watchdog did not cut the hung call");
+        ck_assert_msg(file_contains(daemon_fx.log_path, "skipping this tick"), "no tick was skipped");
+        /* (d) */
+        ck_assert_int_eq(guests_assert_floors_kept(&daemon_fx, FLOOR), 2);
+        /* (e) */
+        ck_assert_msg(rss_hang <= rss_before + 8 * 1024, "RSS %" PRIu64 " -> %" PRIu64 " KiB", rss_before, rss_hang);
+        /* The connection's socket went with the cut; the new attempt has one to the stopped
+         * libvirtd. */
+        ck_assert_msg(fds_hang <= fds_before + 1, "fds %u -> %u", fds_before, fds_hang);
+
+        /* libvirtd dies with the new connection attempt in flight; a new one starts. */
+        ck_assert_int_eq(kill(pid, SIGKILL), 0);
+        for (int i = 0; i < 50 && kill(pid, 0) == 0; i++)
+                usleep(100 * 1000);
+        stopped_libvirtd = 0;
+        t = e2e_now_sec();
+        snprintf(cmd, sizeof(cmd), "%s/contrib/libvirt-setup --restart --no-install", top_srcdir);
+        ck_assert_msg(run(cmd) == 0, "libvirt-setup --restart failed");
+        ck_assert_int_eq(guest_view_get(&daemon_fx, domain_name, &v), 0);
+        uint64_t updated = v.updated;
+        ok = false;
+        for (int i = 0; i < 120 && !ok; i++) {
+                usleep(250 * 1000);
+                ok = guest_view_get(&daemon_fx, domain_name, &v) == 0 && v.updated > updated && !v.fault[0] &&
+                     strcmp(v.state, "faulty") != 0 && strcmp(v.state, "connecting") != 0;
+        }
+        fprintf(stderr, "[%5.1fs] after the restart: %s, \"%s\", managed again %.1f s after it\n", e2e_now_sec() - t0,
+                v.state, v.fault, e2e_now_sec() - t);
+        /* (f) */
+        ck_assert_msg(ok, "the domain is not managed again after the libvirtd restart");
+        guest_assert_managed(&daemon_fx, SIM, 10);
+        ck_assert_int_eq(guests_assert_floors_kept(&daemon_fx, FLOOR), 2);
+        rss_after = daemon_fixture_rss_kib(&daemon_fx);
+        fds_after = fd_count(daemon_fx.pid);
+        fprintf(stderr, "[%5.1fs] RSS %" PRIu64 " KiB, fds %u\n", e2e_now_sec() - t0, rss_after, fds_after);
+        ck_assert_msg(rss_after <= rss_before + 8 * 1024, "RSS %" PRIu64 " -> %" PRIu64 " KiB", rss_before, rss_after);
+        ck_assert_msg(fds_after <= fds_before, "fds %u -> %u", fds_before, fds_after);
+
+        /* SIGTERM: a clean exit (under ASan, no leak). */
+        virConnectClose(conn);
+        conn = virConnectOpen(URI);
+        ck_assert_ptr_nonnull(conn);
+        dom = virDomainLookupByName(conn, domain_name);
+        ck_assert_ptr_nonnull(dom);
+        ck_assert_int_eq(virDomainDestroy(dom), 0);
+        virDomainFree(dom);
+        status = daemon_fixture_stop(&daemon_fx, SIGTERM);
+        ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        fprintf(stderr, "[%5.1fs] total\n", e2e_now_sec() - t0);
+}
+END_TEST
+
+static void quiet_error(void *userdata _unused_, virErrorPtr error _unused_) {
+}
+
+int main(void) {
+        Suite *s = suite_create("daemon-libvirtd-hang");
+
+        top_srcdir = getenv("top_srcdir") ?: ".";
+        if (getuid() != 0) {
+                /* libvirtd, qemu.conf and the libvirt-qemu user need root; CI runs as root. */
+                fprintf(stderr, "test-daemon-libvirtd-hang: needs root\n");
+                return EXIT_FAILURE;
+        }
+        virSetErrorFunc(NULL, quiet_error);
+        /* A connection to a libvirtd that went away writes into a closed socket. */
+        signal(SIGPIPE, SIG_IGN);
+        /* One libvirtd per host, which each libvirt test starts, restarts and stops: tests run
+         * from several build trees at once take turns. */
+        int lock_fd = open(LIBVIRT_TEST_LOCK, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (lock_fd < 0 || flock(lock_fd, LOCK_EX) < 0) {
+                fprintf(stderr, "test-daemon-libvirtd-hang: cannot lock %s: %m\n", LIBVIRT_TEST_LOCK);
+                return EXIT_FAILURE;
+        }
+        /* No fork: the daemon, the bus and libvirtd must be cleaned up whatever failed. */
+        return e2e_run_suite(s, "hung-libvirtd", test_libvirtd_hang, setup_all, teardown_all, 300);
+}
