@@ -47,6 +47,7 @@ tests_unit_test_libvirt_backend_async_LDADD = $(LIBVIRT_BACKEND_LIBS) $(CHECK_LI
 # ---- against a real libvirtd (started by the test through contrib/libvirt-setup) ----
 check_PROGRAMS += tests/integration/test-libvirt-backend
 TESTS += tests/integration/test-libvirt-backend
-tests_integration_test_libvirt_backend_SOURCES = tests/integration/test-libvirt-backend.c
+tests_integration_test_libvirt_backend_SOURCES = tests/integration/test-libvirt-backend.c \
+	tests/integration/libvirt-test-host.c tests/integration/libvirt-test-host.h
 tests_integration_test_libvirt_backend_CFLAGS = $(AM_CFLAGS) $(LIBVIRT_BACKEND_CFLAGS) $(CHECK_CFLAGS)
 tests_integration_test_libvirt_backend_LDADD = $(LIBVIRT_BACKEND_LIBS) $(CHECK_LIBS)

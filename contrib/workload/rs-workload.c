@@ -25,6 +25,7 @@
 #include <stdarg.h>
 #include <linux/fs.h>
 #include <stdbool.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,7 +163,8 @@ static void usage(FILE *f) {
               "  --anon-mib N            anonymous set, one byte written per page every pass\n"
               "  --file PATH             file (or block device) read through the page cache\n"
               "  --file-mib N            read the first N MiB of --file every pass\n"
-              "  --phase SECS:ANON[:FILE]  at SECS seconds after start, change the sets (repeatable)\n"
+              "  --phase SECS:ANON[:FILE]  at SECS seconds after start, change the sets (repeatable);\n"
+              "                          SIGUSR1 moves to the next phase at once\n"
               "  --stream PATH           file (or block device) streamed through once per pass\n"
               "  --stream-mib N          MiB streamed per pass\n"
               "  --stream-offset-mib N   where the stream starts (default 0, or after the --file\n"
@@ -503,6 +505,13 @@ static bool same_file(int a, int b) {
         return x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
+/* SIGUSR1: the next phase now, not at its time (a test that has seen what it waited for). */
+static volatile sig_atomic_t phase_requests;
+
+static void on_sigusr1(int sig _unused_) {
+        phase_requests++;
+}
+
 static int run(const struct config *c) {
         struct state s = { .file_fd = -1, .stream_fd = -1 };
         struct rusage before, after;
@@ -553,13 +562,21 @@ static int run(const struct config *c) {
                 return r;
         s.file_mib = c->file_mib;
 
+        struct sigaction sa = { .sa_handler = on_sigusr1 };
+        sigemptyset(&sa.sa_mask);
+        (void) sigaction(SIGUSR1, &sa, NULL);
+        sig_atomic_t phases_taken = 0;
+
         start = now_usec();
         for (uint64_t pass = 1; c->passes == 0 || pass <= c->passes; pass++) {
                 uint64_t t0 = now_usec(), t1;
 
                 while (next_phase < c->n_phases &&
-                       t0 - start >= c->phases[next_phase].at_sec * USEC_PER_SEC) {
+                       (t0 - start >= c->phases[next_phase].at_sec * USEC_PER_SEC || phases_taken < phase_requests)) {
                         const struct phase *p = &c->phases[next_phase++];
+
+                        if (phases_taken < phase_requests)
+                                phases_taken++;
 
                         r = resize_anon(&s, p->anon_mib, c->no_hugepage);
                         if (r < 0)

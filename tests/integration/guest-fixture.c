@@ -5,9 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/macro.h"
 #include "tests/integration/guest-fixture.h"
 
 static const char *env_or(const char *name, const char *fallback) {
@@ -148,4 +151,31 @@ void guest_fixture_stop(GuestFixture *g) {
         if (system(command) != 0)
                 fprintf(stderr, "guest-fixture: stopping the guest in %s failed\n", g->run_dir);
         g->booted = 0;
+}
+
+int guest_fixture_console(const GuestFixture *g, const char *line) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        char text[1024];
+        int fd, r = 0;
+
+        if ((size_t) snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/console.sock", g->run_dir) >= sizeof(sa.sun_path) ||
+            (size_t) snprintf(text, sizeof(text), "%s\r", line) >= sizeof(text))
+                return -ENAMETOOLONG;
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                r = -errno;
+        /* The UART takes 16 bytes at a time and QEMU drops what it had not passed on when the
+         * socket closes: a few bytes at a time, then time for the guest to read the rest. */
+        for (size_t off = 0, len = strlen(text); r == 0 && off < len; off += 4) {
+                size_t n = MIN(len - off, (size_t) 4);
+                if (write(fd, text + off, n) != (ssize_t) n)
+                        r = errno > 0 ? -errno : -EIO;
+                usleep(20 * 1000);
+        }
+        if (r == 0)
+                usleep(500 * 1000);
+        close(fd);
+        return r;
 }

@@ -35,3 +35,6 @@ pid_t guest_fixture_qemu_pid(const GuestFixture *g);
 /* Sends sig to QEMU and waits up to 10 s for it to be gone; 0 or -errno. QEMU leaves its
  * sockets behind when killed. */
 int guest_fixture_kill(GuestFixture *g, int sig);
+/* Types `line` on the guest's serial console (its init evaluates each line in a subshell; the
+ * output goes to console_path). 0 or -errno. */
+int guest_fixture_console(const GuestFixture *g, const char *line);

@@ -38,12 +38,6 @@ static void teardown_all(void) {
         guest_fixture_stop(&guest);
 }
 
-static void on_signal(int sig) {
-        teardown_all();
-        signal(sig, SIG_DFL);
-        raise(sig);
-}
-
 static void write_config(void) {
         char text[4096];
         /* No agent for the daemon: the agent socket takes one client, and the test reads
@@ -82,8 +76,7 @@ static uint64_t guest_mem_total(void) {
 }
 
 static void setup_all(void) {
-        signal(SIGINT, on_signal);
-        signal(SIGTERM, on_signal);
+        e2e_teardown_on_signals(teardown_all);
         /* boot-guest gives slots and maxmem only with a virtio-mem device. */
         guest_fixture_boot(&guest, "--mem 1G --maxmem 4G --vmem-size 2G", NULL);
         atexit(teardown_all);

@@ -38,10 +38,10 @@
 #include "tests/integration/bus-fixture.h"
 #include "tests/integration/daemon-fixture.h"
 #include "tests/integration/e2e-common.h"
+#include "tests/integration/libvirt-test-host.h"
 #include "tests/unit/test-daemon-util.h"
 
 #define URI "qemu:///system"
-#define LIBVIRT_TEST_LOCK "/run/rightsize-libvirt-test.lock"
 #define LIBVIRTD_PID_FILE "/run/rightsize-test-libvirtd.pid"
 #define CALL_TIMEOUT_SEC 5
 /* The hang: past the cut (a tick, the call timeout and the watchdog's 1 s check), with two
@@ -86,17 +86,10 @@ static void teardown_all(void) {
         }
 }
 
-static void on_signal(int sig) {
-        teardown_all();
-        signal(sig, SIG_DFL);
-        raise(sig);
-}
-
 static void setup_all(void) {
         char text[4096];
 
-        signal(SIGINT, on_signal);
-        signal(SIGTERM, on_signal);
+        e2e_teardown_on_signals(teardown_all);
         atexit(teardown_all);
         ck_assert_int_eq(bus_fixture_start(&bus, BUS_POLICY_OPEN), 0);
         daemon_fixture_init(&daemon_fx, &bus);
@@ -360,28 +353,12 @@ START_TEST(test_libvirtd_hang) {
 }
 END_TEST
 
-static void quiet_error(void *userdata _unused_, virErrorPtr error _unused_) {
-}
-
 int main(void) {
         Suite *s = suite_create("daemon-libvirtd-hang");
 
         top_srcdir = getenv("top_srcdir") ?: ".";
-        if (getuid() != 0) {
-                /* libvirtd, qemu.conf and the libvirt-qemu user need root; CI runs as root. */
-                fprintf(stderr, "test-daemon-libvirtd-hang: needs root\n");
+        if (libvirt_test_host_enter("test-daemon-libvirtd-hang") < 0)
                 return EXIT_FAILURE;
-        }
-        virSetErrorFunc(NULL, quiet_error);
-        /* A connection to a libvirtd that went away writes into a closed socket. */
-        signal(SIGPIPE, SIG_IGN);
-        /* One libvirtd per host, which each libvirt test starts, restarts and stops: tests run
-         * from several build trees at once take turns. */
-        int lock_fd = open(LIBVIRT_TEST_LOCK, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-        if (lock_fd < 0 || flock(lock_fd, LOCK_EX) < 0) {
-                fprintf(stderr, "test-daemon-libvirtd-hang: cannot lock %s: %m\n", LIBVIRT_TEST_LOCK);
-                return EXIT_FAILURE;
-        }
         /* No fork: the daemon, the bus and libvirtd must be cleaned up whatever failed. */
         return e2e_run_suite(s, "hung-libvirtd", test_libvirtd_hang, setup_all, teardown_all, 300);
 }

@@ -7,7 +7,7 @@
  *     daemon keeps running (same pid) and answering D-Bus promptly; the dead guest is listed as
  *     faulty with a fault that says the QMP connection went (the socket file stays, so the guest
  *     stays listed and the daemon keeps trying to reconnect); the simulated guest keeps being
- *     sampled and decided on; no size is below its floor.
+ *     sampled and decided on; no size is below its floor; the daemon's RSS stays bounded.
  *   - A new QEMU on the same socket path (boot-guest removes the stale socket first): the daemon
  *     takes it as a new guest, reads its size afresh (full size: a new QEMU has no balloon) rather
  *     than keeping the dead one's, and drives its balloon again.
@@ -130,6 +130,7 @@ START_TEST(test_qemu_kill_and_restart) {
         ck_assert_uint_eq(v.floor, FLOOR);
         ck_assert_str_eq(v.source, "qemu");
         uint64_t actual_before_kill = v.actual, estimate_before_kill = v.estimate;
+        uint64_t rss_before_kill = daemon_fixture_rss_kib(&daemon_fx);
         ck_assert_int_eq(daemon_fixture_log_count(&daemon_fx, MANAGING_WHOLE), 1);
         row = ctl_list_row(&daemon_fx, REAL);
         ck_assert_msg(row, REAL " missing from rightsizectl list");
@@ -248,6 +249,8 @@ START_TEST(test_qemu_kill_and_restart) {
         guest_assert_managed(&daemon_fx, SIM, WAIT_SEC);
         assert_sizes_sane();
         ck_assert_uint_ge(e2e_min_actual_seen(), FLOOR);
+        /* Memory stays bounded across the loss and the new guest. */
+        daemon_fixture_assert_rss_bounded(&daemon_fx, rss_before_kill);
         ck_assert_msg(daemon_fixture_alive(&daemon_fx) && daemon_fx.pid == daemon_pid, "rightsized died");
         assert_log_clean();
 

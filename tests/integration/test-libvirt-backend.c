@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <libvirt/virterror.h>
@@ -19,6 +17,7 @@
 #include "daemon/libvirt-agent.h"
 #include "daemon/libvirt-backend.h"
 #include "daemon/log.h"
+#include "tests/integration/libvirt-test-host.h"
 
 #define MEM_MIB 1024
 #define DOMAIN_NAME_MAX 64
@@ -468,18 +467,8 @@ int main(void) {
         top_srcdir = getenv("top_srcdir");
         if (!top_srcdir)
                 top_srcdir = ".";
-        if (getuid() != 0) {
-                /* libvirtd, qemu.conf and the libvirt-qemu user need root; CI runs as root. */
-                fprintf(stderr, "test-libvirt-backend: needs root\n");
+        if (libvirt_test_host_enter("test-libvirt-backend") < 0)
                 return 1;
-        }
-        /* One libvirtd per host, which each libvirt test starts, restarts and stops: tests run
-         * from several build trees at once take turns (test-daemon-libvirt.c takes it too). */
-        int lock_fd = open("/run/rightsize-libvirt-test.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-        if (lock_fd < 0 || flock(lock_fd, LOCK_EX) < 0) {
-                fprintf(stderr, "test-libvirt-backend: cannot take the libvirt test lock: %m\n");
-                return 1;
-        }
         snprintf(domain_name, sizeof(domain_name), "rightsize-test-%d", (int) getpid());
         if (!mkdtemp(run_dir))
                 return 1;
