@@ -123,6 +123,7 @@ int guest_save_state(Guest *g) {
         (void) guest_state_set_int(&rec, "baseline_known", s.baseline_known);
         (void) guest_state_set_int(&rec, "tier", s.tier);
         (void) guest_state_set_int(&rec, "streaming", s.streaming);
+        (void) guest_state_set_int(&rec, "hold_doublings", s.hold_doublings);
 
         r = state_file_save(g->state_dir, &rec);
         if (r < 0)
@@ -176,6 +177,8 @@ static int guest_restore_state(Guest *g) {
                 s.tier = (uint32_t) v;
         if (guest_state_get_int(&rec, "streaming", &v) >= 0)
                 s.streaming = v != 0;
+        if (guest_state_get_int(&rec, "hold_doublings", &v) >= 0 && v >= 0 && v <= 64)
+                s.hold_doublings = (uint32_t) v; /* absent in older files: 0, the policy's hold */
 
         r = rs_guest_restore(g->core, &s, now_usec(CLOCK_MONOTONIC));
         if (r < 0)
@@ -379,7 +382,7 @@ static bool guest_dimm_capable(const Guest *g) {
         return (!g->driver || g->driver->add_dimm) && g->base_memory > 0;
 }
 
-static void guest_actuate(Guest *g, uint64_t target, bool urgent, uint64_t now) {
+static void guest_actuate(Guest *g, uint64_t target, bool urgent, bool fine, uint64_t now) {
         RsActuationPlan plan;
         char b1[FORMAT_SIZE_MAX], b2[FORMAT_SIZE_MAX];
         const RsEstimate *e = rs_guest_estimate(g->core);
@@ -394,6 +397,7 @@ static void guest_actuate(Guest *g, uint64_t target, bool urgent, uint64_t now) 
                 .current = g->actual,
                 .target = target,
                 .urgent = urgent,
+                .fine = fine,
                 .estimate = e->estimate,
                 .margin_percent = g->policy.margin_percent,
                 .boot_bytes = g->base_memory ?: g->actual,
@@ -691,7 +695,7 @@ static void guest_finish_cycle(Guest *g) {
                                target != d.target ? " [arbitrated]" : "");
         }
         g->target = target;
-        guest_actuate(g, target, d.urgent, now);
+        guest_actuate(g, target, d.urgent, d.fine, now);
         history_push(g, g->updated_realtime);
 
         /* Not on every target change: probing moves it each interval, and each save is two

@@ -33,7 +33,7 @@ int rs_actuation_plan(const RsPolicy *policy, const RsActuationInput *in, RsActu
         uint64_t target = in->target, cur = in->current;
         uint64_t delta = target > cur ? target - cur : cur - target;
         uint64_t dead_band = policy->dead_band_bytes;
-        if (delta == 0 || (!in->urgent && delta < dead_band)) {
+        if (delta == 0 || (!in->urgent && !(in->fine && target < cur) && delta < dead_band)) {
                 p.skip = true;
                 p.size = cur;
                 snprintf(p.reason, sizeof(p.reason), "change of %llu KiB inside the dead-band", (unsigned long long) (delta / 1024));

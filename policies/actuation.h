@@ -8,7 +8,8 @@
  * Rules:
  *   - the change per interval is capped by policy (% of current size, and bytes), except
  *     for urgent growth (backoff, grow, emergency), which is never slowed down;
- *   - a change smaller than the dead-band is skipped (unless urgent);
+ *   - a change smaller than the dead-band is skipped, unless urgent or a probe's fine step
+ *     (the probe takes steps of 1-2 MiB near a knee: the dead-band would stop it);
  *   - virtio-mem sizes are multiples of its block size, and virtio-mem is never unplugged
  *     below estimate + margin: it has no deflate-on-oom safety net (guest-lab.md), so
  *     probing below that is the balloon's job;
@@ -27,6 +28,7 @@ typedef struct RsActuationInput {
         uint64_t current;          /* the guest's usable memory now (balloon actual) */
         uint64_t target;           /* where the decision core (after arbitration) wants it */
         bool urgent;               /* RsDecision.urgent */
+        bool fine;                 /* RsDecision.fine: a probe step, made however small */
         uint64_t estimate;         /* RS_UNKNOWN allowed */
         double margin_percent;     /* for the virtio-mem lower limit */
         uint64_t boot_bytes;       /* memory the guest booted with (without hotplug) */

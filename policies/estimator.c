@@ -33,6 +33,27 @@
 #define SETTLE_INTERVALS 12
 /* QEMU balloons whole pages and a guest may settle a few KiB above its target. */
 #define REACH_MIN (64 * KIB)
+/* The probe's step near a knee it knows, below the estimate it re-checks, and when the
+ * guest shows a leading sign of pressure: the most of the working set one step can take
+ * for one interval. Fine steps are exempt from the dead-band (RsDecision.fine). */
+#define FINE_STEP (2 * MIB)
+/* The smallest move a probe makes: with less than this left, the bracket is closed. */
+#define FINE_MIN MIB
+/* Each re-probe that lands within this share of the estimate it re-checks (and at least
+ * two fine steps) confirms it, and the next hold is twice as long, up to HOLD_MAX_USEC: a
+ * steady guest is almost never probed. The guest's signals moving resets it. */
+#define CONFIRM_SHARE 0.02
+#define HOLD_MAX_USEC (4 * 3600 * USEC_PER_SEC)
+#define HOLD_DOUBLINGS_MAX 16
+/* A refault rate alone is a storm (deflate to max) only above this share of the working
+ * set's pages per second as well: a guest 8 MiB short of a 300 MiB set it sweeps twice a
+ * second refaults about 6000 pages/s, which backing off a step cures (issue 13). */
+#define STORM_SET_SHARE 0.05
+/* Held, available memory risen this far above its lowest point (share of the size, at
+ * least SHRINK_SIGN_MIN) for `confirm` samples: the working set may have shrunk, so the
+ * hold goes back to the policy's. */
+#define SHRINK_SIGN_SHARE 0.05
+#define SHRINK_SIGN_MIN (32 * MIB)
 
 struct RsGuest {
         RsPolicy policy;
@@ -54,6 +75,7 @@ struct RsGuest {
 
         unsigned confirm;    /* consecutive refaulting samples */
         unsigned clean_confirm; /* consecutive clean samples at a size that closes the bracket */
+        unsigned short_steps;   /* consecutive samples with the balloon short of a probe step */
         uint64_t last_step;  /* the probe's last step down in this descent, RS_UNKNOWN: none yet */
         uint64_t settle_until; /* swap-in-only refaults before this are recovery (see SETTLE_MIN_USEC) */
         bool probe_requested;  /* rs_guest_probe_now(): probe at the next feed */
@@ -63,6 +85,14 @@ struct RsGuest {
 
         uint64_t grow_from_size;
         double grow_from_useful;
+
+        bool reprobe;          /* this descent re-checks an estimate and keeps the old bounds */
+        bool lower_old;        /* est.lower is from an earlier cycle: tested before it is believed */
+        uint64_t reprobe_from; /* the estimate a re-probe re-checks */
+        unsigned hold_doublings; /* re-probes in a row that confirmed the estimate */
+        uint64_t hold_avail_min; /* lowest available memory seen in this hold */
+        uint64_t upper_avail;    /* available memory at est.upper when it was judged clean */
+        unsigned shrink_signs;   /* consecutive held samples with available well above it */
 
         char reason[RS_REASON_MAX];
 };
@@ -96,6 +126,7 @@ static void set_state(RsGuest *g, RsState s, uint64_t now) {
         g->state = s;
         g->confirm = 0;
         g->clean_confirm = 0;
+        g->short_steps = 0;
 }
 
 static void recompute_limits(RsGuest *g) {
@@ -197,6 +228,41 @@ static void start_cycle(RsGuest *g) {
         g->est.scan_onset = RS_UNKNOWN;
         g->refines = 0;
         g->refine = false;
+        g->reprobe = false;
+        g->lower_old = false;
+        g->reprobe_from = RS_UNKNOWN;
+}
+
+/* A timed (or requested) probe of a known estimate: it starts from the estimate, not from
+ * the held size, and keeps the knee it found (lower), which it tests with fine steps
+ * before believing it again. The held size is clean now: that is the upper bound. */
+static void start_reprobe(RsGuest *g) {
+        if (!rs_known(g->est.estimate)) {
+                start_cycle(g);
+                return;
+        }
+        g->last_step = RS_UNKNOWN;
+        g->refines = 0;
+        g->refine = false;
+        g->reprobe = true;
+        g->reprobe_from = g->est.estimate;
+        g->est.upper = g->size;
+        if (rs_known(g->est.lower) && g->est.lower >= g->est.estimate)
+                g->est.lower = RS_UNKNOWN;
+        g->lower_old = rs_known(g->est.lower);
+}
+
+static uint64_t hold_time(const RsGuest *g) {
+        uint64_t t = g->policy.hold_usec;
+        for (unsigned i = 0; i < g->hold_doublings && t < HOLD_MAX_USEC; i++)
+                t *= 2;
+        return MAX(MIN(t, HOLD_MAX_USEC), g->policy.hold_usec);
+}
+
+/* The guest's signals moved (it grew, an emergency, a new estimate): probe at the
+ * policy's pace again. */
+static void reset_hold_time(RsGuest *g) {
+        g->hold_doublings = 0;
 }
 
 static void enter_learn(RsGuest *g, uint64_t now) {
@@ -211,7 +277,9 @@ static void enter_learn(RsGuest *g, uint64_t now) {
 
 static void enter_hold(RsGuest *g, uint64_t now) {
         set_state(g, RS_STATE_HOLD, now);
-        g->hold_until = now + g->policy.hold_usec;
+        g->hold_until = now + hold_time(g);
+        g->hold_avail_min = RS_UNKNOWN;
+        g->shrink_signs = 0;
         g->urgent = false;
 }
 
@@ -231,13 +299,27 @@ static void enter_emergency(RsGuest *g, const RsObservation *o, uint64_t now) {
         set_state(g, RS_STATE_EMERGENCY, now);
         g->target = g->max;
         g->urgent = true;
+        g->reprobe = false;
+        g->lower_old = false;
+        reset_hold_time(g);
         start_settling(g, now);
         set_reason(g, "emergency: %s at %.0f MiB; deflating to max %.0f MiB", o->why, mib(g->size), mib(g->max));
 }
 
 /* Probing found where refaults start: the working set is the smallest clean size. */
 static void finish_cycle(RsGuest *g, uint64_t now) {
+        uint64_t checked = g->reprobe ? g->reprobe_from : RS_UNKNOWN;
         g->est.estimate = g->est.upper;
+        if (rs_known(checked) && rs_known(g->est.estimate)) {
+                uint64_t d = g->est.estimate > checked ? g->est.estimate - checked : checked - g->est.estimate;
+                if (d <= MAX(2 * FINE_STEP, (uint64_t) ((double) checked * CONFIRM_SHARE)))
+                        g->hold_doublings = MIN(g->hold_doublings + 1, HOLD_DOUBLINGS_MAX);
+                else
+                        reset_hold_time(g);
+        } else
+                reset_hold_time(g);
+        g->reprobe = false;
+        g->lower_old = rs_known(g->est.lower);
         g->target = hold_target(g);
         g->refine = false;
         set_state(g, RS_STATE_BACKOFF, now);
@@ -257,6 +339,9 @@ static void enter_grow(RsGuest *g, const RsObservation *o, uint64_t now) {
         g->grow_from_useful = o->useful;
         g->est.lower = rs_known(g->est.lower) ? MAX(g->est.lower, g->size) : g->size;
         g->est.upper = RS_UNKNOWN;
+        g->reprobe = false;
+        g->lower_old = false;
+        reset_hold_time(g);
         set_state(g, RS_STATE_GROW, now);
         g->target = clamp_target(g, g->size + (uint64_t) ((double) g->size * pct / 100.0));
         g->urgent = true;
@@ -265,7 +350,8 @@ static void enter_grow(RsGuest *g, const RsObservation *o, uint64_t now) {
 }
 
 static void refault_onset(RsGuest *g, const RsObservation *o, uint64_t now) {
-        g->est.lower = rs_known(g->est.lower) ? MAX(g->est.lower, g->size) : g->size;
+        g->est.lower = rs_known(g->est.lower) && !g->lower_old ? MAX(g->est.lower, g->size) : g->size;
+        g->lower_old = false;
 
         if (!rs_known(g->est.upper) || g->est.upper <= g->est.lower) {
                 /* Nothing smaller ran clean this cycle: more is needed, not less. */
@@ -273,7 +359,8 @@ static void refault_onset(RsGuest *g, const RsObservation *o, uint64_t now) {
                 return;
         }
         if (g->est.upper - g->est.lower > 2 * resolution(g, g->est.upper) && g->refines < REFINE_MAX) {
-                /* Too coarse: go back to the last clean size and close in with small steps. */
+                /* Too coarse: go back to the last clean size and close in with small steps
+                 * (the next re-probe narrows what is left to a fine step). */
                 g->refines++;
                 g->refine = true;
                 set_state(g, RS_STATE_BACKOFF, now);
@@ -315,39 +402,130 @@ static uint64_t probe_step(const RsGuest *g, const RsObservation *o) {
         return MAX((uint64_t) step, MIB);
 }
 
+/* Why the next step must be small, or NULL; *ret_cap is then the largest step allowed. Each
+ * is a place where the working set's edge may be a step away: a knee known to refault and
+ * the estimate a re-probe re-checks (fine steps), a sign the guest shows before it refaults
+ * (pressure.c: rising refaults or PSI mean the hot set is being reclaimed, fine steps;
+ * reclaim or swap-out alone may still be taking cold pages, steps of the resolution), or
+ * available memory nearly gone (fine steps). */
+static const char *small_step_reason(const RsGuest *g, const RsObservation *o, uint64_t *ret_cap) {
+        *ret_cap = FINE_STEP;
+        if (rs_known(g->est.lower) && g->size <= g->est.lower + 2 * resolution(g, g->size))
+                return "near the knee";
+        if (g->reprobe && rs_known(g->reprobe_from) && g->size <= g->reprobe_from + FINE_MIN &&
+            g->size + 2 * resolution(g, g->size) > g->reprobe_from)
+                return "just below the estimate it re-checks";
+        if (o->leading && o->rising)
+                return o->leading_why;
+        if (o->available_low && rs_known(o->available)) {
+                /* What is left to reclaim before the hot set, roughly: a quarter of it a step. */
+                *ret_cap = MAX(FINE_STEP, o->available / 4);
+                return "available memory nearly gone";
+        }
+        if (o->leading) {
+                /* Reclaim or swap-out without rising refaults may still be taking cold pages:
+                 * slow down, not to a crawl. */
+                *ret_cap = MAX(FINE_STEP, 2 * resolution(g, g->size));
+                return o->leading_why;
+        }
+        return NULL;
+}
+
+/* One step down from the current size, never onto a size known to refault this cycle. */
+static uint64_t next_size(RsGuest *g, const RsObservation *o, uint64_t *ret_step, const char **ret_fine) {
+        uint64_t cap;
+        const char *fine = small_step_reason(g, o, &cap);
+        uint64_t step = probe_step(g, o);
+        if (fine)
+                step = MIN(step, cap);
+        /* Nor larger than the last step of this descent doubled: going down, the guest only
+         * gets closer to pressure, and a sample that looks far from it (available memory
+         * dropped as a lie, or read in the middle of a balloon move) must not make the probe
+         * lunge. */
+        if (rs_known(g->last_step))
+                step = MIN(step, 2 * g->last_step);
+        step = MAX(step, FINE_MIN);
+        uint64_t next = g->size > step ? g->size - step : 0;
+        /* A re-probe goes straight to the estimate it re-checks (it ran clean there), and not
+         * past it before it has judged the guest there (probe()). */
+        if (g->reprobe && rs_known(g->reprobe_from) && g->reprobe_from + FINE_MIN < g->size)
+                next = rs_known(g->last_step) ? MAX(next, g->reprobe_from) : MIN(next, g->reprobe_from);
+        /* A knee found this cycle is not stepped on again; one from an earlier cycle is
+         * tested (the set may have shrunk since), a fine step at a time. */
+        if (rs_known(g->est.lower))
+                next = MAX(next, g->lower_old ? g->est.lower : g->est.lower + FINE_STEP);
+        next = clamp_target(g, next);
+        *ret_step = g->size > next ? g->size - next : 0;
+        *ret_fine = fine;
+        return next;
+}
+
+/* The knee is known to a fine step below `size`: nothing left to narrow. */
+static bool bracket_closed(const RsGuest *g, uint64_t size) {
+        return rs_known(g->est.lower) && size <= g->est.lower + FINE_STEP + FINE_MIN;
+}
+
 static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
         const RsSensitivityParams *sp = rs_sensitivity_params(g->policy.refault_sensitivity);
+
+        /* A fine step is smaller than the pushback threshold (pressure.c): a balloon that
+         * stays short of one, `confirm` samples in a row, is pushback all the same (the
+         * guest fights for those pages: file thrashing through read() shows nothing else).
+         * The size it cannot reach refaults; where it stopped is clean: the bracket closed. */
+        if ((o->verdict == RS_VERDICT_CLEAN || o->verdict == RS_VERDICT_SCAN) && rs_known(g->last_step) &&
+            g->target < g->size && g->size - g->target > g->last_step / 2) {
+                if (++g->short_steps < sp->confirm) {
+                        set_reason(g, "the balloon stops short of the probe's step at %.0f MiB (%u/%u)", mib(g->size),
+                                   g->short_steps, sp->confirm);
+                        return; /* the target stays: the next sample tells */
+                }
+                uint64_t unreachable = g->target;
+                g->est.lower = rs_known(g->est.lower) && !g->lower_old ? MAX(g->est.lower, unreachable) : unreachable;
+                g->lower_old = false;
+                g->est.upper = rs_known(g->est.upper) ? MIN(g->est.upper, g->size) : g->size;
+                finish_cycle(g, now);
+                set_reason(g, "the balloon stops short of %.1f MiB at %.0f MiB: working set %.0f MiB, holding at %.0f MiB",
+                           mib(unreachable), mib(g->size), mib(g->est.estimate), mib(g->target));
+                return;
+        }
+        g->short_steps = 0;
 
         if (o->verdict == RS_VERDICT_STORM || o->verdict == RS_VERDICT_REFAULT)
                 g->clean_confirm = 0;
         switch (o->verdict) {
         case RS_VERDICT_STORM:
-                if (!o->oom && rs_known(g->est.upper) && g->est.upper > g->size) {
-                        /* Thrashing one step below a size that ran clean this cycle (a loop over a
-                         * set a little larger than memory faults on every page): the working set
-                         * lies between the two. Back above the clean size at once, not all the way
-                         * to max; a storm that persists there is an emergency (backoff()). */
-                        uint64_t stormy = g->size;
+        case RS_VERDICT_REFAULT:
+                if ((o->verdict == RS_VERDICT_REFAULT || !o->oom) && rs_known(g->est.upper) && g->est.upper > g->size) {
+                        /* Below a size that ran clean this cycle: back there on the first bad
+                         * sample, not after confirming it here. Every interval spent below the
+                         * working set is paid for by the workload twice (its pages go out, then
+                         * come back), and the clean size is known to be safe. The size becomes
+                         * the lower bound of this cycle only; a later re-probe tests it again
+                         * before believing it (lower_old). A storm that persists at the clean
+                         * size is an emergency (backoff()). */
+                        uint64_t bad = g->size;
                         refault_onset(g, o, now); /* refines from the clean size, or finishes */
                         g->urgent = true;
                         start_settling(g, now);
-                        set_reason(g, "%s at %.0f MiB, clean at %.0f MiB: back to %.0f MiB at once", o->why,
-                                   mib(stormy), mib(g->est.upper), mib(g->target));
+                        set_reason(g, "%s at %.0f MiB, clean at %.0f MiB: back to %.0f MiB at once", o->why, mib(bad),
+                                   mib(g->est.upper), mib(g->target));
                         return;
                 }
-                enter_emergency(g, o, now);
-                return;
-        case RS_VERDICT_UNKNOWN:
-                g->target = clamp_target(g, g->size);
-                set_reason(g, "probing: waiting at %.0f MiB (%s)", mib(g->size), o->why);
-                return;
-        case RS_VERDICT_REFAULT:
+                if (o->verdict == RS_VERDICT_STORM) {
+                        enter_emergency(g, o, now);
+                        return;
+                }
+                /* Nothing clean known below where the probe started: confirm, then grow. */
                 if (++g->confirm >= sp->confirm) {
                         refault_onset(g, o, now);
                         return;
                 }
                 g->target = clamp_target(g, g->size);
                 set_reason(g, "%s at %.0f MiB (%u/%u): holding to confirm", o->why, mib(g->size), g->confirm, sp->confirm);
+                return;
+        case RS_VERDICT_UNKNOWN:
+                g->target = clamp_target(g, g->size);
+                set_reason(g, "probing: waiting at %.0f MiB (%s)", mib(g->size), o->why);
                 return;
         case RS_VERDICT_SCAN:
                 if (!rs_known(g->est.scan_onset) || g->size > g->est.scan_onset)
@@ -361,26 +539,51 @@ static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
         g->confirm = 0;
         rs_baseline_track(&g->baseline, o);
 
-        /* A step is never inside the dead-band: the plan would skip it, the size would
-         * never change and the probe would stop for good. Nor is it larger than the last
-         * step of this descent doubled: going down, the guest only gets closer to pressure (away
-         * from a stale estimate steps may grow again, gently), and a
-         * sample that looks far from it (available memory dropped as a lie, or read in the
-         * middle of a balloon move) must not make the probe lunge. */
-        uint64_t step = MAX(probe_step(g, o), g->policy.dead_band_bytes);
-        if (rs_known(g->last_step))
-                step = MIN(step, 2 * g->last_step);
-        uint64_t next = g->size > step ? g->size - step : 0;
-        if (rs_known(g->est.lower))
-                next = MAX(next, g->est.lower + resolution(g, g->size));
-        next = clamp_target(g, next);
+        /* A re-probe at the estimate it re-checks, and the guest tight there (available memory
+         * nearly gone, reclaim or swap-out, refaults or PSI rising under the threshold): the
+         * knee is still right below, as it was. The estimate is confirmed without stepping
+         * onto it: a step below a working set the workload sweeps costs it every page of the
+         * sweep, not just the step (LRU misses all of a loop larger than memory), and a real
+         * guest re-probed that way paid 1-2 s of workload time for each 2 MiB crossing. Only
+         * a guest with slack at its estimate (the set may have shrunk), or whose knee is
+         * known less closely than a fine step (after the first cycle), is probed below it. */
+        if (g->reprobe && rs_known(g->reprobe_from) && g->size <= g->reprobe_from + FINE_MIN &&
+            (o->available_low || o->leading) && bracket_closed(g, g->reprobe_from)) {
+                g->est.upper = MIN(g->size, g->reprobe_from);
+                g->upper_avail = o->available;
+                set_reason(g, "re-probe: tight at the estimate %.0f MiB (%s)", mib(g->est.upper),
+                           o->available_low ? "available memory nearly gone" : o->leading_why);
+                finish_cycle(g, now);
+                return;
+        }
 
-        /* The cycle ends here when the bracket closes, or when only a move inside the
-         * dead-band is left (the gap to a refaulting size or to the floor). */
+        uint64_t step;
+        const char *fine;
+        uint64_t next = next_size(g, o, &step, &fine);
+
+        /* At the knee an earlier cycle found, and clean there: the set shrank since. Believed
+         * after `confirm` clean samples (the first may come before the workload touched what
+         * the step took); then the old bound goes and the descent carries on. */
+        if (g->lower_old && rs_known(g->est.lower) && g->size < g->est.lower + FINE_MIN) {
+                if (++g->clean_confirm < sp->confirm) {
+                        g->target = clamp_target(g, g->size);
+                        g->urgent = false;
+                        set_reason(g, "clean at %.0f MiB, where it refaulted before (%u/%u): confirming", mib(g->size),
+                                   g->clean_confirm, sp->confirm);
+                        return;
+                }
+                g->clean_confirm = 0;
+                g->est.lower = RS_UNKNOWN;
+                g->lower_old = false;
+                g->reprobe = false; /* a new descent from here: the estimate moves */
+                next = next_size(g, o, &step, &fine);
+        }
+
+        /* The cycle ends here when no move of at least FINE_MIN is left: the bracket around
+         * the knee closed, or the floor. */
         uint64_t upper = rs_known(g->est.upper) ? MIN(g->est.upper, g->size) : g->size;
         bool at_floor = reached_or_below(g, g->floor);
-        bool last = (rs_known(g->est.lower) && upper <= g->est.lower + 2 * resolution(g, g->size)) ||
-                    next + g->policy.dead_band_bytes > g->size;
+        bool last = next + FINE_MIN > g->size;
 
         /* A size that ends the cycle next to a refaulting one is believed clean only after
          * `confirm` clean samples, as refaults are: the first sample after a step down may
@@ -395,6 +598,8 @@ static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
                 return;
         }
         g->clean_confirm = 0;
+        if (upper == g->size || !rs_known(g->est.upper) || upper < g->est.upper)
+                g->upper_avail = o->available;
         g->est.upper = upper;
         if (at_floor || last) {
                 finish_cycle(g, now);
@@ -403,7 +608,11 @@ static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
         g->target = next;
         g->last_step = step;
         g->urgent = false;
-        set_reason(g, "probing: clean at %.0f MiB, next %.0f MiB", mib(g->size), mib(g->target));
+        if (fine)
+                set_reason(g, "probing: clean at %.0f MiB, next %.1f MiB (small step: %s)", mib(g->size),
+                           mib(g->target), fine);
+        else
+                set_reason(g, "probing: clean at %.0f MiB, next %.0f MiB", mib(g->size), mib(g->target));
 }
 
 static void set_hold_reason(RsGuest *g) {
@@ -412,6 +621,34 @@ static void set_hold_reason(RsGuest *g) {
                 snprintf(host, sizeof(host), "; the host grants %.0f MiB", mib(granted(g, g->target)));
         set_reason(g, "holding at %.0f MiB (estimate %.0f MiB%s%s)", mib(g->target), mib(g->est.estimate),
                    g->est.streaming ? ", streaming refaults ignored" : "", host);
+}
+
+/* Held, available memory that rises well above its lowest point in this hold (and stays
+ * up) means the working set may have shrunk: the hold goes back to the policy's length, so
+ * a guest whose hold doubled is probed on that evidence instead of hours later. */
+static void watch_for_shrinking(RsGuest *g, const RsObservation *o, uint64_t now) {
+        const RsSensitivityParams *sp = rs_sensitivity_params(g->policy.refault_sensitivity);
+
+        if (!rs_known(o->available))
+                return;
+        if (!rs_known(g->hold_avail_min) || o->available < g->hold_avail_min)
+                g->hold_avail_min = o->available;
+        /* What it had at its estimate, plus the margin it was given since: more than that
+         * is slack the working set left (a set that shrank before this hold began too). */
+        uint64_t base = g->hold_avail_min;
+        if (rs_known(g->upper_avail) && rs_known(g->est.estimate) && g->size > g->est.estimate)
+                base = MIN(base, g->upper_avail + (g->size - g->est.estimate));
+        uint64_t rise = MAX(SHRINK_SIGN_MIN, (uint64_t) ((double) g->size * SHRINK_SIGN_SHARE));
+        if (o->available <= base + rise) {
+                g->shrink_signs = 0;
+                return;
+        }
+        if (++g->shrink_signs < sp->confirm || g->hold_doublings == 0)
+                return;
+        reset_hold_time(g);
+        g->hold_until = MIN(g->hold_until, MAX(now, g->state_since + g->policy.hold_usec));
+        g->hold_avail_min = o->available;
+        g->shrink_signs = 0;
 }
 
 static void hold(RsGuest *g, const RsObservation *o, uint64_t now) {
@@ -464,9 +701,10 @@ static void hold(RsGuest *g, const RsObservation *o, uint64_t now) {
                 set_reason(g, "no guest memory stats: holding at %.0f MiB", mib(g->target));
                 return;
         }
+        watch_for_shrinking(g, o, now);
         if (g->probe_requested || (now >= g->hold_until && reached_or_below(g, g->target))) {
                 set_state(g, RS_STATE_PROBE, now);
-                start_cycle(g);
+                start_reprobe(g);
                 probe(g, o, now);
                 return;
         }
@@ -483,7 +721,11 @@ static void grow(RsGuest *g, const RsObservation *o, uint64_t now) {
         if (o->verdict == RS_VERDICT_REFAULT) {
                 bool measured = o->have_rates && o->useful > o->threshold;
                 bool grew = (double) g->size >= (double) g->grow_from_size * (1.0 + GROW_TRIAL_MIN_PERCENT / 100.0);
-                if (measured && grew && o->useful > (1.0 - GROW_MUST_IMPROVE) * g->grow_from_useful) {
+                /* Activations are refaults whose distance fit in memory: a stream makes few
+                 * beside its refaults, a hot set about as many. A set still growing while the
+                 * trial runs (a ramp) keeps refaulting too, but it activates what it refaults. */
+                bool stream_like = o->hidden || !o->has_activate || o->raw_refault > 2 * o->useful;
+                if (measured && grew && stream_like && o->useful > (1.0 - GROW_MUST_IMPROVE) * g->grow_from_useful) {
                         /* More memory bought nothing: these refaults are the guest's normal
                          * (a stream). Make them the baseline and give the memory back. */
                         rs_baseline_rebase(&g->baseline, o);
@@ -689,6 +931,7 @@ int rs_guest_new(RsGuest **ret, const RsPolicy *policy, uint64_t guest_max) {
         g->size = g->max;
         g->target = g->max;
         g->last_step = RS_UNKNOWN;
+        g->upper_avail = RS_UNKNOWN;
         g->grant = RS_UNKNOWN;
         g->state = policy->mode == RS_MODE_OBSERVE ? RS_STATE_OBSERVE : RS_STATE_LEARN;
         set_reason(g, "starting");
@@ -742,6 +985,20 @@ void rs_guest_feed(RsGuest *g, const RsSample *sample, uint64_t now) {
                  * push out is not short at this size. */
                 o.verdict = RS_VERDICT_UNKNOWN;
                 o.why = "swap-in after a deflation, the guest paging back in";
+        }
+        if (o.verdict == RS_VERDICT_STORM && o.storm_by_rate &&
+            (g->state == RS_STATE_PROBE || g->state == RS_STATE_BACKOFF)) {
+                /* Probing, a rate is a storm only for the set it comes from: a big set a step
+                 * short refaults faster than a small one a long way short, and a step back to
+                 * the clean size cures it. Held, a storm means the set jumped: deflating to max
+                 * at once is right (and a rate saturated at what the disk gives must not
+                 * look like a stream to GROW's trial). */
+                uint64_t set = rs_known(g->est.estimate) ? g->est.estimate : g->size;
+                if (o.useful <= STORM_SET_SHARE * (double) (set / RS_PAGE_SIZE)) {
+                        o.verdict = RS_VERDICT_REFAULT;
+                        o.why = o.tier == RS_TIER_AGENT ? "refaults above baseline (fast for the set's size)"
+                                                        : "major faults / swap-in above baseline (fast for the set's size)";
+                }
         }
         g->obs = o;
         g->have_obs = true;
@@ -812,6 +1069,7 @@ void rs_guest_decide(const RsGuest *g, uint64_t now_usec, RsDecision *ret) {
         *ret = (RsDecision) {
                 .target = clamp_target(g, g->target),
                 .urgent = g->urgent && g->target > g->size,
+                .fine = g->state == RS_STATE_PROBE && g->target < g->size,
                 .changed = g->target != g->size,
                 .state = g->state,
                 .tier = g->est.tier,
@@ -860,6 +1118,7 @@ void rs_guest_snapshot(const RsGuest *g, RsGuestSnapshot *ret) {
                 .baseline_known = g->baseline.known,
                 .tier = g->est.tier,
                 .streaming = g->est.streaming,
+                .hold_doublings = g->hold_doublings,
         };
 }
 
@@ -879,6 +1138,10 @@ int rs_guest_restore(RsGuest *g, const RsGuestSnapshot *snap, uint64_t now_usec)
         g->est.scan_onset = snap->scan_onset;
         g->est.tier = snap->tier;
         g->est.streaming = snap->streaming;
+        g->hold_doublings = MIN(snap->hold_doublings, HOLD_DOUBLINGS_MAX);
+        g->upper_avail = RS_UNKNOWN;
+        g->reprobe = false;
+        g->lower_old = rs_known(g->est.lower);
         g->baseline = (RsBaseline) {
                 .known = snap->baseline_known,
                 .useful = snap->baseline_useful,

@@ -66,6 +66,7 @@ typedef struct RsEstimate {
 typedef struct RsDecision {
         uint64_t target;      /* recommended guest size, bytes; never below floor or above max */
         bool urgent;          /* skip the per-interval cap and dead-band (backoff, grow, emergency) */
+        bool fine;            /* a probe's step: made however small (exempt from the dead-band) */
         bool changed;         /* target differs from the guest's current size */
         RsState state;
         RsTier tier;
@@ -128,7 +129,7 @@ typedef struct RsGuestSnapshot {
         uint32_t baseline_known;
         uint32_t tier;
         uint32_t streaming;
-        uint32_t reserved;
+        uint32_t hold_doublings; /* re-probes in a row that confirmed the estimate (was reserved: 0) */
 } RsGuestSnapshot;
 
 void rs_guest_snapshot(const RsGuest *g, RsGuestSnapshot *ret);

@@ -20,6 +20,13 @@ static const RsSensitivityParams sensitivity_params[_RS_SENSITIVITY_MAX] = {
 #define STALL_RATE 1.0
 /* Swap-outs below this share of the swap-ins: nothing is being pushed out to make room. */
 #define SWAPOUT_SHARE 0.1
+/* Swap-outs above twice their baseline plus this (1 MiB/s) are reclaim reaching anonymous
+ * memory: the first thing a guest squeezed below its anonymous set shows, before the
+ * swap-ins of what it pushed out. */
+#define SWAPOUT_ABS_MIN 256.0
+/* Useful refaults above baseline plus this share of the threshold, though not yet over it:
+ * the hot set starts to be reclaimed. */
+#define SUBTHRESHOLD_SHARE 0.25
 /* Host disk reads count only this many times the refault noise floor above their baseline:
  * readahead turns each fault the guest reports into several pages read. */
 #define HOST_READ_NOISE_FACTOR 8.0
@@ -45,7 +52,9 @@ void rs_baseline_learn(RsBaseline *b, const RsObservation *o) {
                 b->useful = o->useful;
                 b->scan = o->scan;
                 b->psi_some = MAX(o->psi_some, 0.0);
+                b->swapout = o->swapout;
         } else {
+                b->swapout = MIN(b->swapout, o->swapout);
                 b->useful = MIN(b->useful, o->useful);
                 b->scan = MIN(b->scan, o->scan);
                 if (o->psi_some >= 0)
@@ -72,6 +81,8 @@ void rs_baseline_track(RsBaseline *b, const RsObservation *o) {
                 b->useful += alpha * (o->useful - b->useful);
         if (!o->scanning)
                 b->scan += alpha * (o->scan - b->scan);
+        if (!o->leading)
+                b->swapout += alpha * (o->swapout - b->swapout);
         if (o->psi_some >= 0)
                 b->psi_some += alpha * (o->psi_some - b->psi_some);
         b->n++;
@@ -88,6 +99,7 @@ void rs_baseline_rebase(RsBaseline *b, const RsObservation *o) {
         }
         b->useful = MAX(b->useful, o->useful);
         b->scan = MAX(b->scan, o->scan);
+        b->swapout = MAX(b->swapout, o->swapout);
         if (o->psi_some >= 0)
                 b->psi_some = MAX(b->psi_some, o->psi_some);
         b->known = true;
@@ -221,16 +233,39 @@ void rs_observe(const RsSample *s,
                             rs_rate_or_zero(rates, RS_COUNTER_SWAP_IN) / RS_PAGE_SIZE);
         double swapout = MAX(rs_rate_or_zero(rates, RS_COUNTER_PSWPOUT),
                              rs_rate_or_zero(rates, RS_COUNTER_SWAP_OUT) / RS_PAGE_SIZE);
+        o.swapout = swapout;
         o.swapin_only = refaulting && swap_known && swapin > 0 && swapout <= SWAPOUT_SHARE * swapin &&
                         o.useful - swapin <= o.threshold;
         bool psi_up = o.have_rates && o.psi_some >= 0 && baseline && baseline->known &&
                       o.psi_some > baseline->psi_some + sp->psi_points && o.useful > base_useful;
+
+        /* Signs that show before refaults do (issue 13: stop on leading signals). Reclaim
+         * reaching anonymous memory pushes pages to swap before the workload misses them;
+         * a file set's cache is scanned before it is re-read; PSI rises with both. */
+        double base_swapout = baseline && baseline->known ? baseline->swapout : 0;
+        if (o.have_rates) {
+                bool psi_rising = o.psi_some >= 0 && baseline && baseline->known &&
+                                  o.psi_some > baseline->psi_some + sp->psi_points / 2;
+                bool refaults_rising = o.useful > 0 &&
+                                       o.useful > base_useful + SUBTHRESHOLD_SHARE * (o.threshold - base_useful);
+                o.rising = psi_rising || refaults_rising;
+                if (refaults_rising)
+                        o.leading_why = "refaults rising";
+                else if (psi_rising)
+                        o.leading_why = "memory PSI rising";
+                else if (swapout > 2 * base_swapout + SWAPOUT_ABS_MIN)
+                        o.leading_why = "pages pushed to swap";
+                else if (o.scanning)
+                        o.leading_why = "reclaim running";
+                o.leading = o.leading_why != NULL;
+        }
 
         if (o.oom) {
                 o.verdict = RS_VERDICT_STORM;
                 o.why = "the guest OOM-killed a task";
         } else if (o.have_rates && o.useful > MAX(sp->storm_abs, sp->storm_ratio * o.threshold)) {
                 o.verdict = RS_VERDICT_STORM;
+                o.storm_by_rate = true;
                 o.why = o.tier == RS_TIER_AGENT ? "refault storm" : "major fault / swap-in storm";
         } else if (o.stall && refaulting) {
                 o.verdict = RS_VERDICT_STORM;

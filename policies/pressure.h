@@ -59,6 +59,7 @@ typedef struct RsBaseline {
         double useful;   /* pages/s */
         double scan;     /* pages/s, agent or new balloon stats */
         double psi_some; /* percent */
+        double swapout;  /* pages/s pushed to swap */
         unsigned n;
         bool host_known; /* host_reads is measured (not kept in state files: learned again) */
         double host_reads; /* pages/s QEMU read from the guest's disks */
@@ -87,6 +88,16 @@ struct RsObservation {
         bool have_rates;
         bool has_activate;   /* the useful rate came from workingset_activate */
         bool scanning;       /* reclaim running: scan counters, caches shrinking, free at its floor */
+        double swapout;      /* pages/s pushed to swap (balloon stat-swap-out or pswpout), 0 unknown */
+        bool leading;        /* a sign that shows before refaults do, above the guest's baseline:
+                              * reclaim running (scanning), pages pushed to swap, PSI some up, or
+                              * useful refaults still under the threshold but rising; the probe
+                              * then takes fine steps (estimator.c) */
+        bool rising;         /* of the leading signs, the ones that say hot pages come back:
+                              * useful refaults rising under the threshold, or PSI some up */
+        const char *leading_why; /* the first leading sign, a static string, or NULL */
+        bool storm_by_rate;  /* the storm verdict came from the refault rate alone (the estimator
+                              * scales that threshold to the working set's size) */
         bool pushback;       /* the balloon stays clearly above the target asked for */
         bool available_low;  /* near the floor of available memory: probe gently */
         bool available_critical;

@@ -11,6 +11,7 @@
 #define TOTAL_OVERHEAD (51.0 * MIB)    /* stat-total-memory sits this far below the balloon */
 #define REFAULT_AMPLIFICATION 1.5      /* a cyclic pass over a set that does not fit misses more than the deficit */
 #define FILE_PUSHBACK 0.5              /* share of a hot-file deficit the balloon cannot take */
+#define REFAULT_SERVICE_SEC 100e-6     /* default workload time per hot refault: a swap-in or a file read */
 
 /* xorshift64*: deterministic and good enough for jitter. */
 static uint64_t rng_next(GuestModel *m) {
@@ -40,6 +41,7 @@ void guest_model_config_default(GuestModelConfig *cfg, uint64_t seed) {
                 .interval_usec = 10 * USEC_PER_SEC,
                 .pass_sec = 10,
                 .noise = 0.05,
+                .refault_service_sec = REFAULT_SERVICE_SEC,
                 .n_phases = 1,
                 .host_disk_stats = true,
         };
@@ -86,6 +88,10 @@ uint64_t guest_model_working_set(const GuestModel *m) {
         if (m->cfg.swap_bytes == 0)
                 ws += m->anon_cold; /* without swap, cold anonymous pages cannot leave */
         return (uint64_t) ws;
+}
+
+double guest_model_refault_service_sec(const GuestModelConfig *cfg) {
+        return cfg->refault_service_sec > 0 ? cfg->refault_service_sec : REFAULT_SERVICE_SEC;
 }
 
 uint64_t guest_model_actual(const GuestModel *m) {
@@ -168,7 +174,7 @@ void guest_model_step(GuestModel *m) {
 
         m->hot_deficit_anon = d_anon;
         m->hot_deficit_file = d_file;
-        m->swapped_b = (m->anon_cold - (c->swap_bytes > 0 ? resident_anon_cold : m->anon_cold)) + d_anon;
+        m->swapped_b = m->anon_cold - (c->swap_bytes > 0 ? resident_anon_cold : m->anon_cold);
         m->free_b = (double) c->min_free_bytes + spare;
         m->cache_b = hot_file_resident + cold_cache + MIN_CACHE;
         double thrash = m->file_hot > 0 ? MIN(1.0, 4.0 * d_file / m->file_hot) : 0.0;
@@ -184,21 +190,60 @@ void guest_model_step(GuestModel *m) {
         double stream = jitter(m, m->stream_rate / PAGE);
         double background = 3.0 * rng_unit(m);  /* a few refaults come from anywhere */
         double cold_dropped = MAX(0.0, m->prev_cold_resident - (cold_cache + resident_anon_cold)) / PAGE / dt;
-        double recovered = 0; /* pages/s paged back in from swap, nothing pushed out for them */
-        if (c->swap_bytes > 0 && c->swap_recovery_bytes_per_sec > 0) {
-                unsigned every = MAX(c->swap_recovery_every, 1u);
+        /* One reader waits for each hot refault (a swap-in or a read, refault service time
+         * each): the workload cannot refault faster than one page per service time. Below
+         * that, the rates are open loop (the workload's sweep is not slowed down); at it, a
+         * deep squeeze refaults at the device's pace while the same work takes longer. The
+         * extra workload seconds count every refault the work needed (wanted x service
+         * time: what the same work costs more), the counters what happened in the interval. */
+        double svc = guest_model_refault_service_sec(c);
+        double cap = 1.0 / svc; /* pages/s */
+        double wanted = refault_anon + refault_file_hot;
+        if (wanted > cap) {
+                refault_anon *= cap / wanted;
+                refault_file_hot *= cap / wanted;
+        }
+        double spare_io = MAX(0.0, cap - (refault_anon + refault_file_hot)); /* pages/s left for recovery */
+
+        /* Evicted hot pages that fit again come back when the workload touches them: a
+         * pass's worth per pass_sec at most, in what the reader has left after thrashing. */
+        double recovered = 0;             /* pages/s paged back in from swap, nothing pushed out for them */
+        if (c->swap_bytes > 0) {
+                bool paced = c->swap_recovery_bytes_per_sec > 0;
+                unsigned every = paced ? MAX(c->swap_recovery_every, 1u) : 1;
+                double rate = paced ? c->swap_recovery_bytes_per_sec : MIN(touch_anon, spare_io) * PAGE;
                 if (d_anon >= m->anon_on_swap)
                         m->anon_on_swap = d_anon;
                 else if (m->tick % every == 0) {
-                        double back = MIN(m->anon_on_swap - d_anon, c->swap_recovery_bytes_per_sec * dt * every);
+                        double back = MIN(m->anon_on_swap - d_anon, rate * dt * every);
                         m->anon_on_swap -= back;
                         recovered = back / PAGE / dt;
+                        spare_io = MAX(0.0, spare_io - recovered);
                 }
         }
+        double recovered_file = 0; /* pages/s of dropped hot file pages read back */
+        if (d_file >= m->file_dropped)
+                m->file_dropped = d_file;
+        else {
+                double back = MIN(m->file_dropped - d_file, MIN(touch_file, spare_io) * PAGE * dt);
+                m->file_dropped -= back;
+                recovered_file = back / PAGE / dt;
+        }
         m->prev_cold_resident = cold_cache + resident_anon_cold;
+        m->swapped_b += MAX(m->anon_on_swap, d_anon);
 
-        double refault_file = refault_file_hot + 0.9 * stream + background;
-        double activate_file = 0.95 * refault_file_hot + 0.002 * stream + background / 2;
+        /* Ground truth: what this interval cost the workload. */
+        m->hot_evicted = d_anon + d_file;
+        m->step_swapins = (refault_anon + recovered) * dt;
+        m->step_refaults = (refault_anon + recovered + refault_file_hot + recovered_file) * dt;
+        m->step_extra_sec = (MAX(wanted, refault_anon + refault_file_hot) + recovered + recovered_file) * dt * svc;
+        m->total_refaults += m->step_refaults;
+        m->total_swapins += m->step_swapins;
+        m->total_extra_sec += m->step_extra_sec;
+        m->total_evicted_byte_sec += m->hot_evicted * dt;
+
+        double refault_file = refault_file_hot + recovered_file + 0.9 * stream + background;
+        double activate_file = 0.95 * (refault_file_hot + recovered_file) + 0.002 * stream + background / 2;
         double steal = refault_anon + refault_file + cold_dropped;
         double severe = hot > 0 ? (d_anon + d_file) / hot : 0;
         double direct = severe > 0.2 ? 0.3 * steal : 0;
@@ -232,10 +277,10 @@ void guest_model_step(GuestModel *m) {
         /* Every swap-in and file refault is a read QEMU serves, whatever the guest says. */
         m->c[RS_COUNTER_HOST_DISK_READ] += (refault_anon + recovered + refault_file) * PAGE * dt;
 
-        /* PSI: tasks stall on refaults of pages that were part of the working set, not on
-         * first reads of a stream. */
+        /* PSI: tasks stall on refaults of pages that were part of the working set (and on
+         * those coming back after a squeeze), not on first reads of a stream. */
         double stalled = touch_anon + touch_file > 0
-                ? MIN(0.95, 0.9 * (refault_anon + refault_file_hot) / (touch_anon + touch_file)) : 0;
+                ? MIN(0.95, 0.9 * (refault_anon + refault_file_hot + recovered + recovered_file) / (touch_anon + touch_file)) : 0;
         stalled = MAX(stalled, severe > 0.2 ? 0.5 : 0);
         double decay = exp(-dt / 10.0);
         m->psi_some_avg10 = m->psi_some_avg10 * decay + 100.0 * stalled * (1 - decay);
@@ -251,7 +296,7 @@ double guest_model_hot_refault_rate(const GuestModel *m) {
                 r += m->anon_hot / PAGE / c->pass_sec * MIN(1.0, REFAULT_AMPLIFICATION * m->hot_deficit_anon / m->anon_hot);
         if (m->file_hot > 0)
                 r += m->file_hot / PAGE / c->pass_sec * MIN(1.0, REFAULT_AMPLIFICATION * m->hot_deficit_file / m->file_hot);
-        return r;
+        return MIN(r, 1.0 / guest_model_refault_service_sec(c));
 }
 
 static void lie(GuestModel *m, RsSample *s) {

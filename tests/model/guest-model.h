@@ -8,6 +8,27 @@
  * within memory (Nick Piggin's case). Memory pressure evicts cold pages first, then the hot
  * sets in proportion to their sizes; evicted hot pages come back as refaults at a rate that
  * grows with the deficit (LRU-like: every pass over the hot set misses what did not fit).
+ * The rate scales with the pass time (cfg.pass_sec): a real workload sweeping a 300 MiB set
+ * twice a second, 8 MiB below its knee, refaults about 6000 pages/s (issue 13), a storm by
+ * the core's measure; the same set swept every 10 s refaults 300 pages/s. The rates are open
+ * loop (the workload does not sweep more slowly because it waits on its refaults) up to one
+ * refault per refault service time (one reader waiting on the disk: 10000 pages/s at the
+ * default 100 us), where a deep squeeze saturates, as a real guest's does.
+ *
+ * After the guest grows again, what was evicted comes back when the workload next touches
+ * it: anonymous pages as swap-ins with no swap-out, hot file pages as read() refaults, at
+ * the rate the workload touches them (a whole pass's worth per pass_sec), in what the reader
+ * has left after thrashing. With fast sweeps that is a burst at the device's pace right after
+ * backing off, as fast as the saturated squeeze was and, with short intervals, spanning more
+ * than one: the burst a core once took for growth (+11.5 % on a real guest's doubling
+ * workload with 1 s intervals, while every model run passed: the model then brought those
+ * pages back unseen, and let a squeeze refault faster than any disk).
+ *
+ * Ground truth for cost (what the tests assert about the price of estimating): per step,
+ * the hot bytes that did not fit (the deficit), the hot pages refaulted (thrashing plus
+ * recovery), the swap-ins, and the extra workload seconds those refaults cost (each one
+ * cfg.refault_service_sec: a swap-in or a file read the workload waits for); and their
+ * totals since init. At full size all of them are zero.
  *
  * What it emits mirrors guest-lab.md: read() thrashing shows no major faults and only moves
  * the levels (available, disk caches) and makes the balloon stop short of its target;
@@ -48,16 +69,19 @@ typedef struct GuestModelConfig {
         bool agent;                  /* guest agent: vmstat and PSI */
         bool new_balloon_stats;      /* QEMU 9.2+ scan/reclaim/stall/oom stats */
         uint64_t interval_usec;
-        double pass_sec;             /* seconds per pass over the hot sets */
+        double pass_sec;             /* seconds per pass over the hot sets (0.5: a real-like sweep) */
         double noise;                /* relative jitter of the rates, e.g. 0.1 */
+        double refault_service_sec;  /* workload time one hot refault costs (swap-in or file read); 0: 100 us */
         unsigned reboot_tick;        /* 0: never; else counters restart at this tick */
         double lie_probability;      /* chance per sample of a corrupted report */
         bool host_disk_stats;        /* QEMU's blockstats: bytes read from the guest's disks */
         bool hides_pressure;         /* reports no faults, no swap and plenty available, always */
         /* Hot anonymous pages on swap that fit again (after the guest grew) come back when
-         * the workload touches them: 0 models them back at once and unseen; otherwise at
-         * most this fast, as swap-ins with no swap-out, and only every swap_recovery_every
-         * intervals (a pass reaching the swapped region), so quiet intervals come between. */
+         * the workload touches them, as swap-ins with no swap-out: 0 at the rate the workload
+         * touches them (anon_hot / pass_sec), at most a page per refault_service_sec, every
+         * interval; otherwise at most this fast, and only every swap_recovery_every intervals
+         * (a pass reaching the swapped region), so quiet intervals come between. Hot file
+         * pages dropped come back the same way (the default rate) as file refaults. */
         double swap_recovery_bytes_per_sec;
         unsigned swap_recovery_every;
         GuestModelPhase phases[GUEST_MODEL_PHASES_MAX];
@@ -80,6 +104,16 @@ typedef struct GuestModel {
         double hot_deficit_file, hot_deficit_anon;
         double prev_cold_resident;
         double anon_on_swap;         /* hot anonymous bytes on swap (deficit plus not yet recovered) */
+        double file_dropped;         /* hot file bytes dropped (deficit plus not yet read back) */
+
+        /* Ground-truth cost of the last step (the interval just run) ... */
+        double hot_evicted;          /* bytes of the hot sets that did not fit (the deficit) */
+        double step_refaults;        /* hot pages refaulted: thrashing plus recovery (no stream, no noise floor) */
+        double step_swapins;         /* pages swapped in (anonymous thrashing plus recovery) */
+        double step_extra_sec;       /* extra workload seconds: step_refaults x refault service time */
+        /* ... and since init. */
+        double total_refaults, total_swapins, total_extra_sec;
+        double total_evicted_byte_sec; /* deficit integrated over time (bytes x seconds) */
 
         /* cumulative counters as the guest kernel keeps them */
         double c[_RS_COUNTER_MAX];
@@ -104,9 +138,13 @@ void guest_model_sample(GuestModel *m, RsSample *ret);
  * watermark and both hot sets. Cold pages and the stream are not part of it. */
 uint64_t guest_model_working_set(const GuestModel *m);
 uint64_t guest_model_actual(const GuestModel *m);
-/* Refaults per second of the hot sets last interval (what more memory would save). */
+/* Refaults per second of the hot sets last interval (what more memory would save), without
+ * noise and without recovery. */
 double guest_model_hot_refault_rate(const GuestModel *m);
+/* The refault service time in effect (cfg.refault_service_sec, or its default). */
+double guest_model_refault_service_sec(const GuestModelConfig *cfg);
 
 /* A basic config: 2 GiB guest, 100 MiB kernel, 16 MiB watermark, 10 s interval, a 10 s
- * pass, 5 % noise, one phase with nothing in it. */
+ * pass, 5 % noise, 100 us per refault, one phase with nothing in it. (The scenarios draw
+ * the noise from their seed: scenario_config().) */
 void guest_model_config_default(GuestModelConfig *cfg, uint64_t seed);

@@ -2,8 +2,132 @@
 #include "tests/model/scenario.h"
 
 #include <math.h>
+#include <stdio.h>
 
 #include "common/macro.h"
+#include "policies/actuation.h"
+
+void scenario_meter_init(ScenarioMeter *mt) {
+        *mt = (ScenarioMeter) { .state = _RS_STATE_MAX };
+}
+
+static ScenarioCycle *current_cycle(ScenarioMeter *mt) {
+        if (mt->n_cycles == 0 || mt->n_cycles > SCENARIO_CYCLES_MAX)
+                return NULL;
+        return &mt->cycles[mt->n_cycles - 1];
+}
+
+const ScenarioCycle *scenario_meter_cycle(const ScenarioMeter *mt) {
+        return current_cycle((ScenarioMeter *) mt);
+}
+
+void scenario_meter_decision(ScenarioMeter *mt, const GuestModel *m, const RsDecision *d) {
+        RsState prev = mt->state;
+
+        mt->state = d->state;
+        if (d->state == RS_STATE_PROBE && prev != RS_STATE_PROBE) {
+                mt->probe_entries++;
+                /* A new cycle where the core starts one: from LEARN (also before any
+                 * decision) or HOLD. */
+                if (prev == RS_STATE_LEARN || prev == RS_STATE_HOLD || prev == _RS_STATE_MAX) {
+                        mt->n_cycles++;
+                        ScenarioCycle *c = current_cycle(mt);
+                        if (c)
+                                *c = (ScenarioCycle) {
+                                        .start_tick = m->tick,
+                                        .from = prev == _RS_STATE_MAX ? RS_STATE_LEARN : prev,
+                                        .ws = guest_model_working_set(m),
+                                };
+                }
+        }
+        ScenarioCycle *c = current_cycle(mt);
+        if (d->state == RS_STATE_EMERGENCY && prev != RS_STATE_EMERGENCY) {
+                mt->emergencies++;
+                if (c)
+                        c->emergencies++;
+        }
+        if (c && d->state == RS_STATE_PROBE)
+                c->probe_ticks++;
+        if (d->state == RS_STATE_HOLD && mt->first_hold_tick == 0)
+                mt->first_hold_tick = MAX(m->tick, 1u);
+}
+
+void scenario_meter_step(ScenarioMeter *mt, const GuestModel *m) {
+        double dt = (double) m->cfg.interval_usec / USEC_PER_SEC;
+        bool deficit = m->hot_evicted > SCENARIO_DEFICIT_TICK;
+
+        mt->ticks++;
+        mt->sim_sec += dt;
+        mt->extra_sec += m->step_extra_sec;
+        mt->refaults += m->step_refaults;
+        mt->swapins += m->step_swapins;
+        mt->evicted_byte_sec += m->hot_evicted * dt;
+        if (mt->first_hold_tick == 0) {
+                mt->first_max_deficit = MAX(mt->first_max_deficit, m->hot_evicted);
+                mt->first_deficit_ticks += deficit;
+                mt->first_extra_sec += m->step_extra_sec;
+        } else {
+                mt->sim_sec_after_first_hold += dt;
+                mt->extra_sec_after_first_hold += m->step_extra_sec;
+        }
+
+        ScenarioCycle *c = current_cycle(mt);
+        if (!c)
+                return;
+        c->ticks++;
+        c->deficit_ticks += deficit;
+        c->max_deficit = MAX(c->max_deficit, m->hot_evicted);
+        c->evicted_byte_sec += m->hot_evicted * dt;
+        c->refaults += m->step_refaults;
+        c->swapins += m->step_swapins;
+        c->extra_sec += m->step_extra_sec;
+        if (guest_model_working_set(m) != c->ws)
+                c->ws_changed = true;
+}
+
+unsigned scenario_meter_cycles_between(const ScenarioMeter *mt, unsigned from, unsigned to) {
+        unsigned n = 0;
+        for (unsigned i = 0; i < MIN(mt->n_cycles, (unsigned) SCENARIO_CYCLES_MAX); i++)
+                n += mt->cycles[i].start_tick >= from && mt->cycles[i].start_tick < to;
+        return n;
+}
+
+void scenario_meter_print(const ScenarioMeter *mt, const char *prefix) {
+        for (unsigned i = 0; i < MIN(mt->n_cycles, (unsigned) SCENARIO_CYCLES_MAX); i++) {
+                const ScenarioCycle *c = &mt->cycles[i];
+                printf("%s cycle %u from %s at tick %u: %u ticks (%u probing), %u with a deficit, max %.1f MiB, "
+                       "%.0f pages refaulted, %.0f swapped in, %.2f s extra, %u emergencies%s\n",
+                       prefix, i + 1, rs_state_to_string(c->from), c->start_tick, c->ticks, c->probe_ticks,
+                       c->deficit_ticks, c->max_deficit / MIB, c->refaults, c->swapins, c->extra_sec, c->emergencies,
+                       c->ws_changed ? " (working set changed)" : "");
+        }
+}
+
+static void summarize(ScenarioResult *r) {
+        const ScenarioMeter *mt = &r->meter;
+
+        r->sim_sec = mt->sim_sec;
+        r->extra_sec = mt->extra_sec;
+        r->refaults = mt->refaults;
+        r->swapins = mt->swapins;
+        r->evicted_byte_sec = mt->evicted_byte_sec;
+        r->slowdown = mt->sim_sec > 0 ? mt->extra_sec / mt->sim_sec : 0;
+        r->slowdown_after_first_hold = mt->sim_sec_after_first_hold > 0
+                ? mt->extra_sec_after_first_hold / mt->sim_sec_after_first_hold : 0;
+        r->probe_cycles = mt->n_cycles;
+        for (unsigned i = 0; i < MIN(mt->n_cycles, (unsigned) SCENARIO_CYCLES_MAX); i++) {
+                const ScenarioCycle *c = &mt->cycles[i];
+                if (r->converged_at > 0 && c->start_tick >= r->converged_at)
+                        r->probe_cycles_after_convergence++;
+                r->worst_cycle_refaults = MAX(r->worst_cycle_refaults, c->refaults);
+                if (c->from == RS_STATE_HOLD && !c->ws_changed) {
+                        r->reprobes++;
+                        r->worst_reprobe_deficit = MAX(r->worst_reprobe_deficit, c->max_deficit);
+                        r->worst_reprobe_deficit_ticks = MAX(r->worst_reprobe_deficit_ticks, c->deficit_ticks);
+                        r->worst_reprobe_refaults = MAX(r->worst_reprobe_refaults, c->refaults);
+                }
+        }
+}
 
 int scenario_run(const GuestModelConfig *cfg,
                  const RsPolicy *policy,
@@ -12,12 +136,26 @@ int scenario_run(const GuestModelConfig *cfg,
                  scenario_tick_fn on_tick,
                  void *userdata,
                  ScenarioResult *ret) {
+        return scenario_run_opts(cfg, policy, ticks, tolerance, NULL, on_tick, userdata, ret);
+}
+
+int scenario_run_opts(const GuestModelConfig *cfg,
+                      const RsPolicy *policy,
+                      unsigned ticks,
+                      double tolerance,
+                      const ScenarioOptions *opts,
+                      scenario_tick_fn on_tick,
+                      void *userdata,
+                      ScenarioResult *ret) {
+        static const ScenarioOptions defaults = {};
         GuestModel m;
         RsGuest *g = NULL;
-        RsState prev_state = _RS_STATE_MAX;
         int r;
 
+        if (!opts)
+                opts = &defaults;
         *ret = (ScenarioResult) { .min_target = UINT64_MAX, .final_error = 1e9 };
+        scenario_meter_init(&ret->meter);
         guest_model_init(&m, cfg);
         r = rs_guest_new(&g, policy, cfg->boot_bytes);
         if (r < 0)
@@ -34,9 +172,7 @@ int scenario_run(const GuestModelConfig *cfg,
 
                 const RsObservation *o = rs_guest_observation(g);
                 ret->max_rate_seen = MAX(ret->max_rate_seen, o->useful);
-                if (d.state == RS_STATE_EMERGENCY && prev_state != RS_STATE_EMERGENCY)
-                        ret->emergencies++;
-                prev_state = d.state;
+                scenario_meter_decision(&ret->meter, &m, &d);
                 ret->min_target = MIN(ret->min_target, d.target);
                 ret->max_target = MAX(ret->max_target, d.target);
                 ret->floor = d.floor;
@@ -54,14 +190,35 @@ int scenario_run(const GuestModelConfig *cfg,
                         return -EIO;
                 }
 
-                guest_model_set_target(&m, d.target);
+                if (opts->actuate) {
+                        RsActuationInput in = {
+                                .current = guest_model_actual(&m),
+                                .target = d.target,
+                                .urgent = d.urgent,
+                                .fine = d.fine,
+                                .estimate = d.estimate,
+                                .margin_percent = policy->margin_percent,
+                                .boot_bytes = cfg->boot_bytes,
+                        };
+                        RsActuationPlan plan;
+                        r = rs_actuation_plan(policy, &in, &plan);
+                        if (r < 0) {
+                                rs_guest_free(g);
+                                return r;
+                        }
+                        if (!plan.skip && plan.set_balloon)
+                                guest_model_set_target(&m, plan.balloon_target);
+                } else
+                        guest_model_set_target(&m, d.target);
                 guest_model_step(&m);
+                scenario_meter_step(&ret->meter, &m);
         }
 
         RsDecision d;
         rs_guest_decide(g, m.now_usec, &d);
         ret->ticks = ticks;
         ret->oom_kills = m.oom_kills;
+        ret->emergencies = ret->meter.emergencies;
         ret->final_estimate = d.estimate;
         ret->final_target = d.target;
         ret->final_ws = guest_model_working_set(&m);
@@ -69,6 +226,7 @@ int scenario_run(const GuestModelConfig *cfg,
         ret->streaming = rs_guest_estimate(g)->streaming;
         if (rs_known(d.estimate))
                 ret->final_error = fabs((double) d.estimate - (double) ret->final_ws) / (double) ret->final_ws;
+        summarize(ret);
         rs_guest_free(g);
         return 0;
 }
@@ -92,6 +250,10 @@ void scenario_config(ScenarioKind kind, uint64_t seed, bool randomize, GuestMode
 
         guest_model_config_default(cfg, seed);
         *spec = (ScenarioSpec) { .ticks = 200, .has_working_set = true };
+        /* The model's noise comes from the seed too (its own stream, so the sizes drawn
+         * below stay those of earlier runs): 2-15 % relative jitter of every rate. */
+        uint64_t xn = seed * 104729 + 17;
+        cfg->noise = 0.02 + 0.13 * (double) (split(&xn) % 1001) / 1000.0;
         if (randomize) {
                 cfg->boot_bytes = pick(&x, 1536, 4096);
                 cfg->kernel_bytes = pick(&x, 60, 160);

@@ -18,10 +18,17 @@
 #include "tests/unit/check-run.h"
 
 #define TOLERANCE 0.10
+#define SEEDS 5                       /* every fixed scenario runs these seeds (noise 2-15 % from the seed) */
+#define BELOW_SLACK (3 * MIB)         /* a re-probe's worst by construction: a 2 MiB fine step + 1 MiB of balloon rounding */
 
 typedef struct Watch {
         unsigned settle;          /* from this tick on, targets are checked against the set */
         double max_target_ratio;  /* largest target / working set after settle */
+        double min_target_ratio;  /* smallest target / working set after settle */
+        unsigned below_ticks;     /* decisions after settle with target < working set - BELOW_SLACK */
+        unsigned below_not_probing; /* ... of which not in PROBE */
+        unsigned cycles_after_settle; /* probe cycles (from LEARN or HOLD) started after settle */
+        RsState prev;
         uint64_t min_gap_to_floor;
         bool below_floor;
         bool above_max;
@@ -38,9 +45,18 @@ static bool watch(const GuestModel *m, const RsGuest *g, const RsDecision *d, vo
         if (!(o->useful >= 0) || !isfinite(o->useful))
                 w->negative_or_nan = true;
         if (m->tick >= w->settle) {
-                double r = (double) d->target / (double) guest_model_working_set(m);
+                uint64_t ws = guest_model_working_set(m);
+                double r = (double) d->target / (double) ws;
                 w->max_target_ratio = MAX(w->max_target_ratio, r);
+                w->min_target_ratio = MIN(w->min_target_ratio, r);
+                if (d->target + BELOW_SLACK < ws) {
+                        w->below_ticks++;
+                        w->below_not_probing += d->state != RS_STATE_PROBE;
+                }
+                if (d->state == RS_STATE_PROBE && (w->prev == RS_STATE_HOLD || w->prev == RS_STATE_LEARN))
+                        w->cycles_after_settle++;
         }
+        w->prev = d->state;
         return true;
 }
 
@@ -58,20 +74,30 @@ static unsigned convergence_bound(ScenarioKind k) {
         }
 }
 
-static void run_kind(ScenarioKind k, ScenarioResult *r, Watch *w, ScenarioSpec *spec) {
+/* Emergencies each fixed scenario must show, no more, no fewer: none where nothing
+ * happens that a probe did not cause; one where the set doubles at once (375 MiB more than
+ * the guest holds: a storm at the held size, deflating to max is the answer). */
+static unsigned expected_emergencies(ScenarioKind k) {
+        return k == SCENARIO_DOUBLING ? 1 : 0;
+}
+
+static void run_kind(ScenarioKind k, uint64_t seed, ScenarioResult *r, Watch *w, ScenarioSpec *spec) {
         GuestModelConfig cfg;
         RsPolicy p;
 
         rs_policy_init(&p);
-        scenario_config(k, 1, false, &cfg, spec);
-        *w = (Watch) { .settle = spec->change_tick + 60 };
+        scenario_config(k, seed, false, &cfg, spec);
+        *w = (Watch) { .settle = spec->change_tick + 60, .min_target_ratio = 1e9, .prev = _RS_STATE_MAX };
         ck_assert_int_eq(scenario_run(&cfg, &p, spec->ticks, TOLERANCE, watch, w, r), 0);
 
         unsigned conv = r->converged_at > spec->change_tick ? r->converged_at - spec->change_tick : r->converged_at;
-        printf("%-16s ws=%4.0f MiB estimate=%4.0f MiB error=%5.2f%% converged after %3u intervals, "
-               "emergencies=%u, min target=%4.0f MiB (floor %4.0f)\n",
-               spec->name, (double) r->final_ws / MIB, rs_known(r->final_estimate) ? (double) r->final_estimate / MIB : -1.0,
-               100 * r->final_error, conv, r->emergencies, (double) r->min_target / MIB, (double) r->floor / MIB);
+        printf("%-16s seed %llu noise %.3f: ws=%4.0f MiB estimate=%4.0f MiB error=%5.2f%% converged after %3u intervals, "
+               "emergencies=%u, min target=%4.0f MiB (floor %4.0f), after settle target/ws %.3f-%.3f, "
+               "%u below ws-3MiB (%u not probing) in %u cycles\n",
+               spec->name, (unsigned long long) seed, cfg.noise, (double) r->final_ws / MIB,
+               rs_known(r->final_estimate) ? (double) r->final_estimate / MIB : -1.0, 100 * r->final_error, conv,
+               r->emergencies, (double) r->min_target / MIB, (double) r->floor / MIB, w->min_target_ratio,
+               w->max_target_ratio, w->below_ticks, w->below_not_probing, w->cycles_after_settle);
 
         /* Every scenario: never below floor, above max, out of memory, or a bad rate. */
         ck_assert_msg(!w->below_floor, "%s: target below floor", spec->name);
@@ -79,6 +105,8 @@ static void run_kind(ScenarioKind k, ScenarioResult *r, Watch *w, ScenarioSpec *
         ck_assert_msg(!w->negative_or_nan, "%s: negative or NaN rate", spec->name);
         ck_assert_uint_eq(r->oom_kills, 0);
         ck_assert_uint_ge(r->min_target, r->floor);
+        ck_assert_msg(r->emergencies == expected_emergencies(k), "%s seed %llu: %u emergencies, expected %u", spec->name,
+                      (unsigned long long) seed, r->emergencies, expected_emergencies(k));
 
         if (spec->has_working_set) {
                 ck_assert_msg(r->final_error <= TOLERANCE, "%s: estimate %.1f%% off", spec->name, 100 * r->final_error);
@@ -88,23 +116,45 @@ static void run_kind(ScenarioKind k, ScenarioResult *r, Watch *w, ScenarioSpec *
         }
 }
 
-#define SCENARIO_TEST(fn, kind)                                   \
-        START_TEST(fn) {                                          \
-                ScenarioResult r;                                 \
-                ScenarioSpec spec;                                \
-                Watch w;                                          \
-                run_kind(kind, &r, &w, &spec);                    \
-                /* held at estimate + margin (balloon tier: 15 %) */ \
-                ck_assert_double_le(w.max_target_ratio, 1.20);   \
-        }                                                         \
+/* The lower bound on targets once settled (60 intervals after the start or the change):
+ * below the working set by more than BELOW_SLACK only while probing, at most one interval
+ * per probe cycle (a re-probe backs off on its first refaulting sample, and its step there
+ * is fine), and never by more than one probe-step-max (10 %) of the set. */
+static void assert_lower_bound(const ScenarioSpec *spec, uint64_t seed, const Watch *w) {
+        ck_assert_msg(w->below_not_probing == 0, "%s seed %llu: %u decisions below ws - 3 MiB outside PROBE", spec->name,
+                      (unsigned long long) seed, w->below_not_probing);
+        ck_assert_msg(w->below_ticks <= w->cycles_after_settle,
+                      "%s seed %llu: %u decisions below ws - 3 MiB in %u probe cycles (at most one each)", spec->name,
+                      (unsigned long long) seed, w->below_ticks, w->cycles_after_settle);
+        ck_assert_msg(w->min_target_ratio >= 0.90, "%s seed %llu: target %.3f x working set", spec->name,
+                      (unsigned long long) seed, w->min_target_ratio);
+}
+
+#define SCENARIO_TEST(fn, kind)                                            \
+        START_TEST(fn) {                                                   \
+                for (uint64_t seed = 1; seed <= SEEDS; seed++) {           \
+                        ScenarioResult r;                                  \
+                        ScenarioSpec spec;                                 \
+                        Watch w;                                           \
+                        run_kind(kind, seed, &r, &w, &spec);               \
+                        /* held at estimate + margin (balloon tier: 15 %) */ \
+                        ck_assert_double_le(w.max_target_ratio, 1.20);     \
+                        if (kind == SCENARIO_DOUBLING)                     \
+                                assert_lower_bound(&spec, seed, &w);       \
+                }                                                          \
+        }                                                                  \
         END_TEST
 
 SCENARIO_TEST(test_steady_anon, SCENARIO_STEADY_ANON)
 SCENARIO_TEST(test_file_balloon_only, SCENARIO_FILE_BALLOON)
 SCENARIO_TEST(test_mixed, SCENARIO_MIXED)
-SCENARIO_TEST(test_doubling, SCENARIO_DOUBLING)
 SCENARIO_TEST(test_growth_no_swap, SCENARIO_GROWTH_NO_SWAP)
 SCENARIO_TEST(test_hiding_guest, SCENARIO_HIDING)
+
+/* The set doubles at tick 100 (375 -> 750 MiB anonymous) while the guest is held: one
+ * emergency (run_kind), then from 60 intervals after the change held at estimate + margin
+ * and within the lower bound like any other scenario. */
+SCENARIO_TEST(test_doubling, SCENARIO_DOUBLING)
 
 /* The same hiding guest without the host's disk reads: nothing stops the squeeze, which
  * is what makes the host signal worth having (and the floor the last line). */
@@ -126,86 +176,103 @@ START_TEST(test_hiding_guest_needs_host_reads) {
 END_TEST
 
 START_TEST(test_file_agent_more_precise) {
-        ScenarioResult rb, ra;
-        ScenarioSpec spec;
-        Watch w;
-        run_kind(SCENARIO_FILE_BALLOON, &rb, &w, &spec);
-        double balloon_ratio = w.max_target_ratio;
-        run_kind(SCENARIO_FILE_AGENT, &ra, &w, &spec);
-        /* The agent tier holds with the smaller margin and its estimate is at least as
-         * close as the balloon tier's. */
-        ck_assert_double_lt(w.max_target_ratio, balloon_ratio);
-        ck_assert_double_le(ra.final_error, rb.final_error + 1e-9);
-        ck_assert_double_le(w.max_target_ratio, 1.12);
+        for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+                ScenarioResult rb, ra;
+                ScenarioSpec spec;
+                Watch w;
+                run_kind(SCENARIO_FILE_BALLOON, seed, &rb, &w, &spec);
+                double balloon_ratio = w.max_target_ratio;
+                run_kind(SCENARIO_FILE_AGENT, seed, &ra, &w, &spec);
+                /* The agent tier holds with the smaller margin and its estimate is at least
+                 * as close as the balloon tier's (within the noise: 0.5 %). */
+                ck_assert_double_lt(w.max_target_ratio, balloon_ratio);
+                ck_assert_double_le(ra.final_error, rb.final_error + 0.005);
+                ck_assert_double_le(w.max_target_ratio, 1.12);
+        }
 }
 END_TEST
 
 START_TEST(test_shrinking) {
-        ScenarioResult r;
-        ScenarioSpec spec;
-        Watch w;
-        run_kind(SCENARIO_SHRINKING, &r, &w, &spec);
-        /* the memory given back: the final target is near the new, smaller set */
-        ck_assert_double_le((double) r.final_target, 1.12 * (double) r.final_ws);
+        for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+                ScenarioResult r;
+                ScenarioSpec spec;
+                Watch w;
+                run_kind(SCENARIO_SHRINKING, seed, &r, &w, &spec);
+                /* the memory given back: the final target is near the new, smaller set */
+                ck_assert_double_le((double) r.final_target, 1.12 * (double) r.final_ws);
+        }
 }
 END_TEST
 
 START_TEST(test_streaming_piggin) {
-        ScenarioResult r;
-        ScenarioSpec spec;
-        Watch w;
-        run_kind(SCENARIO_STREAMING, &r, &w, &spec);
-        /* estimate is the hot set, and it is never granted more than hot set + margin */
-        ck_assert_double_le(w.max_target_ratio, 1.12);
-        ck_assert(r.streaming);
-        ck_assert_uint_eq(r.emergencies, 0);
+        for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+                ScenarioResult r;
+                ScenarioSpec spec;
+                Watch w;
+                run_kind(SCENARIO_STREAMING, seed, &r, &w, &spec);
+                /* estimate is the hot set, and it is never granted more than hot set + margin */
+                ck_assert_double_le(w.max_target_ratio, 1.12);
+                ck_assert(r.streaming);
+        }
 }
 END_TEST
 
 START_TEST(test_streaming_late_marginal_effect) {
-        ScenarioResult r;
-        ScenarioSpec spec;
-        Watch w;
-        run_kind(SCENARIO_STREAMING_LATE, &r, &w, &spec);
-        /* without activate counters, growing once showed refaults did not fall: the stream
-         * became the baseline and the memory was taken back */
-        ck_assert(r.streaming);
-        ck_assert_double_le(w.max_target_ratio, 1.12);
+        for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+                ScenarioResult r;
+                ScenarioSpec spec;
+                Watch w;
+                run_kind(SCENARIO_STREAMING_LATE, seed, &r, &w, &spec);
+                /* without activate counters, growing once showed refaults did not fall: the
+                 * stream became the baseline and the memory was taken back */
+                ck_assert(r.streaming);
+                ck_assert_double_le(w.max_target_ratio, 1.12);
+        }
 }
 END_TEST
 
 START_TEST(test_idle_ends_at_floor) {
-        ScenarioResult r;
-        ScenarioSpec spec;
-        Watch w;
-        run_kind(SCENARIO_IDLE, &r, &w, &spec);
-        ck_assert_uint_eq(r.final_target, r.floor);
-        ck_assert_int_eq(r.final_state, RS_STATE_HOLD);
-        ck_assert_uint_le(r.final_estimate, r.floor);
+        for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+                ScenarioResult r;
+                ScenarioSpec spec;
+                Watch w;
+                run_kind(SCENARIO_IDLE, seed, &r, &w, &spec);
+                ck_assert_uint_eq(r.final_target, r.floor);
+                ck_assert_int_eq(r.final_state, RS_STATE_HOLD);
+                ck_assert_uint_le(r.final_estimate, r.floor);
+        }
 }
 END_TEST
 
+/* Counters reset at tick 90: no spike believed, no emergency (run_kind), and from 60
+ * intervals after the reboot the targets keep both bounds. */
 START_TEST(test_reboot_no_spike) {
-        ScenarioResult r;
-        ScenarioSpec spec;
-        Watch w;
-        run_kind(SCENARIO_REBOOT, &r, &w, &spec);
-        ck_assert_uint_eq(r.emergencies, 0);
-        /* the largest refault rate believed stays a real one: the model's worst is one full
-         * pass over the hot set per 10 s, about 20k pages/s at these sizes */
-        ck_assert_double_lt(r.max_rate_seen, 30000);
-        ck_assert_double_le(w.max_target_ratio, 1.12);
+        for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+                ScenarioResult r;
+                ScenarioSpec spec;
+                Watch w;
+                run_kind(SCENARIO_REBOOT, seed, &r, &w, &spec);
+                /* the largest refault rate believed stays a real one: the model's worst is
+                 * one full pass over the hot set per 10 s, about 20k pages/s at these sizes */
+                ck_assert_double_lt(r.max_rate_seen, 30000);
+                ck_assert_double_le(w.max_target_ratio, 1.12);
+                assert_lower_bound(&spec, seed, &w);
+        }
 }
 END_TEST
 
+/* 15 % of the samples corrupted: still no emergency (run_kind), both bounds from tick 60. */
 START_TEST(test_lying_guest) {
-        ScenarioResult r;
-        ScenarioSpec spec;
-        Watch w;
-        run_kind(SCENARIO_LIAR, &r, &w, &spec);
-        ck_assert_uint_gt(r.lies, 20); /* the guest did lie */
-        ck_assert_double_lt(r.max_rate_seen, 30000);
-        ck_assert_double_le(w.max_target_ratio, 1.12);
+        for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+                ScenarioResult r;
+                ScenarioSpec spec;
+                Watch w;
+                run_kind(SCENARIO_LIAR, seed, &r, &w, &spec);
+                ck_assert_uint_gt(r.lies, 20); /* the guest did lie */
+                ck_assert_double_lt(r.max_rate_seen, 30000);
+                ck_assert_double_le(w.max_target_ratio, 1.12);
+                assert_lower_bound(&spec, seed, &w);
+        }
 }
 END_TEST
 
@@ -257,6 +324,7 @@ static void actuated_apply(Actuated *a, uint64_t target) {
                 .current = guest_model_actual(&a->m),
                 .target = target,
                 .urgent = a->d.urgent,
+                .fine = a->d.fine,
                 .estimate = a->d.estimate,
                 .margin_percent = a->policy.margin_percent,
                 .boot_bytes = a->m.cfg.boot_bytes,
@@ -326,8 +394,10 @@ START_TEST(test_swapin_after_emergency_is_not_growth) {
         p.dead_band_bytes = 1 * MIB; /* this is about the swap-ins, not the dead-band */
         actuated_init(&a, &cfg, &p);
 
-        /* into the first probe until it first refaults */
-        while (a.m.tick < 100 && !(rs_guest_state(a.g) == RS_STATE_PROBE && rs_guest_observation(a.g)->verdict == RS_VERDICT_REFAULT))
+        /* into the first probe until it nears the working set (refaults back off at once,
+         * so the probe no longer waits at a refaulting size for the kill to land there) */
+        while (a.m.tick < 100 && !(rs_guest_state(a.g) == RS_STATE_PROBE &&
+                                   guest_model_actual(&a.m) < guest_model_working_set(&a.m) * 21 / 20))
                 actuated_tick(&a);
         ck_assert_int_eq(rs_guest_state(a.g), RS_STATE_PROBE);
         ck_assert_uint_eq(a.emergencies, 0);
@@ -464,7 +534,11 @@ START_TEST(test_two_guests_on_a_small_host) {
                        a->emergencies, p.max_waiting_run[i], guest_model_hot_refault_rate(&a->m), a->d.reason);
         }
         ck_assert_msg(!p.over_budget, "the arbiter granted more than the budget");
-        ck_assert_uint_ge(p.a[1].emergencies, 1); /* the case in point: an emergency on a short host */
+        /* This pair once went through an emergency on the short host; since storms scale with
+         * the set and re-probes back off on the first bad sample (issue 13) it need not. An
+         * emergency held short by the host is covered in test-estimator.c
+         * (test_emergency_capped_*); here at most one, and none left at the end. */
+        ck_assert_uint_le(p.a[1].emergencies, 1);
         for (size_t i = 0; i < 2; i++) {
                 const Actuated *a = &p.a[i];
                 /* growing states end within minutes, at what the host gives */
@@ -480,6 +554,186 @@ START_TEST(test_two_guests_on_a_small_host) {
                           PAIR_BUDGET + 2 * policy.dead_band_bytes);
         for (size_t i = 0; i < 2; i++)
                 rs_guest_free(p.a[i].g);
+}
+END_TEST
+
+/* ---- The cost of estimating (issue 13), with real-like sweeps: every hot page touched
+ * twice a second, so 8 MiB below the knee is a storm (~6000 pages/s). Through the daemon's
+ * actuation plan (cap, dead-band; a probe's fine step is exempt from it). The contract:
+ *   - a re-probe starts from the estimate with the old bounds, takes fine steps (<= 2 MiB)
+ *     near them, backs off on its first refaulting sample, and spends at most one interval
+ *     below the last clean size: at most 3 MiB of the hot sets evicted (2 MiB step + 1 MiB
+ *     of balloon rounding; the model does not round), in at most one interval per cycle
+ *     (the model's balloon deflates within the interval it is asked to);
+ *   - the first descent does not know the knee: at most one probe-step-max (10 % of the
+ *     set) evicted, in at most 2 intervals;
+ *   - no emergency where the set does not change. */
+#define FAST_PASS_SEC 0.5
+#define REPROBE_DEFICIT_MAX (3 * MIB)
+#define REPROBE_DEFICIT_TICKS_MAX 1
+#define FIRST_DEFICIT_TICKS_MAX 2
+
+static void run_fast(ScenarioKind k, uint64_t seed, bool randomize, unsigned ticks, GuestModelConfig *cfg,
+                     ScenarioSpec *spec, ScenarioResult *r) {
+        RsPolicy p;
+        ScenarioOptions o = { .actuate = true };
+        rs_policy_init(&p);
+        scenario_config(k, seed, randomize, cfg, spec);
+        cfg->pass_sec = FAST_PASS_SEC;
+        ck_assert_int_eq(scenario_run_opts(cfg, &p, ticks ? ticks : spec->ticks, TOLERANCE, &o, NULL, NULL, r), 0);
+}
+
+static const ScenarioKind steady_kinds[] = {
+        SCENARIO_STEADY_ANON, SCENARIO_FILE_BALLOON, SCENARIO_FILE_AGENT, SCENARIO_MIXED,
+        SCENARIO_STREAMING, SCENARIO_LIAR, SCENARIO_HIDING,
+};
+
+START_TEST(test_probe_cost_per_cycle) {
+        ScenarioKind k = steady_kinds[_i];
+        for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+                GuestModelConfig cfg;
+                ScenarioSpec spec;
+                ScenarioResult r;
+                /* 300 intervals: the first descent and at least one re-probe */
+                run_fast(k, seed, false, 300, &cfg, &spec, &r);
+                const ScenarioMeter *mt = &r.meter;
+                printf("cost %-14s seed %llu: first descent %.1f MiB evicted (%.1f%% of the set) in %u intervals, "
+                       "%.2f s extra; %u re-probes: worst %.2f MiB evicted, %u intervals, %.0f pages refaulted; "
+                       "%u emergencies; amortized slowdown %.3f%%\n",
+                       spec.name, (unsigned long long) seed, mt->first_max_deficit / MIB,
+                       100 * mt->first_max_deficit / (double) r.final_ws, mt->first_deficit_ticks, mt->first_extra_sec,
+                       r.reprobes, r.worst_reprobe_deficit / MIB, r.worst_reprobe_deficit_ticks, r.worst_reprobe_refaults,
+                       r.emergencies, 100 * r.slowdown);
+                if (r.emergencies > 0 || r.worst_reprobe_deficit > REPROBE_DEFICIT_MAX)
+                        scenario_meter_print(mt, "   ");
+                ck_assert_msg(r.emergencies == 0, "%s seed %llu: %u emergencies with a steady set", spec.name,
+                              (unsigned long long) seed, r.emergencies);
+                ck_assert_msg(mt->first_hold_tick > 0, "%s seed %llu: the first descent never ended", spec.name,
+                              (unsigned long long) seed);
+                ck_assert_msg(mt->first_max_deficit <= 0.10 * (double) r.final_ws,
+                              "%s seed %llu: first descent evicted %.1f MiB > 10 %% of the %.0f MiB set", spec.name,
+                              (unsigned long long) seed, mt->first_max_deficit / MIB, (double) r.final_ws / MIB);
+                ck_assert_msg(mt->first_deficit_ticks <= FIRST_DEFICIT_TICKS_MAX,
+                              "%s seed %llu: first descent ran %u intervals with a deficit", spec.name,
+                              (unsigned long long) seed, mt->first_deficit_ticks);
+                ck_assert_msg(r.reprobes >= 1, "%s seed %llu: no re-probe in 300 intervals", spec.name,
+                              (unsigned long long) seed);
+                ck_assert_msg(r.worst_reprobe_deficit <= REPROBE_DEFICIT_MAX,
+                              "%s seed %llu: a re-probe evicted %.2f MiB > 3 MiB", spec.name, (unsigned long long) seed,
+                              r.worst_reprobe_deficit / MIB);
+                ck_assert_msg(r.worst_reprobe_deficit_ticks <= REPROBE_DEFICIT_TICKS_MAX,
+                              "%s seed %llu: a re-probe ran %u intervals with a deficit", spec.name,
+                              (unsigned long long) seed, r.worst_reprobe_deficit_ticks);
+        }
+}
+END_TEST
+
+/* hold-time doubles each time a re-probe confirms the estimate (600 -> 1200 -> 2400 s ...,
+ * up to 4 h): a steady guest at the balanced preset is probed at most twice in its second
+ * hour, and at most 6 times (the first descent included) in 6 hours. */
+START_TEST(test_probes_per_hour_steady) {
+        for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+                GuestModelConfig cfg;
+                ScenarioSpec spec;
+                ScenarioResult r;
+                run_fast(SCENARIO_STEADY_ANON, seed, false, 6 * 360, &cfg, &spec, &r);
+                unsigned h2 = scenario_meter_cycles_between(&r.meter, 360, 720);
+                printf("steady-anon seed %llu, 6 h: %u probe cycles (%u in the second hour, %u after convergence), "
+                       "%u emergencies, slowdown %.3f%%\n",
+                       (unsigned long long) seed, r.probe_cycles, h2, r.probe_cycles_after_convergence, r.emergencies,
+                       100 * r.slowdown);
+                ck_assert_msg(h2 <= 2, "seed %llu: %u probes in the second hour", (unsigned long long) seed, h2);
+                ck_assert_msg(r.probe_cycles <= 6, "seed %llu: %u probes in 6 hours", (unsigned long long) seed,
+                              r.probe_cycles);
+                ck_assert_uint_eq(r.emergencies, 0);
+        }
+}
+END_TEST
+
+/* Issue 13's bar: the amortized slowdown (extra workload seconds / run seconds) of the
+ * steady anonymous guest with a real-like sweep, from the end of the first descent over
+ * 2 h at the balanced defaults, is at most 1 %. */
+START_TEST(test_amortized_slowdown_steady_anon) {
+        for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+                GuestModelConfig cfg;
+                ScenarioSpec spec;
+                ScenarioResult r;
+                run_fast(SCENARIO_STEADY_ANON, seed, false, 80 + 720, &cfg, &spec, &r);
+                double window = r.meter.sim_sec_after_first_hold;
+                printf("steady-anon seed %llu: first descent ended at %u; over the %.0f s after it, %.1f s extra: "
+                       "amortized slowdown %.3f%% (whole run %.3f%%, %.0f pages refaulted, %.0f swapped in)\n",
+                       (unsigned long long) seed, r.meter.first_hold_tick, window, r.meter.extra_sec_after_first_hold,
+                       100 * r.slowdown_after_first_hold, 100 * r.slowdown, r.refaults, r.swapins);
+                ck_assert_msg(r.meter.first_hold_tick > 0 && window >= 7200.0, "seed %llu: first hold at %u",
+                              (unsigned long long) seed, r.meter.first_hold_tick);
+                ck_assert_msg(r.slowdown_after_first_hold <= 0.01, "seed %llu: amortized slowdown %.3f%% > 1%%",
+                              (unsigned long long) seed, 100 * r.slowdown_after_first_hold);
+        }
+}
+END_TEST
+
+/* What the model once missed (issue 13): 38718a0 measured +11.5 % on a real guest's
+ * doubling workload, with 1 s intervals and a 30 s hold, while every model run passed. The
+ * pages evicted by a squeeze come back when the workload touches them, at the device's
+ * pace, in the intervals right after backing off: that is recovery, not growth. With the
+ * accelerated bench's settings, a guest whose set never changes is never grown from
+ * BACKOFF, and its estimate never goes 5 % above the set once it first held. (38718a0's
+ * core against this model: +22 % on mixed, +28 % on file-balloon, ~50 grows per 5 seeds.) */
+typedef struct RecoveryWatch {
+        RsState prev;
+        unsigned backoff_to_grow;
+        bool held;
+        double worst_over;
+} RecoveryWatch;
+
+static bool recovery_watch(const GuestModel *m, const RsGuest *g, const RsDecision *d, void *userdata) {
+        RecoveryWatch *w = userdata;
+        (void) g;
+        if (w->prev == RS_STATE_BACKOFF && d->state == RS_STATE_GROW)
+                w->backoff_to_grow++;
+        w->prev = d->state;
+        if (d->state == RS_STATE_HOLD)
+                w->held = true;
+        if (w->held && rs_known(d->estimate)) {
+                double ws = (double) guest_model_working_set(m);
+                w->worst_over = MAX(w->worst_over, ((double) d->estimate - ws) / ws);
+        }
+        return true;
+}
+
+START_TEST(test_recovery_is_not_growth) {
+        /* Not the hiding guest: its stats show nothing, and the host's disk reads of a guest
+         * reading back what it lost look like those of a set that grew. It goes to GROW once
+         * in a while after a backoff (a known limit: issue 13's notes). */
+        static const ScenarioKind kinds[] = {
+                SCENARIO_STEADY_ANON, SCENARIO_FILE_BALLOON, SCENARIO_FILE_AGENT, SCENARIO_MIXED,
+        };
+        static const double passes[] = { 10, 2, FAST_PASS_SEC };
+        ScenarioKind k = kinds[_i];
+        for (size_t pi = 0; pi < ARRAY_SIZE(passes); pi++)
+                for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+                        GuestModelConfig cfg;
+                        ScenarioSpec spec;
+                        ScenarioResult r;
+                        RsPolicy p;
+                        RecoveryWatch w = { .prev = _RS_STATE_MAX };
+                        rs_policy_init(&p);
+                        p.poll_interval_usec = 1 * USEC_PER_SEC;
+                        p.hold_usec = 30 * USEC_PER_SEC;
+                        scenario_config(k, seed, false, &cfg, &spec);
+                        cfg.interval_usec = 1 * USEC_PER_SEC;
+                        cfg.pass_sec = passes[pi];
+                        ck_assert_int_eq(scenario_run(&cfg, &p, 600, TOLERANCE, recovery_watch, &w, &r), 0);
+                        if (seed == 1 || w.backoff_to_grow > 0 || w.worst_over > 0.05)
+                                printf("1 s / 30 s %-14s pass %4.1f s seed %llu: %u grows from BACKOFF, estimate at "
+                                       "most %+.1f%% of the set, %u emergencies\n",
+                                       spec.name, passes[pi], (unsigned long long) seed, w.backoff_to_grow,
+                                       100 * w.worst_over, r.emergencies);
+                        ck_assert_msg(w.backoff_to_grow == 0, "%s pass %.1f s seed %llu: recovery taken for growth %u times",
+                                      spec.name, passes[pi], (unsigned long long) seed, w.backoff_to_grow);
+                        ck_assert_msg(w.worst_over <= 0.05, "%s pass %.1f s seed %llu: estimate %+.1f%% of the set",
+                                      spec.name, passes[pi], (unsigned long long) seed, 100 * w.worst_over);
+                }
 }
 END_TEST
 
@@ -504,6 +758,10 @@ int main(void) {
         tcase_add_test(tc, test_probe_through_dead_band);
         tcase_add_test(tc, test_swapin_after_emergency_is_not_growth);
         tcase_add_test(tc, test_two_guests_on_a_small_host);
+        tcase_add_loop_test(tc, test_probe_cost_per_cycle, 0, ARRAY_SIZE(steady_kinds));
+        tcase_add_test(tc, test_probes_per_hour_steady);
+        tcase_add_test(tc, test_amortized_slowdown_steady_anon);
+        tcase_add_loop_test(tc, test_recovery_is_not_growth, 0, 4);
         suite_add_tcase(s, tc);
         return check_run_suite_nofork(s);
 }

@@ -2,6 +2,7 @@
 /* Each state transition of the estimator, driven by hand-made samples. */
 #include <check.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,25 +94,24 @@ START_TEST(test_learn_then_probe_shrinks) {
 }
 END_TEST
 
-START_TEST(test_refault_onset_needs_confirmation_then_backoff) {
+/* Below a size that ran clean, the first refaulting sample backs off at once: every interval
+ * spent below the working set is paid twice by the workload (issue 13). */
+START_TEST(test_first_refault_below_clean_backs_off_at_once) {
         Fake f;
         RsGuest *g = learned_guest(&f);
+        uint64_t clean = f.target; /* runs clean there at the next step */
         step(g, &f, 1, GIB);
-        uint64_t clean = f.actual; /* the size now being probed ran clean last interval */
         uint64_t refaulting = f.target;
-        step(g, &f, 500, GIB); /* refaults at `refaulting`: hold, confirm */
-        ck_assert_int_eq(rs_guest_state(g), RS_STATE_PROBE);
-        ck_assert_uint_eq(f.target, refaulting);
+        step(g, &f, 500, GIB); /* refaults at `refaulting`: no second sample there */
         RsDecision d;
         rs_guest_decide(g, f.now, &d);
-        ck_assert_ptr_nonnull(strstr(d.reason, "1/2"));
-        step(g, &f, 500, GIB); /* second sample: onset */
-        rs_guest_decide(g, f.now, &d);
-        ck_assert_uint_eq(rs_guest_estimate(g)->lower, refaulting);
         ck_assert_int_eq(d.state, RS_STATE_BACKOFF);
-        ck_assert_uint_gt(d.target, refaulting);
+        ck_assert_uint_lt(refaulting, clean);
+        ck_assert_uint_eq(rs_guest_estimate(g)->lower, refaulting);
+        ck_assert_uint_eq(rs_guest_estimate(g)->upper, clean);
+        ck_assert_uint_ge(d.target, clean);
         ck_assert(d.urgent);
-        (void) clean;
+        ck_assert_ptr_nonnull(strstr(d.reason, "at once"));
         rs_guest_free(g);
 }
 END_TEST
@@ -167,16 +167,19 @@ START_TEST(test_closing_size_is_confirmed_clean) {
 }
 END_TEST
 
-START_TEST(test_single_refault_blip_is_ignored) {
+/* A one-sample blip still backs off (cheap: to a size that ran clean), and its size bounds
+ * this cycle only: the probe does not step on it again, and finishes above it. */
+START_TEST(test_single_refault_blip_bounds_this_cycle_only) {
         Fake f;
         RsGuest *g = learned_guest(&f);
         uint64_t t = f.target;
         step(g, &f, 500, GIB);
-        ck_assert_uint_eq(f.target, t);
-        step(g, &f, 1, GIB); /* clean again: keep probing */
-        ck_assert_int_eq(rs_guest_state(g), RS_STATE_PROBE);
-        ck_assert_uint_lt(f.target, t);
-        ck_assert(!rs_known(rs_guest_estimate(g)->lower));
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_BACKOFF);
+        ck_assert_uint_eq(rs_guest_estimate(g)->lower, t);
+        for (int i = 0; i < 40 && rs_guest_state(g) != RS_STATE_HOLD; i++)
+                step(g, &f, 1, GIB);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_HOLD);
+        ck_assert_uint_gt(rs_guest_estimate(g)->estimate, t);
         rs_guest_free(g);
 }
 END_TEST
@@ -234,8 +237,7 @@ START_TEST(test_backoff_refaults_confirmed_before_growth) {
                 Fake f;
                 RsGuest *g = learned_guest(&f);
                 step(g, &f, 1, GIB);
-                for (int i = 0; i < 2; i++)
-                        step(g, &f, 800, GIB); /* refaults one step below a clean size: onset */
+                step(g, &f, 800, GIB); /* refaults one step below a clean size: back off at once */
                 ck_assert_int_eq(rs_guest_state(g), RS_STATE_BACKOFF);
                 uint64_t backed_off = f.target;
                 if (oom) {
@@ -849,12 +851,186 @@ START_TEST(test_state_names) {
 }
 END_TEST
 
+/* ---- re-probes: cheap, and rarer the steadier the guest (issue 13) ---- */
+
+#define KNEE (1 * GIB)
+
+/* One interval of a guest whose working set is `knee`: below it, it refaults in proportion
+ * to the deficit; available memory is what lies above it. */
+static void step_knee(RsGuest *g, Fake *f, uint64_t knee) {
+        double rate = f->actual < knee ? 1.0 + (double) (knee - f->actual) / 4096.0 : 1.0;
+        uint64_t avail = (f->actual > knee ? f->actual - knee : 0) + 8 * MIB;
+        step(g, f, rate, avail);
+}
+
+typedef struct ReprobeLog {
+        unsigned probes;           /* entries into PROBE from HOLD */
+        uint64_t probe_at[16];
+        uint64_t first_target[16]; /* each re-probe's first target */
+        unsigned below;            /* intervals run below the knee (by more than the refault
+                                    * threshold lets pass unseen), after the first hold */
+        uint64_t max_deficit;      /* bytes, after the first hold */
+        bool small_steps;          /* every re-probe step below the estimate was <= 2 MiB and fine */
+} ReprobeLog;
+
+static void run_knee(RsGuest *g, Fake *f, uint64_t knee, unsigned steps, ReprobeLog *log) {
+        RsState prev = rs_guest_state(g);
+        bool held = prev == RS_STATE_HOLD;
+        for (unsigned i = 0; i < steps; i++) {
+                uint64_t before = f->actual;
+                step_knee(g, f, knee);
+                RsDecision d;
+                rs_guest_decide(g, f->now, &d);
+                if (d.state == RS_STATE_HOLD)
+                        held = true;
+                if (held && before + MIB / 4 < knee) { /* more than the threshold lets pass unseen */
+                        log->below++;
+                        log->max_deficit = MAX(log->max_deficit, knee - before);
+                }
+                if (prev == RS_STATE_HOLD && d.state == RS_STATE_PROBE) {
+                        if (log->probes < ARRAY_SIZE(log->probe_at)) {
+                                log->probe_at[log->probes] = f->now;
+                                log->first_target[log->probes] = d.target;
+                        }
+                        log->probes++;
+                } else if (held && d.state == RS_STATE_PROBE && d.target < before && rs_known(d.estimate) &&
+                           before <= d.estimate && (before - d.target > 2 * MIB || !d.fine))
+                        log->small_steps = false;
+                prev = d.state;
+        }
+}
+
+START_TEST(test_reprobe_starts_at_estimate_with_fine_steps) {
+        Fake f;
+        RsGuest *g = learned_guest(&f);
+        ReprobeLog log = { .small_steps = true };
+        run_knee(g, &f, KNEE, 60, &log); /* the first descent */
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_HOLD);
+        uint64_t est = rs_guest_estimate(g)->estimate;
+        ck_assert_uint_ge(est, KNEE);
+        ck_assert_uint_le(est, KNEE + KNEE / 50);
+        ck_assert(rs_known(rs_guest_estimate(g)->lower));
+
+        log = (ReprobeLog) { .small_steps = true };
+        run_knee(g, &f, KNEE, 200, &log);
+        ck_assert_uint_ge(log.probes, 1);
+        ck_assert_uint_eq(log.first_target[0], est); /* straight to the estimate */
+        ck_assert(log.small_steps);
+        /* by construction: one fine step below the last clean size, for one interval, per
+         * re-probe; that clean size may itself lie a little below the knee, as far as the
+         * refault threshold lets refaults pass unseen (50 pages/s here: 0.2 MiB) */
+        ck_assert_uint_le(log.max_deficit, 2 * MIB + MIB / 4);
+        ck_assert_uint_le(log.below, log.probes);
+        ck_assert_uint_le(rs_guest_estimate(g)->estimate, KNEE + 3 * MIB);
+        ck_assert_uint_ge(rs_guest_estimate(g)->estimate, KNEE - MIB / 4);
+        rs_guest_free(g);
+}
+END_TEST
+
+START_TEST(test_hold_doubles_while_estimate_confirmed) {
+        Fake f;
+        RsGuest *g = learned_guest(&f);
+        ReprobeLog log = { .small_steps = true };
+        run_knee(g, &f, KNEE, 60, &log);
+        log = (ReprobeLog) { .small_steps = true };
+        run_knee(g, &f, KNEE, 12 * 360, &log); /* 12 hours at 10 s */
+        /* holds of 600 s doubling to 4 h: re-probes at about 600, 1800, 4200, 9000, 18600,
+         * 33000 s: six in 12 h (a steady guest's second hour sees one) */
+        ck_assert_uint_ge(log.probes, 5);
+        ck_assert_uint_le(log.probes, 7);
+        for (unsigned i = 2; i < MIN(log.probes, 5u); i++) {
+                uint64_t gap = log.probe_at[i] - log.probe_at[i - 1];
+                uint64_t prev_gap = log.probe_at[i - 1] - log.probe_at[i - 2];
+                ck_assert_msg(gap > prev_gap + prev_gap / 2, "re-probe %u came %" PRIu64 " s after the last (before: %" PRIu64 " s)",
+                              i, gap / USEC_PER_SEC, prev_gap / USEC_PER_SEC);
+        }
+        uint64_t last_gap = log.probe_at[log.probes - 1] - log.probe_at[log.probes - 2];
+        ck_assert_uint_le(last_gap, 4 * 3600 * USEC_PER_SEC + 30 * STEP);
+        ck_assert_uint_le(log.max_deficit, 2 * MIB + MIB / 4);
+        ck_assert_uint_le(log.below, log.probes);
+
+        /* The snapshot keeps the longer hold across a restart. */
+        RsGuestSnapshot snap;
+        rs_guest_snapshot(g, &snap);
+        ck_assert_uint_ge(snap.hold_doublings, 4);
+        rs_guest_free(g);
+}
+END_TEST
+
+START_TEST(test_hold_resets_when_available_rises) {
+        Fake f;
+        RsGuest *g = learned_guest(&f);
+        ReprobeLog log = { .small_steps = true };
+        run_knee(g, &f, KNEE, 60, &log);
+        log = (ReprobeLog) { .small_steps = true };
+        run_knee(g, &f, KNEE, 3 * 360, &log); /* 3 h: the hold has doubled a few times */
+        ck_assert_uint_ge(log.probes, 3);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_HOLD);
+        /* The set shrinks by 200 MiB: available memory rises, the hold goes back to 600 s
+         * and the next probe finds the smaller set. */
+        uint64_t t0 = f.now;
+        log = (ReprobeLog) { .small_steps = true };
+        run_knee(g, &f, KNEE - 200 * MIB, 200, &log);
+        ck_assert_uint_ge(log.probes, 1);
+        ck_assert_uint_le(log.probe_at[0] - t0, 600 * USEC_PER_SEC + 5 * STEP);
+        uint64_t est = rs_guest_estimate(g)->estimate;
+        ck_assert_uint_le(est, KNEE - 200 * MIB + (KNEE - 200 * MIB) / 50);
+        rs_guest_free(g);
+}
+END_TEST
+
+/* Probing, a rate that is a storm for a small set is a refault for a big one a step short:
+ * it backs off a step, not all the way to max. Held, a storm is still an emergency (the set
+ * jumped). */
+START_TEST(test_storm_rate_scales_with_the_set) {
+        Fake f;
+        RsGuest *g = learned_guest(&f);
+        uint64_t clean = f.target; /* runs clean there at the next step */
+        step(g, &f, 1, GIB);
+        step(g, &f, 5000, GIB); /* 2.5x the fixed storm level; 1.1 % of the set's pages a second */
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_BACKOFF);
+        ck_assert_uint_eq(f.target, clean);
+        rs_guest_free(g);
+
+        g = learned_guest(&f);
+        ReprobeLog log = { .small_steps = true };
+        run_knee(g, &f, KNEE, 60, &log);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_HOLD);
+        step(g, &f, 5000, GIB);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_EMERGENCY);
+        ck_assert_uint_eq(f.target, MAXMEM);
+        rs_guest_free(g);
+}
+END_TEST
+
+/* A fine step the balloon cannot take (smaller than the pushback threshold) is pushback
+ * once confirmed: the probe ends instead of asking for it forever. */
+START_TEST(test_balloon_short_of_fine_step_is_pushback) {
+        Fake f;
+        RsGuest *g = learned_guest(&f);
+        ReprobeLog log = { .small_steps = true };
+        run_knee(g, &f, KNEE, 60, &log);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_HOLD);
+        f.settle_above = 3 * MIB / 2; /* from now on the balloon stops 1.5 MiB short of every target */
+        log = (ReprobeLog) { .small_steps = true };
+        run_knee(g, &f, 0, 120, &log);
+        ck_assert_uint_ge(log.probes, 1);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_HOLD);
+        rs_guest_free(g);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("estimator");
         TCase *tc = tcase_create("states");
         tcase_add_test(tc, test_learn_then_probe_shrinks);
-        tcase_add_test(tc, test_refault_onset_needs_confirmation_then_backoff);
-        tcase_add_test(tc, test_single_refault_blip_is_ignored);
+        tcase_add_test(tc, test_first_refault_below_clean_backs_off_at_once);
+        tcase_add_test(tc, test_reprobe_starts_at_estimate_with_fine_steps);
+        tcase_add_test(tc, test_hold_doubles_while_estimate_confirmed);
+        tcase_add_test(tc, test_hold_resets_when_available_rises);
+        tcase_add_test(tc, test_storm_rate_scales_with_the_set);
+        tcase_add_test(tc, test_balloon_short_of_fine_step_is_pushback);
+        tcase_add_test(tc, test_single_refault_blip_bounds_this_cycle_only);
         tcase_add_test(tc, test_closing_size_is_confirmed_clean);
         tcase_add_test(tc, test_probe_step_never_lunges);
         tcase_add_test(tc, test_backoff_refaults_confirmed_before_growth);
