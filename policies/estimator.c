@@ -402,6 +402,12 @@ static uint64_t probe_step(const RsGuest *g, const RsObservation *o) {
         return MAX((uint64_t) step, MIB);
 }
 
+/* Where a re-probe judges the guest before going nearer its estimate: one resolution (and
+ * at least two fine steps) above it. */
+static uint64_t reprobe_check(const RsGuest *g) {
+        return g->reprobe_from + MAX(2 * FINE_STEP, resolution(g, g->reprobe_from));
+}
+
 /* Why the next step must be small, or NULL; *ret_cap is then the largest step allowed. Each
  * is a place where the working set's edge may be a step away: a knee known to refault and
  * the estimate a re-probe re-checks (fine steps), a sign the guest shows before it refaults
@@ -412,9 +418,9 @@ static const char *small_step_reason(const RsGuest *g, const RsObservation *o, u
         *ret_cap = FINE_STEP;
         if (rs_known(g->est.lower) && g->size <= g->est.lower + 2 * resolution(g, g->size))
                 return "near the knee";
-        if (g->reprobe && rs_known(g->reprobe_from) && g->size <= g->reprobe_from + FINE_MIN &&
+        if (g->reprobe && rs_known(g->reprobe_from) && g->size <= reprobe_check(g) + FINE_MIN &&
             g->size + 2 * resolution(g, g->size) > g->reprobe_from)
-                return "just below the estimate it re-checks";
+                return "near the estimate it re-checks";
         if (o->leading && o->rising)
                 return o->leading_why;
         if (o->available_low && rs_known(o->available)) {
@@ -446,10 +452,10 @@ static uint64_t next_size(RsGuest *g, const RsObservation *o, uint64_t *ret_step
                 step = MIN(step, 2 * g->last_step);
         step = MAX(step, FINE_MIN);
         uint64_t next = g->size > step ? g->size - step : 0;
-        /* A re-probe goes straight to the estimate it re-checks (it ran clean there), and not
-         * past it before it has judged the guest there (probe()). */
-        if (g->reprobe && rs_known(g->reprobe_from) && g->reprobe_from + FINE_MIN < g->size)
-                next = rs_known(g->last_step) ? MAX(next, g->reprobe_from) : MIN(next, g->reprobe_from);
+        /* A re-probe goes straight to just above the estimate it re-checks, and not past that
+         * before it has judged the guest there (probe()). */
+        if (g->reprobe && rs_known(g->reprobe_from) && reprobe_check(g) + FINE_MIN < g->size)
+                next = rs_known(g->last_step) ? MAX(next, reprobe_check(g)) : MIN(next, reprobe_check(g));
         /* A knee found this cycle is not stepped on again; one from an earlier cycle is
          * tested (the set may have shrunk since), a fine step at a time. */
         if (rs_known(g->est.lower))
@@ -539,21 +545,24 @@ static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
         g->confirm = 0;
         rs_baseline_track(&g->baseline, o);
 
-        /* A re-probe at the estimate it re-checks, and the guest tight there (available memory
-         * nearly gone, reclaim or swap-out, refaults or PSI rising under the threshold): the
-         * knee is still right below, as it was. The estimate is confirmed without stepping
-         * onto it: a step below a working set the workload sweeps costs it every page of the
-         * sweep, not just the step (LRU misses all of a loop larger than memory), and a real
-         * guest re-probed that way paid 1-2 s of workload time for each 2 MiB crossing. Only
-         * a guest with slack at its estimate (the set may have shrunk), or whose knee is
-         * known less closely than a fine step (after the first cycle), is probed below it. */
-        if (g->reprobe && rs_known(g->reprobe_from) && g->size <= g->reprobe_from + FINE_MIN &&
+        /* A re-probe just above the estimate it re-checks (reprobe_check()), and the guest tight
+         * there (available memory nearly gone, reclaim or swap-out, refaults or PSI rising under
+         * the threshold): the knee is still right below, as it was. The estimate is confirmed
+         * without going near it: a step below a working set the workload sweeps costs it every
+         * page of the sweep, not just the step (LRU misses all of a loop larger than memory): a
+         * real guest re-probed onto its knee paid 1-2 s of workload time for a 2 MiB crossing,
+         * and one that only sat at its estimate for an interval swapped in 5,000 pages (its
+         * knee's edge is noisy). Only a guest with slack there (the set may have shrunk), or
+         * whose knee is known less closely than a fine step (after the first cycle), is probed
+         * further, with fine steps. */
+        if (g->reprobe && rs_known(g->reprobe_from) && g->size <= reprobe_check(g) + FINE_MIN &&
             (o->available_low || o->leading) && bracket_closed(g, g->reprobe_from)) {
-                g->est.upper = MIN(g->size, g->reprobe_from);
-                g->upper_avail = o->available;
-                set_reason(g, "re-probe: tight at the estimate %.0f MiB (%s)", mib(g->est.upper),
-                           o->available_low ? "available memory nearly gone" : o->leading_why);
+                uint64_t at = g->size;
+                g->est.upper = g->reprobe_from;
                 finish_cycle(g, now);
+                set_reason(g, "re-probe: tight at %.0f MiB (%s), just above the estimate %.0f MiB: confirmed, holding at %.0f MiB",
+                           mib(at), o->available_low ? "available memory nearly gone" : o->leading_why,
+                           mib(g->est.estimate), mib(g->target));
                 return;
         }
 
@@ -576,6 +585,9 @@ static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
                 g->est.lower = RS_UNKNOWN;
                 g->lower_old = false;
                 g->reprobe = false; /* a new descent from here: the estimate moves */
+                /* Below a knee that was: a fine step first, then steps that may double (the
+                 * set may have shrunk a little or a lot). */
+                g->last_step = FINE_STEP / 2;
                 next = next_size(g, o, &step, &fine);
         }
 
@@ -608,7 +620,10 @@ static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
         g->target = next;
         g->last_step = step;
         g->urgent = false;
-        if (fine)
+        if (fine && o->leading && o->leading_why != fine)
+                set_reason(g, "probing: clean at %.0f MiB, next %.1f MiB (small step: %s; also %s)", mib(g->size),
+                           mib(g->target), fine, o->leading_why);
+        else if (fine)
                 set_reason(g, "probing: clean at %.0f MiB, next %.1f MiB (small step: %s)", mib(g->size),
                            mib(g->target), fine);
         else

@@ -8,6 +8,9 @@
  *
  *   rs-workload: pass=N t=SECONDS anon_mib=A file_mib=F ms=PASS_MS majflt=D minflt=D
  *
+ * (with --stream, followed by stream_mib=S stream_ms=STREAM_MS: the part of the pass spent
+ * streaming, so that the hot set's time and the stream's throughput can be told apart)
+ *
  * With --vmstat, each pass line is followed by the guest-wide counters a benchmark needs
  * (cumulative, from /proc/vmstat), so that they reach the host over the serial console
  * even while the guest agent is busy serving rightsized:
@@ -569,7 +572,7 @@ static int run(const struct config *c) {
 
         start = now_usec();
         for (uint64_t pass = 1; c->passes == 0 || pass <= c->passes; pass++) {
-                uint64_t t0 = now_usec(), t1;
+                uint64_t t0 = now_usec(), t1, stream_usec = 0;
 
                 while (next_phase < c->n_phases &&
                        (t0 - start >= c->phases[next_phase].at_sec * USEC_PER_SEC || phases_taken < phase_requests)) {
@@ -598,7 +601,10 @@ static int run(const struct config *c) {
                         }
                 }
                 if (s.stream_fd >= 0) {
+                        uint64_t ts = now_usec();
+
                         r = read_range(s.stream_fd, s.stream_offset, c->stream_mib * MIB, s.io_buf);
+                        stream_usec = now_usec() - ts;
                         if (r < 0) {
                                 log_error("streaming %s: %s", c->stream_path, strerror(-r));
                                 return r;
@@ -609,10 +615,10 @@ static int run(const struct config *c) {
 
                 if (s.stream_fd >= 0)
                         log_line("pass=%" PRIu64 " t=%.3f anon_mib=%" PRIu64 " file_mib=%" PRIu64
-                                 " ms=%" PRIu64 " majflt=%ld minflt=%ld stream_mib=%" PRIu64,
+                                 " ms=%" PRIu64 " majflt=%ld minflt=%ld stream_mib=%" PRIu64 " stream_ms=%" PRIu64,
                                  pass, (double) (t1 - start) / USEC_PER_SEC, s.anon_mib, s.file_mib,
                                  (t1 - t0) / USEC_PER_MSEC, after.ru_majflt - before.ru_majflt,
-                                 after.ru_minflt - before.ru_minflt, c->stream_mib);
+                                 after.ru_minflt - before.ru_minflt, c->stream_mib, stream_usec / USEC_PER_MSEC);
                 else
                         log_line("pass=%" PRIu64 " t=%.3f anon_mib=%" PRIu64 " file_mib=%" PRIu64
                                  " ms=%" PRIu64 " majflt=%ld minflt=%ld",
