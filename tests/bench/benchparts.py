@@ -190,7 +190,7 @@ in balloon terms (the whole guest: kernel, init, agent and the workload), as rig
 {table(["workload", "balloon MiB", "reached MiB", "fastest pass ms (at 1024 just before)", "median ms", "refaults/s anon", "refaults/s file", "swap-ins", "passes", "verdict"], probe_rows)}
 </details>
 
-Measured at commit {", ".join(sorted(set(f"`{r.get('commit', 'unknown (an older cache entry)')}`" for r in results.values())))}.
+Measured at commit {", ".join(sorted(set(f"`{r.get('commit', 'unknown (an older cache entry)')}`" for r in results.values())))}. An oracle runs no rightsize code (fixed balloon sizes on a bare guest), so `make bench` keeps the oracles in `docs/bench/oracle-cache.json` and measures only those missing ({", ".join(f"{n}: {r.get('commit', 'an earlier run')}" for n, r in results.items())}).
 Reproduce: {repro(a)}; the guest command line of each oracle run is in `{a.name}.json` (`command`).
 """
     write_part(a, md, results)
