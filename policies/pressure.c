@@ -244,8 +244,11 @@ void rs_observe(const RsSample *s,
          * a file set's cache is scanned before it is re-read; PSI rises with both. */
         double base_swapout = baseline && baseline->known ? baseline->swapout : 0;
         if (o.have_rates) {
+                /* PSI with useful refaults no higher than usual is a stream's, or I/O's: a
+                 * stream keeps PSI up at every size (a real guest streaming 2 GiB through 1 GiB
+                 * did), and as a sign it would hold the probe to fine steps for good. */
                 bool psi_rising = o.psi_some >= 0 && baseline && baseline->known &&
-                                  o.psi_some > baseline->psi_some + sp->psi_points / 2;
+                                  o.psi_some > baseline->psi_some + sp->psi_points / 2 && o.useful > base_useful;
                 bool refaults_rising = o.useful > 0 &&
                                        o.useful > base_useful + SUBTHRESHOLD_SHARE * (o.threshold - base_useful);
                 o.rising = psi_rising || refaults_rising;

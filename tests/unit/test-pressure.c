@@ -42,6 +42,41 @@ static void quiet_baseline(RsBaseline *b) {
         ck_assert_double_eq_tol(b->host_reads, 10, 1e-9);
 }
 
+/* One agent-tier interval: activations and PSI some (percent), against a baseline of
+ * 5 activations/s at 1 % PSI. */
+static void observe_agent(double activations, double psi, RsObservation *ret) {
+        RsSample s;
+        RsRates r = { .event = RS_RATE_NONE, .interval_sec = 10 };
+        RsPolicy p;
+        RsBaseline b = { .known = true, .useful = 5, .psi_some = 1, .n = 3 };
+
+        rs_policy_init(&p);
+        rs_sample_init(&s);
+        s.level[RS_LEVEL_BALLOON_ACTUAL] = s.level[RS_LEVEL_BALLOON_TARGET] = SIZE;
+        s.level[RS_LEVEL_TOTAL] = SIZE - 64 * MIB;
+        s.level[RS_LEVEL_AVAILABLE] = 300 * MIB;
+        s.level[RS_LEVEL_FREE] = 200 * MIB;
+        r.known[RS_COUNTER_REFAULT_FILE] = r.known[RS_COUNTER_ACTIVATE_FILE] = true;
+        r.per_sec[RS_COUNTER_REFAULT_FILE] = 20000; /* a stream: refaults galore */
+        r.per_sec[RS_COUNTER_ACTIVATE_FILE] = activations;
+        r.known[RS_COUNTER_PSI_SOME_TOTAL] = true;
+        r.per_sec[RS_COUNTER_PSI_SOME_TOTAL] = psi * 1e4; /* us stalled per s */
+        rs_observe(&s, &r, NULL, &b, &p, ret);
+}
+
+/* PSI up while useful refaults stay at their usual level is a stream (or I/O), not the hot
+ * set being reclaimed: no leading sign, or a streaming guest's probe crawls for good. */
+START_TEST(test_psi_is_a_leading_sign_only_with_refaults) {
+        RsObservation o;
+        observe_agent(5, 12, &o);
+        ck_assert(!o.leading);
+        ck_assert_int_eq(o.verdict, RS_VERDICT_CLEAN);
+        observe_agent(15, 12, &o);
+        ck_assert(o.leading && o.rising);
+        ck_assert_str_eq(o.leading_why, "memory PSI rising");
+}
+END_TEST
+
 START_TEST(test_quiet_is_clean) {
         RsBaseline b;
         RsObservation o;
@@ -127,6 +162,7 @@ int main(void) {
         Suite *s = suite_create("pressure");
         TCase *tc = tcase_create("host-reads");
         tcase_add_test(tc, test_quiet_is_clean);
+        tcase_add_test(tc, test_psi_is_a_leading_sign_only_with_refaults);
         tcase_add_test(tc, test_hidden_reads_are_refaults);
         tcase_add_test(tc, test_reported_refaults_are_not_hidden);
         tcase_add_test(tc, test_readahead_noise_is_not_hidden);
