@@ -349,9 +349,15 @@ static void enter_grow(RsGuest *g, const RsObservation *o, uint64_t now) {
         set_reason(g, "working set grew (%s at %.0f MiB): growing to %.0f MiB", o->why, mib(g->size), mib(g->target));
 }
 
-static void refault_onset(RsGuest *g, const RsObservation *o, uint64_t now) {
-        g->est.lower = rs_known(g->est.lower) && !g->lower_old ? MAX(g->est.lower, g->size) : g->size;
+/* `size` refaulted in this cycle: the lower bound is the largest such size, and one kept
+ * from an earlier cycle (lower_old) gives way to it. */
+static void raise_lower(RsGuest *g, uint64_t size) {
+        g->est.lower = rs_known(g->est.lower) && !g->lower_old ? MAX(g->est.lower, size) : size;
         g->lower_old = false;
+}
+
+static void refault_onset(RsGuest *g, const RsObservation *o, uint64_t now) {
+        raise_lower(g, g->size);
 
         if (!rs_known(g->est.upper) || g->est.upper <= g->est.lower) {
                 /* Nothing smaller ran clean this cycle: more is needed, not less. */
@@ -486,8 +492,7 @@ static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
                         return; /* the target stays: the next sample tells */
                 }
                 uint64_t unreachable = g->target;
-                g->est.lower = rs_known(g->est.lower) && !g->lower_old ? MAX(g->est.lower, unreachable) : unreachable;
-                g->lower_old = false;
+                raise_lower(g, unreachable);
                 g->est.upper = rs_known(g->est.upper) ? MIN(g->est.upper, g->size) : g->size;
                 finish_cycle(g, now);
                 set_reason(g, "the balloon stops short of %.1f MiB at %.0f MiB: working set %.0f MiB, holding at %.0f MiB",

@@ -9,6 +9,15 @@
 
 #define SIZE (1 * GIB)
 
+/* A 1 GiB guest, held where it was asked to be, with room to spare. */
+static void guest_levels(RsSample *s) {
+        rs_sample_init(s);
+        s->level[RS_LEVEL_BALLOON_ACTUAL] = s->level[RS_LEVEL_BALLOON_TARGET] = SIZE;
+        s->level[RS_LEVEL_TOTAL] = SIZE - 64 * MIB;
+        s->level[RS_LEVEL_AVAILABLE] = 300 * MIB;
+        s->level[RS_LEVEL_FREE] = 200 * MIB;
+}
+
 /* One interval: the given guest fault rate and host read rate (pages/s, <0: not reported). */
 static void observe(const RsBaseline *b, double majflt, double host_reads, RsObservation *ret) {
         RsSample s;
@@ -16,11 +25,7 @@ static void observe(const RsBaseline *b, double majflt, double host_reads, RsObs
         RsPolicy p;
 
         rs_policy_init(&p);
-        rs_sample_init(&s);
-        s.level[RS_LEVEL_BALLOON_ACTUAL] = s.level[RS_LEVEL_BALLOON_TARGET] = SIZE;
-        s.level[RS_LEVEL_TOTAL] = SIZE - 64 * MIB;
-        s.level[RS_LEVEL_AVAILABLE] = 300 * MIB;
-        s.level[RS_LEVEL_FREE] = 200 * MIB;
+        guest_levels(&s);
         r.known[RS_COUNTER_MAJOR_FAULTS] = true;
         r.per_sec[RS_COUNTER_MAJOR_FAULTS] = majflt;
         if (host_reads >= 0) {
@@ -51,11 +56,7 @@ static void observe_agent(double activations, double psi, RsObservation *ret) {
         RsBaseline b = { .known = true, .useful = 5, .psi_some = 1, .n = 3 };
 
         rs_policy_init(&p);
-        rs_sample_init(&s);
-        s.level[RS_LEVEL_BALLOON_ACTUAL] = s.level[RS_LEVEL_BALLOON_TARGET] = SIZE;
-        s.level[RS_LEVEL_TOTAL] = SIZE - 64 * MIB;
-        s.level[RS_LEVEL_AVAILABLE] = 300 * MIB;
-        s.level[RS_LEVEL_FREE] = 200 * MIB;
+        guest_levels(&s);
         r.known[RS_COUNTER_REFAULT_FILE] = r.known[RS_COUNTER_ACTIVATE_FILE] = true;
         r.per_sec[RS_COUNTER_REFAULT_FILE] = 20000; /* a stream: refaults galore */
         r.per_sec[RS_COUNTER_ACTIVATE_FILE] = activations;
