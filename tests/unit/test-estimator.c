@@ -867,6 +867,8 @@ typedef struct ReprobeLog {
         unsigned probes;           /* entries into PROBE from HOLD */
         uint64_t probe_at[16];
         uint64_t first_target[16]; /* each re-probe's first target */
+        uint64_t first_from[16];   /* and the held size it left */
+        uint64_t check_target;     /* the re-probe's first target at or below the check point */
         unsigned below;            /* intervals run below the knee (by more than the refault
                                     * threshold lets pass unseen), after the first hold */
         uint64_t max_deficit;      /* bytes, after the first hold */
@@ -891,6 +893,7 @@ static void run_knee(RsGuest *g, Fake *f, uint64_t knee, unsigned steps, Reprobe
                         if (log->probes < ARRAY_SIZE(log->probe_at)) {
                                 log->probe_at[log->probes] = f->now;
                                 log->first_target[log->probes] = d.target;
+                                log->first_from[log->probes] = before;
                         }
                         log->probes++;
                 } else if (held && d.state == RS_STATE_PROBE && d.target < before && rs_known(d.estimate) &&
@@ -914,8 +917,15 @@ START_TEST(test_reprobe_starts_at_estimate_with_fine_steps) {
         log = (ReprobeLog) { .small_steps = true };
         run_knee(g, &f, KNEE, 200, &log);
         ck_assert_uint_ge(log.probes, 1);
-        /* straight to just above the estimate: a resolution (1 %), at least two fine steps */
-        ck_assert_uint_eq(log.first_target[0], est + MAX(4 * MIB, est / 100));
+        /* towards just above the estimate (two resolutions, 2 %, at least two fine steps), at
+         * the pace of a first descent's end: 2 % of the size a step, or a quarter of what is
+         * available (step_knee(): 8 MiB above the knee), never past it */
+        uint64_t check = est + MAX(4 * MIB, 2 * (est / 100));
+        uint64_t avail = log.first_from[0] - KNEE + 8 * MIB;
+        ck_assert_uint_ge(log.first_target[0], check);
+        ck_assert_uint_lt(log.first_target[0], log.first_from[0]);
+        ck_assert_uint_le(log.first_from[0] - log.first_target[0], MAX(2 * (log.first_from[0] / 100), avail / 4) + MIB);
+        ck_assert_uint_gt(avail / 4, check - KNEE); /* so the check point is a step away */
         ck_assert(log.small_steps);
         /* by construction: one fine step below the last clean size, for one interval, per
          * re-probe; that clean size may itself lie a little below the knee, as far as the
