@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "policies/estimator.h"
+#include "policies/estimator-internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -21,10 +22,6 @@
 #define GROW_MUST_IMPROVE 0.3
 /* Growth this small is no test of whether memory helps. */
 #define GROW_TRIAL_MIN_PERCENT 3.0
-/* The probe step shrinks from max to min as the headroom (available memory) falls below
- * this share of the guest, or as the size nears a size known to refault. */
-#define HEADROOM_SPAN 0.30
-#define NEAR_SPAN 0.25
 /* After a deflation (emergency, backoff, grow) the guest pages back in what it swapped
  * out while it was short, for as long as its workload takes to touch those pages again:
  * swap-ins without swap-outs in this window are that recovery, not a working set that
@@ -33,12 +30,6 @@
 #define SETTLE_INTERVALS 12
 /* QEMU balloons whole pages and a guest may settle a few KiB above its target. */
 #define REACH_MIN (64 * KIB)
-/* The probe's step near a knee it knows, below the estimate it re-checks, and when the
- * guest shows a leading sign of pressure: the most of the working set one step can take
- * for one interval. Fine steps are exempt from the dead-band (RsDecision.fine). */
-#define FINE_STEP (2 * MIB)
-/* The smallest move a probe makes: with less than this left, the bracket is closed. */
-#define FINE_MIN MIB
 /* Each re-probe that lands within this share of the estimate it re-checks (and at least
  * two fine steps) confirms it, and the next hold is twice as long, up to HOLD_MAX_USEC: a
  * steady guest is almost never probed. The guest's signals moving resets it. */
@@ -55,47 +46,6 @@
 #define SHRINK_SIGN_SHARE 0.05
 #define SHRINK_SIGN_MIN (32 * MIB)
 
-struct RsGuest {
-        RsPolicy policy;
-        uint64_t guest_max, max, floor;
-
-        RsRateTracker tracker;
-        RsBaseline baseline;
-        RsObservation obs;
-        bool have_obs;
-
-        RsEstimate est;
-        RsState state;
-        uint64_t state_since;
-        uint64_t hold_until;
-        uint64_t target;
-        uint64_t grant;      /* what the host gave at the last decision, RS_UNKNOWN: no cap */
-        uint64_t size;       /* guest size during the last interval */
-        bool urgent;
-
-        unsigned confirm;    /* consecutive refaulting samples */
-        unsigned clean_confirm; /* consecutive clean samples at a size that closes the bracket */
-        unsigned short_steps;   /* consecutive samples with the balloon short of a probe step */
-        uint64_t last_step;  /* the probe's last step down in this descent, RS_UNKNOWN: none yet */
-        uint64_t settle_until; /* swap-in-only refaults before this are recovery (see SETTLE_MIN_USEC) */
-        bool probe_requested;  /* rs_guest_probe_now(): probe at the next feed */
-        unsigned learned;
-        unsigned refines;
-        bool refine;         /* the running BACKOFF returns to probing, not to HOLD */
-
-        uint64_t grow_from_size;
-        double grow_from_useful;
-
-        bool reprobe;          /* this descent re-checks an estimate and keeps the old bounds */
-        bool lower_old;        /* est.lower is from an earlier cycle: tested before it is believed */
-        uint64_t reprobe_from; /* the estimate a re-probe re-checks */
-        unsigned hold_doublings; /* re-probes in a row that confirmed the estimate */
-        uint64_t hold_avail_min; /* lowest available memory seen in this hold */
-        uint64_t upper_avail;    /* available memory at est.upper when it was judged clean */
-        unsigned shrink_signs;   /* consecutive held samples with available well above it */
-
-        char reason[RS_REASON_MAX];
-};
 
 static const char *const state_names[_RS_STATE_MAX] = {
         [RS_STATE_LEARN] = "learn",     [RS_STATE_PROBE] = "probe", [RS_STATE_BACKOFF] = "backoff",
@@ -114,10 +64,6 @@ _printf_(2, 3) static void set_reason(RsGuest *g, const char *fmt, ...) {
         va_end(ap);
 }
 
-static double mib(uint64_t b) {
-        return rs_known(b) ? (double) b / MIB : -1.0;
-}
-
 static void set_state(RsGuest *g, RsState s, uint64_t now) {
         if (g->state != s) {
                 g->state_since = now;
@@ -132,10 +78,6 @@ static void set_state(RsGuest *g, RsState s, uint64_t now) {
 static void recompute_limits(RsGuest *g) {
         g->max = rs_policy_max(&g->policy, g->guest_max);
         g->floor = MIN(rs_policy_floor(&g->policy, g->guest_max), g->max);
-}
-
-static uint64_t clamp_target(const RsGuest *g, uint64_t t) {
-        return CLAMP(t, g->floor, g->max);
 }
 
 /* How close to a target the guest counts as there. QEMU balloons whole pages and the guest
@@ -197,10 +139,6 @@ static double margin_fraction(const RsGuest *g) {
 
 static uint64_t with_margin(const RsGuest *g, uint64_t size) {
         return clamp_target(g, size + (uint64_t) ((double) size * margin_fraction(g)));
-}
-
-static uint64_t resolution(const RsGuest *g, uint64_t size) {
-        return MAX(MIB, (uint64_t) ((double) size * g->policy.probe_step_min_percent / 100.0));
 }
 
 static void update_confidence(RsGuest *g) {
@@ -356,14 +294,6 @@ static void raise_lower(RsGuest *g, uint64_t size) {
         g->lower_old = false;
 }
 
-/* Where a re-probe judges the guest before going nearer its estimate: two resolutions (and
- * at least two fine steps) above it. A real guest's knee moves by about a resolution from one
- * cycle to the next (510 then 517 MiB on the 300 MiB e2e guest): a check point one resolution
- * above it swapped in 10,000 pages there. */
-static uint64_t reprobe_check(const RsGuest *g) {
-        return g->reprobe_from + MAX(2 * FINE_STEP, 2 * resolution(g, g->reprobe_from));
-}
-
 static void refault_onset(RsGuest *g, const RsObservation *o, uint64_t now) {
         raise_lower(g, g->size);
 
@@ -376,7 +306,7 @@ static void refault_onset(RsGuest *g, const RsObservation *o, uint64_t now) {
          * a new estimate: the set grew, or a stream began, or the guest was unlucky. Back at
          * the clean size it shows which (a stream refaults there too, and the growth trial
          * keeps the old estimate: grow()). */
-        bool above_checked = g->reprobe && rs_known(g->reprobe_from) && g->size > reprobe_check(g);
+        bool above_checked = g->reprobe && rs_known(g->reprobe_from) && g->size > rs_probe_check_point(g);
         if ((above_checked || g->est.upper - g->est.lower > 2 * resolution(g, g->est.upper)) && g->refines < REFINE_MAX) {
                 /* Too coarse: go back to the last clean size and close in with small steps
                  * (the next re-probe narrows what is left to a fine step). */
@@ -391,109 +321,6 @@ static void refault_onset(RsGuest *g, const RsObservation *o, uint64_t now) {
                 return;
         }
         finish_cycle(g, now);
-}
-
-static uint64_t probe_step(const RsGuest *g, const RsObservation *o) {
-        double smin = g->policy.probe_step_min_percent / 100.0;
-        double smax = g->policy.probe_step_max_percent / 100.0;
-        double size = (double) g->size;
-        double p = 0; /* 0: far from pressure, 1: right at it */
-
-        if (rs_known(o->available))
-                p = MAX(p, 1.0 - CLAMP((double) o->available / (HEADROOM_SPAN * size), 0.0, 1.0));
-        if (rs_known(g->est.lower) && g->size > g->est.lower)
-                p = MAX(p, 1.0 - CLAMP((size - (double) g->est.lower) / (NEAR_SPAN * size), 0.0, 1.0));
-        if (rs_known(g->est.estimate)) {
-                /* Close to the last estimate on either side: that is where refaults were. */
-                double d = fabs(size - (double) g->est.estimate);
-                p = MAX(p, 1.0 - CLAMP(d / (NEAR_SPAN * size), 0.0, 1.0));
-        }
-        if (o->scanning)
-                p = MAX(p, 0.5);
-        if (o->threshold > 0)
-                p = MAX(p, CLAMP(o->useful / o->threshold, 0.0, 1.0));
-
-        /* senpai's curve: the step falls with the square of the closeness. */
-        double frac = smin + (smax - smin) * (1.0 - p) * (1.0 - p);
-        double step = size * frac;
-        if (rs_known(o->available))
-                step = MIN(step, MAX(size * smin, (double) o->available / 2));
-        return MAX((uint64_t) step, MIB);
-}
-
-/* Why the next step must be small, or NULL; *ret_cap is then the largest step allowed. Each
- * is a place where the working set's edge may be a step away: a knee known to refault and
- * the estimate a re-probe re-checks (fine steps), a sign the guest shows before it refaults
- * (pressure.c: rising refaults or PSI mean the hot set is being reclaimed, fine steps;
- * reclaim or swap-out alone may still be taking cold pages, steps of the resolution), or
- * available memory nearly gone (fine steps). */
-static const char *small_step_reason(const RsGuest *g, const RsObservation *o, uint64_t *ret_cap) {
-        *ret_cap = FINE_STEP;
-        if (rs_known(g->est.lower) && g->size <= g->est.lower + 2 * resolution(g, g->size))
-                return "near the knee";
-        if (g->reprobe && rs_known(g->reprobe_from) && g->size <= reprobe_check(g) + FINE_MIN &&
-            g->size + 2 * resolution(g, g->size) > g->reprobe_from)
-                return "near the estimate it re-checks";
-        if (o->leading && o->rising)
-                return o->leading_why;
-        if (g->reprobe && rs_known(g->reprobe_from) && g->size > reprobe_check(g)) {
-                /* The sizes above the check point ran clean last cycle, but a balloon that
-                 * takes tens of MiB in one interval makes the guest reclaim in a hurry, hot
-                 * pages with cold (the e2e guest, re-probed 46 MiB in one step from its held
-                 * size, stormed 5 MiB above its knee; 44 MiB the next time ran clean): the
-                 * gentle pace of a first descent near its end, or a quarter of what the guest
-                 * has available if more (its set shrank: little to reclaim in a hurry). */
-                *ret_cap = MAX(FINE_STEP, 2 * resolution(g, g->size));
-                if (rs_known(o->available))
-                        *ret_cap = MAX(*ret_cap, o->available / 4);
-                return "re-probe approaching the estimate";
-        }
-        if (o->available_low && rs_known(o->available)) {
-                /* What is left to reclaim before the hot set, roughly: a quarter of it a step. */
-                *ret_cap = MAX(FINE_STEP, o->available / 4);
-                return "available memory nearly gone";
-        }
-        if (o->leading) {
-                /* Reclaim or swap-out without rising refaults may still be taking cold pages:
-                 * slow down, not to a crawl. */
-                *ret_cap = MAX(FINE_STEP, 2 * resolution(g, g->size));
-                return o->leading_why;
-        }
-        return NULL;
-}
-
-/* One step down from the current size, never onto a size known to refault this cycle. */
-static uint64_t next_size(RsGuest *g, const RsObservation *o, uint64_t *ret_step, const char **ret_fine) {
-        uint64_t cap;
-        const char *fine = small_step_reason(g, o, &cap);
-        uint64_t step = probe_step(g, o);
-        if (fine)
-                step = MIN(step, cap);
-        /* Nor larger than the last step of this descent doubled: going down, the guest only
-         * gets closer to pressure, and a sample that looks far from it (available memory
-         * dropped as a lie, or read in the middle of a balloon move) must not make the probe
-         * lunge. */
-        if (rs_known(g->last_step))
-                step = MIN(step, 2 * g->last_step);
-        step = MAX(step, FINE_MIN);
-        uint64_t next = g->size > step ? g->size - step : 0;
-        /* A re-probe goes to just above the estimate it re-checks, and not past that before it
-         * has judged the guest there (probe()). */
-        if (g->reprobe && rs_known(g->reprobe_from) && reprobe_check(g) + FINE_MIN < g->size)
-                next = MAX(next, reprobe_check(g));
-        /* A knee found this cycle is not stepped on again; one from an earlier cycle is
-         * tested (the set may have shrunk since), a fine step at a time. */
-        if (rs_known(g->est.lower))
-                next = MAX(next, g->lower_old ? g->est.lower : g->est.lower + FINE_STEP);
-        next = clamp_target(g, next);
-        *ret_step = g->size > next ? g->size - next : 0;
-        *ret_fine = fine;
-        return next;
-}
-
-/* The knee is known to a fine step below `size`: nothing left to narrow. */
-static bool bracket_closed(const RsGuest *g, uint64_t size) {
-        return rs_known(g->est.lower) && size <= g->est.lower + FINE_STEP + FINE_MIN;
 }
 
 static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
@@ -569,7 +396,7 @@ static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
         g->confirm = 0;
         rs_baseline_track(&g->baseline, o);
 
-        /* A re-probe just above the estimate it re-checks (reprobe_check()), and the guest tight
+        /* A re-probe just above the estimate it re-checks (rs_probe_check_point()), and the guest tight
          * there (available memory nearly gone, reclaim or swap-out, refaults or PSI rising under
          * the threshold): the knee is still right below, as it was. The estimate is confirmed
          * without going near it: a step below a working set the workload sweeps costs it every
@@ -579,8 +406,8 @@ static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
          * knee's edge is noisy). Only a guest with slack there (the set may have shrunk), or
          * whose knee is known less closely than a fine step (after the first cycle), is probed
          * further, with fine steps. */
-        if (g->reprobe && rs_known(g->reprobe_from) && g->size <= reprobe_check(g) + FINE_MIN &&
-            (o->available_low || o->leading) && bracket_closed(g, g->reprobe_from)) {
+        if (g->reprobe && rs_known(g->reprobe_from) && g->size <= rs_probe_check_point(g) + FINE_MIN &&
+            (o->available_low || o->leading) && rs_probe_bracket_closed(g, g->reprobe_from)) {
                 uint64_t at = g->size;
                 g->est.upper = g->reprobe_from;
                 finish_cycle(g, now);
@@ -592,7 +419,7 @@ static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
 
         uint64_t step;
         const char *fine;
-        uint64_t next = next_size(g, o, &step, &fine);
+        uint64_t next = rs_probe_next_size(g, o, &step, &fine);
 
         /* At the knee an earlier cycle found, and clean there: the set shrank since. Believed
          * after `confirm` clean samples (the first may come before the workload touched what
@@ -612,7 +439,7 @@ static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
                 /* Below a knee that was: a fine step first, then steps that may double (the
                  * set may have shrunk a little or a lot). */
                 g->last_step = FINE_STEP / 2;
-                next = next_size(g, o, &step, &fine);
+                next = rs_probe_next_size(g, o, &step, &fine);
         }
 
         /* The cycle ends here when no move of at least FINE_MIN is left: the bracket around

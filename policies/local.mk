@@ -6,7 +6,8 @@ policies_libpolicies_a_SOURCES = \
 	policies/rs-value.h \
 	policies/signals.c policies/signals.h \
 	policies/pressure.c policies/pressure.h \
-	policies/estimator.c policies/estimator.h \
+	policies/estimator.c policies/estimator.h policies/estimator-internal.h \
+	policies/probe-step.c \
 	policies/policy.c policies/policy.h \
 	policies/policy-file.c policies/policy-file.h \
 	policies/arbiter.c policies/arbiter.h \
@@ -35,6 +36,7 @@ policies_tests = \
 	tests/unit/test-policy-file \
 	tests/unit/test-guest-model \
 	tests/unit/test-estimator \
+	tests/unit/test-probe-step \
 	tests/unit/test-estimator-scenarios \
 	tests/unit/test-estimator-property \
 	tests/unit/test-arbiter \
@@ -65,6 +67,10 @@ tests_unit_test_guest_model_LDADD = $(POLICIES_TEST_LIBS)
 tests_unit_test_estimator_SOURCES = tests/unit/test-estimator.c
 tests_unit_test_estimator_CFLAGS = $(POLICIES_TEST_CFLAGS)
 tests_unit_test_estimator_LDADD = $(POLICIES_TEST_LIBS)
+
+tests_unit_test_probe_step_SOURCES = tests/unit/test-probe-step.c
+tests_unit_test_probe_step_CFLAGS = $(POLICIES_TEST_CFLAGS)
+tests_unit_test_probe_step_LDADD = $(POLICIES_TEST_LIBS)
 
 tests_unit_test_estimator_scenarios_SOURCES = tests/unit/test-estimator-scenarios.c $(POLICIES_MODEL_SOURCES)
 tests_unit_test_estimator_scenarios_CFLAGS = $(POLICIES_TEST_CFLAGS)
