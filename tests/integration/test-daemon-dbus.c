@@ -422,8 +422,8 @@ static bool get_users(Users *u) {
         struct group *gr = getgrnam(BUS_FIXTURE_READ_GROUP);
 
         if (geteuid() != 0 || !pw || !daemon_pw || !gr) {
-                fprintf(stderr, "access tests need root, the users nobody and daemon and the group %s: not run\n",
-                        BUS_FIXTURE_READ_GROUP);
+                check_cannot_set_up("access tests", "they need root, the users nobody and daemon and the group %s",
+                                    BUS_FIXTURE_READ_GROUP);
                 return false;
         }
         *u = (Users) { pw->pw_uid, daemon_pw->pw_uid, gr->gr_gid, daemon_pw->pw_gid };

@@ -452,7 +452,7 @@ START_TEST(test_disk_full) {
          * inherits it, the host never sees the mount. */
         r = test_mount_private_tmpfs(d.state_dir, 64 * 1024);
         if (r < 0) {
-                fprintf(stderr, "test_disk_full: SKIPPED, cannot mount a tmpfs on %s: %s\n", d.state_dir, strerror(-r));
+                check_cannot_set_up("test_disk_full", "no private tmpfs on %s: %s", d.state_dir, strerror(-r));
                 teardown_all();
                 return;
         }

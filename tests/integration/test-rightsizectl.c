@@ -538,7 +538,7 @@ START_TEST(test_permission_denied) {
         struct passwd *pw = getpwnam("nobody");
 
         if (geteuid() != 0 || !pw) {
-                fprintf(stderr, "test_permission_denied: needs root and the user nobody, not run\n");
+                check_cannot_set_up("test_permission_denied", "it needs root and the user nobody");
                 return;
         }
         /* Reads are open here (the stand-in has no read group), changes are not. */

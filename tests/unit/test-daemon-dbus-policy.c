@@ -225,7 +225,7 @@ START_TEST(test_policy_enforced) {
         char c;
 
         if (geteuid() != 0) {
-                fprintf(stderr, "test_policy_enforced: needs root to switch users, not run\n");
+                check_cannot_set_up("test_policy_enforced", "it needs root to switch users");
                 return;
         }
         pw = getpwnam("nobody");

@@ -91,7 +91,7 @@ START_TEST(test_disk_full_keeps_old_file) {
         ck_assert_int_eq(mkdir(fs, 0755), 0);
         r = test_mount_private_tmpfs(fs, 64 * 1024);
         if (r < 0) {
-                fprintf(stderr, "test_disk_full_keeps_old_file: cannot mount a tmpfs (%s)\n", strerror(-r));
+                check_cannot_set_up("test_disk_full_keeps_old_file", "no private tmpfs: %s", strerror(-r));
                 return;
         }
 

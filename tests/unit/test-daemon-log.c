@@ -226,7 +226,7 @@ START_TEST(test_journal_fields) {
          * in a private mount namespace so the host's /run is untouched. */
         r = test_mount_private_tmpfs("/run", 1024 * 1024);
         if (r < 0) {
-                fprintf(stderr, "test_journal_fields: no private tmpfs (%s), cannot fake journald\n", strerror(-r));
+                check_cannot_set_up("test_journal_fields", "no private tmpfs on /run to fake journald in: %s", strerror(-r));
                 return;
         }
         ck_assert_int_eq(mkdir("/run/systemd", 0755), 0);
