@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/duration.h"
 #include "common/macro.h"
 #include "daemon/log.h"
 
@@ -262,28 +263,14 @@ static int parse_bool(const char *v, bool *ret) {
 
 /* "15s", "1500ms", "2min", or a plain number of seconds. */
 static int parse_call_timeout(const char *v, uint64_t *ret) {
-        static const struct {
-                const char *suffix;
-                uint64_t usec;
-        } units[] = { { "", USEC_PER_SEC }, { "s", USEC_PER_SEC }, { "ms", USEC_PER_MSEC }, { "min", 60 * USEC_PER_SEC } };
-        unsigned long long n;
-        char *end;
-
-        if (v[0] < '0' || v[0] > '9')
-                return -EINVAL;
-        errno = 0;
-        n = strtoull(v, &end, 10);
-        if (errno != 0 || n > 24ULL * 3600 * 1000)
+        uint64_t usec;
+        int r = parse_duration(v, &usec);
+        if (r < 0)
+                return r;
+        if (usec < LIBVIRT_CALL_TIMEOUT_MIN_USEC || usec > LIBVIRT_CALL_TIMEOUT_MAX_USEC)
                 return -ERANGE;
-        for (size_t i = 0; i < ARRAY_SIZE(units); i++)
-                if (strcmp(end, units[i].suffix) == 0) {
-                        uint64_t usec = (uint64_t) n * units[i].usec;
-                        if (usec < LIBVIRT_CALL_TIMEOUT_MIN_USEC || usec > LIBVIRT_CALL_TIMEOUT_MAX_USEC)
-                                return -ERANGE;
-                        *ret = usec;
-                        return 0;
-                }
-        return -EINVAL;
+        *ret = usec;
+        return 0;
 }
 
 static bool valid_group_name(const char *s) {

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "daemon/size.h"
+#include "common/size.h"
 
 /* What guests are left at when the daemon stops. */
 typedef enum ShutdownAction {

@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "common/macro.h"
-#include "daemon/size.h"
+#include "common/size.h"
 
 #define FIELD(k, t, m) { k, t, offsetof(CtlGuest, m) }
 const CtlField ctl_guest_fields[] = {

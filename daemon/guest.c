@@ -16,7 +16,8 @@
 #include "daemon/guest.h"
 #include "daemon/host.h"
 #include "daemon/log.h"
-#include "daemon/size.h"
+#include "common/size.h"
+#include "common/time-util.h"
 #include "daemon/state-file.h"
 #include "policies/actuation.h"
 #include "qmp/json-util.h"
@@ -48,12 +49,6 @@
 #define STATS_FUTURE_SLACK_SEC 300
 #define EVENT_FLOOD_PER_CYCLE 1000
 #define DATA_CLEAN_CYCLES 3
-
-static uint64_t now_usec(clockid_t clock) {
-        struct timespec ts;
-        (void) clock_gettime(clock, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
-}
 
 static char *fmt_size(char *buf, size_t len, uint64_t bytes) {
         if (bytes == RS_UNKNOWN)

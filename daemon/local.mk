@@ -4,7 +4,6 @@
 noinst_LIBRARIES += daemon/librightsized.a
 daemon_librightsized_a_SOURCES = \
 	daemon/log.c daemon/log.h \
-	daemon/size.c daemon/size.h \
 	daemon/fileio.c daemon/fileio.h \
 	daemon/config.c daemon/config.h \
 	daemon/discovery.c daemon/discovery.h \
@@ -16,12 +15,11 @@ daemon_librightsized_a_CPPFLAGS = $(AM_CPPFLAGS) \
 daemon_librightsized_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS) $(JSONC_CFLAGS) $(LIBSYSTEMD_CFLAGS)
 
 # What a program linking librightsized.a also needs.
-RIGHTSIZED_LIBS = daemon/librightsized.a $(INIH_LIBS) $(JSONC_LIBS) $(LIBSYSTEMD_LIBS)
+RIGHTSIZED_LIBS = daemon/librightsized.a common/libcommon.a $(INIH_LIBS) $(JSONC_LIBS) $(LIBSYSTEMD_LIBS)
 
 # ---- unit tests (Check) ----
 DAEMON_TESTS = \
 	tests/unit/test-daemon-log \
-	tests/unit/test-daemon-size \
 	tests/unit/test-daemon-fileio \
 	tests/unit/test-daemon-config \
 	tests/unit/test-daemon-discovery \
@@ -41,10 +39,6 @@ DAEMON_TEST_LDADD = $(RIGHTSIZED_LIBS) $(CHECK_LIBS)
 tests_unit_test_daemon_log_SOURCES = tests/unit/test-daemon-log.c tests/unit/test-daemon-util.c
 tests_unit_test_daemon_log_CFLAGS = $(DAEMON_TEST_CFLAGS)
 tests_unit_test_daemon_log_LDADD = $(DAEMON_TEST_LDADD)
-
-tests_unit_test_daemon_size_SOURCES = tests/unit/test-daemon-size.c
-tests_unit_test_daemon_size_CFLAGS = $(DAEMON_TEST_CFLAGS)
-tests_unit_test_daemon_size_LDADD = $(DAEMON_TEST_LDADD)
 
 tests_unit_test_daemon_fileio_SOURCES = tests/unit/test-daemon-fileio.c tests/unit/test-daemon-util.c
 tests_unit_test_daemon_fileio_CFLAGS = $(DAEMON_TEST_CFLAGS)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/macro.h"
+#include "common/size.h"
 #include "daemon/bus-polkit.h"
 #include "daemon/libvirt-guest.h"
 #include "daemon/log.h"
@@ -242,7 +243,7 @@ static int method_set_guest(sd_bus_message *msg, void *userdata, sd_bus_error *e
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                                  "Policy '%s' cannot be applied to '%s'", value, name);
         } else if (strcmp(key, "floor") == 0 || strcmp(key, "max") == 0) {
-                if (rs_parse_size(value, &bytes) < 0)
+                if (parse_size(value, &bytes) < 0)
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Invalid size for %s: '%s'", key,
                                                  value);
                 bool is_floor = key[0] == 'f';

@@ -15,7 +15,7 @@
 #include "daemon/manager.h"
 #include "daemon/metrics.h"
 #include "daemon/notify.h"
-#include "daemon/size.h"
+#include "common/size.h"
 #include "daemon/state-file.h"
 #include "policies/arbiter.h"
 

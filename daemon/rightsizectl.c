@@ -14,7 +14,7 @@
 
 #include "common/macro.h"
 #include "daemon/ctl-format.h"
-#include "daemon/size.h"
+#include "common/size.h"
 
 #define BUS_NAME "org.rightsize.Manager1"
 #define BUS_PATH "/org/rightsize/Manager1"

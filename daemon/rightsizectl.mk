@@ -6,7 +6,7 @@ rightsizectl_SOURCES = daemon/rightsizectl.c daemon/ctl-format.c daemon/ctl-form
 # (daemon/config.h would shadow the top config.h, so the version comes in as a define)
 rightsizectl_CPPFLAGS = $(AM_CPPFLAGS) -DRIGHTSIZECTL_VERSION='"$(PACKAGE_VERSION)"'
 rightsizectl_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(LIBSYSTEMD_CFLAGS)
-rightsizectl_LDADD = daemon/librightsized.a $(LIBSYSTEMD_LIBS) $(JSONC_LIBS) -lm
+rightsizectl_LDADD = common/libcommon.a $(LIBSYSTEMD_LIBS) $(JSONC_LIBS) -lm
 
 EXTRA_DIST += daemon/rightsizectl.md
 
@@ -18,7 +18,7 @@ TESTS += $(CTL_TESTS)
 
 tests_unit_test_ctl_format_SOURCES = tests/unit/test-ctl-format.c daemon/ctl-format.c daemon/ctl-format.h
 tests_unit_test_ctl_format_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(JSONC_CFLAGS)
-tests_unit_test_ctl_format_LDADD = daemon/librightsized.a $(JSONC_LIBS) $(CHECK_LIBS) -lm
+tests_unit_test_ctl_format_LDADD = common/libcommon.a $(JSONC_LIBS) $(CHECK_LIBS) -lm
 
 # Runs the real rightsizectl against a stand-in service on a private dbus-daemon.
 tests_integration_test_rightsizectl_SOURCES = tests/integration/test-rightsizectl.c

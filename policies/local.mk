@@ -15,7 +15,7 @@ policies_libpolicies_a_SOURCES = \
 policies_libpolicies_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
 
 # Programs that use libpolicies.a link these.
-POLICIES_LIBS = policies/libpolicies.a $(INIH_LIBS) -lm
+POLICIES_LIBS = policies/libpolicies.a common/libcommon.a $(INIH_LIBS) -lm
 
 EXTRA_DIST += policies/README.md \
 	etc/policies/conservative.conf etc/policies/balanced.conf \

@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/duration.h"
 #include "common/macro.h"
+#include "common/size.h"
 
 /* inih does not pass line numbers to handlers unless built to: count them in the reader,
  * which inih calls once per line right before handling that line. */
@@ -54,13 +56,13 @@ _printf_(3, 4) static int fail(ParseState *st, const char *key, const char *fmt,
 }
 
 static int set_size(ParseState *st, const char *key, const char *value, uint64_t *field) {
-        if (rs_parse_size(value, field) < 0)
+        if (parse_size(value, field) < 0)
                 return fail(st, key, "invalid size \"%s\" (a number with an optional K/M/G/T suffix)", value);
         return 1;
 }
 
 static int set_duration(ParseState *st, const char *key, const char *value, uint64_t *field) {
-        if (rs_parse_duration(value, field) < 0)
+        if (parse_duration(value, field) < 0)
                 return fail(st, key, "invalid duration \"%s\" (e.g. 10s, 500ms, 5min)", value);
         return 1;
 }

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "common/macro.h"
+#include "common/number.h"
 
 const char *const rs_policy_preset_names[4] = { "conservative", "balanced", "aggressive", "observe-only" };
 
@@ -209,99 +210,12 @@ int rs_sensitivity_from_string(const char *s) {
         return lookup(sensitivity_names, _RS_SENSITIVITY_MAX, s);
 }
 
-/* A non-negative decimal number with an optional fraction, then the unit. */
-static int parse_number(const char *s, double *ret, const char **unit) {
-        char *end;
-        double v;
-
-        if (!s)
-                return -EINVAL;
-        while (*s == ' ' || *s == '\t')
-                s++;
-        if (!(*s >= '0' && *s <= '9'))
-                return -EINVAL; /* no sign, no hex, no "inf"/"nan" */
-        errno = 0;
-        v = strtod(s, &end);
-        if (errno != 0 || !isfinite(v))
-                return -ERANGE;
-        while (*end == ' ' || *end == '\t')
-                end++;
-        *ret = v;
-        *unit = end;
-        return 0;
-}
-
-static bool unit_is(const char *unit, const char *want) {
-        size_t n = strlen(want);
-        if (strncasecmp(unit, want, n) != 0)
-                return false;
-        for (unit += n; *unit; unit++)
-                if (*unit != ' ' && *unit != '\t')
-                        return false;
-        return true;
-}
-
-int rs_parse_size(const char *s, uint64_t *ret) {
-        static const struct {
-                const char *suffix;
-                uint64_t factor;
-        } units[] = {
-                { "", 1 },          { "b", 1 },
-                { "k", KIB },       { "kb", KIB },     { "kib", KIB },
-                { "m", MIB },       { "mb", MIB },     { "mib", MIB },
-                { "g", GIB },       { "gb", GIB },     { "gib", GIB },
-                { "t", 1024 * GIB }, { "tb", 1024 * GIB }, { "tib", 1024 * GIB },
-        };
-        const char *unit;
-        double v;
-        int r;
-
-        r = parse_number(s, &v, &unit);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < ARRAY_SIZE(units); i++)
-                if (unit_is(unit, units[i].suffix)) {
-                        double bytes = v * (double) units[i].factor;
-                        if (bytes >= 18446744073709551615.0)
-                                return -ERANGE;
-                        *ret = (uint64_t) bytes;
-                        return 0;
-                }
-        return -EINVAL;
-}
-
-int rs_parse_duration(const char *s, uint64_t *ret_usec) {
-        static const struct {
-                const char *suffix;
-                double factor;
-        } units[] = {
-                { "", 1e6 },  { "s", 1e6 },  { "sec", 1e6 }, { "us", 1 },     { "ms", 1e3 },
-                { "m", 60e6 }, { "min", 60e6 }, { "h", 3600e6 }, { "hour", 3600e6 },
-        };
-        const char *unit;
-        double v;
-        int r;
-
-        r = parse_number(s, &v, &unit);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < ARRAY_SIZE(units); i++)
-                if (unit_is(unit, units[i].suffix)) {
-                        double usec = v * units[i].factor;
-                        if (usec >= 1e18)
-                                return -ERANGE;
-                        *ret_usec = (uint64_t) usec;
-                        return 0;
-                }
-        return -EINVAL;
-}
-
 int rs_parse_percent(const char *s, double *ret) {
         const char *unit;
         double v;
         int r;
 
-        r = parse_number(s, &v, &unit);
+        r = parse_number_unit(s, &v, &unit);
         if (r < 0)
                 return r;
         if (!unit_is(unit, "") && !unit_is(unit, "%"))

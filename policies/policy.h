@@ -86,10 +86,8 @@ int rs_actuator_from_string(const char *s);
 const char *rs_sensitivity_to_string(RsSensitivity s);
 int rs_sensitivity_from_string(const char *s);
 
-/* Value parsers shared with the policy-file reader. Sizes accept a plain byte count or a
- * K/M/G/T suffix (binary), durations a plain number of seconds or us/ms/s/min/h, and
- * percentages a number with an optional "%". All return 0 or -EINVAL (-ERANGE on overflow). */
-int rs_parse_size(const char *s, uint64_t *ret);
-int rs_parse_duration(const char *s, uint64_t *ret_usec);
+/* Value parsers shared with the policy-file reader (sizes and durations: common/size.h and
+ * common/duration.h). Percentages are a number with an optional "%". All return 0 or -EINVAL
+ * (-ERANGE on overflow). */
 int rs_parse_percent(const char *s, double *ret);
 int rs_parse_bool(const char *s, bool *ret);

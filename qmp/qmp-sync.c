@@ -4,23 +4,17 @@
 #include <time.h>
 
 #include "common/macro.h"
+#include "common/time-util.h"
 #include "qmp/json-util.h"
 #include "qmp/qmp-sync.h"
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
-}
-
 /* Runs the loop until finished(userdata) or the timeout. */
 static int run_loop(sd_event *e, uint64_t timeout_usec, bool (*finished)(void *), void *userdata) {
-        uint64_t deadline = timeout_usec == QMP_TIMEOUT_INFINITY ? UINT64_MAX : now_usec() + timeout_usec;
+        uint64_t deadline = timeout_usec == QMP_TIMEOUT_INFINITY ? UINT64_MAX : now_usec(CLOCK_MONOTONIC) + timeout_usec;
         int r;
 
         while (!finished(userdata)) {
-                uint64_t now = now_usec();
+                uint64_t now = now_usec(CLOCK_MONOTONIC);
 
                 if (now >= deadline)
                         return -ETIMEDOUT;
@@ -354,14 +348,14 @@ static int poll_until(QmpClient *c,
                       uint64_t timeout_usec,
                       int (*check)(QmpClient *c, void *userdata),
                       void *userdata) {
-        uint64_t deadline = now_usec() + timeout_usec;
+        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + timeout_usec;
         int r;
 
         for (;;) {
                 r = check(c, userdata);
                 if (r != 0)
                         return MIN(r, 0);
-                if (now_usec() + poll_usec > deadline)
+                if (now_usec(CLOCK_MONOTONIC) + poll_usec > deadline)
                         return -ETIMEDOUT;
                 r = qmp_sync_sleep(qmp_client_get_event(c), poll_usec);
                 if (r < 0)

@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
+#include "common/time-util.h"
 
 #define PROGRAM "rs-workload"
 #define MAX_PHASES 64
@@ -93,13 +94,6 @@ _printf_(1, 2) static void log_line(const char *fmt, ...) {
 
 /* Errors go to stdout too: the guest's serial console is the one channel tests read. */
 #define log_error(fmt, ...) log_line("error: " fmt, ##__VA_ARGS__)
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
-}
 
 static int parse_u64(const char *s, uint64_t max, uint64_t *ret) {
         char *end;
@@ -570,9 +564,9 @@ static int run(const struct config *c) {
         (void) sigaction(SIGUSR1, &sa, NULL);
         sig_atomic_t phases_taken = 0;
 
-        start = now_usec();
+        start = now_usec(CLOCK_MONOTONIC);
         for (uint64_t pass = 1; c->passes == 0 || pass <= c->passes; pass++) {
-                uint64_t t0 = now_usec(), t1, stream_usec = 0;
+                uint64_t t0 = now_usec(CLOCK_MONOTONIC), t1, stream_usec = 0;
 
                 while (next_phase < c->n_phases &&
                        (t0 - start >= c->phases[next_phase].at_sec * USEC_PER_SEC || phases_taken < phase_requests)) {
@@ -601,17 +595,17 @@ static int run(const struct config *c) {
                         }
                 }
                 if (s.stream_fd >= 0) {
-                        uint64_t ts = now_usec();
+                        uint64_t ts = now_usec(CLOCK_MONOTONIC);
 
                         r = read_range(s.stream_fd, s.stream_offset, c->stream_mib * MIB, s.io_buf);
-                        stream_usec = now_usec() - ts;
+                        stream_usec = now_usec(CLOCK_MONOTONIC) - ts;
                         if (r < 0) {
                                 log_error("streaming %s: %s", c->stream_path, strerror(-r));
                                 return r;
                         }
                 }
                 getrusage(RUSAGE_SELF, &after);
-                t1 = now_usec();
+                t1 = now_usec(CLOCK_MONOTONIC);
 
                 if (s.stream_fd >= 0)
                         log_line("pass=%" PRIu64 " t=%.3f anon_mib=%" PRIu64 " file_mib=%" PRIu64

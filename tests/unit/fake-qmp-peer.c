@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
+#include "common/time-util.h"
 #include "tests/unit/fake-qmp-peer.h"
 
 #define GUARD_USEC (10 * USEC_PER_SEC)
@@ -501,18 +502,11 @@ const char *fake_peer_last_id(const FakePeer *p) {
         return p->n_ids > 0 ? p->ids[p->n_ids - 1] : NULL;
 }
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
-}
-
 bool test_run_until(sd_event *e, bool (*cond)(void *userdata), void *userdata) {
-        uint64_t deadline = now_usec() + GUARD_USEC;
+        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + GUARD_USEC;
 
         while (!cond(userdata)) {
-                if (now_usec() >= deadline)
+                if (now_usec(CLOCK_MONOTONIC) >= deadline)
                         return false;
                 if (sd_event_run(e, 100 * USEC_PER_MSEC) < 0)
                         return false;
@@ -539,8 +533,8 @@ bool test_run_until_done(sd_event *e, const FakePeer *p) {
 }
 
 void test_run_for(sd_event *e, uint64_t usec) {
-        uint64_t deadline = now_usec() + usec;
+        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + usec;
 
-        for (uint64_t now = now_usec(); now < deadline; now = now_usec())
+        for (uint64_t now = now_usec(CLOCK_MONOTONIC); now < deadline; now = now_usec(CLOCK_MONOTONIC))
                 (void) sd_event_run(e, deadline - now);
 }

@@ -89,30 +89,8 @@ START_TEST(test_glob_match) {
 END_TEST
 
 START_TEST(test_value_parsers) {
-        uint64_t v;
         double d;
         bool b;
-        ck_assert_int_eq(rs_parse_size("512M", &v), 0);
-        ck_assert_uint_eq(v, 512 * MIB);
-        ck_assert_int_eq(rs_parse_size("1.5G", &v), 0);
-        ck_assert_uint_eq(v, 3 * GIB / 2);
-        ck_assert_int_eq(rs_parse_size("4096", &v), 0);
-        ck_assert_uint_eq(v, 4096);
-        ck_assert_int_eq(rs_parse_size("2 GiB", &v), 0);
-        ck_assert_uint_eq(v, 2 * GIB);
-        ck_assert_int_eq(rs_parse_size("-1G", &v), -EINVAL);
-        ck_assert_int_eq(rs_parse_size("12X", &v), -EINVAL);
-        ck_assert_int_eq(rs_parse_size("", &v), -EINVAL);
-        ck_assert_int_eq(rs_parse_size("99999999999T", &v), -ERANGE);
-        ck_assert_int_eq(rs_parse_duration("10", &v), 0);
-        ck_assert_uint_eq(v, 10 * USEC_PER_SEC);
-        ck_assert_int_eq(rs_parse_duration("500ms", &v), 0);
-        ck_assert_uint_eq(v, 500 * USEC_PER_MSEC);
-        ck_assert_int_eq(rs_parse_duration("5min", &v), 0);
-        ck_assert_uint_eq(v, 300 * USEC_PER_SEC);
-        ck_assert_int_eq(rs_parse_duration("1h", &v), 0);
-        ck_assert_uint_eq(v, 3600 * USEC_PER_SEC);
-        ck_assert_int_eq(rs_parse_duration("soon", &v), -EINVAL);
         ck_assert_int_eq(rs_parse_percent("12.5%", &d), 0);
         ck_assert_double_eq(d, 12.5);
         ck_assert_int_eq(rs_parse_percent("nan", &d), -EINVAL);

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-#include "daemon/size.h"
+#include "common/size.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/macro.h"
 
@@ -72,17 +73,21 @@ static uint64_t parse_unit(const char **p) {
         if (*s == '\0') {
                 return 1;
         }
-        if (*s == 'B' && s[1] == '\0') {
+        if ((*s == 'B' || *s == 'b') && s[1] == '\0') {
                 *p = s + 1;
                 return 1;
         }
         for (size_t i = 0; i < ARRAY_SIZE(units); i++) {
                 if (*s != units[i].letter && *s != units[i].letter + ('a' - 'A'))
                         continue;
+                /* "M", "MiB", "MB" (and any case): binary all the same, as everywhere in
+                 * rightsize, so the CLI, the config and the policy files read "2MB" alike. */
                 if (s[1] == '\0')
                         *p = s + 1;
-                else if (strcmp(s + 1, "iB") == 0)
+                else if (strcasecmp(s + 1, "iB") == 0)
                         *p = s + 3;
+                else if (strcasecmp(s + 1, "B") == 0)
+                        *p = s + 2;
                 else
                         return 0;
                 return units[i].factor;

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "common/macro.h"
-#include "daemon/size.h"
+#include "common/size.h"
 #include "tests/unit/check-run.h"
 
 static uint64_t size_ok(const char *s) {
@@ -28,6 +28,13 @@ START_TEST(test_parse_size_units) {
         ck_assert_uint_eq(size_ok("100B"), 100);
         ck_assert_uint_eq(size_ok("1T"), 1024 * GIB);
         ck_assert_uint_eq(size_ok("0.5K"), 512);
+        /* "MB" is binary like "M" and "MiB": the CLI refused "2MB" that the policy files
+         * accepted, with two parsers */
+        ck_assert_uint_eq(size_ok("2MB"), 2 * MIB);
+        ck_assert_uint_eq(size_ok("2mb"), 2 * MIB);
+        ck_assert_uint_eq(size_ok("2 mib"), 2 * MIB);
+        ck_assert_uint_eq(size_ok("1.5GB"), 3 * GIB / 2);
+        ck_assert_uint_eq(size_ok("64b"), 64);
         /* Fractions round down to whole bytes. */
         ck_assert_uint_eq(size_ok("0.001K"), 1);
         ck_assert_uint_eq(size_ok("15E"), UINT64_C(15) << 60);
@@ -37,7 +44,7 @@ END_TEST
 
 START_TEST(test_parse_size_rejects) {
         static const char *const invalid[] = {
-                "", " ", "lots", "-1", "1.5", "1.5B", "1GB", "1 G B", "1Gi", "1X", "G", ".5G", "1.G",
+                "", " ", "lots", "-1", "1.5", "1.5B", "1GiBB", "1 G B", "1GBi", "1Gi", "1X", "G", ".5G", "1.G",
                 "1..5G", "1,5G", "0x10", "1e3", "12M extra", "+1G",
         };
         uint64_t v = 42;

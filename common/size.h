@@ -17,9 +17,11 @@ typedef struct SizeSpec {
         uint32_t basis_points;  /* when relative: hundredths of a percent, 0..10000 */
 } SizeSpec;
 
-/* Accepts "<number>[.<fraction>][ ][unit]" with unit one of B, K, KiB, M, MiB, G, GiB, T, TiB, P, PiB,
- * E, EiB (the letter in either case). A fraction needs a unit of at least K. Returns 0, -EINVAL for
- * text that is not a size, or -ERANGE when it does not fit in 64 bits. */
+/* The one size parser of rightsize (the config, the policy files, the CLI, the bus). Accepts
+ * "<number>[.<fraction>][ ][unit]" with unit B, or K, M, G, T, P, E alone or followed by iB or B,
+ * in any case: binary all ("2MB" is 2 MiB). A fraction needs a unit of at least K. Exact (integer
+ * arithmetic). Returns 0, -EINVAL for text that is not a size, or -ERANGE when it does not fit in
+ * 64 bits. */
 int parse_size(const char *s, uint64_t *ret);
 
 /* As parse_size(), or "<number>[.<fraction>]%" with at most two decimals and at most 100 %. */

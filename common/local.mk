@@ -1,0 +1,24 @@
+# common/ build fragment (included from the top Makefile.am): what every part shares, built
+# once: the size and duration parsers (one each: the config, the policy files, the CLI and the
+# bus read "2MB" and "1500ms" alike), and header-only helpers.
+
+noinst_LIBRARIES += common/libcommon.a
+common_libcommon_a_SOURCES = \
+	common/size.c common/size.h \
+	common/number.c common/number.h \
+	common/duration.c common/duration.h
+
+noinst_HEADERS += common/macro.h common/worker-thread.h common/time-util.h
+
+# ---- tests ----
+common_tests = tests/unit/test-size tests/unit/test-duration
+check_PROGRAMS += $(common_tests)
+TESTS += $(common_tests)
+
+tests_unit_test_size_SOURCES = tests/unit/test-size.c
+tests_unit_test_size_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_test_size_LDADD = common/libcommon.a $(CHECK_LIBS)
+
+tests_unit_test_duration_SOURCES = tests/unit/test-duration.c
+tests_unit_test_duration_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_test_duration_LDADD = common/libcommon.a $(CHECK_LIBS) -lm
