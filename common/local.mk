@@ -8,7 +8,7 @@ common_libcommon_a_SOURCES = \
 	common/number.c common/number.h \
 	common/duration.c common/duration.h
 
-noinst_HEADERS += common/macro.h common/worker-thread.h common/time-util.h
+noinst_HEADERS += common/macro.h common/worker-thread.h common/time-util.h common/bus-api.h
 
 # ---- tests ----
 common_tests = tests/unit/test-size tests/unit/test-duration

@@ -7,12 +7,10 @@
 #include <string.h>
 #include <systemd/sd-event.h>
 
+#include "common/bus-api.h"
 #include "common/macro.h"
 #include "daemon/log.h"
 
-#define POLKIT_NAME "org.freedesktop.PolicyKit1"
-#define POLKIT_PATH "/org/freedesktop/PolicyKit1/Authority"
-#define POLKIT_INTERFACE "org.freedesktop.PolicyKit1.Authority"
 #define POLKIT_FLAG_ALLOW_USER_INTERACTION 1U
 
 /* A human typing a password in an agent's dialog gets this long; a plain check the bus default
@@ -183,7 +181,7 @@ static int start_query(BusPolkitRegistry *registry, sd_bus_message *call, const 
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "Too many authorization checks in progress, try again");
 
-        r = sd_bus_message_new_method_call(bus, &m, POLKIT_NAME, POLKIT_PATH, POLKIT_INTERFACE,
+        r = sd_bus_message_new_method_call(bus, &m, POLKIT_BUS_NAME, POLKIT_BUS_PATH, POLKIT_BUS_INTERFACE,
                                            "CheckAuthorization");
         if (r >= 0)
                 r = sd_bus_message_append(m, "(sa{sv})s", "system-bus-name", 1, "name", "s", sender, action);

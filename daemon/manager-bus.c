@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/bus-api.h"
 #include "common/macro.h"
 #include "common/size.h"
 #include "daemon/bus-polkit.h"
@@ -16,18 +17,9 @@
 #include "daemon/manager-bus.h"
 #include "policies/policy.h"
 
-#define BUS_NAME "org.rightsize.Manager1"
-#define BUS_PATH "/org/rightsize/Manager1"
-#define BUS_INTERFACE "org.rightsize.Manager1"
-#define ERROR_NO_SUCH_GUEST "org.rightsize.Manager1.Error.NoSuchGuest"
-#define ERROR_RELOAD_FAILED "org.rightsize.Manager1.Error.ReloadFailed"
-#define ERROR_NO_SUCH_DOMAIN "org.rightsize.Manager1.Error.NoSuchDomain"
-#define ERROR_LIBVIRT_UNAVAILABLE "org.rightsize.Manager1.Error.LibvirtUnavailable"
 
 /* The polkit actions (etc/org.rightsize.policy): what changes guests, and re-reading the
  * configuration, which an administrator may want to grant apart (to a deploy tool, say). */
-#define ACTION_MANAGE "org.rightsize.manage"
-#define ACTION_RELOAD "org.rightsize.reload"
 
 /* The queries waiting for polkit. One manager per process, and Manager (manager.h) has no field
  * for it, so it lives here, from manager_bus_open() to manager_bus_close(). */
@@ -84,7 +76,7 @@ static int check_change_access(Manager *m, sd_bus_message *msg, const char *acti
 static Guest *find_guest(Manager *m, const char *name, sd_bus_error *error) {
         Guest *g = manager_find_guest(m, name);
         if (!g)
-                sd_bus_error_setf(error, ERROR_NO_SUCH_GUEST, "No guest named '%s'", name);
+                sd_bus_error_setf(error, RS_BUS_ERROR_NO_SUCH_GUEST, "No guest named '%s'", name);
         return g;
 }
 
@@ -228,7 +220,7 @@ static int method_set_guest(sd_bus_message *msg, void *userdata, sd_bus_error *e
         Guest *g;
         int r;
 
-        if ((r = check_change_access(m, msg, ACTION_MANAGE, error)) <= 0)
+        if ((r = check_change_access(m, msg, RS_POLKIT_ACTION_MANAGE, error)) <= 0)
                 return r < 0 ? r : 1; /* 0: waiting for polkit, the call comes back */
         if ((r = sd_bus_message_read(msg, "sss", &name, &key, &value)) < 0)
                 return r;
@@ -262,7 +254,7 @@ static int pause_resume(sd_bus_message *msg, Manager *m, bool pause, sd_bus_erro
         const char *name;
         int r;
 
-        if ((r = check_change_access(m, msg, ACTION_MANAGE, error)) <= 0)
+        if ((r = check_change_access(m, msg, RS_POLKIT_ACTION_MANAGE, error)) <= 0)
                 return r < 0 ? r : 1; /* 0: waiting for polkit, the call comes back */
         if ((r = sd_bus_message_read(msg, "s", &name)) < 0)
                 return r;
@@ -292,7 +284,7 @@ static int method_probe(sd_bus_message *msg, void *userdata, sd_bus_error *error
         Guest *g;
         int r;
 
-        if ((r = check_change_access(m, msg, ACTION_MANAGE, error)) <= 0)
+        if ((r = check_change_access(m, msg, RS_POLKIT_ACTION_MANAGE, error)) <= 0)
                 return r < 0 ? r : 1; /* 0: waiting for polkit, the call comes back */
         if ((r = sd_bus_message_read(msg, "s", &name)) < 0)
                 return r;
@@ -309,11 +301,11 @@ static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         Manager *m = userdata;
         int r;
 
-        if ((r = check_change_access(m, msg, ACTION_RELOAD, error)) <= 0)
+        if ((r = check_change_access(m, msg, RS_POLKIT_ACTION_RELOAD, error)) <= 0)
                 return r < 0 ? r : 1; /* 0: waiting for polkit, the call comes back */
         r = manager_reload(m, &message);
         if (r < 0)
-                return sd_bus_error_setf(error, ERROR_RELOAD_FAILED, "%s", message ?: strerror(-r));
+                return sd_bus_error_setf(error, RS_BUS_ERROR_RELOAD_FAILED, "%s", message ?: strerror(-r));
         return sd_bus_reply_method_return(msg, NULL);
 }
 
@@ -323,12 +315,12 @@ static int method_set_domain_policy(sd_bus_message *msg, void *userdata, sd_bus_
         RsPolicy p;
         int r;
 
-        if ((r = check_change_access(m, msg, ACTION_MANAGE, error)) <= 0)
+        if ((r = check_change_access(m, msg, RS_POLKIT_ACTION_MANAGE, error)) <= 0)
                 return r < 0 ? r : 1; /* 0: waiting for polkit, the call comes back */
         if ((r = sd_bus_message_read(msg, "ss", &domain, &policy)) < 0)
                 return r;
         if (!m->libvirt)
-                return sd_bus_error_set(error, ERROR_LIBVIRT_UNAVAILABLE,
+                return sd_bus_error_set(error, RS_BUS_ERROR_LIBVIRT_UNAVAILABLE,
                                         "libvirt guests are disabled ([libvirt] enabled=no)");
         if (domain[0] == '\0')
                 return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "Empty domain name");
@@ -337,11 +329,11 @@ static int method_set_domain_policy(sd_bus_message *msg, void *userdata, sd_bus_
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "No policy named '%s'", policy);
         r = libvirt_guests_set_domain_policy(m->libvirt, domain, policy[0] ? policy : NULL);
         if (r == -ENOENT)
-                return sd_bus_error_setf(error, ERROR_NO_SUCH_DOMAIN, "No libvirt domain named '%s'", domain);
+                return sd_bus_error_setf(error, RS_BUS_ERROR_NO_SUCH_DOMAIN, "No libvirt domain named '%s'", domain);
         if (r == -EINVAL)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Invalid policy name '%s'", policy);
         if (r == -ENOTCONN)
-                return sd_bus_error_set(error, ERROR_LIBVIRT_UNAVAILABLE, "Not connected to libvirt: try again");
+                return sd_bus_error_set(error, RS_BUS_ERROR_LIBVIRT_UNAVAILABLE, "Not connected to libvirt: try again");
         if (r < 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "Writing the metadata of '%s' failed: %s",
                                          domain, strerror(-r));
@@ -402,12 +394,12 @@ int manager_bus_open(Manager *m) {
         r = sd_bus_attach_event(m->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
         if (r < 0)
                 goto fail;
-        r = sd_bus_add_object_vtable(m->bus, &m->bus_slot, BUS_PATH, BUS_INTERFACE, manager_vtable, m);
+        r = sd_bus_add_object_vtable(m->bus, &m->bus_slot, RS_BUS_PATH, RS_BUS_INTERFACE, manager_vtable, m);
         if (r < 0)
                 goto fail;
-        r = sd_bus_request_name(m->bus, BUS_NAME, 0);
+        r = sd_bus_request_name(m->bus, RS_BUS_NAME, 0);
         if (r < 0) {
-                log_error_errno(r, "Cannot own %s on the system bus: %m", BUS_NAME);
+                log_error_errno(r, "Cannot own %s on the system bus: %m", RS_BUS_NAME);
                 goto fail;
         }
         return 0;
@@ -431,7 +423,7 @@ void manager_bus_emit_estimate_changed(Manager *m, Guest *g) {
         const RsEstimate *e = guest_estimate(g);
         if (!m->bus || !e)
                 return;
-        (void) sd_bus_emit_signal(m->bus, BUS_PATH, BUS_INTERFACE, "EstimateChanged", "sttt", g->name,
+        (void) sd_bus_emit_signal(m->bus, RS_BUS_PATH, RS_BUS_INTERFACE, "EstimateChanged", "sttt", g->name,
                                   e->estimate == RS_UNKNOWN ? 0 : e->estimate, e->lower == RS_UNKNOWN ? 0 : e->lower,
                                   e->upper == RS_UNKNOWN ? 0 : e->upper);
 }

@@ -12,16 +12,11 @@
 #include <systemd/sd-bus.h>
 #include <unistd.h>
 
+#include "common/bus-api.h"
 #include "common/macro.h"
-#include "daemon/ctl-format.h"
 #include "common/size.h"
+#include "daemon/ctl-format.h"
 
-#define BUS_NAME "org.rightsize.Manager1"
-#define BUS_PATH "/org/rightsize/Manager1"
-#define BUS_INTERFACE "org.rightsize.Manager1"
-#define ERROR_NO_SUCH_GUEST "org.rightsize.Manager1.Error.NoSuchGuest"
-#define ERROR_RELOAD_FAILED "org.rightsize.Manager1.Error.ReloadFailed"
-#define ERROR_NO_SUCH_DOMAIN "org.rightsize.Manager1.Error.NoSuchDomain"
 #define DEFAULT_ENABLE_POLICY "balanced"
 
 enum {
@@ -89,7 +84,7 @@ static int report_bus_error(const char *what, const sd_bus_error *error, int r) 
         if (sd_bus_error_has_names(error, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER) ||
             (!sd_bus_error_is_set(error) && (r == -ENOENT || r == -ECONNREFUSED || r == -ENOTCONN ||
                                             r == -ECONNRESET || r == -EHOSTDOWN))) {
-                fprintf(stderr, "rightsizectl: rightsized is not running (no owner of %s on the bus)\n", BUS_NAME);
+                fprintf(stderr, "rightsizectl: rightsized is not running (no owner of %s on the bus)\n", RS_BUS_NAME);
                 return EXIT_NO_DAEMON;
         }
         if (sd_bus_error_has_name(error, SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED)) {
@@ -103,7 +98,7 @@ static int report_bus_error(const char *what, const sd_bus_error *error, int r) 
                         error->message ? ": " : "", error->message ?: "");
                 return EXIT_DENIED;
         }
-        if (sd_bus_error_has_names(error, ERROR_NO_SUCH_GUEST, ERROR_NO_SUCH_DOMAIN)) {
+        if (sd_bus_error_has_names(error, RS_BUS_ERROR_NO_SUCH_GUEST, RS_BUS_ERROR_NO_SUCH_DOMAIN)) {
                 fprintf(stderr, "rightsizectl: %s\n", error->message ?: "no such guest");
                 return EXIT_NO_GUEST;
         }
@@ -111,7 +106,7 @@ static int report_bus_error(const char *what, const sd_bus_error *error, int r) 
                 fprintf(stderr, "rightsizectl: %s: invalid argument: %s\n", what, error->message ?: "");
                 return EXIT_USAGE;
         }
-        if (sd_bus_error_has_name(error, ERROR_RELOAD_FAILED)) {
+        if (sd_bus_error_has_name(error, RS_BUS_ERROR_RELOAD_FAILED)) {
                 fprintf(stderr, "rightsizectl: reload failed, the old configuration stays: %s\n",
                         error->message ?: "");
                 return EXIT_FAIL;
@@ -153,7 +148,7 @@ static int call(sd_bus *bus, const char *what, const char *method, sd_bus_messag
         va_list ap;
         int r;
 
-        r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, BUS_PATH, BUS_INTERFACE, method);
+        r = sd_bus_message_new_method_call(bus, &m, RS_BUS_NAME, RS_BUS_PATH, RS_BUS_INTERFACE, method);
         if (r >= 0 && types) {
                 va_start(ap, types);
                 r = sd_bus_message_appendv(m, types, ap);
@@ -430,12 +425,12 @@ static int cmd_status(sd_bus *bus) {
         uint64_t reclaimed = 0;
         int r, code;
 
-        r = sd_bus_get_property_string(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "Version", &error, &version);
+        r = sd_bus_get_property_string(bus, RS_BUS_NAME, RS_BUS_PATH, RS_BUS_INTERFACE, "Version", &error, &version);
         if (r >= 0)
-                r = sd_bus_get_property_trivial(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "GuestsManaged", &error,
+                r = sd_bus_get_property_trivial(bus, RS_BUS_NAME, RS_BUS_PATH, RS_BUS_INTERFACE, "GuestsManaged", &error,
                                                 'u', &managed);
         if (r >= 0)
-                r = sd_bus_get_property_trivial(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "ReclaimedBytes", &error,
+                r = sd_bus_get_property_trivial(bus, RS_BUS_NAME, RS_BUS_PATH, RS_BUS_INTERFACE, "ReclaimedBytes", &error,
                                                 't', &reclaimed);
         if (r < 0) {
                 code = report_bus_error("status", &error, r);

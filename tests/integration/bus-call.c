@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "common/bus-api.h"
 #include "tests/integration/bus-call.h"
 
 #include <check.h>
@@ -13,9 +14,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define BUS_NAME "org.rightsize.Manager1"
-#define BUS_PATH "/org/rightsize/Manager1"
-#define BUS_INTERFACE "org.rightsize.Manager1"
 
 typedef struct CallState {
         CallResult result;
@@ -53,7 +51,7 @@ static void run_call(const BusFixture *bus, int fd, int gate, uid_t uid, gid_t g
         if (uid != 0 && (setgroups(1, &gid) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0))
                 _exit(2);
         if (bus_fixture_connect(bus, &b) < 0 || sd_bus_get_unique_name(b, &unique) < 0 ||
-            sd_bus_message_new_method_call(b, &m, BUS_NAME, BUS_PATH, BUS_INTERFACE, method) < 0)
+            sd_bus_message_new_method_call(b, &m, RS_BUS_NAME, RS_BUS_PATH, RS_BUS_INTERFACE, method) < 0)
                 _exit(3);
         for (unsigned i = 0; i < n; i++)
                 if (sd_bus_message_append(m, "s", args[i]) < 0)

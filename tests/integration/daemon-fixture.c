@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "common/bus-api.h"
 #include "tests/integration/daemon-fixture.h"
 
 #include <check.h>
@@ -20,9 +21,6 @@
 #include "common/macro.h"
 #include "tests/unit/test-daemon-util.h"
 
-#define BUS_NAME "org.rightsize.Manager1"
-#define BUS_PATH "/org/rightsize/Manager1"
-#define BUS_INTERFACE "org.rightsize.Manager1"
 
 uint64_t monotonic_sec(void) {
         struct timespec ts;
@@ -180,7 +178,7 @@ static bool name_has_owner(const DaemonFixture *d) {
         if (bus_fixture_connect(d->bus, &bus) < 0)
                 return false;
         return sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                                  "GetNameOwner", NULL, NULL, "s", BUS_NAME) >= 0;
+                                  "GetNameOwner", NULL, NULL, "s", RS_BUS_NAME) >= 0;
 }
 
 void daemon_fixture_start(DaemonFixture *d) {
@@ -440,9 +438,9 @@ int guest_view_get(const DaemonFixture *d, const char *name, GuestView *ret) {
         *ret = (GuestView) {};
         if ((r = bus_fixture_connect(d->bus, &bus)) < 0)
                 return r;
-        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "GetGuest", &error, &reply, "s", name);
+        r = sd_bus_call_method(bus, RS_BUS_NAME, RS_BUS_PATH, RS_BUS_INTERFACE, "GetGuest", &error, &reply, "s", name);
         if (r < 0)
-                return sd_bus_error_has_name(&error, "org.rightsize.Manager1.Error.NoSuchGuest") ? -ENOENT : r;
+                return sd_bus_error_has_name(&error, RS_BUS_ERROR_NO_SUCH_GUEST) ? -ENOENT : r;
         return read_guest(reply, ret) < 0 ? -EBADMSG : 0;
 }
 
@@ -454,7 +452,7 @@ int guest_view_list(const DaemonFixture *d, GuestView *ret, size_t max) {
 
         if ((r = bus_fixture_connect(d->bus, &bus)) < 0)
                 return r;
-        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "ListGuests", NULL, &reply, "");
+        r = sd_bus_call_method(bus, RS_BUS_NAME, RS_BUS_PATH, RS_BUS_INTERFACE, "ListGuests", NULL, &reply, "");
         if (r < 0)
                 return r;
         if ((r = sd_bus_message_enter_container(reply, 'a', "a{sv}")) < 0)
@@ -540,7 +538,7 @@ int guest_history_count(const DaemonFixture *d, const char *name) {
 
         if ((r = bus_fixture_connect(d->bus, &bus)) < 0)
                 return r;
-        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "GetHistory", NULL, &reply, "s", name);
+        r = sd_bus_call_method(bus, RS_BUS_NAME, RS_BUS_PATH, RS_BUS_INTERFACE, "GetHistory", NULL, &reply, "s", name);
         if (r < 0)
                 return r;
         if ((r = sd_bus_message_enter_container(reply, 'a', "(tttt)")) < 0)

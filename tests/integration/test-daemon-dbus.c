@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/bus-api.h"
 #include "common/macro.h"
 #include "tests/integration/bus-call.h"
 #include "tests/integration/bus-fixture.h"
@@ -32,11 +33,6 @@
 #include "tests/unit/test-daemon-util.h"
 #include "tests/unit/check-run.h"
 
-#define BUS_NAME "org.rightsize.Manager1"
-#define BUS_PATH "/org/rightsize/Manager1"
-#define BUS_INTERFACE "org.rightsize.Manager1"
-#define ERROR_NO_SUCH_GUEST "org.rightsize.Manager1.Error.NoSuchGuest"
-#define ERROR_RELOAD_FAILED "org.rightsize.Manager1.Error.ReloadFailed"
 #define FLOOR (768 * MIB)
 #define GUEST_MAX (2048 * MIB)
 #define WAIT_SEC 30
@@ -166,7 +162,7 @@ START_TEST(test_get_guest) {
         ck_assert_str_eq(v.fault, "");
 
         CallResult r = call("GetGuest", 1, "nosuch", NULL, NULL);
-        assert_error(&r, ERROR_NO_SUCH_GUEST, "GetGuest(nosuch)");
+        assert_error(&r, RS_BUS_ERROR_NO_SUCH_GUEST, "GetGuest(nosuch)");
         ck_assert_ptr_nonnull(strstr(r.message, "nosuch"));
 }
 END_TEST
@@ -201,7 +197,7 @@ START_TEST(test_get_history) {
         json_object_put(doc);
 
         CallResult r = call("GetHistory", 1, "nosuch", NULL, NULL);
-        assert_error(&r, ERROR_NO_SUCH_GUEST, "GetHistory(nosuch)");
+        assert_error(&r, RS_BUS_ERROR_NO_SUCH_GUEST, "GetHistory(nosuch)");
 }
 END_TEST
 
@@ -242,7 +238,7 @@ START_TEST(test_set_guest) {
         assert_error(&r, SD_BUS_ERROR_INVALID_ARGS, "SetGuest policy=no-such-policy");
         ck_assert_ptr_nonnull(strstr(r.message, "no-such-policy"));
         r = call("SetGuest", 3, "nosuch", "floor", "1G");
-        assert_error(&r, ERROR_NO_SUCH_GUEST, "SetGuest on nosuch");
+        assert_error(&r, RS_BUS_ERROR_NO_SUCH_GUEST, "SetGuest on nosuch");
         v = view(G_SET);
         ck_assert_str_eq(v.policy, "observe-only");
         ck_assert_uint_eq(v.floor, 1 * GIB);
@@ -295,7 +291,7 @@ START_TEST(test_pause_resume) {
                 ck_assert(!view(i).paused);
 
         r = call("Pause", 1, "nosuch", NULL, NULL);
-        assert_error(&r, ERROR_NO_SUCH_GUEST, "Pause(nosuch)");
+        assert_error(&r, RS_BUS_ERROR_NO_SUCH_GUEST, "Pause(nosuch)");
 }
 END_TEST
 
@@ -324,7 +320,7 @@ START_TEST(test_probe) {
         assert_ok(&r, "SetGuest floor=768M");
 
         r = call("Probe", 1, "nosuch", NULL, NULL);
-        assert_error(&r, ERROR_NO_SUCH_GUEST, "Probe(nosuch)");
+        assert_error(&r, RS_BUS_ERROR_NO_SUCH_GUEST, "Probe(nosuch)");
 }
 END_TEST
 
@@ -347,7 +343,7 @@ START_TEST(test_reload) {
         /* A bad file: refused with file, line and key; the old policies stay. */
         daemon_fixture_write_policy(&d, "a-reload", "[policy]\nmatch = sim-4\nfloor = lots\n");
         r = call("Reload", 0, NULL, NULL, NULL);
-        assert_error(&r, ERROR_RELOAD_FAILED, "Reload with a bad policy");
+        assert_error(&r, RS_BUS_ERROR_RELOAD_FAILED, "Reload with a bad policy");
         ck_assert_msg(strstr(r.message, "a-reload.conf:3") && strstr(r.message, "floor"), "message: %s", r.message);
         v = next_sample(G_RELOAD);
         ck_assert_str_eq(v.policy, "a-reload");
@@ -387,7 +383,7 @@ START_TEST(test_estimate_changed) {
         Signals s = {};
 
         ck_assert_int_eq(bus_fixture_connect(&bus, &b), 0);
-        ck_assert_int_ge(sd_bus_match_signal(b, NULL, BUS_NAME, BUS_PATH, BUS_INTERFACE, "EstimateChanged",
+        ck_assert_int_ge(sd_bus_match_signal(b, NULL, RS_BUS_NAME, RS_BUS_PATH, RS_BUS_INTERFACE, "EstimateChanged",
                                              on_estimate_changed, &s),
                          0);
         /* A new guest: its estimate is learned from nothing. */
@@ -443,17 +439,17 @@ static void assert_changes_refused(uid_t uid, gid_t gid) {
         CallResult r;
 
         r = call_as(uid, gid, "SetGuest", 3, "sim-1", "floor", "1500M");
-        assert_change_refused(&r, "org.rightsize.manage", "SetGuest as non-root");
+        assert_change_refused(&r, RS_POLKIT_ACTION_MANAGE, "SetGuest as non-root");
         r = call_as(uid, gid, "Pause", 1, "sim-1", NULL, NULL);
-        assert_change_refused(&r, "org.rightsize.manage", "Pause as non-root");
+        assert_change_refused(&r, RS_POLKIT_ACTION_MANAGE, "Pause as non-root");
         r = call_as(uid, gid, "Pause", 1, "", NULL, NULL);
-        assert_change_refused(&r, "org.rightsize.manage", "Pause(all) as non-root");
+        assert_change_refused(&r, RS_POLKIT_ACTION_MANAGE, "Pause(all) as non-root");
         r = call_as(uid, gid, "Resume", 1, "sim-1", NULL, NULL);
-        assert_change_refused(&r, "org.rightsize.manage", "Resume as non-root");
+        assert_change_refused(&r, RS_POLKIT_ACTION_MANAGE, "Resume as non-root");
         r = call_as(uid, gid, "Probe", 1, "sim-1", NULL, NULL);
-        assert_change_refused(&r, "org.rightsize.manage", "Probe as non-root");
+        assert_change_refused(&r, RS_POLKIT_ACTION_MANAGE, "Probe as non-root");
         r = call_as(uid, gid, "Reload", 0, NULL, NULL, NULL);
-        assert_change_refused(&r, "org.rightsize.reload", "Reload as non-root");
+        assert_change_refused(&r, RS_POLKIT_ACTION_RELOAD, "Reload as non-root");
         /* Nothing happened. */
         GuestView v = view(G_SET);
         ck_assert(!v.paused);
@@ -498,7 +494,7 @@ START_TEST(test_access_daemon_checks) {
         ck_assert_ptr_nonnull(strstr(p.err, "permission denied"));
         /* rightsized's own reason (sd-bus no longer refuses first): the polkit action, and that polkit
          * is not running on this bus. */
-        ck_assert_msg(strstr(p.err, "org.rightsize.manage") && strstr(p.err, "polkit is not running"), "stderr: %s",
+        ck_assert_msg(strstr(p.err, RS_POLKIT_ACTION_MANAGE) && strstr(p.err, "polkit is not running"), "stderr: %s",
                       p.err);
 
         /* No read group (reloaded): reads are root's alone. */
@@ -608,19 +604,19 @@ START_TEST(test_injection) {
 
         for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
                 r = call("GetGuest", 1, names[i], NULL, NULL);
-                assert_error(&r, ERROR_NO_SUCH_GUEST, "GetGuest(hostile)");
+                assert_error(&r, RS_BUS_ERROR_NO_SUCH_GUEST, "GetGuest(hostile)");
                 r = call("GetHistory", 1, names[i], NULL, NULL);
-                assert_error(&r, ERROR_NO_SUCH_GUEST, "GetHistory(hostile)");
+                assert_error(&r, RS_BUS_ERROR_NO_SUCH_GUEST, "GetHistory(hostile)");
                 r = call("SetGuest", 3, names[i], "policy", "fast");
-                assert_error(&r, ERROR_NO_SUCH_GUEST, "SetGuest(hostile)");
+                assert_error(&r, RS_BUS_ERROR_NO_SUCH_GUEST, "SetGuest(hostile)");
                 r = call("SetGuest", 3, names[i], "floor", "1G");
-                assert_error(&r, ERROR_NO_SUCH_GUEST, "SetGuest(hostile)");
+                assert_error(&r, RS_BUS_ERROR_NO_SUCH_GUEST, "SetGuest(hostile)");
                 r = call("Probe", 1, names[i], NULL, NULL);
-                assert_error(&r, ERROR_NO_SUCH_GUEST, "Probe(hostile)");
+                assert_error(&r, RS_BUS_ERROR_NO_SUCH_GUEST, "Probe(hostile)");
                 r = call("Pause", 1, names[i], NULL, NULL);
-                assert_error(&r, ERROR_NO_SUCH_GUEST, "Pause(hostile)");
+                assert_error(&r, RS_BUS_ERROR_NO_SUCH_GUEST, "Pause(hostile)");
                 r = call("Resume", 1, names[i], NULL, NULL);
-                assert_error(&r, ERROR_NO_SUCH_GUEST, "Resume(hostile)");
+                assert_error(&r, RS_BUS_ERROR_NO_SUCH_GUEST, "Resume(hostile)");
         }
         for (size_t i = 0; i < ARRAY_SIZE(policies); i++) {
                 r = call("SetGuest", 3, "sim-3", "policy", policies[i]);

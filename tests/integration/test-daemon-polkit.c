@@ -36,6 +36,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/bus-api.h"
 #include "common/macro.h"
 #include "tests/integration/bus-call.h"
 #include "tests/integration/bus-fixture.h"
@@ -48,18 +49,15 @@
 #endif
 
 #define POLKITD "/usr/lib/polkit-1/polkitd"
-#define POLKIT_NAME "org.freedesktop.PolicyKit1"
-#define ACTION_MANAGE "org.rightsize.manage"
-#define ACTION_RELOAD "org.rightsize.reload"
 #define N_GUESTS 4
 #define WAIT_SEC 30
 
 static const char rules[] =
         "// test-daemon-polkit: who may do what\n"
         "polkit.addRule(function(action, subject) {\n"
-        "        if (action.id == \"" ACTION_MANAGE "\" && subject.user == \"daemon\")\n"
+        "        if (action.id == \"" RS_POLKIT_ACTION_MANAGE "\" && subject.user == \"daemon\")\n"
         "                return polkit.Result.YES;\n"
-        "        if (action.id == \"" ACTION_RELOAD "\" && subject.user == \"nobody\")\n"
+        "        if (action.id == \"" RS_POLKIT_ACTION_RELOAD "\" && subject.user == \"nobody\")\n"
         "                return polkit.Result.AUTH_ADMIN;\n"
         "});\n";
 
@@ -147,7 +145,7 @@ static void polkitd_start(void) {
         ck_assert_int_ge(polkitd, 0);
         if (polkitd == 0)
                 exec_polkitd();
-        for (uint64_t start = monotonic_sec(); !name_has_owner(POLKIT_NAME); usleep(50 * 1000)) {
+        for (uint64_t start = monotonic_sec(); !name_has_owner(POLKIT_BUS_NAME); usleep(50 * 1000)) {
                 int status;
                 ck_assert_msg(waitpid(polkitd, &status, WNOHANG) == 0, "polkitd exited at start, see %s/polkitd.log",
                               pk_dir);
@@ -250,8 +248,8 @@ static int agent_begin(sd_bus_message *m, void *userdata, sd_bus_error *error) {
                 return r;
         if (write(a->asked_fd, "A", 1) != 1)
                 return -EIO;
-        r = sd_bus_call_method(sd_bus_message_get_bus(m), POLKIT_NAME, "/org/freedesktop/PolicyKit1/Authority",
-                               "org.freedesktop.PolicyKit1.Authority", "AuthenticationAgentResponse2", error, NULL,
+        r = sd_bus_call_method(sd_bus_message_get_bus(m), POLKIT_BUS_NAME, POLKIT_BUS_PATH,
+                               POLKIT_BUS_INTERFACE, "AuthenticationAgentResponse2", error, NULL,
                                "us(sa{sv})", 0U, cookie, "unix-user", 1, "uid", "u", 0U);
         if (r < 0)
                 return r;
@@ -295,8 +293,8 @@ static pid_t start_agent(pid_t subject, int *ret_asked_fd) {
                     sd_bus_add_object_vtable(b, NULL, AGENT_PATH, "org.freedesktop.PolicyKit1.AuthenticationAgent",
                                              agent_vtable, &a) < 0)
                         _exit(2);
-                if (sd_bus_call_method(b, POLKIT_NAME, "/org/freedesktop/PolicyKit1/Authority",
-                                       "org.freedesktop.PolicyKit1.Authority", "RegisterAuthenticationAgent", &error,
+                if (sd_bus_call_method(b, POLKIT_BUS_NAME, POLKIT_BUS_PATH,
+                                       POLKIT_BUS_INTERFACE, "RegisterAuthenticationAgent", &error,
                                        NULL, "(sa{sv})ss", "unix-process", 2, "pid", "u", (uint32_t) subject,
                                        "start-time", "t", (uint64_t) 0, "C", AGENT_PATH) < 0) {
                         fprintf(stderr, "RegisterAuthenticationAgent: %s\n", error.message);
@@ -344,11 +342,11 @@ START_TEST(test_authorized_user) {
         ck_assert(!view("sim-0").paused);
         /* Authorized, then the method's own checks. */
         r = as_daemon("Pause", 1, "nosuch", NULL, NULL);
-        bus_call_assert_error(&r, "org.rightsize.Manager1.Error.NoSuchGuest", "Pause(nosuch) as daemon");
+        bus_call_assert_error(&r, RS_BUS_ERROR_NO_SUCH_GUEST, "Pause(nosuch) as daemon");
 
         /* The rules grant manage, not reload. */
         r = as_daemon("Reload", 0, NULL, NULL, NULL);
-        assert_refused(&r, SD_BUS_ERROR_ACCESS_DENIED, ACTION_RELOAD, "Reload as daemon");
+        assert_refused(&r, SD_BUS_ERROR_ACCESS_DENIED, RS_POLKIT_ACTION_RELOAD, "Reload as daemon");
 
         /* Through the CLI, as daemon. */
         _cleanup_(ctl_run_done) CtlRun p = ctl_run_as(&d, daemon_uid, daemon_gid, "pause", "sim-1", (const char *) NULL);
@@ -364,25 +362,25 @@ START_TEST(test_unauthorized_user) {
         CallResult r;
 
         r = as_nobody("Pause", 1, "sim-0", NULL, NULL);
-        assert_refused(&r, SD_BUS_ERROR_ACCESS_DENIED, ACTION_MANAGE, "Pause as nobody");
+        assert_refused(&r, SD_BUS_ERROR_ACCESS_DENIED, RS_POLKIT_ACTION_MANAGE, "Pause as nobody");
         r = as_nobody("SetGuest", 3, "sim-0", "floor", "1500M");
-        assert_refused(&r, SD_BUS_ERROR_ACCESS_DENIED, ACTION_MANAGE, "SetGuest as nobody");
+        assert_refused(&r, SD_BUS_ERROR_ACCESS_DENIED, RS_POLKIT_ACTION_MANAGE, "SetGuest as nobody");
         r = as_nobody("Probe", 1, "sim-0", NULL, NULL);
-        assert_refused(&r, SD_BUS_ERROR_ACCESS_DENIED, ACTION_MANAGE, "Probe as nobody");
+        assert_refused(&r, SD_BUS_ERROR_ACCESS_DENIED, RS_POLKIT_ACTION_MANAGE, "Probe as nobody");
         /* Refused before the guest is looked up: an unknown name tells nobody anything. */
         r = as_nobody("Pause", 1, "nosuch", NULL, NULL);
-        assert_refused(&r, SD_BUS_ERROR_ACCESS_DENIED, ACTION_MANAGE, "Pause(nosuch) as nobody");
+        assert_refused(&r, SD_BUS_ERROR_ACCESS_DENIED, RS_POLKIT_ACTION_MANAGE, "Pause(nosuch) as nobody");
         GuestView v = view("sim-0");
         ck_assert(!v.paused);
         ck_assert_uint_eq(v.floor, 1 * GIB);
 
         /* polkit would ask for an administrator's password, and the call did not allow that. */
         r = as_nobody("Reload", 0, NULL, NULL, NULL);
-        assert_refused(&r, SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED, ACTION_RELOAD, "Reload as nobody");
+        assert_refused(&r, SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED, RS_POLKIT_ACTION_RELOAD, "Reload as nobody");
 
         _cleanup_(ctl_run_done) CtlRun p = ctl_run_as(&d, nobody_uid, nobody_gid, "pause", "sim-0", (const char *) NULL);
         ck_assert_int_eq(p.code, 5);
-        ck_assert_msg(strstr(p.err, "permission denied") && strstr(p.err, ACTION_MANAGE), "stderr: %s", p.err);
+        ck_assert_msg(strstr(p.err, "permission denied") && strstr(p.err, RS_POLKIT_ACTION_MANAGE), "stderr: %s", p.err);
         ck_assert(!view("sim-0").paused);
 }
 END_TEST
@@ -398,7 +396,7 @@ START_TEST(test_interactive_authorization) {
         pid_t agent = start_agent(plain.pid, &asked);
         bus_call_release(&plain);
         r = bus_call_finish(&plain);
-        assert_refused(&r, SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED, ACTION_RELOAD,
+        assert_refused(&r, SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED, RS_POLKIT_ACTION_RELOAD,
                        "Reload as nobody, not interactive, agent present");
         ck_assert_msg(read(asked, &c, 1) < 0, "polkit asked the agent for a call that did not allow it");
         stop_agent(agent, asked);
@@ -498,10 +496,10 @@ START_TEST(test_polkit_absent) {
         CallResult r;
 
         polkitd_stop();
-        ck_assert(!name_has_owner(POLKIT_NAME));
+        ck_assert(!name_has_owner(POLKIT_BUS_NAME));
         r = as_daemon("Pause", 1, "sim-0", NULL, NULL);
         assert_refused(&r, SD_BUS_ERROR_ACCESS_DENIED, "polkit is not running", "Pause as daemon without polkit");
-        ck_assert_ptr_nonnull(strstr(r.message, ACTION_MANAGE));
+        ck_assert_ptr_nonnull(strstr(r.message, RS_POLKIT_ACTION_MANAGE));
         ck_assert(!view("sim-0").paused);
         r = as_root("Pause", 1, "sim-0", NULL, NULL);
         bus_call_assert_ok(&r, "Pause as root without polkit");

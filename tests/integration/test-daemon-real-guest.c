@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/bus-api.h"
 #include "common/macro.h"
 #include "qmp/qmp-sync.h"
 #include "tests/integration/bus-fixture.h"
@@ -78,7 +79,7 @@ static int call_probe(void) {
         int r = bus_fixture_connect(&bus, &client);
         if (r < 0)
                 return r;
-        return sd_bus_call_method(client, "org.rightsize.Manager1", "/org/rightsize/Manager1", "org.rightsize.Manager1",
+        return sd_bus_call_method(client, RS_BUS_NAME, RS_BUS_PATH, RS_BUS_INTERFACE,
                                   "Probe", NULL, NULL, "s", GUEST_NAME);
 }
 

@@ -22,12 +22,11 @@
 #include <systemd/sd-bus.h>
 #include <unistd.h>
 
+#include "common/bus-api.h"
 #include "common/macro.h"
 #include "tests/integration/bus-fixture.h"
 #include "tests/unit/check-run.h"
 
-#define NAME "org.rightsize.Manager1"
-#define PATH "/org/rightsize/Manager1"
 #define HOSTILE "evil\x1b]0;owned\x07\x1b[2J"
 #define N_HISTORY 30
 
@@ -84,7 +83,7 @@ static int append_guest(sd_bus_message *m, const char *name) {
 }
 
 static int reply_no_such_guest(sd_bus_error *error, const char *name) {
-        return sd_bus_error_setf(error, "org.rightsize.Manager1.Error.NoSuchGuest", "No guest named \"%s\"", name);
+        return sd_bus_error_setf(error, RS_BUS_ERROR_NO_SUCH_GUEST, "No guest named \"%s\"", name);
 }
 
 static int method_list(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -185,7 +184,7 @@ static int method_reload(sd_bus_message *m, void *userdata, sd_bus_error *error)
         int r = require_root(m, error);
         if (r <= 0)
                 return r;
-        return sd_bus_error_set(error, "org.rightsize.Manager1.Error.ReloadFailed",
+        return sd_bus_error_set(error, RS_BUS_ERROR_RELOAD_FAILED,
                                 "/etc/rightsize/rightsized.conf:3: unknown key \"colour\"");
 }
 
@@ -222,8 +221,8 @@ static void run_server(int ready_fd) {
         sd_bus *bus = NULL;
 
         if (sd_bus_new(&bus) < 0 || sd_bus_set_address(bus, address) < 0 || sd_bus_set_bus_client(bus, 1) < 0 ||
-            sd_bus_start(bus) < 0 || sd_bus_request_name(bus, NAME, 0) < 0 ||
-            sd_bus_add_object_vtable(bus, NULL, PATH, NAME, manager_vtable, NULL) < 0)
+            sd_bus_start(bus) < 0 || sd_bus_request_name(bus, RS_BUS_NAME, 0) < 0 ||
+            sd_bus_add_object_vtable(bus, NULL, RS_BUS_PATH, RS_BUS_NAME, manager_vtable, NULL) < 0)
                 _exit(1);
         if (write(ready_fd, "R", 1) != 1)
                 _exit(1);

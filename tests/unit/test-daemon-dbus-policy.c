@@ -22,15 +22,13 @@
 #include <systemd/sd-bus.h>
 #include <unistd.h>
 
+#include "common/bus-api.h"
 #include "common/macro.h"
 #include "tests/integration/bus-fixture.h"
 #include "tests/unit/test-daemon-util.h"
 #include "tests/unit/check-run.h"
 
-#define NAME "org.rightsize.Manager1"
-#define PATH "/org/rightsize/Manager1"
 #define TEST_GROUP BUS_FIXTURE_READ_GROUP
-#define POLKIT_NAME "org.freedesktop.PolicyKit1"
 
 enum { CALL_OK = 0, CALL_DENIED = 10, CALL_OTHER_ERROR = 20, CALL_SETUP_FAILED = 30 };
 
@@ -55,7 +53,7 @@ static int get_version(sd_bus *bus, const char *path, const char *interface, con
 static int method_call_peer(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         int r;
 
-        r = sd_bus_call_method(sd_bus_message_get_bus(m), POLKIT_NAME, "/peer", "org.example.Peer", "Ping", error,
+        r = sd_bus_call_method(sd_bus_message_get_bus(m), POLKIT_BUS_NAME, "/peer", "org.example.Peer", "Ping", error,
                                NULL, "");
         if (r < 0)
                 return r;
@@ -87,8 +85,8 @@ static const sd_bus_vtable manager_vtable[] = {
 static void run_server(int ready_fd) {
         sd_bus *bus = NULL;
 
-        if (connect_bus(&bus) < 0 || sd_bus_request_name(bus, NAME, 0) < 0 ||
-            sd_bus_add_object_vtable(bus, NULL, PATH, NAME, manager_vtable, NULL) < 0)
+        if (connect_bus(&bus) < 0 || sd_bus_request_name(bus, RS_BUS_NAME, 0) < 0 ||
+            sd_bus_add_object_vtable(bus, NULL, RS_BUS_PATH, RS_BUS_NAME, manager_vtable, NULL) < 0)
                 _exit(1);
         if (write(ready_fd, "R", 1) != 1)
                 _exit(1);
@@ -105,8 +103,8 @@ static void run_server(int ready_fd) {
 typedef struct Call {
         const char *interface;
         const char *member;
-        bool property_get;  /* Properties.Get(NAME, "Version") */
-        bool own_name;      /* RequestName(NAME) instead of a call */
+        bool property_get;  /* Properties.Get(RS_BUS_NAME, "Version") */
+        bool own_name;      /* RequestName(RS_BUS_NAME) instead of a call */
 } Call;
 
 /* Runs one call as uid/gid in a child; returns CALL_*. */
@@ -128,14 +126,14 @@ static int call_as(uid_t uid, gid_t gid, const Call *call) {
                         _exit(CALL_SETUP_FAILED);
 
                 if (call->own_name) {
-                        r = sd_bus_request_name(bus, NAME, SD_BUS_NAME_QUEUE);
+                        r = sd_bus_request_name(bus, RS_BUS_NAME, SD_BUS_NAME_QUEUE);
                         _exit(r >= 0 ? CALL_OK : (r == -EACCES || r == -EPERM) ? CALL_DENIED : CALL_OTHER_ERROR);
                 }
                 if (call->property_get)
-                        r = sd_bus_call_method(bus, NAME, PATH, call->interface, call->member, &error, &reply, "ss",
-                                               NAME, "Version");
+                        r = sd_bus_call_method(bus, RS_BUS_NAME, RS_BUS_PATH, call->interface, call->member, &error, &reply, "ss",
+                                               RS_BUS_NAME, "Version");
                 else
-                        r = sd_bus_call_method(bus, NAME, PATH, call->interface, call->member, &error, &reply, "");
+                        r = sd_bus_call_method(bus, RS_BUS_NAME, RS_BUS_PATH, call->interface, call->member, &error, &reply, "");
                 if (r >= 0)
                         _exit(CALL_OK);
                 if (sd_bus_error_has_name(&error, SD_BUS_ERROR_ACCESS_DENIED)) {
@@ -182,7 +180,7 @@ static pid_t start_peer(uid_t uid, gid_t gid) {
                 close(pipefd[0]);
                 if (setgroups(1, &gid) < 0 || setgid(gid) < 0 || setuid(uid) < 0 || connect_bus(&bus) < 0 ||
                     sd_bus_add_object_vtable(bus, NULL, "/peer", "org.example.Peer", peer_vtable, &pinged) < 0 ||
-                    sd_bus_request_name(bus, POLKIT_NAME, 0) < 0)
+                    sd_bus_request_name(bus, POLKIT_BUS_NAME, 0) < 0)
                         _exit(1);
                 if (write(pipefd[1], "R", 1) != 1)
                         _exit(1);
@@ -256,10 +254,10 @@ START_TEST(test_policy_enforced) {
         ck_assert_msg(read(ready[0], &c, 1) == 1, "the stand-in daemon could not take the name");
         close(ready[0]);
 
-        static const Call list = { NAME, "ListGuests" }, get = { NAME, "GetGuest" },
-                          history = { NAME, "GetHistory" }, set = { NAME, "SetGuest" }, pause = { NAME, "Pause" },
-                          resume = { NAME, "Resume" }, probe = { NAME, "Probe" }, reload = { NAME, "Reload" },
-                          domain = { NAME, "SetDomainPolicy" }, unlisted = { NAME, "Shutdown" },
+        static const Call list = { RS_BUS_NAME, "ListGuests" }, get = { RS_BUS_NAME, "GetGuest" },
+                          history = { RS_BUS_NAME, "GetHistory" }, set = { RS_BUS_NAME, "SetGuest" }, pause = { RS_BUS_NAME, "Pause" },
+                          resume = { RS_BUS_NAME, "Resume" }, probe = { RS_BUS_NAME, "Probe" }, reload = { RS_BUS_NAME, "Reload" },
+                          domain = { RS_BUS_NAME, "SetDomainPolicy" }, unlisted = { RS_BUS_NAME, "Shutdown" },
                           prop = { "org.freedesktop.DBus.Properties", "Get", .property_get = true },
                           introspect = { "org.freedesktop.DBus.Introspectable", "Introspect" },
                           own = { .own_name = true };
@@ -303,7 +301,7 @@ START_TEST(test_policy_enforced) {
                 fprintf(stderr, "test_policy_enforced: no polkitd bus policy or user: rightsized -> polkitd not run\n");
                 return;
         }
-        static const Call call_peer = { NAME, "CallPeer" };
+        static const Call call_peer = { RS_BUS_NAME, "CallPeer" };
         int status;
         pid_t peer = start_peer(getpwnam("polkitd")->pw_uid, getpwnam("polkitd")->pw_gid);
         ck_assert_int_eq(call_as(0, 0, &call_peer), CALL_OK);
