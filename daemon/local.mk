@@ -94,7 +94,6 @@ etc/rightsized.service: $(top_srcdir)/etc/rightsized.service.in Makefile
 	$(AM_V_GEN)$(MKDIR_P) etc && \
 	sed -e 's|@sbindir[@]|$(sbindir)|g' $(top_srcdir)/etc/rightsized.service.in > $@.tmp && \
 	mv $@.tmp $@
-include daemon/rightsizectl.mk
 
 # ---- rightsized: the daemon ----
 sbin_PROGRAMS += rightsized

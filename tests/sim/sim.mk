@@ -1,5 +1,5 @@
 # tests/sim: fake-qemu, simulated guests for the daemon's scale and fault tests.
-# Included from daemon/rightsizectl.mk. Built with `make check` only (never installed).
+# Included from ctl/local.mk. Built with `make check` only (never installed).
 
 check_PROGRAMS += tests/sim/fake-qemu
 tests_sim_fake_qemu_SOURCES = tests/sim/fake-qemu.c \

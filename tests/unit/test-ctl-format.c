@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common/macro.h"
-#include "daemon/ctl-format.h"
+#include "ctl/ctl-format.h"
 #include "tests/unit/check-run.h"
 
 static char *capture_begin(FILE **f, size_t *size, char **buf) {

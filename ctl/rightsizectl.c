@@ -15,7 +15,7 @@
 #include "common/bus-api.h"
 #include "common/macro.h"
 #include "common/size.h"
-#include "daemon/ctl-format.h"
+#include "ctl/ctl-format.h"
 
 #define DEFAULT_ENABLE_POLICY "balanced"
 
@@ -464,6 +464,66 @@ static int cmd_status(sd_bus *bus) {
         return EXIT_OK;
 }
 
+/* The commands (systemd's Verb pattern): name, arguments allowed, what runs it. */
+typedef struct Verb {
+        const char *name;
+        int min_args, max_args;
+        int (*run)(sd_bus *bus, int n_args, char **args);
+} Verb;
+
+static int verb_list(sd_bus *bus, int n_args _unused_, char **args _unused_) {
+        return cmd_list(bus);
+}
+
+static int verb_show(sd_bus *bus, int n_args _unused_, char **args) {
+        return cmd_show(bus, args[0], false);
+}
+
+static int verb_history(sd_bus *bus, int n_args _unused_, char **args) {
+        return cmd_show(bus, args[0], true);
+}
+
+static int verb_set(sd_bus *bus, int n_args _unused_, char **args) {
+        return cmd_set(bus, args[0], args[1]);
+}
+
+static int verb_pause(sd_bus *bus, int n_args, char **args) {
+        return call(bus, "pause", "Pause", NULL, "s", n_args > 0 ? args[0] : "");
+}
+
+static int verb_resume(sd_bus *bus, int n_args, char **args) {
+        return call(bus, "resume", "Resume", NULL, "s", n_args > 0 ? args[0] : "");
+}
+
+static int verb_probe(sd_bus *bus, int n_args _unused_, char **args) {
+        return call(bus, "probe", "Probe", NULL, "s", args[0]);
+}
+
+static int verb_reload(sd_bus *bus, int n_args _unused_, char **args _unused_) {
+        return call(bus, "reload", "Reload", NULL, NULL);
+}
+
+static int verb_status(sd_bus *bus, int n_args _unused_, char **args _unused_) {
+        return cmd_status(bus);
+}
+
+/* enable and disable go through the daemon: it holds the libvirt connection of its configured
+ * URI, checks the policy exists, and is root-only like every change. */
+static int verb_enable(sd_bus *bus, int n_args _unused_, char **args) {
+        return call(bus, "enable", "SetDomainPolicy", NULL, "ss", args[0], arg_policy ?: DEFAULT_ENABLE_POLICY);
+}
+
+static int verb_disable(sd_bus *bus, int n_args _unused_, char **args) {
+        return call(bus, "disable", "SetDomainPolicy", NULL, "ss", args[0], "");
+}
+
+static const Verb verbs[] = {
+        { "list", 0, 0, verb_list },       { "show", 1, 1, verb_show },     { "history", 1, 1, verb_history },
+        { "set", 2, 2, verb_set },         { "pause", 0, 1, verb_pause },   { "resume", 0, 1, verb_resume },
+        { "probe", 1, 1, verb_probe },     { "reload", 0, 0, verb_reload }, { "status", 0, 0, verb_status },
+        { "enable", 1, 1, verb_enable },   { "disable", 1, 1, verb_disable },
+};
+
 int main(int argc, char *argv[]) {
         enum { ARG_VERSION = 0x100 };
         static const struct option options[] = {
@@ -495,14 +555,6 @@ int main(int argc, char *argv[]) {
                         return EXIT_USAGE;
                 }
 
-        static const struct {
-                const char *name;
-                int min_args, max_args;
-        } verbs[] = {
-                { "list", 0, 0 },  { "show", 1, 1 },  { "history", 1, 1 }, { "set", 2, 2 },  { "pause", 0, 1 },
-                { "resume", 0, 1 }, { "probe", 1, 1 }, { "reload", 0, 0 },  { "status", 0, 0 },
-                { "enable", 1, 1 }, { "disable", 1, 1 },
-        };
         const char *verb = optind < argc ? argv[optind] : "list";
         int n_args = optind < argc ? argc - optind - 1 : 0;
         char **args = argv + optind + 1;
@@ -538,25 +590,5 @@ int main(int argc, char *argv[]) {
         if (code != EXIT_OK)
                 return code;
 
-        if (strcmp(verb, "list") == 0)
-                return cmd_list(bus);
-        if (strcmp(verb, "show") == 0)
-                return cmd_show(bus, args[0], false);
-        if (strcmp(verb, "history") == 0)
-                return cmd_show(bus, args[0], true);
-        if (strcmp(verb, "set") == 0)
-                return cmd_set(bus, args[0], args[1]);
-        if (strcmp(verb, "pause") == 0 || strcmp(verb, "resume") == 0)
-                return call(bus, verb, verb[0] == 'p' ? "Pause" : "Resume", NULL, "s", n_args > 0 ? args[0] : "");
-        if (strcmp(verb, "probe") == 0)
-                return call(bus, "probe", "Probe", NULL, "s", args[0]);
-        if (strcmp(verb, "reload") == 0)
-                return call(bus, "reload", "Reload", NULL, NULL);
-        /* Through the daemon: it holds the libvirt connection of its configured URI, checks the
-         * policy exists, and is root-only like every change. */
-        if (strcmp(verb, "enable") == 0)
-                return call(bus, "enable", "SetDomainPolicy", NULL, "ss", args[0], arg_policy ?: DEFAULT_ENABLE_POLICY);
-        if (strcmp(verb, "disable") == 0)
-                return call(bus, "disable", "SetDomainPolicy", NULL, "ss", args[0], "");
-        return cmd_status(bus);
+        return verbs[v].run(bus, n_args, args);
 }

@@ -1,14 +1,15 @@
-# rightsizectl (the admin CLI), its tests, and the simulated guests (tests/sim).
-# Included from the top Makefile.am (or appended to daemon/local.mk), after daemon/local.mk.
+# ctl/: rightsizectl, the admin CLI, in a room of its own: it speaks only D-Bus to rightsized
+# and links only common/ (not the daemon's library). Its tests, and the simulated guests
+# (tests/sim). Included from the top Makefile.am, after daemon/local.mk.
 
 bin_PROGRAMS += rightsizectl
-rightsizectl_SOURCES = daemon/rightsizectl.c daemon/ctl-format.c daemon/ctl-format.h
+rightsizectl_SOURCES = ctl/rightsizectl.c ctl/ctl-format.c ctl/ctl-format.h
 # (daemon/config.h would shadow the top config.h, so the version comes in as a define)
 rightsizectl_CPPFLAGS = $(AM_CPPFLAGS) -DRIGHTSIZECTL_VERSION='"$(PACKAGE_VERSION)"'
 rightsizectl_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(LIBSYSTEMD_CFLAGS)
 rightsizectl_LDADD = common/libcommon.a $(LIBSYSTEMD_LIBS) $(JSONC_LIBS) -lm
 
-EXTRA_DIST += daemon/rightsizectl.md
+EXTRA_DIST += ctl/README.md
 
 CTL_TESTS = \
 	tests/unit/test-ctl-format \
@@ -16,7 +17,7 @@ CTL_TESTS = \
 check_PROGRAMS += $(CTL_TESTS)
 TESTS += $(CTL_TESTS)
 
-tests_unit_test_ctl_format_SOURCES = tests/unit/test-ctl-format.c daemon/ctl-format.c daemon/ctl-format.h
+tests_unit_test_ctl_format_SOURCES = tests/unit/test-ctl-format.c ctl/ctl-format.c ctl/ctl-format.h
 tests_unit_test_ctl_format_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(JSONC_CFLAGS)
 tests_unit_test_ctl_format_LDADD = common/libcommon.a $(JSONC_LIBS) $(CHECK_LIBS) -lm
 

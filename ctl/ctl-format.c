@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include "daemon/ctl-format.h"
+#include "ctl/ctl-format.h"
 
 #include <errno.h>
 #include <math.h>

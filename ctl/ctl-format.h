@@ -105,7 +105,7 @@ char *ctl_sparkline(const uint64_t *values, size_t n, uint64_t lo, uint64_t hi, 
  * actual (A) and estimate (E); '*' where two or more meet. Estimate 0 is not drawn. */
 int ctl_print_chart(FILE *f, const CtlHistoryPoint *h, size_t n, size_t width, size_t height);
 
-/* ---- JSON (documented in daemon/rightsizectl.md) ---- */
+/* ---- JSON (documented in ctl/README.md) ---- */
 
 /* Every documented key, null when unknown. */
 json_object *ctl_guest_to_json(const CtlGuest *g);
