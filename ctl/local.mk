@@ -4,7 +4,7 @@
 
 bin_PROGRAMS += rightsizectl
 rightsizectl_SOURCES = ctl/rightsizectl.c ctl/ctl-format.c ctl/ctl-format.h
-# (daemon/config.h would shadow the top config.h, so the version comes in as a define)
+# (the version comes in as a define: the CLI includes no config.h)
 rightsizectl_CPPFLAGS = $(AM_CPPFLAGS) -DRIGHTSIZECTL_VERSION='"$(PACKAGE_VERSION)"'
 rightsizectl_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(LIBSYSTEMD_CFLAGS)
 rightsizectl_LDADD = common/libcommon.a $(LIBSYSTEMD_LIBS) $(JSONC_LIBS) -lm

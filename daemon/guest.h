@@ -19,7 +19,7 @@
 #include <systemd/sd-event.h>
 
 #include "daemon/host.h"
-#include "daemon/config.h"
+#include "daemon/conf.h"
 #include "policies/arbiter.h"
 #include "policies/estimator.h"
 #include "policies/policy.h"

@@ -23,7 +23,7 @@
  *   given; the backend reconnects with backoff and they carry on. */
 #pragma once
 
-#include "daemon/config.h"
+#include "daemon/conf.h"
 #include "daemon/libvirt-backend.h"
 
 typedef struct Manager Manager;

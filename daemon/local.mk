@@ -5,7 +5,7 @@ noinst_LIBRARIES += daemon/librightsized.a
 daemon_librightsized_a_SOURCES = \
 	daemon/log.c daemon/log.h \
 	daemon/fileio.c daemon/fileio.h \
-	daemon/config.c daemon/config.h \
+	daemon/conf.c daemon/conf.h \
 	daemon/discovery.c daemon/discovery.h \
 	daemon/state-file.c daemon/state-file.h \
 	daemon/notify.c daemon/notify.h \

@@ -11,7 +11,7 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
-#include "daemon/config.h"
+#include "daemon/conf.h"
 #include "daemon/discovery.h"
 #include "daemon/guest.h"
 #include "daemon/host.h"

@@ -11,7 +11,7 @@
 #include <systemd/sd-event.h>
 
 #include "common/macro.h"
-#include "daemon/config.h"
+#include "daemon/conf.h"
 #include "daemon/log.h"
 #include "daemon/manager.h"
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* rightsized.conf (daemon/config.c) fed arbitrary bytes as the file's content.
+/* rightsized.conf (daemon/conf.c) fed arbitrary bytes as the file's content.
  *
  * A config that loads must survive the round trip --check-config relies on: what config_print()
  * writes loads back to an equal Config. Matching and the agent socket pattern are exercised on
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "common/macro.h"
-#include "daemon/config.h"
+#include "daemon/conf.h"
 #include "daemon/log.h"
 #include "tests/fuzz/fuzz.h"
 

@@ -8,7 +8,7 @@
 #include <syslog.h>
 
 #include "common/macro.h"
-#include "daemon/config.h"
+#include "daemon/conf.h"
 #include "tests/unit/test-daemon-util.h"
 #include "tests/unit/check-run.h"
 

@@ -2,7 +2,7 @@
 /* The parser and the printer share one table of keys, so every key that can be read is also
  * printed, and --check-config output reads back to the same Config. */
 
-#include "daemon/config.h"
+#include "daemon/conf.h"
 
 #include <errno.h>
 #include <inttypes.h>
