@@ -39,7 +39,7 @@ typedef struct DomainRecord {
         bool migrating;
         bool seen; /* found again by the discovery after a reconnect */
         virDomainPtr dom; /* NULL while disconnected */
-        RsDomainXml xml;
+        LibvirtDomainXml xml;
         uint64_t maximum, actual;
         LibvirtDomainInfo info; /* points into this record, for callbacks */
 } DomainRecord;
@@ -131,14 +131,14 @@ static void domain_free(DomainRecord *d) {
                 return;
         if (d->dom)
                 virDomainFree(d->dom);
-        rs_domain_xml_clear(&d->xml);
+        libvirt_domain_xml_clear(&d->xml);
         free(d->name);
         free(d->policy);
         free(d);
 }
 
 static void domain_fill_info(DomainRecord *d) {
-        const RsVirtioMem *vm = rs_domain_xml_find_virtio_mem(&d->xml, NULL);
+        const LibvirtVirtioMem *vm = libvirt_domain_xml_find_virtio_mem(&d->xml, NULL);
 
         d->info = (LibvirtDomainInfo) {
                 .uuid = d->uuid,
@@ -216,7 +216,7 @@ static int domain_read_policy(virDomainPtr dom, const char *name, char **ret) {
 static void domain_refresh(LibvirtBackend *b, virDomainPtr dom, bool migrating_hint) {
         char uuid[VIR_UUID_STRING_BUFLEN];
         _cleanup_free_ char *policy = NULL, *xml = NULL;
-        _cleanup_(rs_domain_xml_clear) RsDomainXml parsed = {};
+        _cleanup_(libvirt_domain_xml_clear) LibvirtDomainXml parsed = {};
         const char *name = virDomainGetName(dom), *skip;
         DomainRecord *d;
         virDomainInfo info;
@@ -241,7 +241,7 @@ static void domain_refresh(LibvirtBackend *b, virDomainPtr dom, bool migrating_h
                 (void) libvirt_error(LOG_WARNING, name, "reading the domain XML");
                 return;
         }
-        if (rs_domain_xml_parse(xml, &parsed) < 0) {
+        if (libvirt_domain_xml_parse(xml, &parsed) < 0) {
                 log_guest_warning(name, NULL, "cannot parse the domain XML of %s", uuid);
                 return;
         }
@@ -250,7 +250,7 @@ static void domain_refresh(LibvirtBackend *b, virDomainPtr dom, bool migrating_h
                 return;
         }
         migrating = migrating_hint || domain_migrating(dom);
-        skip = rs_domain_xml_skip_reason(&parsed);
+        skip = libvirt_domain_xml_skip_reason(&parsed);
         if (!skip && migrating)
                 skip = "migration in progress";
 
@@ -281,9 +281,9 @@ static void domain_refresh(LibvirtBackend *b, virDomainPtr dom, bool migrating_h
         d->policy = TAKE_PTR(policy);
         d->skip_reason = skip;
         d->migrating = migrating;
-        rs_domain_xml_clear(&d->xml);
+        libvirt_domain_xml_clear(&d->xml);
         d->xml = parsed;
-        parsed = (RsDomainXml) {};
+        parsed = (LibvirtDomainXml) {};
         /* maxMem counts memory devices too; the balloon only covers the boot memory. */
         d->maximum = (uint64_t) info.maxMem * KIB;
         for (size_t i = 0; i < d->xml.n_virtio_mem; i++)
@@ -750,7 +750,7 @@ typedef struct BackendCall {
         bool gone;                     /* the domain stopped meanwhile */
         bool migrating;                /* a migration runs: nothing was done */
         virError saved;
-        RsDomainXml parsed;            /* virtio-mem: the live XML */
+        LibvirtDomainXml parsed;            /* virtio-mem: the live XML */
         uint64_t requested;            /* virtio-mem: what the device was asked for */
         /* The caller's. */
         libvirt_call_done_fn done;
@@ -768,7 +768,7 @@ static void call_free(void *data) {
         if (c->conn)
                 virConnectClose(c->conn);
         virResetError(&c->saved);
-        rs_domain_xml_clear(&c->parsed);
+        libvirt_domain_xml_clear(&c->parsed);
         free(c->alias);
         free(c->device_xml);
         free(c->stats);
@@ -853,7 +853,7 @@ static void stats_run(BackendCall *c) {
                 if (!s)
                         continue;
                 s->found = true;
-                (void) rs_libvirt_stats_map(records[i]->params, records[i]->nparams, &s->stats);
+                (void) libvirt_stats_map(records[i]->params, records[i]->nparams, &s->stats);
                 if (s->want_monitor)
                         s->monitor_error = monitor_read(records[i]->dom, &s->monitor);
                 /* balloon.current follows BALLOON_CHANGE, at most one a second: a balloon in
@@ -869,7 +869,7 @@ static void stats_run(BackendCall *c) {
 
 static void domain_call_run(BackendCall *c) {
         _cleanup_free_ char *xml = NULL, *update = NULL;
-        const RsVirtioMem *dev;
+        const LibvirtVirtioMem *dev;
         int r;
 
         /* Events can be late: ask libvirt about a migration before touching memory. */
@@ -891,12 +891,12 @@ static void domain_call_run(BackendCall *c) {
                         call_failed(c);
                         return;
                 }
-                r = rs_domain_xml_parse(xml, &c->parsed);
+                r = libvirt_domain_xml_parse(xml, &c->parsed);
                 if (r < 0) {
                         c->error = r;
                         return;
                 }
-                dev = rs_domain_xml_find_virtio_mem(&c->parsed, c->alias);
+                dev = libvirt_domain_xml_find_virtio_mem(&c->parsed, c->alias);
                 if (!dev) {
                         c->error = -ENODEV;
                         return;
@@ -907,7 +907,7 @@ static void domain_call_run(BackendCall *c) {
                 }
                 r = rs_virtio_mem_align(c->bytes, dev->block, dev->size, &c->requested);
                 if (r >= 0)
-                        r = rs_virtio_mem_update_xml(dev, c->requested, &update);
+                        r = libvirt_virtio_mem_update_xml(dev, c->requested, &update);
                 if (r < 0) {
                         c->error = r;
                         return;
@@ -983,9 +983,9 @@ static int call_complete(BackendCall *c) {
                 log_guest_debug(name, NULL, "virtio-mem %s requested %" PRIu64 " MiB", c->alias ?: "?",
                                 c->requested / MIB);
                 if (d) {
-                        rs_domain_xml_clear(&d->xml);
+                        libvirt_domain_xml_clear(&d->xml);
                         d->xml = c->parsed;
-                        c->parsed = (RsDomainXml) {};
+                        c->parsed = (LibvirtDomainXml) {};
                         for (size_t i = 0; i < d->xml.n_virtio_mem; i++)
                                 if (d->xml.virtio_mem[i].alias && c->alias &&
                                     strcmp(d->xml.virtio_mem[i].alias, c->alias) == 0)
@@ -1225,7 +1225,7 @@ static int stats_call_new(LibvirtBackend *b, const LibvirtDomainStats *requests,
                 };
                 memcpy(c->stats[i].uuid, requests[i].uuid, sizeof(c->stats[i].uuid));
                 c->stats[i].uuid[sizeof(c->stats[i].uuid) - 1] = '\0';
-                rs_libvirt_stats_init(&c->stats[i].stats);
+                libvirt_stats_init(&c->stats[i].stats);
         }
         c->n_stats = n;
         if (virConnectRef(b->conn) < 0) {

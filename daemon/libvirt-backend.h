@@ -102,7 +102,7 @@ unsigned libvirt_backend_connect_count(const LibvirtBackend *b);
 const LibvirtDomainInfo *libvirt_backend_get_domain(LibvirtBackend *b, const char *uuid);
 unsigned libvirt_backend_domain_count(const LibvirtBackend *b);
 
-typedef void (*libvirt_stats_fn)(LibvirtBackend *b, const char *uuid, const char *name, const RsLibvirtStats *stats,
+typedef void (*libvirt_stats_fn)(LibvirtBackend *b, const char *uuid, const char *name, const LibvirtStats *stats,
                                  void *userdata);
 /* One bulk stats call for every active domain, on the caller's thread; `callback` runs for each
  * known domain without a skip reason. Returns the number of domains reported, or -errno
@@ -124,7 +124,7 @@ typedef struct LibvirtDomainStats {
 
         const char *name;          /* on return: the domain's name */
         bool found;                /* reported, and a domain rightsize may act on */
-        RsLibvirtStats stats;
+        LibvirtStats stats;
         int monitor_error;         /* 0: monitor is valid */
         QmpGuestStats monitor;
         int balloon_error;         /* 0: balloon is valid (bytes of the boot memory, no virtio-mem) */

@@ -438,7 +438,7 @@ static bool domain_cycle_current(Domain *d) {
 
 static void domain_apply_stats(Domain *d, const LibvirtDomainStats *s) {
         Guest *g = d->guest;
-        const RsLibvirtStats *stats = &s->stats;
+        const LibvirtStats *stats = &s->stats;
 
         /* balloon.current: what the balloon leaves of the boot memory plus plugged virtio-mem. */
         if (qmp_value_is_known(stats->actual) && stats->actual > 0 &&

@@ -371,16 +371,16 @@ static bool path_has(const XmlPath *path, size_t up, const char *name) {
         return i < XML_DEPTH_MAX && span_eq(path->name[i], path->len[i], name);
 }
 
-void rs_domain_xml_clear(RsDomainXml *x) {
+void libvirt_domain_xml_clear(LibvirtDomainXml *x) {
         for (size_t i = 0; i < x->n_virtio_mem; i++) {
                 free(x->virtio_mem[i].alias);
                 free(x->virtio_mem[i].device_xml);
         }
-        *x = (RsDomainXml) {};
+        *x = (LibvirtDomainXml) {};
 }
 
-static void virtio_mem_init(RsVirtioMem *m) {
-        *m = (RsVirtioMem) {
+static void virtio_mem_init(LibvirtVirtioMem *m) {
+        *m = (LibvirtVirtioMem) {
                 .size = QMP_VALUE_UNKNOWN,
                 .block = QMP_VALUE_UNKNOWN,
                 .requested = QMP_VALUE_UNKNOWN,
@@ -389,13 +389,13 @@ static void virtio_mem_init(RsVirtioMem *m) {
         };
 }
 
-int rs_domain_xml_parse(const char *xml, RsDomainXml *ret) {
-        _cleanup_(rs_domain_xml_clear) RsDomainXml x = {};
+int libvirt_domain_xml_parse(const char *xml, LibvirtDomainXml *ret) {
+        _cleanup_(libvirt_domain_xml_clear) LibvirtDomainXml x = {};
         const char *p, *end;
         XmlPath path = {};
         XmlTag t;
         bool seen_domain = false;
-        RsVirtioMem *mem = NULL; /* the virtio-mem device being read */
+        LibvirtVirtioMem *mem = NULL; /* the virtio-mem device being read */
         size_t mem_depth = 0;
         size_t device_depth = 0; /* inside any <memory> device: its depth, else 0 */
         bool device_is_dimm = false;
@@ -441,12 +441,12 @@ int rs_domain_xml_parse(const char *xml, RsDomainXml *ret) {
                 }
 
                 if (tag_is(&t, "memballoon") && path_has(&path, 1, "devices")) {
-                        x.balloon = tag_attr_is(&t, "model", "none") ? RS_BALLOON_NONE
+                        x.balloon = tag_attr_is(&t, "model", "none") ? LIBVIRT_BALLOON_NONE
                                     : (tag_attr_is(&t, "model", "virtio") ||
                                        tag_attr_is(&t, "model", "virtio-transitional") ||
                                        tag_attr_is(&t, "model", "virtio-non-transitional"))
-                                            ? RS_BALLOON_VIRTIO
-                                            : RS_BALLOON_OTHER;
+                                            ? LIBVIRT_BALLOON_VIRTIO
+                                            : LIBVIRT_BALLOON_OTHER;
                         x.free_page_reporting = tag_attr_is(&t, "freePageReporting", "on");
                         x.autodeflate = tag_attr_is(&t, "autodeflate", "on");
                 } else if (tag_is(&t, "stats") && path_has(&path, 1, "memballoon")) {
@@ -518,26 +518,26 @@ int rs_domain_xml_parse(const char *xml, RsDomainXml *ret) {
         if (!seen_domain)
                 return -EBADMSG;
         *ret = x;
-        x = (RsDomainXml) {};
+        x = (LibvirtDomainXml) {};
         return 0;
 }
 
-const RsVirtioMem *rs_domain_xml_find_virtio_mem(const RsDomainXml *x, const char *alias) {
+const LibvirtVirtioMem *libvirt_domain_xml_find_virtio_mem(const LibvirtDomainXml *x, const char *alias) {
         for (size_t i = 0; i < x->n_virtio_mem; i++)
                 if (!alias || (x->virtio_mem[i].alias && strcmp(x->virtio_mem[i].alias, alias) == 0))
                         return &x->virtio_mem[i];
         return NULL;
 }
 
-const char *rs_domain_xml_skip_reason(const RsDomainXml *x) {
+const char *libvirt_domain_xml_skip_reason(const LibvirtDomainXml *x) {
         switch (x->balloon) {
-        case RS_BALLOON_ABSENT:
+        case LIBVIRT_BALLOON_ABSENT:
                 return "no balloon device";
-        case RS_BALLOON_NONE:
+        case LIBVIRT_BALLOON_NONE:
                 return "balloon disabled (<memballoon model='none'>)";
-        case RS_BALLOON_OTHER:
+        case LIBVIRT_BALLOON_OTHER:
                 return "balloon is not virtio";
-        case RS_BALLOON_VIRTIO:
+        case LIBVIRT_BALLOON_VIRTIO:
                 break;
         }
         if (x->vfio_hostdev)
@@ -545,7 +545,7 @@ const char *rs_domain_xml_skip_reason(const RsDomainXml *x) {
         return NULL;
 }
 
-int rs_virtio_mem_update_xml(const RsVirtioMem *dev, uint64_t requested_bytes, char **ret) {
+int libvirt_virtio_mem_update_xml(const LibvirtVirtioMem *dev, uint64_t requested_bytes, char **ret) {
         const char *xml, *end, *p, *requested_start = NULL, *requested_end = NULL, *current_start = NULL,
                                    *current_end = NULL, *target_close = NULL;
         char repl[96];
@@ -659,8 +659,8 @@ int rs_virtio_mem_align(uint64_t bytes, uint64_t block, uint64_t size, uint64_t 
 
 /* ---- stats ---- */
 
-void rs_libvirt_stats_init(RsLibvirtStats *s) {
-        *s = (RsLibvirtStats) {
+void libvirt_stats_init(LibvirtStats *s) {
+        *s = (LibvirtStats) {
                 .actual = QMP_VALUE_UNKNOWN,
                 .maximum = QMP_VALUE_UNKNOWN,
                 .rss = QMP_VALUE_UNKNOWN,
@@ -696,7 +696,7 @@ static uint64_t kib_to_bytes(uint64_t kib) {
         return kib > (QMP_VALUE_UNKNOWN - 1) / KIB ? QMP_VALUE_UNKNOWN : kib * KIB;
 }
 
-int rs_libvirt_stats_map(const virTypedParameter *params, int n_params, RsLibvirtStats *ret) {
+int libvirt_stats_map(const virTypedParameter *params, int n_params, LibvirtStats *ret) {
         /* libvirt key -> QMP stat; kib: libvirt divided QEMU's bytes by 1024. */
         static const struct {
                 const char *key;

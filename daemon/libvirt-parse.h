@@ -36,14 +36,14 @@ int rs_libvirt_metadata_parse(const char *xml, char **ret_policy);
 
 /* ---- domain XML ---- */
 
-typedef enum RsBalloonModel {
-        RS_BALLOON_ABSENT, /* no <memballoon> element */
-        RS_BALLOON_NONE,   /* <memballoon model='none'> */
-        RS_BALLOON_VIRTIO, /* virtio, virtio-transitional, virtio-non-transitional */
-        RS_BALLOON_OTHER,
-} RsBalloonModel;
+typedef enum LibvirtBalloonModel {
+        LIBVIRT_BALLOON_ABSENT, /* no <memballoon> element */
+        LIBVIRT_BALLOON_NONE,   /* <memballoon model='none'> */
+        LIBVIRT_BALLOON_VIRTIO, /* virtio, virtio-transitional, virtio-non-transitional */
+        LIBVIRT_BALLOON_OTHER,
+} LibvirtBalloonModel;
 
-typedef struct RsVirtioMem {
+typedef struct LibvirtVirtioMem {
         char *alias;        /* "virtiomem0"; NULL before the domain runs */
         char *device_xml;   /* the whole <memory model='virtio-mem'> element, verbatim */
         uint64_t size;      /* bytes; QMP_VALUE_UNKNOWN when absent */
@@ -51,10 +51,10 @@ typedef struct RsVirtioMem {
         uint64_t requested; /* bytes */
         uint64_t current;   /* bytes (live XML only) */
         int node;           /* -1 when absent */
-} RsVirtioMem;
+} LibvirtVirtioMem;
 
-typedef struct RsDomainXml {
-        RsBalloonModel balloon;
+typedef struct LibvirtDomainXml {
+        LibvirtBalloonModel balloon;
         unsigned stats_period;      /* <stats period=...>, 0 when absent */
         bool free_page_reporting;
         bool autodeflate;
@@ -67,23 +67,23 @@ typedef struct RsDomainXml {
         uint64_t devices_bytes;     /* every <memory> device's <size> (virtio-mem: its whole region) */
         uint64_t dimm_bytes;        /* <memory model='dimm'> devices' sizes */
         unsigned dimm_count;        /* DIMM and NVDIMM devices: each holds a slot */
-        RsVirtioMem virtio_mem[4];  /* the first ones, in document order */
+        LibvirtVirtioMem virtio_mem[4];  /* the first ones, in document order */
         size_t n_virtio_mem;
-} RsDomainXml;
+} LibvirtDomainXml;
 
 /* Scans a domain's XML (virDomainGetXMLDesc). On success *ret owns its strings: release with
- * rs_domain_xml_clear(). */
-int rs_domain_xml_parse(const char *xml, RsDomainXml *ret);
-void rs_domain_xml_clear(RsDomainXml *x);
+ * libvirt_domain_xml_clear(). */
+int libvirt_domain_xml_parse(const char *xml, LibvirtDomainXml *ret);
+void libvirt_domain_xml_clear(LibvirtDomainXml *x);
 /* alias NULL: the first device. */
-const RsVirtioMem *rs_domain_xml_find_virtio_mem(const RsDomainXml *x, const char *alias);
+const LibvirtVirtioMem *libvirt_domain_xml_find_virtio_mem(const LibvirtDomainXml *x, const char *alias);
 /* Why rightsize must leave the domain alone, or NULL. (Migration is seen from jobs, not XML.) */
-const char *rs_domain_xml_skip_reason(const RsDomainXml *x);
+const char *libvirt_domain_xml_skip_reason(const LibvirtDomainXml *x);
 
 /* The device XML virDomainUpdateDeviceFlags takes to resize a virtio-mem device: libvirt wants
  * the device as it is, with only <requested> changed, so this is device_xml with its
  * <requested> replaced (or added) and <current> dropped. */
-int rs_virtio_mem_update_xml(const RsVirtioMem *dev, uint64_t requested_bytes, char **ret);
+int libvirt_virtio_mem_update_xml(const LibvirtVirtioMem *dev, uint64_t requested_bytes, char **ret);
 /* A DIMM for virDomainAttachDeviceFlags. node < 0 leaves <node> out. */
 int rs_dimm_device_xml(uint64_t bytes, int node, char **ret);
 
@@ -99,18 +99,18 @@ int rs_virtio_mem_align(uint64_t bytes, uint64_t block, uint64_t size, uint64_t 
  * QEMU's stats: balloon.unused is stat-free-memory (MemFree), balloon.available is
  * stat-total-memory (MemTotal, not MemAvailable!), balloon.usable is stat-available-memory
  * (MemAvailable). libvirt reports KiB; these are bytes (fault counters stay counts). */
-typedef struct RsLibvirtStats {
+typedef struct LibvirtStats {
         QmpGuestStats guest;  /* value[] in QMP's units, QMP_VALUE_UNKNOWN when absent */
         uint64_t actual;      /* balloon.current, bytes: libvirt's current memory, which counts
                                * plugged virtio-mem memory too (measured on libvirt 9.0) */
         uint64_t maximum;     /* balloon.maximum: bytes */
         uint64_t rss;         /* balloon.rss: QEMU's host RSS, bytes */
-} RsLibvirtStats;
+} LibvirtStats;
 
-void rs_libvirt_stats_init(RsLibvirtStats *s);
+void libvirt_stats_init(LibvirtStats *s);
 /* Maps the typed parameters of one virDomainStatsRecord; other parameters are ignored, so
  * are negative or wrong-typed values (they stay unknown). Returns the number mapped. */
-int rs_libvirt_stats_map(const virTypedParameter *params, int n_params, RsLibvirtStats *ret);
+int libvirt_stats_map(const virTypedParameter *params, int n_params, LibvirtStats *ret);
 
 /* ---- guest agent replies (virDomainQemuAgentCommand) ---- */
 

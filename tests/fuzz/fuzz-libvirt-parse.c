@@ -84,12 +84,12 @@ static size_t count(const char *s, const char *needle) {
         return n;
 }
 
-static void check_update_xml(const RsVirtioMem *dev) {
+static void check_update_xml(const LibvirtVirtioMem *dev) {
         _cleanup_free_ char *update = NULL, *domain = NULL;
-        RsDomainXml again = {};
+        LibvirtDomainXml again = {};
         int r;
 
-        r = rs_virtio_mem_update_xml(dev, NEW_REQUESTED, &update);
+        r = libvirt_virtio_mem_update_xml(dev, NEW_REQUESTED, &update);
         fuzz_assert(r == 0 || r == -EBADMSG);
         /* Malformed XML, or a device unlike any libvirt writes (one <target>, at most one
          * <requested>), only has to be survived. */
@@ -98,33 +98,33 @@ static void check_update_xml(const RsVirtioMem *dev) {
                 return;
         /* Wrapped in a domain, the updated device reads back with the new size. */
         fuzz_assert(asprintf(&domain, "<domain><devices>%s</devices></domain>", update) > 0);
-        r = rs_domain_xml_parse(domain, &again);
+        r = libvirt_domain_xml_parse(domain, &again);
         fuzz_assert(r == 0);
         if (again.n_virtio_mem > 0 && again.virtio_mem[0].requested != NEW_REQUESTED)
                 fprintf(stderr, "update XML lost the requested size:\n%s\n", update);
         fuzz_assert(again.n_virtio_mem == 1);
         fuzz_assert(again.virtio_mem[0].requested == NEW_REQUESTED);
-        rs_domain_xml_clear(&again);
+        libvirt_domain_xml_clear(&again);
 }
 
 static void parse_domain(const char *xml) {
-        RsDomainXml x = {};
+        LibvirtDomainXml x = {};
         uint64_t aligned;
 
-        if (rs_domain_xml_parse(xml, &x) < 0)
+        if (libvirt_domain_xml_parse(xml, &x) < 0)
                 return;
         fuzz_assert(x.n_virtio_mem <= ARRAY_SIZE(x.virtio_mem));
-        (void) rs_domain_xml_skip_reason(&x);
+        (void) libvirt_domain_xml_skip_reason(&x);
         for (size_t i = 0; i < x.n_virtio_mem; i++) {
-                const RsVirtioMem *m = &x.virtio_mem[i];
+                const LibvirtVirtioMem *m = &x.virtio_mem[i];
 
                 fuzz_assert(m->device_xml);
-                fuzz_assert(rs_domain_xml_find_virtio_mem(&x, m->alias) != NULL);
+                fuzz_assert(libvirt_domain_xml_find_virtio_mem(&x, m->alias) != NULL);
                 if (rs_virtio_mem_align(NEW_REQUESTED, m->block, m->size, &aligned) == 0)
                         fuzz_assert(aligned <= m->size);
                 check_update_xml(m);
         }
-        rs_domain_xml_clear(&x);
+        libvirt_domain_xml_clear(&x);
 }
 
 static void parse_metadata(const char *xml) {
@@ -168,7 +168,7 @@ static void map_stats(const uint8_t *data, size_t size) {
                 "balloon.major_fault", "balloon.disk_caches", "balloon.hugetlb_pgfail", "state.state",
         };
         virTypedParameter params[16] = {};
-        RsLibvirtStats stats;
+        LibvirtStats stats;
         int n = 0;
 
         /* Ten bytes a parameter: field, type, eight bytes of value. */
@@ -179,8 +179,8 @@ static void map_stats(const uint8_t *data, size_t size) {
                 p->type = 1 + data[1] % 6; /* VIR_TYPED_PARAM_INT .. VIR_TYPED_PARAM_BOOLEAN */
                 memcpy(&p->value.ul, data + 2, 8);
         }
-        rs_libvirt_stats_init(&stats);
-        fuzz_assert(rs_libvirt_stats_map(params, n, &stats) <= n);
+        libvirt_stats_init(&stats);
+        fuzz_assert(libvirt_stats_map(params, n, &stats) <= n);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

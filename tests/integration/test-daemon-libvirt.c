@@ -169,15 +169,15 @@ static uint64_t virsh_value(const char *subcommand, const char *key) {
 static uint64_t live_vmem_requested(void) {
         virDomainPtr dom = virDomainLookupByName(conn, domain_name);
         _cleanup_free_ char *xml = NULL;
-        _cleanup_(rs_domain_xml_clear) RsDomainXml x = {};
-        const RsVirtioMem *vm;
+        _cleanup_(libvirt_domain_xml_clear) LibvirtDomainXml x = {};
+        const LibvirtVirtioMem *vm;
 
         ck_assert_ptr_nonnull(dom);
         xml = virDomainGetXMLDesc(dom, 0);
         virDomainFree(dom);
         ck_assert_ptr_nonnull(xml);
-        ck_assert_int_eq(rs_domain_xml_parse(xml, &x), 0);
-        vm = rs_domain_xml_find_virtio_mem(&x, "virtiomem0");
+        ck_assert_int_eq(libvirt_domain_xml_parse(xml, &x), 0);
+        vm = libvirt_domain_xml_find_virtio_mem(&x, "virtiomem0");
         ck_assert_ptr_nonnull(vm);
         return vm->requested;
 }
@@ -278,13 +278,13 @@ static uint64_t guest_mem_total(const char *name) {
 static unsigned live_dimm_count(const char *name) {
         virDomainPtr dom = virDomainLookupByName(conn, name);
         _cleanup_free_ char *xml = NULL;
-        _cleanup_(rs_domain_xml_clear) RsDomainXml x = {};
+        _cleanup_(libvirt_domain_xml_clear) LibvirtDomainXml x = {};
 
         ck_assert_ptr_nonnull(dom);
         xml = virDomainGetXMLDesc(dom, 0);
         virDomainFree(dom);
         ck_assert_ptr_nonnull(xml);
-        ck_assert_int_eq(rs_domain_xml_parse(xml, &x), 0);
+        ck_assert_int_eq(libvirt_domain_xml_parse(xml, &x), 0);
         return x.dimm_count;
 }
 

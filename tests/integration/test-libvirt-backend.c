@@ -161,10 +161,10 @@ static uint64_t virsh_value(const char *subcommand, const char *key) {
 
 typedef struct StatsSeen {
         bool found;
-        RsLibvirtStats stats;
+        LibvirtStats stats;
 } StatsSeen;
 
-static void on_stats(LibvirtBackend *b _unused_, const char *uuid, const char *name _unused_, const RsLibvirtStats *stats,
+static void on_stats(LibvirtBackend *b _unused_, const char *uuid, const char *name _unused_, const LibvirtStats *stats,
                      void *userdata) {
         StatsSeen *s = userdata;
         if (strcmp(uuid, seen.uuid) == 0) {
@@ -314,11 +314,11 @@ START_TEST(test_libvirt_backend) {
         stamp("virtio-mem 302 MiB to MEMORY_DEVICE_SIZE_CHANGE", t);
         {
                 _cleanup_free_ char *live = virDomainGetXMLDesc(dom, 0);
-                _cleanup_(rs_domain_xml_clear) RsDomainXml x = {};
-                const RsVirtioMem *vm;
+                _cleanup_(libvirt_domain_xml_clear) LibvirtDomainXml x = {};
+                const LibvirtVirtioMem *vm;
                 ck_assert_ptr_nonnull(live);
-                ck_assert_int_eq(rs_domain_xml_parse(live, &x), 0);
-                vm = rs_domain_xml_find_virtio_mem(&x, "virtiomem0");
+                ck_assert_int_eq(libvirt_domain_xml_parse(live, &x), 0);
+                vm = libvirt_domain_xml_find_virtio_mem(&x, "virtiomem0");
                 ck_assert_ptr_nonnull(vm);
                 ck_assert_uint_eq(vm->requested, requested);
                 ck_assert_uint_eq(vm->current, requested);

@@ -36,11 +36,11 @@ static const char domain_xml[] =
         "</domain>\n";
 
 START_TEST(test_domain_xml) {
-        _cleanup_(rs_domain_xml_clear) RsDomainXml x = {};
-        const RsVirtioMem *m;
+        _cleanup_(libvirt_domain_xml_clear) LibvirtDomainXml x = {};
+        const LibvirtVirtioMem *m;
 
-        ck_assert_int_eq(rs_domain_xml_parse(domain_xml, &x), 0);
-        ck_assert_int_eq(x.balloon, RS_BALLOON_VIRTIO);
+        ck_assert_int_eq(libvirt_domain_xml_parse(domain_xml, &x), 0);
+        ck_assert_int_eq(x.balloon, LIBVIRT_BALLOON_VIRTIO);
         ck_assert_uint_eq(x.stats_period, 1);
         ck_assert(x.free_page_reporting && x.autodeflate && x.agent_channel && x.numa && !x.vfio_hostdev);
         ck_assert_uint_eq(x.max_memory, 4 * GIB);
@@ -49,10 +49,10 @@ START_TEST(test_domain_xml) {
         ck_assert_uint_eq(x.dimm_bytes, 0);
         ck_assert_uint_eq(x.dimm_count, 0);
         ck_assert_uint_eq(x.n_virtio_mem, 1);
-        m = rs_domain_xml_find_virtio_mem(&x, "virtiomem0");
+        m = libvirt_domain_xml_find_virtio_mem(&x, "virtiomem0");
         ck_assert_ptr_nonnull(m);
-        ck_assert_ptr_eq(rs_domain_xml_find_virtio_mem(&x, NULL), m);
-        ck_assert_ptr_null(rs_domain_xml_find_virtio_mem(&x, "virtiomem1"));
+        ck_assert_ptr_eq(libvirt_domain_xml_find_virtio_mem(&x, NULL), m);
+        ck_assert_ptr_null(libvirt_domain_xml_find_virtio_mem(&x, "virtiomem1"));
         ck_assert_uint_eq(m->size, 2 * GIB);
         ck_assert_uint_eq(m->block, 2 * MIB);
         ck_assert_uint_eq(m->requested, 0);
@@ -60,7 +60,7 @@ START_TEST(test_domain_xml) {
         ck_assert_int_eq(m->node, 0);
         ck_assert_ptr_nonnull(strstr(m->device_xml, "<alias name='virtiomem0'/>"));
         ck_assert_int_eq(strncmp(m->device_xml, "<memory model='virtio-mem'>", 27), 0);
-        ck_assert_ptr_null(rs_domain_xml_skip_reason(&x));
+        ck_assert_ptr_null(libvirt_domain_xml_skip_reason(&x));
 }
 END_TEST
 
@@ -86,9 +86,9 @@ START_TEST(test_domain_xml_dimms) {
                 "    <memory model='dimm'/>\n"
                 "  </devices>\n"
                 "</domain>\n";
-        _cleanup_(rs_domain_xml_clear) RsDomainXml x = {};
+        _cleanup_(libvirt_domain_xml_clear) LibvirtDomainXml x = {};
 
-        ck_assert_int_eq(rs_domain_xml_parse(xml, &x), 0);
+        ck_assert_int_eq(libvirt_domain_xml_parse(xml, &x), 0);
         ck_assert_uint_eq(x.max_memory, 8 * GIB);
         ck_assert_uint_eq(x.memory_slots, 8);
         ck_assert_uint_eq(x.dimm_bytes, 768 * MIB);
@@ -101,29 +101,29 @@ START_TEST(test_domain_xml_dimms) {
 END_TEST
 
 START_TEST(test_skip_reasons) {
-        RsDomainXml x = {};
+        LibvirtDomainXml x = {};
 
-        ck_assert_int_eq(rs_domain_xml_parse("<domain><devices><memballoon model='none'/></devices></domain>", &x), 0);
-        ck_assert_int_eq(x.balloon, RS_BALLOON_NONE);
-        ck_assert_ptr_nonnull(strstr(rs_domain_xml_skip_reason(&x), "none"));
-        rs_domain_xml_clear(&x);
-        ck_assert_int_eq(rs_domain_xml_parse("<domain><devices></devices></domain>", &x), 0);
-        ck_assert_str_eq(rs_domain_xml_skip_reason(&x), "no balloon device");
-        rs_domain_xml_clear(&x);
-        ck_assert_int_eq(rs_domain_xml_parse("<domain><devices><memballoon model=\"virtio\"/>"
+        ck_assert_int_eq(libvirt_domain_xml_parse("<domain><devices><memballoon model='none'/></devices></domain>", &x), 0);
+        ck_assert_int_eq(x.balloon, LIBVIRT_BALLOON_NONE);
+        ck_assert_ptr_nonnull(strstr(libvirt_domain_xml_skip_reason(&x), "none"));
+        libvirt_domain_xml_clear(&x);
+        ck_assert_int_eq(libvirt_domain_xml_parse("<domain><devices></devices></domain>", &x), 0);
+        ck_assert_str_eq(libvirt_domain_xml_skip_reason(&x), "no balloon device");
+        libvirt_domain_xml_clear(&x);
+        ck_assert_int_eq(libvirt_domain_xml_parse("<domain><devices><memballoon model=\"virtio\"/>"
                                              "<hostdev mode='subsystem' type='pci' managed='yes'><source/></hostdev>"
                                              "</devices></domain>",
                                              &x),
                          0);
-        ck_assert_ptr_nonnull(strstr(rs_domain_xml_skip_reason(&x), "VFIO"));
-        rs_domain_xml_clear(&x);
+        ck_assert_ptr_nonnull(strstr(libvirt_domain_xml_skip_reason(&x), "VFIO"));
+        libvirt_domain_xml_clear(&x);
         /* A USB hostdev pins nothing. */
-        ck_assert_int_eq(rs_domain_xml_parse("<domain><devices><memballoon model='virtio'/>"
+        ck_assert_int_eq(libvirt_domain_xml_parse("<domain><devices><memballoon model='virtio'/>"
                                              "<hostdev mode='subsystem' type='usb'/></devices></domain>",
                                              &x),
                          0);
-        ck_assert_ptr_null(rs_domain_xml_skip_reason(&x));
-        rs_domain_xml_clear(&x);
+        ck_assert_ptr_null(libvirt_domain_xml_skip_reason(&x));
+        libvirt_domain_xml_clear(&x);
 }
 END_TEST
 
@@ -134,26 +134,26 @@ START_TEST(test_garbage_xml) {
                 "<domain><devices><memory model='virtio-mem'><target><size unit='parsec'>1</size>",
         };
         for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
-                RsDomainXml x = {};
-                if (rs_domain_xml_parse(bad[i], &x) == 0) {
+                LibvirtDomainXml x = {};
+                if (libvirt_domain_xml_parse(bad[i], &x) == 0) {
                         /* Tolerated, but nothing half-read may survive. */
                         for (size_t j = 0; j < x.n_virtio_mem; j++)
                                 ck_assert_ptr_nonnull(x.virtio_mem[j].device_xml);
-                        rs_domain_xml_clear(&x);
+                        libvirt_domain_xml_clear(&x);
                 }
         }
-        ck_assert_int_eq(rs_domain_xml_parse(NULL, &(RsDomainXml) {}), -EBADMSG);
-        ck_assert_int_eq(rs_domain_xml_parse("<notdomain/>", &(RsDomainXml) {}), -EBADMSG);
+        ck_assert_int_eq(libvirt_domain_xml_parse(NULL, &(LibvirtDomainXml) {}), -EBADMSG);
+        ck_assert_int_eq(libvirt_domain_xml_parse("<notdomain/>", &(LibvirtDomainXml) {}), -EBADMSG);
 }
 END_TEST
 
 START_TEST(test_virtio_mem_update) {
-        _cleanup_(rs_domain_xml_clear) RsDomainXml x = {};
+        _cleanup_(libvirt_domain_xml_clear) LibvirtDomainXml x = {};
         _cleanup_free_ char *u = NULL, *u2 = NULL;
-        RsDomainXml y = {};
+        LibvirtDomainXml y = {};
 
-        ck_assert_int_eq(rs_domain_xml_parse(domain_xml, &x), 0);
-        ck_assert_int_eq(rs_virtio_mem_update_xml(&x.virtio_mem[0], 302 * MIB, &u), 0);
+        ck_assert_int_eq(libvirt_domain_xml_parse(domain_xml, &x), 0);
+        ck_assert_int_eq(libvirt_virtio_mem_update_xml(&x.virtio_mem[0], 302 * MIB, &u), 0);
         ck_assert_ptr_nonnull(strstr(u, "<requested unit='KiB'>309248</requested>"));
         ck_assert_ptr_null(strstr(u, "<current"));
         ck_assert_ptr_null(strstr(u, "<requested unit='KiB'>0</requested>"));
@@ -163,19 +163,19 @@ START_TEST(test_virtio_mem_update) {
         {
                 _cleanup_free_ char *wrapped = NULL;
                 ck_assert_int_ge(asprintf(&wrapped, "<domain><devices>%s</devices></domain>", u), 0);
-                ck_assert_int_eq(rs_domain_xml_parse(wrapped, &y), 0);
+                ck_assert_int_eq(libvirt_domain_xml_parse(wrapped, &y), 0);
                 ck_assert_uint_eq(y.virtio_mem[0].requested, 302 * MIB);
                 ck_assert_uint_eq(y.virtio_mem[0].size, 2 * GIB);
                 ck_assert_uint_eq(y.virtio_mem[0].current, QMP_VALUE_UNKNOWN);
                 /* No <requested> at all: it is added inside <target>. */
-                ck_assert_int_eq(rs_virtio_mem_update_xml(&(RsVirtioMem) {
+                ck_assert_int_eq(libvirt_virtio_mem_update_xml(&(LibvirtVirtioMem) {
                                                                   .device_xml = (char *) "<memory model='virtio-mem'><target><size>4</size></target></memory>" },
                                                           4 * MIB, &u2),
                                  0);
                 ck_assert_str_eq(u2, "<memory model='virtio-mem'><target><size>4</size><requested unit='KiB'>4096</requested></target></memory>");
-                rs_domain_xml_clear(&y);
+                libvirt_domain_xml_clear(&y);
         }
-        ck_assert_int_eq(rs_virtio_mem_update_xml(&x.virtio_mem[0], 1000, &u2), -EINVAL);
+        ck_assert_int_eq(libvirt_virtio_mem_update_xml(&x.virtio_mem[0], 1000, &u2), -EINVAL);
 }
 END_TEST
 
@@ -243,7 +243,7 @@ static void set_ull(virTypedParameter *p, const char *field, unsigned long long 
 
 START_TEST(test_stats_map) {
         virTypedParameter p[16];
-        RsLibvirtStats s;
+        LibvirtStats s;
         int n = 0;
 
         set_ull(&p[n++], "balloon.current", 786432);
@@ -267,8 +267,8 @@ START_TEST(test_stats_map) {
         p[n].type = VIR_TYPED_PARAM_STRING; /* wrong type: ignored */
         p[n++].value.s = NULL;
 
-        rs_libvirt_stats_init(&s);
-        ck_assert_int_eq(rs_libvirt_stats_map(p, n, &s), 11);
+        libvirt_stats_init(&s);
+        ck_assert_int_eq(libvirt_stats_map(p, n, &s), 11);
         ck_assert_uint_eq(s.actual, 768 * MIB);
         ck_assert_uint_eq(s.maximum, 1 * GIB);
         ck_assert_uint_eq(s.guest.value[QMP_STAT_FREE_MEMORY], 100000 * KIB);
@@ -284,11 +284,11 @@ START_TEST(test_stats_map) {
         ck_assert_uint_eq(s.guest.value[QMP_STAT_HTLB_PGALLOC], QMP_VALUE_UNKNOWN);
         ck_assert_uint_eq(s.guest.value[QMP_STAT_OOM_KILLS], QMP_VALUE_UNKNOWN);
 
-        rs_libvirt_stats_init(&s);
-        ck_assert_int_eq(rs_libvirt_stats_map(NULL, 0, &s), 0);
+        libvirt_stats_init(&s);
+        ck_assert_int_eq(libvirt_stats_map(NULL, 0, &s), 0);
         /* A huge KiB value must not wrap into a small byte count. */
         set_ull(&p[0], "balloon.unused", UINT64_MAX / 2);
-        ck_assert_int_eq(rs_libvirt_stats_map(p, 1, &s), 1);
+        ck_assert_int_eq(libvirt_stats_map(p, 1, &s), 1);
         ck_assert_uint_eq(s.guest.value[QMP_STAT_FREE_MEMORY], QMP_VALUE_UNKNOWN);
 }
 END_TEST
