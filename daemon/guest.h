@@ -48,7 +48,7 @@ typedef struct GuestHooks {
         void (*updated)(Guest *g, bool estimate_changed, void *userdata);
 } GuestHooks;
 
-/* Where a guest comes from: its own QMP socket, or a libvirt domain (daemon/libvirt-guest.h),
+/* Where a guest comes from: its own QMP socket, or a libvirt domain (daemon/guest-libvirt.h),
  * which is never touched through QMP. */
 typedef enum GuestSource {
         GUEST_SOURCE_QEMU,

@@ -104,10 +104,10 @@ rightsized_SOURCES = \
 	daemon/bus-polkit.c daemon/bus-polkit.h \
 	daemon/guest.c daemon/guest.h \
 	daemon/host.c daemon/host.h \
-	daemon/libvirt-guest.c daemon/libvirt-guest.h
+	daemon/guest-libvirt.c daemon/guest-libvirt.h
 rightsized_CPPFLAGS = $(AM_CPPFLAGS) -DRIGHTSIZE_VERSION='"$(PACKAGE_VERSION)"'
 rightsized_CFLAGS = $(AM_CFLAGS) $(QMP_CFLAGS) $(JSONC_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(INIH_CFLAGS) $(LIBVIRT_CFLAGS)
 # The libvirt backend comes first: it needs librightsized.a and the QMP library after it.
-rightsized_LDADD = daemon/liblibvirtbackend.a $(RIGHTSIZED_LIBS) $(POLICIES_LIBS) $(QMP_LIBS) \
+rightsized_LDADD = daemon/libvirt/liblibvirtbackend.a $(RIGHTSIZED_LIBS) $(POLICIES_LIBS) $(QMP_LIBS) \
 	$(LIBVIRT_QEMU_LIBS) $(LIBVIRT_LIBS) -lpthread -lm
-include daemon/libvirt.mk
+include daemon/libvirt/local.mk

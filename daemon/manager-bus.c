@@ -12,7 +12,6 @@
 #include "common/macro.h"
 #include "common/size.h"
 #include "daemon/bus-polkit.h"
-#include "daemon/libvirt-guest.h"
 #include "daemon/log.h"
 #include "daemon/manager-bus.h"
 #include "policies/policy.h"
@@ -319,7 +318,7 @@ static int method_set_domain_policy(sd_bus_message *msg, void *userdata, sd_bus_
                 return r < 0 ? r : 1; /* 0: waiting for polkit, the call comes back */
         if ((r = sd_bus_message_read(msg, "ss", &domain, &policy)) < 0)
                 return r;
-        if (!m->libvirt)
+        if (!manager_has_libvirt(m))
                 return sd_bus_error_set(error, RS_BUS_ERROR_LIBVIRT_UNAVAILABLE,
                                         "libvirt guests are disabled ([libvirt] enabled=no)");
         if (domain[0] == '\0')
@@ -327,7 +326,7 @@ static int method_set_domain_policy(sd_bus_message *msg, void *userdata, sd_bus_
         /* The daemon must know the policy it is asked to apply. */
         if (policy[0] != '\0' && manager_resolve_policy(m, policy, domain, NULL, &p) < 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "No policy named '%s'", policy);
-        r = libvirt_guests_set_domain_policy(m->libvirt, domain, policy[0] ? policy : NULL);
+        r = manager_set_domain_policy(m, domain, policy[0] ? policy : NULL);
         if (r == -ENOENT)
                 return sd_bus_error_setf(error, RS_BUS_ERROR_NO_SUCH_DOMAIN, "No libvirt domain named '%s'", domain);
         if (r == -EINVAL)

@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "common/macro.h"
-#include "daemon/libvirt-guest.h"
+#include "daemon/guest-libvirt.h"
 #include "daemon/log.h"
 #include "daemon/manager-bus.h"
 #include "daemon/manager.h"
@@ -334,11 +334,7 @@ static const GuestHooks guest_hooks = {
 
 /* ---- discovery ---- */
 
-const GuestHooks *manager_guest_hooks(void) {
-        return &guest_hooks;
-}
-
-int manager_add_guest(Manager *m, Guest *g) {
+static int manager_add_guest(Manager *m, Guest *g) {
         Guest **array = realloc(m->guests, (m->n_guests + 1) * sizeof(Guest *));
         if (!array)
                 return -ENOMEM;
@@ -347,7 +343,7 @@ int manager_add_guest(Manager *m, Guest *g) {
         return 0;
 }
 
-void manager_remove_guest(Manager *m, Guest *g) {
+static void manager_remove_guest(Manager *m, Guest *g) {
         for (size_t i = 0; i < m->n_guests; i++)
                 if (m->guests[i] == g) {
                         memmove(m->guests + i, m->guests + i + 1, (m->n_guests - i - 1) * sizeof(Guest *));
@@ -359,6 +355,44 @@ void manager_remove_guest(Manager *m, Guest *g) {
         manager_arbitration_invalidate(m); /* its memory is free for the others */
         manager_publish(m, true);
 }
+
+bool manager_has_libvirt(const Manager *m) {
+        return m->libvirt != NULL;
+}
+
+int manager_set_domain_policy(Manager *m, const char *domain, const char *policy_name) {
+        if (!m->libvirt)
+                return -ENOTCONN;
+        return libvirt_guests_set_domain_policy(m->libvirt, domain, policy_name);
+}
+
+/* ---- the libvirt driver's view of the manager (guest-libvirt.h): it edits nothing here ---- */
+
+static int libvirt_resolve_policy(void *userdata, const char *policy_name, const char *name, const char *uuid,
+                                  RsPolicy *ret) {
+        return manager_resolve_policy(userdata, policy_name, name, uuid, ret);
+}
+
+static int libvirt_add_guest(void *userdata, Guest *g) {
+        return manager_add_guest(userdata, g);
+}
+
+static void libvirt_remove_guest(void *userdata, Guest *g) {
+        manager_remove_guest(userdata, g);
+}
+
+static bool libvirt_stopping(void *userdata) {
+        const Manager *m = userdata;
+        return m->stopping;
+}
+
+static const LibvirtGuestsOps libvirt_ops = {
+        .guest_hooks = &guest_hooks,
+        .resolve_policy = libvirt_resolve_policy,
+        .add_guest = libvirt_add_guest,
+        .remove_guest = libvirt_remove_guest,
+        .stopping = libvirt_stopping,
+};
 
 static ssize_t manager_find_path(Manager *m, const char *path) {
         for (size_t i = 0; i < m->n_guests; i++)
@@ -496,7 +530,7 @@ int manager_start(Manager *m) {
                 return log_error_errno(r, "Cannot watch the QMP socket directories: %m");
 
         if (m->config->libvirt_enabled) {
-                r = libvirt_guests_new(m, &m->libvirt);
+                r = libvirt_guests_new(m->event, m->config, &libvirt_ops, m, &m->libvirt);
                 if (r < 0)
                         log_warning_errno(r, "libvirt guests unavailable, continuing without them: %m");
         }
@@ -553,12 +587,12 @@ int manager_reload(Manager *m, char **ret_error) {
         if (r < 0)
                 log_warning_errno(r, "Cannot watch the new QMP socket globs: %m");
         if (m->libvirt && libvirt_guests_config_matches(m->libvirt, m->config))
-                libvirt_guests_reload(m->libvirt);
+                libvirt_guests_reload(m->libvirt, m->config);
         else if (m->libvirt || m->config->libvirt_enabled) {
                 /* Another URI, scope or agent setting: start over (the guests' state files keep
                  * what was learnt). */
                 m->libvirt = libvirt_guests_free(m->libvirt);
-                if (m->config->libvirt_enabled && libvirt_guests_new(m, &m->libvirt) < 0)
+                if (m->config->libvirt_enabled && libvirt_guests_new(m->event, m->config, &libvirt_ops, m, &m->libvirt) < 0)
                         log_warning("libvirt guests unavailable after the reload");
         }
         manager_arbitration_invalidate(m); /* new floors, maxima, shares, host reserve */

@@ -71,11 +71,6 @@ Guest *manager_find_guest(Manager *m, const char *name);
 uint64_t manager_reclaimed(const Manager *m);
 unsigned manager_guests_managed(const Manager *m);
 
-/* Guests that come from elsewhere than QMP discovery (libvirt-guest.h). add takes ownership
- * on success; remove saves the guest's state and frees it. */
-int manager_add_guest(Manager *m, Guest *g);
-void manager_remove_guest(Manager *m, Guest *g);
-const GuestHooks *manager_guest_hooks(void);
 /* The policy for a guest: the one named `policy_name` when given (a policy file, else a
  * preset), otherwise the first whose globs match guest_name or uuid, else balanced. -ENOENT
  * when policy_name names no policy (*ret is then the fallback), else 0. */
@@ -84,6 +79,12 @@ int manager_resolve_policy(Manager *m, const char *policy_name, const char *gues
 
 /* Operator changes (root-only through the bus). -ENOENT for an unknown policy name. */
 int manager_set_guest_policy(Manager *m, Guest *g, const char *policy_name);
+
+/* Whether libvirt guests are enabled ([libvirt] enabled=yes). */
+bool manager_has_libvirt(const Manager *m);
+/* Writes (or with NULL removes) a domain's opt-in metadata: -ENOENT no such domain, -EINVAL a
+ * bad policy name, -ENOTCONN not connected to libvirt (or libvirt guests disabled). */
+int manager_set_domain_policy(Manager *m, const char *domain, const char *policy_name);
 
 /* Loads a policy directory into a fresh set. The number of bad files, each logged (and the
  * first one's message in *ret_error), or -errno. */

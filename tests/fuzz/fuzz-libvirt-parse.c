@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The libvirt backend's pure parsers (daemon/libvirt-parse.c), fed arbitrary text: the domain
+/* The libvirt backend's pure parsers (daemon/libvirt/libvirt-parse.c), fed arbitrary text: the domain
  * XML and metadata come from libvirtd, the agent replies from the guest.
  *
  * The whole input (up to its first NUL) is read as a domain XML and as a metadata element; for
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "common/macro.h"
-#include "daemon/libvirt-parse.h"
+#include "daemon/libvirt/libvirt-parse.h"
 #include "tests/fuzz/fuzz.h"
 
 #define FILE_MAX 4096

@@ -34,9 +34,9 @@
 #include <libvirt/virterror.h>
 
 #include "common/macro.h"
-#include "daemon/libvirt-agent.h"
-#include "daemon/libvirt-backend.h"
-#include "daemon/libvirt-parse.h"
+#include "daemon/libvirt/libvirt-agent.h"
+#include "daemon/libvirt/libvirt-backend.h"
+#include "daemon/libvirt/libvirt-parse.h"
 #include "tests/integration/bus-fixture.h"
 #include "tests/integration/daemon-fixture.h"
 #include "tests/integration/e2e-common.h"

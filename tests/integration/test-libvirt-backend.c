@@ -14,8 +14,8 @@
 #include <libvirt/virterror.h>
 
 #include "common/macro.h"
-#include "daemon/libvirt-agent.h"
-#include "daemon/libvirt-backend.h"
+#include "daemon/libvirt/libvirt-agent.h"
+#include "daemon/libvirt/libvirt-backend.h"
 #include "daemon/log.h"
 #include "tests/integration/libvirt-test-host.h"
 

@@ -16,7 +16,7 @@
 #include <systemd/sd-event.h>
 
 #include "common/macro.h"
-#include "daemon/libvirt-backend.h"
+#include "daemon/libvirt/libvirt-backend.h"
 #include "tests/unit/check-run.h"
 
 #define URI "test:///default"

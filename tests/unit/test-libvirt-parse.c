@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "common/macro.h"
-#include "daemon/libvirt-parse.h"
+#include "daemon/libvirt/libvirt-parse.h"
 #include "tests/unit/check-run.h"
 
 static const char domain_xml[] =

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The libvirt stall watchdog (daemon/libvirt-watchdog.h): it shuts a watched socket down when
+/* The libvirt stall watchdog (daemon/libvirt/libvirt-watchdog.h): it shuts a watched socket down when
  * the loop stops beating, leaves it alone while the loop runs, and finds a connection's
  * socket among the process's fds by its peer's name. Real sockets, a real sd-event loop. */
 #include <check.h>
@@ -14,7 +14,7 @@
 #include <systemd/sd-event.h>
 
 #include "common/macro.h"
-#include "daemon/libvirt-watchdog.h"
+#include "daemon/libvirt/libvirt-watchdog.h"
 #include "tests/unit/check-run.h"
 
 /* A listening unix socket at DIR/name and a client connected to it; returns the client fd. */

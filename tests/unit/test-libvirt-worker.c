@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The libvirt job worker (daemon/libvirt-worker.h) without libvirt: jobs are plain functions
+/* The libvirt job worker (daemon/libvirt/libvirt-worker.h) without libvirt: jobs are plain functions
  * that block on a pipe when told to, so the queue can be filled behind a running job. It runs
  * jobs in order and hands results back on the loop; coalesces queued jobs of one key (the
  * latest data wins, the older is freed and never reported); cancels by job and by key; frees
@@ -18,8 +18,8 @@
 #include <systemd/sd-event.h>
 
 #include "common/macro.h"
-#include "daemon/libvirt-watchdog.h"
-#include "daemon/libvirt-worker.h"
+#include "daemon/libvirt/libvirt-watchdog.h"
+#include "daemon/libvirt/libvirt-worker.h"
 #include "tests/unit/check-run.h"
 
 typedef struct Data {

@@ -23,7 +23,7 @@
 
 #include <systemd/sd-event.h>
 
-#include "daemon/libvirt-watchdog.h"
+#include "daemon/libvirt/libvirt-watchdog.h"
 
 typedef struct LibvirtWorker LibvirtWorker;
 typedef struct LibvirtJob LibvirtJob;

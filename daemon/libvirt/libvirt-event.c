@@ -11,7 +11,7 @@
 #include <libvirt/libvirt.h>
 
 #include "common/macro.h"
-#include "daemon/libvirt-event.h"
+#include "daemon/libvirt/libvirt-event.h"
 
 /* libvirt calls this implementation from any thread that makes an API call (its RPC client
  * updates its socket watch and keepalive timer from the calling thread), while sd-event is not

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include "daemon/libvirt-watchdog.h"
+#include "daemon/libvirt/libvirt-watchdog.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -6,10 +6,9 @@
 #include <string.h>
 
 #include "common/macro.h"
-#include "daemon/libvirt-agent.h"
-#include "daemon/libvirt-guest.h"
+#include "daemon/libvirt/libvirt-agent.h"
+#include "daemon/guest-libvirt.h"
 #include "daemon/log.h"
-#include "daemon/manager.h"
 
 #define TICK_USEC (1 * USEC_PER_SEC)
 /* A stats call still running after this many ticks: libvirtd does not answer, and the guests
@@ -38,7 +37,10 @@ typedef struct Domain {
 } Domain;
 
 struct LibvirtGuests {
-        Manager *manager;
+        sd_event *event;
+        const Config *config;
+        const LibvirtGuestsOps *ops;
+        void *userdata;
         char *uri;
         bool manage_all;
         bool agent;
@@ -59,9 +61,13 @@ static Domain *domain_find(LibvirtGuests *lg, const char *uuid) {
         return NULL;
 }
 
+static bool owner_stopping(const LibvirtGuests *lg) {
+        return lg->ops->stopping && lg->ops->stopping(lg->userdata);
+}
+
 static uint64_t now_monotonic(LibvirtGuests *lg) {
         uint64_t now = 0;
-        (void) sd_event_now(lg->manager->event, CLOCK_MONOTONIC, &now);
+        (void) sd_event_now(lg->event, CLOCK_MONOTONIC, &now);
         return now;
 }
 
@@ -93,7 +99,7 @@ static int driver_set_balloon(Guest *g, uint64_t balloon_bytes, void *userdata) 
         Domain *d = userdata;
         int r;
 
-        if (d->owner->manager->stopping)
+        if (owner_stopping(d->owner))
                 return libvirt_backend_set_balloon(d->owner->backend, d->uuid, balloon_bytes);
         r = libvirt_backend_set_balloon_async(d->owner->backend, d->uuid, balloon_bytes, on_balloon_done, d->owner);
         if (r >= 0 && !d->balloon_queued) {
@@ -118,7 +124,7 @@ static int driver_set_virtio_mem(Guest *g, uint64_t requested, uint64_t *ret_req
         uint64_t aligned;
         int r;
 
-        if (d->owner->manager->stopping)
+        if (owner_stopping(d->owner))
                 r = libvirt_backend_set_virtio_mem(d->owner->backend, d->uuid, g->vmem_id, requested, &aligned);
         else {
                 r = libvirt_backend_set_virtio_mem_async(d->owner->backend, d->uuid, g->vmem_id, requested, &aligned,
@@ -185,7 +191,7 @@ static void domain_free(Domain *d) {
 }
 
 static void domain_select_policy(LibvirtGuests *lg, Domain *d, const char *name, RsPolicy *ret) {
-        if (manager_resolve_policy(lg->manager, d->policy_name, name, d->uuid, ret) == -ENOENT)
+        if (lg->ops->resolve_policy(lg->userdata, d->policy_name, name, d->uuid, ret) == -ENOENT)
                 log_guest_warning(name, NULL, "The metadata names policy '%s', which does not exist: using %s",
                                   d->policy_name, ret->name);
 }
@@ -232,14 +238,13 @@ static void domain_attach(LibvirtGuests *lg, Domain *d, const LibvirtDomainInfo 
 static void on_domain_added(LibvirtBackend *b _unused_, const LibvirtDomainInfo *info, bool changed _unused_,
                             void *userdata) {
         LibvirtGuests *lg = userdata;
-        Manager *m = lg->manager;
         Domain *d = domain_find(lg, info->uuid);
         RsPolicy policy;
         int r;
 
-        if (m->stopping)
+        if (owner_stopping(lg))
                 return;
-        if (!config_guest_is_managed(m->config, info->name, info->uuid)) {
+        if (!config_guest_is_managed(lg->config, info->name, info->uuid)) {
                 log_debug("Not managing libvirt domain %s: excluded by [guests]", info->name);
                 return;
         }
@@ -259,10 +264,10 @@ static void on_domain_added(LibvirtBackend *b _unused_, const LibvirtDomainInfo 
                 snprintf(d->uuid, sizeof(d->uuid), "%s", info->uuid);
                 d->policy_name = info->policy ? strdup(info->policy) : NULL;
                 domain_select_policy(lg, d, info->name, &policy);
-                r = guest_new_driven(m->event, GUEST_SOURCE_LIBVIRT, info->name, info->uuid, m->config->state_dir,
-                                     &policy, manager_guest_hooks(), m, &libvirt_driver, d, &d->guest);
+                r = guest_new_driven(lg->event, GUEST_SOURCE_LIBVIRT, info->name, info->uuid, lg->config->state_dir,
+                                     &policy, lg->ops->guest_hooks, lg->userdata, &libvirt_driver, d, &d->guest);
                 if (r >= 0) {
-                        r = manager_add_guest(m, d->guest);
+                        r = lg->ops->add_guest(lg->userdata, d->guest);
                         if (r < 0)
                                 guest_free(d->guest);
                 }
@@ -295,7 +300,7 @@ static void domain_drop(LibvirtGuests *lg, Domain *d) {
                         break;
                 }
         domain_cancel_agent(d);
-        manager_remove_guest(lg->manager, d->guest);
+        lg->ops->remove_guest(lg->userdata, d->guest);
         domain_free(d);
 }
 
@@ -388,7 +393,7 @@ static void domain_start_agent(LibvirtGuests *lg, Domain *d, uint64_t now) {
         if (!dom || libvirt_agent_submit(lg->worker, dom, on_agent_done, d, &d->job) < 0)
                 return;
         if (!d->agent_deadline) {
-                if (sd_event_add_time(lg->manager->event, &d->agent_deadline, CLOCK_MONOTONIC, now + timeout, 0,
+                if (sd_event_add_time(lg->event, &d->agent_deadline, CLOCK_MONOTONIC, now + timeout, 0,
                                       on_agent_deadline, d) < 0) {
                         domain_cancel_agent(d);
                         return;
@@ -536,7 +541,7 @@ static int on_tick(sd_event_source *s, uint64_t usec _unused_, void *userdata) {
 
         (void) sd_event_source_set_time(s, now + TICK_USEC);
         (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
-        if (lg->manager->stopping || lg->n_domains == 0 || !libvirt_backend_is_connected(lg->backend))
+        if (owner_stopping(lg) || lg->n_domains == 0 || !libvirt_backend_is_connected(lg->backend))
                 return 0;
         /* One stats call in flight at a time: a hung libvirtd does not pile them up. */
         if (libvirt_backend_collect_busy(lg->backend)) {
@@ -589,7 +594,8 @@ static int on_tick(sd_event_source *s, uint64_t usec _unused_, void *userdata) {
 
 /* ---- public ---- */
 
-int libvirt_guests_new(Manager *m, LibvirtGuests **ret) {
+int libvirt_guests_new(sd_event *event, const Config *config, const LibvirtGuestsOps *ops, void *userdata,
+                       LibvirtGuests **ret) {
         static const LibvirtBackendCallbacks callbacks = {
                 .domain_added = on_domain_added,
                 .domain_removed = on_domain_removed,
@@ -602,37 +608,40 @@ int libvirt_guests_new(Manager *m, LibvirtGuests **ret) {
         lg = calloc(1, sizeof(*lg));
         if (!lg)
                 return -ENOMEM;
-        lg->manager = m;
-        lg->uri = m->config->libvirt_uri ? strdup(m->config->libvirt_uri) : NULL;
-        lg->manage_all = m->config->libvirt_manage_all;
-        lg->agent = m->config->libvirt_agent;
-        lg->call_timeout_usec = m->config->libvirt_call_timeout_usec;
-        if (m->config->libvirt_uri && !lg->uri) {
+        lg->event = event;
+        lg->config = config;
+        lg->ops = ops;
+        lg->userdata = userdata;
+        lg->uri = config->libvirt_uri ? strdup(config->libvirt_uri) : NULL;
+        lg->manage_all = config->libvirt_manage_all;
+        lg->agent = config->libvirt_agent;
+        lg->call_timeout_usec = config->libvirt_call_timeout_usec;
+        if (config->libvirt_uri && !lg->uri) {
                 free(lg);
                 return -ENOMEM;
         }
         if (lg->agent) {
-                r = libvirt_agent_worker_new(m->event, &lg->worker);
+                r = libvirt_agent_worker_new(event, &lg->worker);
                 if (r < 0) {
                         log_warning_errno(r, "libvirt: no agent worker, going without the guest agent: %m");
                         lg->agent = false;
                 }
         }
-        r = sd_event_add_time(m->event, &lg->timer, CLOCK_MONOTONIC, now_monotonic(lg) + TICK_USEC, 0, on_tick, lg);
+        r = sd_event_add_time(event, &lg->timer, CLOCK_MONOTONIC, now_monotonic(lg) + TICK_USEC, 0, on_tick, lg);
         if (r < 0) {
                 libvirt_guests_free(lg);
                 return r;
         }
         (void) sd_event_source_set_description(lg->timer, "libvirt-tick");
 
-        const LibvirtBackendConfig config = {
+        const LibvirtBackendConfig backend_config = {
                 .uri = lg->uri,
                 .manage_all = lg->manage_all,
                 .stats_period = 1,
                 .call_timeout_usec = lg->call_timeout_usec,
         };
         /* Domains already running are reported from inside: lg must be complete by now. */
-        r = libvirt_backend_new(m->event, &config, &callbacks, lg, &lg->backend);
+        r = libvirt_backend_new(event, &backend_config, &callbacks, lg, &lg->backend);
         if (r < 0) {
                 libvirt_guests_free(lg);
                 return r;
@@ -665,7 +674,8 @@ bool libvirt_guests_config_matches(const LibvirtGuests *lg, const Config *c) {
                lg->agent == c->libvirt_agent && lg->call_timeout_usec == c->libvirt_call_timeout_usec;
 }
 
-void libvirt_guests_reload(LibvirtGuests *lg) {
+void libvirt_guests_reload(LibvirtGuests *lg, const Config *config) {
+        lg->config = config;
         for (size_t i = 0; i < lg->n_domains; i++) {
                 Domain *d = lg->domains[i];
                 RsPolicy p;
@@ -673,7 +683,7 @@ void libvirt_guests_reload(LibvirtGuests *lg) {
                 if (guest_set_policy(d->guest, &p) < 0)
                         log_guest_warning(d->guest->name, guest_state_string(d->guest),
                                           "Policy %s not applicable, keeping %s", p.name, d->guest->policy.name);
-                (void) guest_set_state_dir(d->guest, lg->manager->config->state_dir);
+                (void) guest_set_state_dir(d->guest, lg->config->state_dir);
         }
 }
 

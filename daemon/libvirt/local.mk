@@ -1,19 +1,19 @@
-# daemon/ libvirt backend fragment (included from daemon/local.mk)
+# daemon/libvirt/: the libvirt backend (see README.md here), included from daemon/local.mk
 
 # ---- liblibvirtbackend.a: libvirt's event loop on sd-event, the backend, its pure helpers ----
-noinst_LIBRARIES += daemon/liblibvirtbackend.a
-daemon_liblibvirtbackend_a_SOURCES = \
-	daemon/libvirt-event.c daemon/libvirt-event.h \
-	daemon/libvirt-parse.c daemon/libvirt-parse.h \
-	daemon/libvirt-agent.c daemon/libvirt-agent.h \
-	daemon/libvirt-connect.c daemon/libvirt-connect.h \
-	daemon/libvirt-watchdog.c daemon/libvirt-watchdog.h \
-	daemon/libvirt-worker.c daemon/libvirt-worker.h \
-	daemon/libvirt-backend.c daemon/libvirt-backend.h
-daemon_liblibvirtbackend_a_CFLAGS = $(AM_CFLAGS) $(LIBVIRT_CFLAGS) $(QMP_CFLAGS)
+noinst_LIBRARIES += daemon/libvirt/liblibvirtbackend.a
+daemon_libvirt_liblibvirtbackend_a_SOURCES = \
+	daemon/libvirt/libvirt-event.c daemon/libvirt/libvirt-event.h \
+	daemon/libvirt/libvirt-parse.c daemon/libvirt/libvirt-parse.h \
+	daemon/libvirt/libvirt-agent.c daemon/libvirt/libvirt-agent.h \
+	daemon/libvirt/libvirt-connect.c daemon/libvirt/libvirt-connect.h \
+	daemon/libvirt/libvirt-watchdog.c daemon/libvirt/libvirt-watchdog.h \
+	daemon/libvirt/libvirt-worker.c daemon/libvirt/libvirt-worker.h \
+	daemon/libvirt/libvirt-backend.c daemon/libvirt/libvirt-backend.h
+daemon_libvirt_liblibvirtbackend_a_CFLAGS = $(AM_CFLAGS) $(LIBVIRT_CFLAGS) $(QMP_CFLAGS)
 
 # virDomainQemuAgentCommand lives in libvirt-qemu (same package, libvirt-dev).
-LIBVIRT_BACKEND_LIBS = daemon/liblibvirtbackend.a $(RIGHTSIZED_LIBS) $(QMP_LIBS) $(LIBVIRT_QEMU_LIBS) $(LIBVIRT_LIBS) -lpthread
+LIBVIRT_BACKEND_LIBS = daemon/libvirt/liblibvirtbackend.a $(RIGHTSIZED_LIBS) $(QMP_LIBS) $(LIBVIRT_QEMU_LIBS) $(LIBVIRT_LIBS) -lpthread
 LIBVIRT_BACKEND_CFLAGS = $(LIBVIRT_CFLAGS) $(LIBVIRT_QEMU_CFLAGS) $(QMP_CFLAGS)
 
 EXTRA_DIST += contrib/libvirt-setup contrib/guest-domain-xml etc/libvirt-domain-example.xml

@@ -13,12 +13,12 @@
 #include <libvirt/virterror.h>
 
 #include "common/macro.h"
-#include "daemon/libvirt-agent.h"
-#include "daemon/libvirt-backend.h"
-#include "daemon/libvirt-connect.h"
-#include "daemon/libvirt-event.h"
-#include "daemon/libvirt-watchdog.h"
-#include "daemon/libvirt-worker.h"
+#include "daemon/libvirt/libvirt-agent.h"
+#include "daemon/libvirt/libvirt-backend.h"
+#include "daemon/libvirt/libvirt-connect.h"
+#include "daemon/libvirt/libvirt-event.h"
+#include "daemon/libvirt/libvirt-watchdog.h"
+#include "daemon/libvirt/libvirt-worker.h"
 #include "daemon/log.h"
 #include "qmp/guest-procfs.h"
 #include "qmp/json-util.h"

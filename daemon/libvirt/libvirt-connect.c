@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include "daemon/libvirt-connect.h"
+#include "daemon/libvirt/libvirt-connect.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -14,7 +14,7 @@
 #include <libvirt/virterror.h>
 
 #include "common/macro.h"
-#include "daemon/libvirt-watchdog.h"
+#include "daemon/libvirt/libvirt-watchdog.h"
 
 struct LibvirtConnectAttempt {
         atomic_int refs;          /* the thread's and the loop's */

@@ -10,7 +10,7 @@
 
 #include "common/macro.h"
 #include "common/worker-thread.h"
-#include "daemon/libvirt-worker.h"
+#include "daemon/libvirt/libvirt-worker.h"
 
 #define KEY_MAX 64
 

@@ -10,9 +10,9 @@
 #include <libvirt/virterror.h>
 
 #include "common/macro.h"
-#include "daemon/libvirt-agent.h"
-#include "daemon/libvirt-parse.h"
-#include "daemon/libvirt-worker.h"
+#include "daemon/libvirt/libvirt-agent.h"
+#include "daemon/libvirt/libvirt-parse.h"
+#include "daemon/libvirt/libvirt-worker.h"
 
 #define AGENT_READ_CHUNK 65536
 

@@ -37,7 +37,7 @@
 
 #include <systemd/sd-event.h>
 
-#include "daemon/libvirt-parse.h"
+#include "daemon/libvirt/libvirt-parse.h"
 #include "qmp/guest-procfs.h"
 
 typedef struct LibvirtBackend LibvirtBackend;

@@ -7,7 +7,7 @@
 #include <json-c/json.h>
 
 #include "common/macro.h"
-#include "daemon/libvirt-parse.h"
+#include "daemon/libvirt/libvirt-parse.h"
 #include "qmp/base64.h"
 
 /* ---- a tolerant tag scanner: enough for libvirt's own XML, never trusting it ---- */

@@ -24,20 +24,39 @@
 #pragma once
 
 #include "daemon/conf.h"
-#include "daemon/libvirt-backend.h"
+#include "daemon/libvirt/libvirt-backend.h"
 
-typedef struct Manager Manager;
+#include "daemon/guest.h"
+
 typedef struct LibvirtGuests LibvirtGuests;
 
-/* Connects (or keeps trying to, with backoff) to the configured URI. */
-int libvirt_guests_new(Manager *m, LibvirtGuests **ret);
+/* What the driver needs of its owner (the manager), so that it edits none of the owner's data
+ * and includes none of its headers (discovery_new()'s pattern). */
+typedef struct LibvirtGuestsOps {
+        /* The hooks and userdata every Guest it creates gets (guest_new_driven()). */
+        const GuestHooks *guest_hooks;
+        /* The policy for a domain: the one its metadata names, else the globs' (-ENOENT: the
+         * name names no policy, *ret is the fallback). */
+        int (*resolve_policy)(void *userdata, const char *policy_name, const char *name, const char *uuid,
+                              RsPolicy *ret);
+        /* A guest to arbitrate, or one that went away (its state is saved by then). */
+        int (*add_guest)(void *userdata, Guest *g);
+        void (*remove_guest)(void *userdata, Guest *g);
+        /* The daemon is shutting down: no new guests, no new work. */
+        bool (*stopping)(void *userdata);
+} LibvirtGuestsOps;
+
+/* Connects (or keeps trying to, with backoff) to config's URI. `config` must live until the
+ * next libvirt_guests_reload() or libvirt_guests_free(). */
+int libvirt_guests_new(sd_event *event, const Config *config, const LibvirtGuestsOps *ops, void *userdata,
+                       LibvirtGuests **ret);
 /* Removes every libvirt guest from the manager (saving its state). */
 LibvirtGuests *libvirt_guests_free(LibvirtGuests *lg);
 
 /* Whether the running instance was made for these settings (a reload otherwise restarts it). */
 bool libvirt_guests_config_matches(const LibvirtGuests *lg, const Config *c);
-/* After a reload: the policies are selected again. */
-void libvirt_guests_reload(LibvirtGuests *lg);
+/* After a reload, with the new configuration: the policies are selected again. */
+void libvirt_guests_reload(LibvirtGuests *lg, const Config *config);
 
 /* rightsizectl enable|disable: writes (policy != NULL) or removes the domain's metadata,
  * live and persistently, on the daemon's connection. -ENOTCONN while libvirtd is away,
