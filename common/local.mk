@@ -14,11 +14,3 @@ noinst_HEADERS += common/macro.h common/worker-thread.h common/time-util.h commo
 common_tests = tests/unit/test-size tests/unit/test-duration
 check_PROGRAMS += $(common_tests)
 TESTS += $(common_tests)
-
-tests_unit_test_size_SOURCES = tests/unit/test-size.c
-tests_unit_test_size_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
-tests_unit_test_size_LDADD = common/libcommon.a $(CHECK_LIBS)
-
-tests_unit_test_duration_SOURCES = tests/unit/test-duration.c
-tests_unit_test_duration_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
-tests_unit_test_duration_LDADD = common/libcommon.a $(CHECK_LIBS) -lm

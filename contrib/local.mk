@@ -6,6 +6,7 @@ noinst_PROGRAMS += contrib/workload/rs-workload
 contrib_workload_rs_workload_SOURCES = contrib/workload/rs-workload.c
 contrib_workload_rs_workload_CFLAGS = $(AM_CFLAGS) -fno-sanitize=all
 contrib_workload_rs_workload_LDFLAGS = $(AM_LDFLAGS) -fno-sanitize=all -static
+contrib_workload_rs_workload_LDADD =
 
 # The test guest image (kernel + initramfs), built into $(builddir)/guest, which is
 # RIGHTSIZE_GUEST_DIR for the tests.  The kernel .deb is cached in guest/cache and

@@ -11,20 +11,15 @@ rightsizectl_LDADD = common/libcommon.a $(LIBSYSTEMD_LIBS) $(JSONC_LIBS) -lm
 
 EXTRA_DIST += ctl/README.md
 
-CTL_TESTS = \
+ctl_tests = \
 	tests/unit/test-ctl-format \
 	tests/integration/test-rightsizectl
-check_PROGRAMS += $(CTL_TESTS)
-TESTS += $(CTL_TESTS)
+check_PROGRAMS += $(ctl_tests)
+TESTS += $(ctl_tests)
 
+# The formatter is the CLI's own (no library): compiled into its test too.
 tests_unit_test_ctl_format_SOURCES = tests/unit/test-ctl-format.c ctl/ctl-format.c ctl/ctl-format.h
-tests_unit_test_ctl_format_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(JSONC_CFLAGS)
-tests_unit_test_ctl_format_LDADD = common/libcommon.a $(JSONC_LIBS) $(CHECK_LIBS) -lm
-
 # Runs the real rightsizectl against a stand-in service on a private dbus-daemon.
-tests_integration_test_rightsizectl_SOURCES = tests/integration/test-rightsizectl.c
-tests_integration_test_rightsizectl_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(JSONC_CFLAGS) $(LIBSYSTEMD_CFLAGS)
-tests_integration_test_rightsizectl_LDADD = $(LIBSYSTEMD_LIBS) $(JSONC_LIBS) $(CHECK_LIBS)
 EXTRA_tests_integration_test_rightsizectl_DEPENDENCIES = rightsizectl
 
 include tests/sim/sim.mk

@@ -18,7 +18,7 @@ daemon_librightsized_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS) $(JSONC_CFLAGS) $(LI
 RIGHTSIZED_LIBS = daemon/librightsized.a common/libcommon.a $(INIH_LIBS) $(JSONC_LIBS) $(LIBSYSTEMD_LIBS)
 
 # ---- unit tests (Check) ----
-DAEMON_TESTS = \
+daemon_tests = \
 	tests/unit/test-daemon-log \
 	tests/unit/test-daemon-fileio \
 	tests/unit/test-daemon-config \
@@ -27,46 +27,8 @@ DAEMON_TESTS = \
 	tests/unit/test-daemon-notify \
 	tests/unit/test-daemon-metrics \
 	tests/unit/test-daemon-dbus-policy
-check_PROGRAMS += $(DAEMON_TESTS)
-TESTS += $(DAEMON_TESTS)
-noinst_HEADERS += tests/unit/test-daemon-util.h
-
-DAEMON_TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(JSONC_CFLAGS) $(LIBSYSTEMD_CFLAGS) \
-	-DTEST_TOP_SRCDIR='"$(abs_top_srcdir)"'
-
-DAEMON_TEST_LDADD = $(RIGHTSIZED_LIBS) $(CHECK_LIBS)
-
-tests_unit_test_daemon_log_SOURCES = tests/unit/test-daemon-log.c tests/unit/test-daemon-util.c
-tests_unit_test_daemon_log_CFLAGS = $(DAEMON_TEST_CFLAGS)
-tests_unit_test_daemon_log_LDADD = $(DAEMON_TEST_LDADD)
-
-tests_unit_test_daemon_fileio_SOURCES = tests/unit/test-daemon-fileio.c tests/unit/test-daemon-util.c
-tests_unit_test_daemon_fileio_CFLAGS = $(DAEMON_TEST_CFLAGS)
-tests_unit_test_daemon_fileio_LDADD = $(DAEMON_TEST_LDADD)
-
-tests_unit_test_daemon_config_SOURCES = tests/unit/test-daemon-config.c tests/unit/test-daemon-util.c
-tests_unit_test_daemon_config_CFLAGS = $(DAEMON_TEST_CFLAGS)
-tests_unit_test_daemon_config_LDADD = $(DAEMON_TEST_LDADD)
-
-tests_unit_test_daemon_discovery_SOURCES = tests/unit/test-daemon-discovery.c tests/unit/test-daemon-util.c
-tests_unit_test_daemon_discovery_CFLAGS = $(DAEMON_TEST_CFLAGS)
-tests_unit_test_daemon_discovery_LDADD = $(DAEMON_TEST_LDADD)
-
-tests_unit_test_daemon_state_file_SOURCES = tests/unit/test-daemon-state-file.c tests/unit/test-daemon-util.c
-tests_unit_test_daemon_state_file_CFLAGS = $(DAEMON_TEST_CFLAGS)
-tests_unit_test_daemon_state_file_LDADD = $(DAEMON_TEST_LDADD)
-
-tests_unit_test_daemon_notify_SOURCES = tests/unit/test-daemon-notify.c tests/unit/test-daemon-util.c
-tests_unit_test_daemon_notify_CFLAGS = $(DAEMON_TEST_CFLAGS)
-tests_unit_test_daemon_notify_LDADD = $(DAEMON_TEST_LDADD)
-
-tests_unit_test_daemon_metrics_SOURCES = tests/unit/test-daemon-metrics.c tests/unit/test-daemon-util.c
-tests_unit_test_daemon_metrics_CFLAGS = $(DAEMON_TEST_CFLAGS)
-tests_unit_test_daemon_metrics_LDADD = $(DAEMON_TEST_LDADD)
-
-tests_unit_test_daemon_dbus_policy_SOURCES = tests/unit/test-daemon-dbus-policy.c tests/unit/test-daemon-util.c
-tests_unit_test_daemon_dbus_policy_CFLAGS = $(DAEMON_TEST_CFLAGS)
-tests_unit_test_daemon_dbus_policy_LDADD = $(DAEMON_TEST_LDADD)
+check_PROGRAMS += $(daemon_tests)
+TESTS += $(daemon_tests)
 
 # ---- configuration, unit file, D-Bus policy ----
 # Override on the make command line, e.g. for a package:

@@ -23,10 +23,10 @@
 #include <unistd.h>
 
 #include "common/macro.h"
-#include "tests/integration/bus-fixture.h"
-#include "tests/integration/daemon-fixture.h"
-#include "tests/unit/test-daemon-util.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/bus-fixture.h"
+#include "tests/lib/daemon-fixture.h"
+#include "tests/lib/test-util.h"
+#include "tests/lib/check-run.h"
 
 #define FLOOR DAEMON_FIXTURE_FLOOR
 #define WAIT_SEC 30

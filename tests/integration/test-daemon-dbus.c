@@ -27,11 +27,11 @@
 
 #include "common/bus-api.h"
 #include "common/macro.h"
-#include "tests/integration/bus-call.h"
-#include "tests/integration/bus-fixture.h"
-#include "tests/integration/daemon-fixture.h"
-#include "tests/unit/test-daemon-util.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/bus-call.h"
+#include "tests/lib/bus-fixture.h"
+#include "tests/lib/daemon-fixture.h"
+#include "tests/lib/test-util.h"
+#include "tests/lib/check-run.h"
 
 #define FLOOR (768 * MIB)
 #define GUEST_MAX (2048 * MIB)
@@ -51,7 +51,7 @@ static const char *const sim_args[] = { "--scenario", "steady", "--time-scale", 
 static BusFixture bus;
 static DaemonFixture d;
 
-/* ---- calls, as any user (tests/integration/bus-call.c) ---- */
+/* ---- calls, as any user (tests/lib/bus-call.c) ---- */
 
 #define call_as(uid, gid, method, n, a1, a2, a3) bus_call_as(&bus, (uid), (gid), (method), (n), (a1), (a2), (a3))
 #define call(method, n, a1, a2, a3) call_as(0, 0, (method), (n), (a1), (a2), (a3))

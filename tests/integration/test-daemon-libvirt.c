@@ -37,11 +37,11 @@
 #include "daemon/libvirt/libvirt-agent.h"
 #include "daemon/libvirt/libvirt-backend.h"
 #include "daemon/libvirt/libvirt-parse.h"
-#include "tests/integration/bus-fixture.h"
-#include "tests/integration/daemon-fixture.h"
-#include "tests/integration/e2e-common.h"
-#include "tests/integration/libvirt-test-host.h"
-#include "tests/unit/test-daemon-util.h"
+#include "tests/lib/bus-fixture.h"
+#include "tests/lib/daemon-fixture.h"
+#include "tests/lib/e2e-common.h"
+#include "tests/lib/libvirt-test-host.h"
+#include "tests/lib/test-util.h"
 
 #define URI "qemu:///system"
 #define GUEST_MEM (1024 * MIB)

@@ -35,11 +35,11 @@
 #include <libvirt/virterror.h>
 
 #include "common/macro.h"
-#include "tests/integration/bus-fixture.h"
-#include "tests/integration/daemon-fixture.h"
-#include "tests/integration/e2e-common.h"
-#include "tests/integration/libvirt-test-host.h"
-#include "tests/unit/test-daemon-util.h"
+#include "tests/lib/bus-fixture.h"
+#include "tests/lib/daemon-fixture.h"
+#include "tests/lib/e2e-common.h"
+#include "tests/lib/libvirt-test-host.h"
+#include "tests/lib/test-util.h"
 
 #define URI "qemu:///system"
 #define LIBVIRTD_PID_FILE "/run/rightsize-test-libvirtd.pid"

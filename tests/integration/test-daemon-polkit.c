@@ -38,11 +38,11 @@
 
 #include "common/bus-api.h"
 #include "common/macro.h"
-#include "tests/integration/bus-call.h"
-#include "tests/integration/bus-fixture.h"
-#include "tests/integration/daemon-fixture.h"
-#include "tests/unit/check-run.h"
-#include "tests/unit/test-daemon-util.h"
+#include "tests/lib/bus-call.h"
+#include "tests/lib/bus-fixture.h"
+#include "tests/lib/daemon-fixture.h"
+#include "tests/lib/check-run.h"
+#include "tests/lib/test-util.h"
 
 #ifndef TEST_TOP_SRCDIR
 #define TEST_TOP_SRCDIR "."

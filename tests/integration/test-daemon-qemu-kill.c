@@ -25,10 +25,10 @@
 #include <unistd.h>
 
 #include "common/macro.h"
-#include "tests/integration/bus-fixture.h"
-#include "tests/integration/daemon-fixture.h"
-#include "tests/integration/e2e-common.h"
-#include "tests/integration/guest-fixture.h"
+#include "tests/lib/bus-fixture.h"
+#include "tests/lib/daemon-fixture.h"
+#include "tests/lib/e2e-common.h"
+#include "tests/lib/guest-fixture.h"
 
 #define REAL "vm-real"
 #define SIM "sim-0"

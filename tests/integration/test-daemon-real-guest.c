@@ -21,11 +21,11 @@
 #include "common/bus-api.h"
 #include "common/macro.h"
 #include "qmp/qmp-sync.h"
-#include "tests/integration/bus-fixture.h"
-#include "tests/integration/daemon-fixture.h"
-#include "tests/integration/e2e-common.h"
-#include "tests/integration/guest-fixture.h"
-#include "tests/unit/test-daemon-util.h"
+#include "tests/lib/bus-fixture.h"
+#include "tests/lib/daemon-fixture.h"
+#include "tests/lib/e2e-common.h"
+#include "tests/lib/guest-fixture.h"
+#include "tests/lib/test-util.h"
 
 #define GUEST_MEM (1024 * MIB)
 #define ANON1_MIB 300

@@ -17,7 +17,7 @@
 
 #include "common/macro.h"
 #include "qmp/qmp-sync.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/check-run.h"
 
 #define SEC USEC_PER_SEC
 enum { G_HEALTHY, G_GARBAGE, G_HUGE, G_HANG, G_CLOSE, G_LYING, G_STUCK, G_HEALTHY2, N_GUESTS };

@@ -17,7 +17,7 @@
 #include "daemon/libvirt/libvirt-agent.h"
 #include "daemon/libvirt/libvirt-backend.h"
 #include "daemon/log.h"
-#include "tests/integration/libvirt-test-host.h"
+#include "tests/lib/libvirt-test-host.h"
 
 #define MEM_MIB 1024
 #define DOMAIN_NAME_MAX 64

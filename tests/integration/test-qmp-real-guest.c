@@ -12,8 +12,8 @@
 #include "common/macro.h"
 #include "qmp/json-util.h"
 #include "qmp/qmp-sync.h"
-#include "tests/integration/guest-fixture.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/guest-fixture.h"
+#include "tests/lib/check-run.h"
 
 #define GUEST_MEM (1024 * MIB)
 #define TIMEOUT (10 * USEC_PER_SEC)

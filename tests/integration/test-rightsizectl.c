@@ -24,8 +24,8 @@
 
 #include "common/bus-api.h"
 #include "common/macro.h"
-#include "tests/integration/bus-fixture.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/bus-fixture.h"
+#include "tests/lib/check-run.h"
 
 #define HOSTILE "evil\x1b]0;owned\x07\x1b[2J"
 #define N_HISTORY 30

@@ -6,7 +6,7 @@
 #include "common/macro.h"
 #include "policies/actuation.h"
 #include "policies/rs-value.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/check-run.h"
 
 static RsActuationInput balloon_only(uint64_t cur, uint64_t target) {
         return (RsActuationInput) { .current = cur, .target = target, .estimate = RS_UNKNOWN, .margin_percent = 10, .boot_bytes = 4 * GIB };

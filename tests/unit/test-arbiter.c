@@ -6,7 +6,7 @@
 #include "common/macro.h"
 #include "policies/arbiter.h"
 #include "policies/rs-value.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/check-run.h"
 
 static RsArbiterGuest guest(uint64_t want, uint64_t est, uint64_t floor, uint64_t max, uint64_t shares, RsMode mode) {
         return (RsArbiterGuest) { .want = want, .estimate = est, .floor = floor, .max = max, .shares = shares, .mode = mode };

@@ -11,7 +11,7 @@
 
 #include "common/macro.h"
 #include "ctl/ctl-format.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/check-run.h"
 
 static char *capture_begin(FILE **f, size_t *size, char **buf) {
         *f = open_memstream(buf, size);

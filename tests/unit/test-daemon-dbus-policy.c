@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The shipped D-Bus policy, enforced by a real dbus-daemon: a private bus with the system bus's
- * default policy plus etc/org.rightsize.Manager1.conf (tests/integration/bus-fixture.c), a stand-in
+ * default policy plus etc/org.rightsize.Manager1.conf (tests/lib/bus-fixture.c), a stand-in
  * rightsized owning the name, and callers that drop to other users. The group in the policy
  * ("rightsize") does not exist on a test machine, so the copy under test names "nogroup" instead;
  * nothing else is changed. Reads are for root and the group; the methods that change something
@@ -24,9 +24,9 @@
 
 #include "common/bus-api.h"
 #include "common/macro.h"
-#include "tests/integration/bus-fixture.h"
-#include "tests/unit/test-daemon-util.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/bus-fixture.h"
+#include "tests/lib/test-util.h"
+#include "tests/lib/check-run.h"
 
 #define TEST_GROUP BUS_FIXTURE_READ_GROUP
 

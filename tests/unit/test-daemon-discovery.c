@@ -14,8 +14,8 @@
 #include "common/macro.h"
 #include "daemon/discovery.h"
 #include "daemon/log.h"
-#include "tests/unit/test-daemon-util.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/test-util.h"
+#include "tests/lib/check-run.h"
 
 #define MAX_EVENTS 64
 #define LOOP_ITERATIONS_MAX 200

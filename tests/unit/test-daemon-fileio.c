@@ -13,8 +13,8 @@
 
 #include "common/macro.h"
 #include "daemon/fileio.h"
-#include "tests/unit/test-daemon-util.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/test-util.h"
+#include "tests/lib/check-run.h"
 
 static char *dir;
 

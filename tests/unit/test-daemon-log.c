@@ -12,8 +12,8 @@
 
 #include "common/macro.h"
 #include "daemon/log.h"
-#include "tests/unit/test-daemon-util.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/test-util.h"
+#include "tests/lib/check-run.h"
 
 static void setup(void) {
         unsetenv("JOURNAL_STREAM");

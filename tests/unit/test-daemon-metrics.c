@@ -10,8 +10,8 @@
 
 #include "common/macro.h"
 #include "daemon/metrics.h"
-#include "tests/unit/test-daemon-util.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/test-util.h"
+#include "tests/lib/check-run.h"
 
 static char *format(const MetricsGuest *g, size_t n, const MetricsHost *h) {
         char *buf = NULL;

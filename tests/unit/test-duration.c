@@ -6,7 +6,7 @@
 
 #include "common/duration.h"
 #include "common/macro.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/check-run.h"
 
 static uint64_t duration_ok(const char *s) {
         uint64_t v = 0;

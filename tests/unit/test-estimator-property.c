@@ -11,7 +11,7 @@
 
 #include "common/macro.h"
 #include "tests/model/scenario.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/check-run.h"
 
 #define SEEDS 200
 #define TOLERANCE 0.10

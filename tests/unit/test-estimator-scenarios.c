@@ -15,7 +15,7 @@
 #include "policies/actuation.h"
 #include "policies/arbiter.h"
 #include "tests/model/scenario.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/check-run.h"
 
 #define TOLERANCE 0.10
 #define SEEDS 5                       /* every fixed scenario runs these seeds (noise 2-15 % from the seed) */

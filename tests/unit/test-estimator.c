@@ -8,7 +8,7 @@
 
 #include "common/macro.h"
 #include "policies/estimator.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/check-run.h"
 
 #define MAXMEM (2 * GIB)
 #define STEP (10 * USEC_PER_SEC)

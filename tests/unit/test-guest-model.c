@@ -6,7 +6,7 @@
 
 #include "common/macro.h"
 #include "tests/model/guest-model.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/check-run.h"
 
 static void run(GuestModel *m, uint64_t target, unsigned ticks, RsSample *first, RsSample *last) {
         guest_model_set_target(m, target);

@@ -17,7 +17,7 @@
 
 #include "common/macro.h"
 #include "daemon/libvirt/libvirt-backend.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/check-run.h"
 
 #define URI "test:///default"
 

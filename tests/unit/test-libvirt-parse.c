@@ -7,7 +7,7 @@
 
 #include "common/macro.h"
 #include "daemon/libvirt/libvirt-parse.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/check-run.h"
 
 static const char domain_xml[] =
         "<domain type='qemu' id='3'>\n"

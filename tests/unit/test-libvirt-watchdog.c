@@ -15,7 +15,7 @@
 
 #include "common/macro.h"
 #include "daemon/libvirt/libvirt-watchdog.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/check-run.h"
 
 /* A listening unix socket at DIR/name and a client connected to it; returns the client fd. */
 static int connect_to(const char *dir, const char *name, int *ret_listener) {

@@ -20,7 +20,7 @@
 #include "common/macro.h"
 #include "daemon/libvirt/libvirt-watchdog.h"
 #include "daemon/libvirt/libvirt-worker.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/check-run.h"
 
 typedef struct Data {
         int value;

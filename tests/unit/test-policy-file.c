@@ -8,7 +8,7 @@
 
 #include "common/macro.h"
 #include "policies/policy-file.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/check-run.h"
 
 START_TEST(test_parse_full) {
         RsPolicy p;

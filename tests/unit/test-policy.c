@@ -7,7 +7,7 @@
 
 #include "common/macro.h"
 #include "policies/policy.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/check-run.h"
 
 START_TEST(test_presets_valid_and_distinct) {
         RsPolicy c, b, a, o;

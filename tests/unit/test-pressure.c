@@ -5,7 +5,7 @@
 
 #include "common/macro.h"
 #include "policies/pressure.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/check-run.h"
 
 #define SIZE (1 * GIB)
 

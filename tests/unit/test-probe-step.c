@@ -6,7 +6,7 @@
 
 #include "common/macro.h"
 #include "policies/estimator-internal.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/check-run.h"
 
 #define GUEST_MAX (2 * GIB)
 

@@ -12,8 +12,8 @@
 #include "common/macro.h"
 #include "qmp/qmp-client.h"
 #include "qmp/qmp-sync.h"
-#include "tests/unit/fake-qmp-peer.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/fake-qmp-peer.h"
+#include "tests/lib/check-run.h"
 
 #define SHORT_TIMEOUT (50 * USEC_PER_MSEC)
 

@@ -12,8 +12,8 @@
 #include "qmp/qmp-commands.h"
 #include "qmp/qmp-events.h"
 #include "qmp/qmp-sync.h"
-#include "tests/unit/fake-qmp-peer.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/fake-qmp-peer.h"
+#include "tests/lib/check-run.h"
 
 static sd_event *e;
 static QmpClient *c;

@@ -8,7 +8,7 @@
 
 #include "common/macro.h"
 #include "qmp/guest-procfs.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/check-run.h"
 
 /* Excerpt of a 6.1 guest's /proc/vmstat, including keys that look like ours but are not. */
 static const char vmstat_61[] =

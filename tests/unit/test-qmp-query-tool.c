@@ -16,8 +16,8 @@
 #include <json-c/json.h>
 
 #include "common/macro.h"
-#include "tests/unit/fake-qmp-peer.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/fake-qmp-peer.h"
+#include "tests/lib/check-run.h"
 
 typedef void (*script_fn)(FakePeer *p);
 

@@ -5,7 +5,7 @@
 
 #include "common/macro.h"
 #include "policies/signals.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/check-run.h"
 
 #define SEC USEC_PER_SEC
 

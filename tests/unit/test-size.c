@@ -7,7 +7,7 @@
 
 #include "common/macro.h"
 #include "common/size.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/check-run.h"
 
 static uint64_t size_ok(const char *s) {
         uint64_t v = 0;

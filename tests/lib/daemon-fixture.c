@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "common/bus-api.h"
-#include "tests/integration/daemon-fixture.h"
+#include "tests/lib/daemon-fixture.h"
 
 #include <check.h>
 #include <errno.h>
@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
-#include "tests/unit/test-daemon-util.h"
+#include "tests/lib/test-util.h"
 
 
 uint64_t monotonic_sec(void) {

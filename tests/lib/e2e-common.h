@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tests/integration/daemon-fixture.h"
+#include "tests/lib/daemon-fixture.h"
 
 /* Adds the end-to-end test case (one test, its setup and teardown) to s and runs the suite without
  * forking: the daemon, the bus and the guest are children of this process, so teardown() can always

@@ -9,7 +9,7 @@
 #include <libvirt/virterror.h>
 
 #include "common/macro.h"
-#include "tests/integration/libvirt-test-host.h"
+#include "tests/lib/libvirt-test-host.h"
 
 static void quiet_error(void *userdata _unused_, virErrorPtr error _unused_) {
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include "tests/integration/bus-fixture.h"
+#include "tests/lib/bus-fixture.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
-#include "tests/unit/test-daemon-util.h"
+#include "tests/lib/test-util.h"
 
 #ifndef TEST_TOP_SRCDIR
 #define TEST_TOP_SRCDIR "."

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include "tests/integration/e2e-common.h"
+#include "tests/lib/e2e-common.h"
 
 #include <check.h>
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
-#include "tests/unit/check-run.h"
+#include "tests/lib/check-run.h"
 
 static uint64_t min_actual_seen = UINT64_MAX;
 

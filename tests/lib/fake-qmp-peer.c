@@ -12,7 +12,7 @@
 
 #include "common/macro.h"
 #include "common/time-util.h"
-#include "tests/unit/fake-qmp-peer.h"
+#include "tests/lib/fake-qmp-peer.h"
 
 #define GUARD_USEC (10 * USEC_PER_SEC)
 #define MAX_IDS 256

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "tests/integration/bus-fixture.h"
+#include "tests/lib/bus-fixture.h"
 
 typedef struct CallResult {
         int r;              /* sd_bus_call's */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-#include "tests/unit/test-daemon-util.h"
+#include "tests/lib/test-util.h"
 
 #include <check.h>
 #include <errno.h>

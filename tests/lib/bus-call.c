@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "common/bus-api.h"
-#include "tests/integration/bus-call.h"
+#include "tests/lib/bus-call.h"
 
 #include <check.h>
 #include <errno.h>

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "tests/integration/bus-fixture.h"
+#include "tests/lib/bus-fixture.h"
 
 typedef struct DaemonFixture {
         char *dir;            /* everything below lives here */

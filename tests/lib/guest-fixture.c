@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
-#include "tests/integration/guest-fixture.h"
+#include "tests/lib/guest-fixture.h"
 
 static const char *env_or(const char *name, const char *fallback) {
         const char *v = getenv(name);
