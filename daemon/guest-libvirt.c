@@ -137,7 +137,7 @@ static int driver_set_virtio_mem(Guest *g, uint64_t requested, uint64_t *ret_req
         if (r < 0)
                 return r;
         *ret_requested = aligned;
-        log_guest_debug(g->name, guest_state_string(g), "virtio-mem %s requested %" PRIu64 " MiB", g->vmem_id,
+        log_guest_debug(g, "virtio-mem %s requested %" PRIu64 " MiB", g->vmem_id,
                         aligned / MIB);
         return 0;
 }
@@ -150,7 +150,7 @@ static void on_dimm_done(LibvirtBackend *b _unused_, const char *uuid, int error
                 return;
         /* As guest.c does for a refused hotplug: the slot is not taken, and no more DIMMs. */
         g = d->guest;
-        log_guest_warning_errno(g->name, guest_state_string(g), error, "DIMM hotplug failed: %s; no more DIMMs",
+        log_guest_warning_errno(g, error, "DIMM hotplug failed: %s; no more DIMMs",
                                 strerror(-error));
         g->dimm_count = g->dimm_count > 0 ? g->dimm_count - 1 : 0;
         g->dimm_bytes = g->dimm_bytes >= g->dimm_slot_bytes ? g->dimm_bytes - g->dimm_slot_bytes : 0;
@@ -192,7 +192,7 @@ static void domain_free(Domain *d) {
 
 static void domain_select_policy(LibvirtGuests *lg, Domain *d, const char *name, RsPolicy *ret) {
         if (lg->ops->resolve_policy(lg->userdata, d->policy_name, name, d->uuid, ret) == -ENOENT)
-                log_guest_warning(name, NULL, "The metadata names policy '%s', which does not exist: using %s",
+                log_named_guest_warning(name, NULL, "The metadata names policy '%s', which does not exist: using %s",
                                   d->policy_name, ret->name);
 }
 
@@ -232,7 +232,7 @@ static void domain_attach(LibvirtGuests *lg, Domain *d, const LibvirtDomainInfo 
                 res.vmem_id = NULL;
         int r = guest_driven_attach(g, &res);
         if (r < 0)
-                log_guest_warning_errno(g->name, guest_state_string(g), r, "Cannot manage the domain: %m");
+                log_guest_warning_errno(g, r, "Cannot manage the domain: %m");
 }
 
 static void on_domain_added(LibvirtBackend *b _unused_, const LibvirtDomainInfo *info, bool changed _unused_,
@@ -277,17 +277,17 @@ static void on_domain_added(LibvirtBackend *b _unused_, const LibvirtDomainInfo 
                         return;
                 }
                 lg->domains[lg->n_domains++] = d;
-                log_guest_info(info->name, "connecting", "libvirt domain %s (policy %s)", info->uuid, policy.name);
+                log_named_guest_info(info->name, "connecting", "libvirt domain %s (policy %s)", info->uuid, policy.name);
         } else if (!!d->policy_name != !!info->policy || (info->policy && strcmp(d->policy_name, info->policy) != 0)) {
                 free(d->policy_name);
                 d->policy_name = info->policy ? strdup(info->policy) : NULL;
                 domain_select_policy(lg, d, info->name, &policy);
                 if (guest_set_policy(d->guest, &policy) < 0)
-                        log_guest_warning(info->name, guest_state_string(d->guest),
+                        log_named_guest_warning(info->name, guest_state_string(d->guest),
                                           "Policy %s not applicable, keeping %s", policy.name,
                                           d->guest->policy.name);
                 else
-                        log_guest_info(info->name, guest_state_string(d->guest), "Policy now %s", policy.name);
+                        log_named_guest_info(info->name, guest_state_string(d->guest), "Policy now %s", policy.name);
         }
         domain_attach(lg, d, info);
 }
@@ -311,7 +311,7 @@ static void on_domain_removed(LibvirtBackend *b _unused_, const char *uuid, cons
 
         if (!d)
                 return;
-        log_guest_info(name, guest_state_string(d->guest), "libvirt domain %s: %s, no longer managed", uuid, why);
+        log_named_guest_info(name, guest_state_string(d->guest), "libvirt domain %s: %s, no longer managed", uuid, why);
         domain_drop(lg, d);
 }
 
@@ -361,12 +361,12 @@ static void on_agent_done(int error, const GuestVmstat *vmstat, const GuestPsi *
         d->job = NULL;
         if (error < 0) {
                 if (g->agent_ok)
-                        log_guest_info(g->name, guest_state_string(g), "Guest agent not answering: %s",
+                        log_guest_info(g, "Guest agent not answering: %s",
                                        message ?: strerror(-error));
                 g->agent_ok = false;
         } else {
                 if (!g->agent_ok)
-                        log_guest_info(g->name, guest_state_string(g), "Guest agent answers");
+                        log_guest_info(g, "Guest agent answers");
                 g->agent_ok = true;
                 if (d->agent_waiting)
                         guest_sample_add_agent(g, vmstat, psi);
@@ -377,7 +377,7 @@ static void on_agent_done(int error, const GuestVmstat *vmstat, const GuestPsi *
 static int on_agent_deadline(sd_event_source *s _unused_, uint64_t usec _unused_, void *userdata) {
         Domain *d = userdata;
 
-        log_guest_debug(d->guest->name, guest_state_string(d->guest), "Guest agent slow: interval without it");
+        log_guest_debug(d->guest, "Guest agent slow: interval without it");
         domain_agent_finish(d);
         return 0;
 }
@@ -413,7 +413,7 @@ static void add_monitor_stats(Domain *d, const LibvirtDomainStats *s, QmpGuestSt
         unsigned known = 0, added = 0;
 
         if (s->monitor_error < 0) {
-                log_guest_debug_errno(d->guest->name, guest_state_string(d->guest), s->monitor_error,
+                log_guest_debug_errno(d->guest, s->monitor_error,
                                       "QEMU monitor: no balloon guest-stats: %m");
                 return;
         }
@@ -427,8 +427,7 @@ static void add_monitor_stats(Domain *d, const LibvirtDomainStats *s, QmpGuestSt
         /* Once, when the guest reports: which stats this QEMU has beyond libvirt's (none
          * before QEMU 9.2). */
         if (!d->monitor_logged && known > 0) {
-                log_guest_info(d->guest->name, guest_state_string(d->guest),
-                               "QEMU monitor: balloon guest-stats read, %u known, %u that libvirt does not map", known,
+                log_guest_info(d->guest, "QEMU monitor: balloon guest-stats read, %u known, %u that libvirt does not map", known,
                                added);
                 d->monitor_logged = true;
         }
@@ -497,8 +496,7 @@ static void on_collected(LibvirtBackend *b _unused_, int error, LibvirtDomainSta
                 else if (!stats[i].found) {
                         /* Not among the active domains: it is stopping, and its lifecycle event
                          * follows. No decision, and nothing to report. */
-                        log_guest_debug(d->guest->name, guest_state_string(d->guest),
-                                        "No stats from libvirt: the domain is going away");
+                        log_guest_debug(d->guest, "No stats from libvirt: the domain is going away");
                         domain_cancel_agent(d);
                         guest_cycle_cancel(d->guest);
                         continue;
@@ -559,8 +557,7 @@ static int on_tick(sd_event_source *s, uint64_t usec _unused_, void *userdata) {
                         continue;
                 r = guest_cycle_begin(g);
                 if (r == -EBUSY)
-                        log_guest_debug(g->name, guest_state_string(g),
-                                        "Previous interval still running, skipping a tick");
+                        log_guest_debug(g, "Previous interval still running, skipping a tick");
                 if (r < 0)
                         continue;
                 /* Ticks are 1 s apart: stay on the guest's interval within that. */
@@ -681,8 +678,7 @@ void libvirt_guests_reload(LibvirtGuests *lg, const Config *config) {
                 RsPolicy p;
                 domain_select_policy(lg, d, d->guest->name, &p);
                 if (guest_set_policy(d->guest, &p) < 0)
-                        log_guest_warning(d->guest->name, guest_state_string(d->guest),
-                                          "Policy %s not applicable, keeping %s", p.name, d->guest->policy.name);
+                        log_guest_warning(d->guest, "Policy %s not applicable, keeping %s", p.name, d->guest->policy.name);
                 (void) guest_set_state_dir(d->guest, lg->config->state_dir);
         }
 }

@@ -122,7 +122,7 @@ int guest_save_state(Guest *g) {
 
         r = state_file_save(g->state_dir, &rec);
         if (r < 0)
-                return log_guest_warning_errno(g->name, NULL, r, "Failed to save the state file in %s: %m",
+                return log_named_guest_warning_errno(g->name, NULL, r, "Failed to save the state file in %s: %m",
                                                g->state_dir);
         g->saved_usec = now_usec(CLOCK_MONOTONIC);
         g->saved_state = rs_guest_state(g->core);
@@ -151,11 +151,11 @@ static int guest_restore_state(Guest *g) {
         if (r == -ENOENT)
                 return 0;
         if (r < 0)
-                return log_guest_warning_errno(g->name, NULL, r, "Ignoring the state file: %m");
+                return log_named_guest_warning_errno(g->name, NULL, r, "Ignoring the state file: %m");
 
         if (guest_state_get_int(&rec, "magic", &v) < 0 || (uint64_t) v != RS_SNAPSHOT_MAGIC ||
             guest_state_get_int(&rec, "version", &v) < 0 || v != RS_SNAPSHOT_VERSION)
-                return log_guest_warning_errno(g->name, NULL, EPROTONOSUPPORT,
+                return log_named_guest_warning_errno(g->name, NULL, EPROTONOSUPPORT,
                                                "Ignoring the state file: not a snapshot this daemon can read");
         s.magic = RS_SNAPSHOT_MAGIC;
         s.version = RS_SNAPSHOT_VERSION;
@@ -165,7 +165,7 @@ static int guest_restore_state(Guest *g) {
             guest_state_get_double(&rec, "baseline_useful", &s.baseline_useful) < 0 ||
             guest_state_get_double(&rec, "baseline_scan", &s.baseline_scan) < 0 ||
             guest_state_get_double(&rec, "baseline_psi", &s.baseline_psi) < 0)
-                return log_guest_warning_errno(g->name, NULL, EBADMSG, "Ignoring the state file: fields missing");
+                return log_named_guest_warning_errno(g->name, NULL, EBADMSG, "Ignoring the state file: fields missing");
         if (guest_state_get_int(&rec, "baseline_known", &v) >= 0)
                 s.baseline_known = (uint32_t) v;
         if (guest_state_get_int(&rec, "tier", &v) >= 0 && v >= 0 && v < _RS_TIER_MAX)
@@ -177,10 +177,10 @@ static int guest_restore_state(Guest *g) {
 
         r = rs_guest_restore(g->core, &s, now_usec(CLOCK_MONOTONIC));
         if (r < 0)
-                return log_guest_warning_errno(g->name, NULL, r,
+                return log_named_guest_warning_errno(g->name, NULL, r,
                                                "Ignoring the state file: it was saved for another guest size");
         char b1[FORMAT_SIZE_MAX], b2[FORMAT_SIZE_MAX];
-        log_guest_info(g->name, rs_state_to_string(rs_guest_state(g->core)),
+        log_named_guest_info(g->name, rs_state_to_string(rs_guest_state(g->core)),
                        "Resumed from the state file: estimate %s, target %s",
                        fmt_size(b1, sizeof(b1), s.estimate), fmt_size(b2, sizeof(b2), s.target));
         return 1;
@@ -218,7 +218,7 @@ static void on_balloon_set(QmpClient *c, const QmpReply *reply, void *userdata) 
         Guest *g = userdata;
         (void) c;
         if (reply->error < 0)
-                log_guest_warning_errno(g->name, guest_state_string(g), reply->error, "balloon failed: %s",
+                log_guest_warning_errno(g, reply->error, "balloon failed: %s",
                                         reply->error_desc ?: "unknown error");
 }
 
@@ -226,7 +226,7 @@ static void on_vmem_set(QmpClient *c, const QmpReply *reply, void *userdata) {
         Guest *g = userdata;
         (void) c;
         if (reply->error < 0)
-                log_guest_warning_errno(g->name, guest_state_string(g), reply->error,
+                log_guest_warning_errno(g, reply->error,
                                         "virtio-mem resize failed: %s", reply->error_desc ?: "unknown error");
 }
 
@@ -247,7 +247,7 @@ static int guest_send_balloon(Guest *g, uint64_t bytes) {
          * the plan sets virtio-mem before the balloon). */
         uint64_t plugged = g->vmem_id ? g->vmem_requested : 0;
         if (bytes <= plugged) {
-                log_guest_debug(g->name, guest_state_string(g), "virtio-mem alone exceeds the target: balloon left alone");
+                log_guest_debug(g, "virtio-mem alone exceeds the target: balloon left alone");
                 return 0;
         }
         r = g->driver ? g->driver->set_balloon(g, bytes - plugged, g->driver_data)
@@ -282,7 +282,7 @@ static bool guest_check_stall(Guest *g, uint64_t now) {
                          * a balloon that never moves stays reported. */
                         g->stalled = false;
                         g->stall_count = 0;
-                        log_guest_info(g->name, guest_state_string(g), "Balloon no longer held back");
+                        log_guest_info(g, "Balloon no longer held back");
                         return false;
                 }
                 return true;
@@ -318,7 +318,7 @@ static bool guest_check_stall(Guest *g, uint64_t now) {
                  fmt_size(b1, sizeof(b1), g->actual), fmt_size(b2, sizeof(b2), g->balloon_target));
         guest_set_fault(g, "%s", g->reason);
         g->data_fault = false;
-        log_guest_warning(g->name, guest_state_string(g), "%s", g->reason);
+        log_guest_warning(g, "%s", g->reason);
         /* Stop pushing: ask for what the guest has. */
         if (g->actual > g->balloon_target)
                 (void) guest_send_balloon(g, g->actual);
@@ -327,7 +327,7 @@ static bool guest_check_stall(Guest *g, uint64_t now) {
 
 /* Counted when sent; a refused DIMM is not retried (slot size or maxmem do not fit). */
 static void guest_dimm_refused(Guest *g, int error, const char *why) {
-        log_guest_warning_errno(g->name, guest_state_string(g), error, "DIMM hotplug failed: %s; no more DIMMs",
+        log_guest_warning_errno(g, error, "DIMM hotplug failed: %s; no more DIMMs",
                                 why ?: strerror(-error));
         g->dimm_count = g->dimm_count > 0 ? g->dimm_count - 1 : 0;
         g->dimm_bytes = g->dimm_bytes >= g->dimm_slot_bytes ? g->dimm_bytes - g->dimm_slot_bytes : 0;
@@ -350,7 +350,7 @@ static void guest_add_dimm(Guest *g) {
                 return;
         snprintf(dev, sizeof(dev), "rs-dimm%u", g->dimm_next_id);
         snprintf(mem, sizeof(mem), "rs-mem%u", g->dimm_next_id);
-        log_guest_info(g->name, guest_state_string(g), "Hot-plugging DIMM %s%sof %s", g->driver ? "" : dev,
+        log_guest_info(g, "Hot-plugging DIMM %s%sof %s", g->driver ? "" : dev,
                        g->driver ? "" : " ", fmt_size(b, sizeof(b), g->dimm_slot_bytes));
         if (g->driver) {
                 /* The driver (libvirt) names the device itself. */
@@ -363,7 +363,7 @@ static void guest_add_dimm(Guest *g) {
         }
         r = qmp_dimm_add(g->qmp, dev, mem, g->dimm_slot_bytes, command_timeout(g), on_dimm_added, g);
         if (r < 0) {
-                log_guest_warning_errno(g->name, guest_state_string(g), r, "DIMM hotplug: %m");
+                log_guest_warning_errno(g, r, "DIMM hotplug: %m");
                 return;
         }
         g->dimm_next_id++;
@@ -409,7 +409,7 @@ static void guest_actuate(Guest *g, uint64_t target, bool urgent, bool fine, uin
         }
         r = rs_actuation_plan(&g->policy, &in, &plan);
         if (r < 0) {
-                log_guest_warning_errno(g->name, guest_state_string(g), r, "No actuation plan: %m");
+                log_guest_warning_errno(g, r, "No actuation plan: %m");
                 return;
         }
         if (plan.skip)
@@ -428,16 +428,16 @@ static void guest_actuate(Guest *g, uint64_t target, bool urgent, bool fine, uin
                               : qmp_virtio_mem_set_requested_size(g->qmp, g->vmem_id, plan.vmem_requested,
                                                                   command_timeout(g), on_vmem_set, g);
                 if (r < 0)
-                        log_guest_warning_errno(g->name, guest_state_string(g), r, "virtio-mem resize: %m");
+                        log_guest_warning_errno(g, r, "virtio-mem resize: %m");
                 else
                         g->vmem_requested = requested;
         }
         if (plan.set_balloon && plan.balloon_target != g->balloon_target) {
                 r = guest_send_balloon(g, plan.balloon_target);
                 if (r < 0)
-                        log_guest_warning_errno(g->name, guest_state_string(g), r, "balloon: %m");
+                        log_guest_warning_errno(g, r, "balloon: %m");
                 else
-                        log_guest_debug(g->name, guest_state_string(g), "balloon %s → %s%s",
+                        log_guest_debug(g, "balloon %s → %s%s",
                                         fmt_size(b1, sizeof(b1), g->actual),
                                         fmt_size(b2, sizeof(b2), plan.balloon_target), plan.capped ? " (capped)" : "");
         }
@@ -548,7 +548,7 @@ static bool estimate_changed(Guest *g) {
 static void guest_report_data_problem(Guest *g) {
         if (g->data_problem[0]) {
                 if (!g->data_fault || strcmp(g->fault, g->data_problem) != 0)
-                        log_guest_warning(g->name, guest_state_string(g), "%s", g->data_problem);
+                        log_guest_warning(g, "%s", g->data_problem);
                 if (!g->stalled) {
                         guest_set_fault(g, "%s", g->data_problem);
                         g->data_fault = true;
@@ -616,7 +616,7 @@ static void guest_finish_cycle(Guest *g) {
         g->events_in_cycle = 0;
         if (g->cycle_qmp_failed) {
                 /* A timeout on one guest only costs that guest its tick. */
-                log_guest_debug(g->name, guest_state_string(g), "Skipping this interval: %s", g->cycle_error);
+                log_guest_debug(g, "Skipping this interval: %s", g->cycle_error);
                 snprintf(g->data_problem, sizeof(g->data_problem), "%s failing: %s",
                          g->source == GUEST_SOURCE_LIBVIRT ? "libvirt calls" : "QMP commands", g->cycle_error);
                 guest_report_data_problem(g);
@@ -654,7 +654,7 @@ static void guest_finish_cycle(Guest *g) {
                  * memory back (or in observe mode). */
                 int r = rs_guest_probe_now(g->core, now);
                 if (r < 0)
-                        log_guest_debug_errno(g->name, guest_state_string(g), r, "Probe request not taken: %m");
+                        log_guest_debug_errno(g, r, "Probe request not taken: %m");
                 g->probe_requested = false;
         }
         RsState before = rs_guest_state(g->core);
@@ -684,7 +684,7 @@ static void guest_finish_cycle(Guest *g) {
         }
         if (target != g->target || d.state != before) {
                 const RsEstimate *e = rs_guest_estimate(g->core);
-                log_guest_info(g->name, rs_state_to_string(d.state), "target %s (actual %s, estimate %s): %s%s",
+                log_named_guest_info(g->name, rs_state_to_string(d.state), "target %s (actual %s, estimate %s): %s%s",
                                fmt_size(b1, sizeof(b1), target), fmt_size(b2, sizeof(b2), g->actual),
                                fmt_size(b3, sizeof(b3), e->estimate), d.reason,
                                target != d.target ? " [arbitrated]" : "");
@@ -764,7 +764,7 @@ static void on_blockstats(QmpClient *c, const QmpReply *reply, uint64_t read_byt
         else if (reply->error == -EOPNOTSUPP)
                 g->no_blockstats = true;
         else
-                log_guest_debug(g->name, guest_state_string(g), "query-blockstats: %s",
+                log_guest_debug(g, "query-blockstats: %s",
                                 reply->error_desc ?: strerror(-reply->error));
         cycle_step_done(g);
 }
@@ -793,9 +793,9 @@ static void agent_report(Guest *g, const char *problem) {
         if (strcmp(text, g->agent_problem) == 0)
                 return;
         if (text[0])
-                log_guest_warning(g->name, guest_state_string(g), "%s; going on with balloon stats only", text);
+                log_guest_warning(g, "%s; going on with balloon stats only", text);
         else
-                log_guest_info(g->name, guest_state_string(g), "Guest agent reads work again");
+                log_guest_info(g, "Guest agent reads work again");
         memcpy(g->agent_problem, text, sizeof(text));
 }
 
@@ -835,7 +835,7 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         if (g->phase != GUEST_PHASE_RUNNING || !g->core)
                 return 0;
         if (g->cycle_pending > 0) {
-                log_guest_debug(g->name, guest_state_string(g), "Previous interval still running, skipping a tick");
+                log_guest_debug(g, "Previous interval still running, skipping a tick");
                 return 0;
         }
 
@@ -940,16 +940,15 @@ static int guest_setup_finish(Guest *g) {
         }
 
         char b1[FORMAT_SIZE_MAX], b2[FORMAT_SIZE_MAX];
-        log_guest_info(g->name, guest_state_string(g),
-                       "Managing: %s (balloon at %s), policy %s, agent %s, free page reporting %s%s%s",
+        log_guest_info(g, "Managing: %s (balloon at %s), policy %s, agent %s, free page reporting %s%s%s",
                        fmt_size(b1, sizeof(b1), g->guest_max), fmt_size(b2, sizeof(b2), g->actual), g->policy.name,
                        g->agent_path ? g->agent_path : g->driven_agent ? "through libvirt" : "none",
                        g->fpr_known ? (g->free_page_reporting ? "on" : "off") : "unknown",
                        g->vmem_id ? ", virtio-mem " : "", g->vmem_id ?: "");
-        log_guest_debug(g->name, NULL, "maxmem %" PRIu64 ", %u slots, memory devices %" PRIu64 " (%u DIMMs)",
+        log_named_guest_debug(g->name, NULL, "maxmem %" PRIu64 ", %u slots, memory devices %" PRIu64 " (%u DIMMs)",
                         g->mem_max_size, g->mem_slots, g->devices_bytes, g->dimm_count);
         if (g->dimm_slot_bytes > 0)
-                log_guest_info(g->name, guest_state_string(g), "DIMM hotplug: %u slot(s) of %s free",
+                log_guest_info(g, "DIMM hotplug: %u slot(s) of %s free",
                                g->mem_slots - g->dimm_count, fmt_size(b1, sizeof(b1), g->dimm_slot_bytes));
         g->phase = GUEST_PHASE_RUNNING;
         g->running_since = now_usec(CLOCK_MONOTONIC);
@@ -969,7 +968,7 @@ static void on_polling_set(QmpClient *c, const QmpReply *reply, void *userdata) 
         Guest *g = userdata;
         (void) c;
         if (reply->error < 0)
-                log_guest_warning(g->name, NULL, "Could not enable balloon stats polling: %s",
+                log_named_guest_warning(g->name, NULL, "Could not enable balloon stats polling: %s",
                                   reply->error_desc ?: strerror(-reply->error));
         guest_setup_done(g);
 }
@@ -1036,7 +1035,7 @@ static void on_setup_machine_memory(QmpClient *c, const QmpReply *reply, void *u
                 g->mem_max_size = max_size;
                 g->mem_slots = (unsigned) slots;
         } else
-                log_guest_info(g->name, NULL, "allow-dimm: QEMU does not tell maxmem and slots (%s): no DIMM hotplug",
+                log_named_guest_info(g->name, NULL, "allow-dimm: QEMU does not tell maxmem and slots (%s): no DIMM hotplug",
                                reply->error < 0 ? reply->error_desc ?: strerror(-reply->error)
                                                   : "no max-size and slots: -m without maxmem");
         guest_setup_done(g);
@@ -1100,7 +1099,7 @@ static void on_qmp_event(QmpClient *c, const QmpEvent *event, void *userdata) {
                 g->balloon_actual = t.balloon_change.actual;
                 guest_update_size(g);
         } else if (t.type == QMP_EVENT_SHUTDOWN)
-                log_guest_info(g->name, guest_state_string(g), "QEMU is shutting down (%s)",
+                log_guest_info(g, "QEMU is shutting down (%s)",
                                t.shutdown.reason ?: "no reason given");
 }
 
@@ -1109,7 +1108,7 @@ static void on_qmp_disconnect(QmpClient *c, int error, const char *reason, void 
         (void) c;
         guest_set_fault(g, "QMP connection lost: %s", reason ?: strerror(-error));
         g->data_fault = false;
-        log_guest_warning(g->name, guest_state_string(g), "%s", g->fault);
+        log_guest_warning(g, "%s", g->fault);
         g->phase = GUEST_PHASE_FAULTY;
         /* cycle_pending is left alone: an agent read may still complete the cycle, which
          * then does nothing because the guest is not running. */
@@ -1172,7 +1171,7 @@ static int on_reconnect(sd_event_source *s, uint64_t usec, void *userdata) {
         if (r < 0) {
                 guest_set_fault(g, "cannot connect to %s: %s", g->qmp_path, strerror(-r));
                 if (g->backoff_usec >= 4 * RECONNECT_MIN_USEC)
-                        log_guest_warning(g->name, guest_state_string(g), "%s", g->fault);
+                        log_guest_warning(g, "%s", g->fault);
                 g->phase = g->backoff_usec > 0 ? GUEST_PHASE_FAULTY : GUEST_PHASE_CONNECTING;
                 guest_schedule_reconnect(g);
         }
@@ -1198,13 +1197,13 @@ static void guest_schedule_reconnect(Guest *g) {
 static void on_agent_ready(QgaClient *c, void *userdata) {
         Guest *g = userdata;
         (void) c;
-        log_guest_info(g->name, guest_state_string(g), "Guest agent answers on %s", g->agent_path);
+        log_guest_info(g, "Guest agent answers on %s", g->agent_path);
 }
 
 static void on_agent_disconnect(QgaClient *c, int error, const char *reason, void *userdata) {
         Guest *g = userdata;
         (void) c;
-        log_guest_debug(g->name, guest_state_string(g), "Guest agent connection lost: %s",
+        log_guest_debug(g, "Guest agent connection lost: %s",
                         reason ?: strerror(-error));
         if (g->agent_busy) {
                 g->agent_busy = false;
@@ -1380,7 +1379,7 @@ void guest_set_paused(Guest *g, bool paused) {
         if (g->paused == paused)
                 return;
         g->paused = paused;
-        log_guest_info(g->name, guest_state_string(g), paused ? "Paused by the operator" : "Resumed by the operator");
+        log_guest_info(g, paused ? "Paused by the operator" : "Resumed by the operator");
 }
 
 int guest_request_probe(Guest *g) {
@@ -1452,7 +1451,7 @@ static void on_shutdown_balloon(QmpClient *c, const QmpReply *reply, void *userd
         ShutdownCall *call = userdata;
         (void) c;
         if (reply->error < 0)
-                log_guest_warning(call->guest->name, NULL, "Leaving the guest at its size failed: %s",
+                log_named_guest_warning(call->guest->name, NULL, "Leaving the guest at its size failed: %s",
                                   reply->error_desc ?: strerror(-reply->error));
         call->done(call->guest, call->userdata);
 }
@@ -1484,8 +1483,8 @@ int guest_shutdown(Guest *g, ShutdownAction action, void (*done)(Guest *g, void 
                 /* Synchronous: done when it returns. */
                 r = g->driver->set_balloon(g, size - plugged, g->driver_data);
                 if (r < 0)
-                        return log_guest_warning_errno(g->name, NULL, r, "Leaving the guest at its size failed: %m");
-                log_guest_info(g->name, guest_state_string(g), "Left the guest at %s (shutdown-action=%s)",
+                        return log_named_guest_warning_errno(g->name, NULL, r, "Leaving the guest at its size failed: %m");
+                log_guest_info(g, "Left the guest at %s (shutdown-action=%s)",
                                format_size(b, sizeof(b), size), shutdown_action_to_string(action));
                 return 0;
         }
@@ -1501,7 +1500,7 @@ int guest_shutdown(Guest *g, ShutdownAction action, void (*done)(Guest *g, void 
                 free(call);
                 return r;
         }
-        log_guest_info(g->name, guest_state_string(g), "Leaving the guest at %s (shutdown-action=%s)",
+        log_guest_info(g, "Leaving the guest at %s (shutdown-action=%s)",
                        format_size(b, sizeof(b), size), shutdown_action_to_string(action));
         return 1;
 }

@@ -18,8 +18,9 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
-#include "daemon/host.h"
 #include "daemon/conf.h"
+#include "daemon/host.h"
+#include "daemon/log.h"
 #include "policies/arbiter.h"
 #include "policies/estimator.h"
 #include "policies/policy.h"
@@ -255,6 +256,22 @@ int guest_set_state_dir(Guest *g, const char *dir);
 
 /* "learn" ... "observe", or "paused", "faulty", "connecting" (the D-Bus API's words). */
 const char *guest_state_string(const Guest *g);
+
+/* Messages about a guest, with its name and state in the journal fields (GUEST=, STATE=) and
+ * the stderr prefix: systemd's log_unit_* (log.h has the forms for a name alone). */
+#define log_guest_debug(g, ...) log_named_guest_debug((g)->name, guest_state_string(g), __VA_ARGS__)
+#define log_guest_info(g, ...) log_named_guest_info((g)->name, guest_state_string(g), __VA_ARGS__)
+#define log_guest_notice(g, ...) log_named_guest_notice((g)->name, guest_state_string(g), __VA_ARGS__)
+#define log_guest_warning(g, ...) log_named_guest_warning((g)->name, guest_state_string(g), __VA_ARGS__)
+#define log_guest_error(g, ...) log_named_guest_error((g)->name, guest_state_string(g), __VA_ARGS__)
+#define log_guest_debug_errno(g, error, ...) \
+        log_named_guest_debug_errno((g)->name, guest_state_string(g), error, __VA_ARGS__)
+#define log_guest_info_errno(g, error, ...) \
+        log_named_guest_info_errno((g)->name, guest_state_string(g), error, __VA_ARGS__)
+#define log_guest_warning_errno(g, error, ...) \
+        log_named_guest_warning_errno((g)->name, guest_state_string(g), error, __VA_ARGS__)
+#define log_guest_error_errno(g, error, ...) \
+        log_named_guest_error_errno((g)->name, guest_state_string(g), error, __VA_ARGS__)
 const char *guest_tier_string(const Guest *g);
 const RsEstimate *guest_estimate(const Guest *g); /* NULL before the core exists */
 uint64_t guest_floor(const Guest *g);

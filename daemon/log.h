@@ -72,21 +72,21 @@ int log_internal(int level, int error, const char *file, int line, const char *f
 #define log_error_errno(error, ...) log_full_errno(LOG_ERR, error, __VA_ARGS__)
 
 /* Per-guest messages carry GUEST= and STATE= fields in the journal and a prefix on stderr. */
-#define log_guest_full(level, guest, state, ...) \
+#define log_named_guest_full(level, guest, state, ...) \
         ((void) log_full_guest_errno(level, 0, guest, state, __VA_ARGS__))
-#define log_guest_debug(guest, state, ...) log_guest_full(LOG_DEBUG, guest, state, __VA_ARGS__)
-#define log_guest_info(guest, state, ...) log_guest_full(LOG_INFO, guest, state, __VA_ARGS__)
-#define log_guest_notice(guest, state, ...) log_guest_full(LOG_NOTICE, guest, state, __VA_ARGS__)
-#define log_guest_warning(guest, state, ...) log_guest_full(LOG_WARNING, guest, state, __VA_ARGS__)
-#define log_guest_error(guest, state, ...) log_guest_full(LOG_ERR, guest, state, __VA_ARGS__)
+#define log_named_guest_debug(guest, state, ...) log_named_guest_full(LOG_DEBUG, guest, state, __VA_ARGS__)
+#define log_named_guest_info(guest, state, ...) log_named_guest_full(LOG_INFO, guest, state, __VA_ARGS__)
+#define log_named_guest_notice(guest, state, ...) log_named_guest_full(LOG_NOTICE, guest, state, __VA_ARGS__)
+#define log_named_guest_warning(guest, state, ...) log_named_guest_full(LOG_WARNING, guest, state, __VA_ARGS__)
+#define log_named_guest_error(guest, state, ...) log_named_guest_full(LOG_ERR, guest, state, __VA_ARGS__)
 
-#define log_guest_debug_errno(guest, state, error, ...) \
+#define log_named_guest_debug_errno(guest, state, error, ...) \
         log_full_guest_errno(LOG_DEBUG, error, guest, state, __VA_ARGS__)
-#define log_guest_info_errno(guest, state, error, ...) \
+#define log_named_guest_info_errno(guest, state, error, ...) \
         log_full_guest_errno(LOG_INFO, error, guest, state, __VA_ARGS__)
-#define log_guest_warning_errno(guest, state, error, ...) \
+#define log_named_guest_warning_errno(guest, state, error, ...) \
         log_full_guest_errno(LOG_WARNING, error, guest, state, __VA_ARGS__)
-#define log_guest_error_errno(guest, state, error, ...) \
+#define log_named_guest_error_errno(guest, state, error, ...) \
         log_full_guest_errno(LOG_ERR, error, guest, state, __VA_ARGS__)
 
 #define log_oom() log_error_errno(ENOMEM, "Out of memory.")

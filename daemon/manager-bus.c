@@ -245,7 +245,7 @@ static int method_set_guest(sd_bus_message *msg, void *userdata, sd_bus_error *e
         } else
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "Unknown key '%s' (expected policy, floor or max)", key);
-        log_guest_info(g->name, guest_state_string(g), "Operator set %s=%s", key, value);
+        log_guest_info(g, "Operator set %s=%s", key, value);
         return sd_bus_reply_method_return(msg, NULL);
 }
 

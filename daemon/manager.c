@@ -238,7 +238,7 @@ static uint64_t manager_arbitrate(Guest *self, void *userdata) {
 
         uint64_t result = self->arbitrated;
         if (self->arbitrated_short && result != self->want)
-                log_guest_debug(self->name, guest_state_string(self), "Host short of memory: arbitration gives %" PRIu64
+                log_guest_debug(self, "Host short of memory: arbitration gives %" PRIu64
                                 " instead of %" PRIu64, result, self->want);
         return result;
 }
@@ -440,7 +440,7 @@ static void on_guest_added(Discovery *d, const char *path, const char *name, voi
                 return;
         }
         m->guests[m->n_guests++] = g;
-        log_guest_info(name, "connecting", "Discovered %s (policy %s)", path, policy.name);
+        log_named_guest_info(name, "connecting", "Discovered %s (policy %s)", path, policy.name);
         (void) guest_start(g);
 }
 
@@ -452,7 +452,7 @@ static void on_guest_removed(Discovery *d, const char *path, const char *name, v
         if (i < 0)
                 return;
         Guest *g = m->guests[i];
-        log_guest_info(name, guest_state_string(g), "QMP socket %s is gone: no longer managed", path);
+        log_named_guest_info(name, guest_state_string(g), "QMP socket %s is gone: no longer managed", path);
         (void) guest_save_state(g);
         guest_free(g);
         memmove(m->guests + i, m->guests + i + 1, (m->n_guests - (size_t) i - 1) * sizeof(Guest *));
@@ -579,7 +579,7 @@ int manager_reload(Manager *m, char **ret_error) {
                         continue; /* below */
                 select_policy(m, g->name, &p);
                 if (guest_set_policy(g, &p) < 0)
-                        log_guest_warning(g->name, guest_state_string(g), "Policy %s not applicable, keeping %s",
+                        log_guest_warning(g, "Policy %s not applicable, keeping %s",
                                           p.name, g->policy.name);
                 (void) guest_set_state_dir(g, m->config->state_dir);
         }

@@ -385,21 +385,21 @@ int state_file_load(const char *dir, const char *name, GuestStateRecord *ret) {
         if (k == -ENOENT)
                 return k;
         if (k == -EFBIG)
-                return log_guest_warning_errno(name, NULL, k, "Discarding state file %s: larger than %d bytes",
+                return log_named_guest_warning_errno(name, NULL, k, "Discarding state file %s: larger than %d bytes",
                                                path, STATE_FILE_SIZE_MAX);
         if (k == -EINVAL)
-                return log_guest_warning_errno(name, NULL, -EBADMSG, "Discarding state file %s: not a regular file",
+                return log_named_guest_warning_errno(name, NULL, -EBADMSG, "Discarding state file %s: not a regular file",
                                                path);
         if (k < 0)
-                return log_guest_warning_errno(name, NULL, k, "Cannot read state file %s: %m", path);
+                return log_named_guest_warning_errno(name, NULL, k, "Cannot read state file %s: %m", path);
 
         k = guest_state_from_json(text, size, &r, &reason);
         if (k == -ENOMEM)
                 return log_oom();
         if (k < 0)
-                return log_guest_warning_errno(name, NULL, k, "Discarding state file %s: %s", path, reason);
+                return log_named_guest_warning_errno(name, NULL, k, "Discarding state file %s: %s", path, reason);
         if (strcmp(r.name, name) != 0)
-                return log_guest_warning_errno(name, NULL, -EBADMSG,
+                return log_named_guest_warning_errno(name, NULL, -EBADMSG,
                                                "Discarding state file %s: it belongs to another guest", path);
 
         *ret = r;

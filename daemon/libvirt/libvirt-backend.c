@@ -172,7 +172,7 @@ static void domain_remove(LibvirtBackend *b, DomainRecord *d, const char *why) {
         b->n_domains--;
         /* Its calls in flight report to no one: a guest of the same UUID later is another. */
         libvirt_worker_cancel_key(b->worker, d->uuid);
-        log_guest_info(d->name, NULL, "libvirt domain %s left: %s", d->uuid, why);
+        log_named_guest_info(d->name, NULL, "libvirt domain %s left: %s", d->uuid, why);
         if (b->cb.domain_removed)
                 b->cb.domain_removed(b, d->uuid, d->name, why, b->userdata);
         domain_free(d);
@@ -207,7 +207,7 @@ static int domain_read_policy(virDomainPtr dom, const char *name, char **ret) {
         }
         r = rs_libvirt_metadata_parse(xml, ret);
         if (r < 0)
-                return log_guest_warning(name, NULL, "ignoring invalid rightsize metadata: %.200s", xml), r;
+                return log_named_guest_warning(name, NULL, "ignoring invalid rightsize metadata: %.200s", xml), r;
         return 0;
 }
 
@@ -242,7 +242,7 @@ static void domain_refresh(LibvirtBackend *b, virDomainPtr dom, bool migrating_h
                 return;
         }
         if (libvirt_domain_xml_parse(xml, &parsed) < 0) {
-                log_guest_warning(name, NULL, "cannot parse the domain XML of %s", uuid);
+                log_named_guest_warning(name, NULL, "cannot parse the domain XML of %s", uuid);
                 return;
         }
         if (virDomainGetInfo(dom, &info) < 0) {
@@ -301,7 +301,7 @@ static void domain_refresh(LibvirtBackend *b, virDomainPtr dom, bool migrating_h
             virDomainSetMemoryStatsPeriod(d->dom, (int) b->stats_period, VIR_DOMAIN_AFFECT_LIVE) < 0)
                 (void) libvirt_error(LOG_WARNING, d->name, "setting the balloon stats period");
         if (is_new || changed)
-                log_guest_info(d->name, NULL, "libvirt domain %s: policy %s%s%s", d->uuid,
+                log_named_guest_info(d->name, NULL, "libvirt domain %s: policy %s%s%s", d->uuid,
                                d->policy ? d->policy : "(default)", skip ? ", skipped: " : "", skip ? skip : "");
         if ((is_new || changed) && b->cb.domain_added)
                 b->cb.domain_added(b, &d->info, changed, b->userdata);
@@ -971,16 +971,16 @@ static int call_complete(BackendCall *c) {
                 if (d && d->dom && !d->migrating)
                         domain_refresh(b, d->dom, true);
         } else if (c->gone)
-                log_guest_debug(name, NULL, "libvirt: %s: the domain stopped meanwhile", c->what);
+                log_named_guest_debug(name, NULL, "libvirt: %s: the domain stopped meanwhile", c->what);
         else if (c->failed) {
                 r = libvirt_error_from(LOG_WARNING, name, c->what, &c->saved);
                 check_alive(b);
         } else if (r < 0)
-                log_guest_warning_errno(name, NULL, r, "libvirt: %s: %s", c->what, strerror(-r));
+                log_named_guest_warning_errno(name, NULL, r, "libvirt: %s: %s", c->what, strerror(-r));
         else if (c->kind == CALL_BALLOON)
-                log_guest_debug(name, NULL, "balloon target %lu MiB", c->kib / 1024);
+                log_named_guest_debug(name, NULL, "balloon target %lu MiB", c->kib / 1024);
         else if (c->kind == CALL_VIRTIO_MEM) {
-                log_guest_debug(name, NULL, "virtio-mem %s requested %" PRIu64 " MiB", c->alias ?: "?",
+                log_named_guest_debug(name, NULL, "virtio-mem %s requested %" PRIu64 " MiB", c->alias ?: "?",
                                 c->requested / MIB);
                 if (d) {
                         libvirt_domain_xml_clear(&d->xml);
@@ -1081,7 +1081,7 @@ static int call_start(LibvirtBackend *b, BackendCall *c, const LibvirtJobType *t
         }
         r = libvirt_worker_submit(b->worker, type, c->uuid, c, NULL, NULL);
         if (r > 0)
-                log_guest_debug(c->uuid, NULL, "libvirt: %s still queued: replaced with the latest", type->name);
+                log_named_guest_debug(c->uuid, NULL, "libvirt: %s still queued: replaced with the latest", type->name);
         return r < 0 ? r : 0;
 }
 
@@ -1348,7 +1348,7 @@ int libvirt_backend_agent_read_file(LibvirtBackend *b, const char *uuid, const c
                 return r;
         r = libvirt_agent_read_file(d->dom, path, ret, ret_size, message, sizeof(message));
         if (r < 0)
-                log_guest_debug_errno(d->name, NULL, r, "guest agent: reading %s: %s", path, message[0] ? message : strerror(-r));
+                log_named_guest_debug_errno(d->name, NULL, r, "guest agent: reading %s: %s", path, message[0] ? message : strerror(-r));
         return r;
 }
 
@@ -1365,7 +1365,7 @@ int libvirt_backend_read_agent(LibvirtBackend *b, const char *uuid, bool allowed
                 return r;
         r = libvirt_agent_read_procfs(d->dom, ret_vmstat, ret_psi, message, sizeof(message));
         if (r < 0)
-                log_guest_debug_errno(d->name, NULL, r, "guest agent: %s", message[0] ? message : strerror(-r));
+                log_named_guest_debug_errno(d->name, NULL, r, "guest agent: %s", message[0] ? message : strerror(-r));
         return r;
 }
 

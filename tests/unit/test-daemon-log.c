@@ -26,8 +26,8 @@ START_TEST(test_stderr_format) {
 
         test_stderr_begin();
         log_info("hello %d", 5);
-        log_guest_warning("web1", "probing", "balloon stalled at %s", "700M");
-        log_guest_full(LOG_NOTICE, "db", NULL, "no state");
+        log_named_guest_warning("web1", "probing", "balloon stalled at %s", "700M");
+        log_named_guest_full(LOG_NOTICE, "db", NULL, "no state");
         log_error("plain error");
         out = test_stderr_end();
 
@@ -78,7 +78,7 @@ START_TEST(test_errno_return) {
         ck_assert_int_eq(errno, EAGAIN); /* logging leaves errno alone */
         r = log_warning_errno(-ENOENT, "socket gone: %m");
         ck_assert_int_eq(r, -ENOENT);
-        r = log_guest_error_errno("web1", "holding", ECONNRESET, "QMP: %m");
+        r = log_named_guest_error_errno("web1", "holding", ECONNRESET, "QMP: %m");
         ck_assert_int_eq(r, -ECONNRESET);
         /* Filtered out, still the error. */
         r = log_debug_errno(EPERM, "hidden");
@@ -100,7 +100,7 @@ START_TEST(test_untrusted_names_escaped) {
         _cleanup_(freep) char *out = NULL;
 
         test_stderr_begin();
-        log_guest_warning("evil\nerr: forged", "st\033[31m", "msg\rx");
+        log_named_guest_warning("evil\nerr: forged", "st\033[31m", "msg\rx");
         out = test_stderr_end();
         ck_assert_str_eq(out, "warning: evil\\x0aerr: forged [st\\x1b[31m]: msg\\x0dx\n");
 }
@@ -236,7 +236,7 @@ START_TEST(test_journal_fields) {
 
         /* No journal listening yet: the line must still reach stderr. */
         test_stderr_begin();
-        log_guest_warning("web1", "probing", "journal is down");
+        log_named_guest_warning("web1", "probing", "journal is down");
         fallback = test_stderr_end();
         ck_assert_str_eq(fallback, "warning: web1 [probing]: journal is down\n");
 
@@ -245,7 +245,7 @@ START_TEST(test_journal_fields) {
         ck_assert_int_eq(bind(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
 
         test_stderr_begin();
-        r = log_guest_error_errno("web1", "probing", EIO, "balloon stuck: %m");
+        r = log_named_guest_error_errno("web1", "probing", EIO, "balloon stuck: %m");
         ck_assert_int_eq(r, -EIO);
         len = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
         ck_assert_int_gt(len, 0);
@@ -271,7 +271,7 @@ START_TEST(test_journal_fields) {
         ck_assert_ptr_null(field_get(fields, n, "GUEST"));
         ck_assert_ptr_null(field_get(fields, n, "ERRNO"));
 
-        log_guest_info("a\nMESSAGE=forged", "holding", "hello");
+        log_named_guest_info("a\nMESSAGE=forged", "holding", "hello");
         len = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
         ck_assert_int_gt(len, 0);
         n = parse_datagram(buf, (size_t) len, fields, ARRAY_SIZE(fields));
