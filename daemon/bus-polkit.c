@@ -133,12 +133,11 @@ static int on_cleanup(sd_event_source *s, void *userdata) {
         return 0;
 }
 
-static int on_polkit_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+static int on_polkit_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error _unused_) {
         PolkitQuery *q = userdata;
         sd_bus *bus = sd_bus_message_get_bus(q->request);
         sd_event *event = sd_bus_get_event(bus);
         int r;
-        (void) ret_error;
 
         q->slot = sd_bus_slot_unref(q->slot);
         q->verdict = bus_polkit_verdict_from_reply(reply, q->action, &q->error);

@@ -214,17 +214,15 @@ size_t guest_history(const Guest *g, GuestHistoryPoint *out, size_t n) {
 
 /* ---- actuation ---- */
 
-static void on_balloon_set(QmpClient *c, const QmpReply *reply, void *userdata) {
+static void on_balloon_set(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
         Guest *g = userdata;
-        (void) c;
         if (reply->error < 0)
                 log_guest_warning_errno(g, reply->error, "balloon failed: %s",
                                         reply->error_desc ?: "unknown error");
 }
 
-static void on_vmem_set(QmpClient *c, const QmpReply *reply, void *userdata) {
+static void on_vmem_set(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
         Guest *g = userdata;
-        (void) c;
         if (reply->error < 0)
                 log_guest_warning_errno(g, reply->error,
                                         "virtio-mem resize failed: %s", reply->error_desc ?: "unknown error");
@@ -334,8 +332,7 @@ static void guest_dimm_refused(Guest *g, int error, const char *why) {
         g->dimm_slot_bytes = 0;
 }
 
-static void on_dimm_added(QmpClient *c, const QmpReply *reply, void *userdata) {
-        (void) c;
+static void on_dimm_added(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
         if (reply->error < 0)
                 guest_dimm_refused(userdata, reply->error, reply->error_desc);
 }
@@ -716,9 +713,8 @@ static void cycle_fail(Guest *g, const char *what, const QmpReply *reply) {
                  reply->error_desc ?: strerror(-reply->error));
 }
 
-static void on_stats(QmpClient *c, const QmpReply *reply, const QmpGuestStats *stats, void *userdata) {
+static void on_stats(QmpClient *c _unused_, const QmpReply *reply, const QmpGuestStats *stats, void *userdata) {
         Guest *g = userdata;
-        (void) c;
         if (reply->error < 0)
                 cycle_fail(g, "guest-stats", reply);
         else {
@@ -728,9 +724,8 @@ static void on_stats(QmpClient *c, const QmpReply *reply, const QmpGuestStats *s
         cycle_step_done(g);
 }
 
-static void on_balloon_info(QmpClient *c, const QmpReply *reply, const QmpBalloonInfo *info, void *userdata) {
+static void on_balloon_info(QmpClient *c _unused_, const QmpReply *reply, const QmpBalloonInfo *info, void *userdata) {
         Guest *g = userdata;
-        (void) c;
         if (reply->error < 0)
                 cycle_fail(g, "query-balloon", reply);
         else if (info->actual > 0 && (g->guest_max == 0 || info->actual <= 2 * g->guest_max)) {
@@ -740,9 +735,8 @@ static void on_balloon_info(QmpClient *c, const QmpReply *reply, const QmpBalloo
         cycle_step_done(g);
 }
 
-static void on_memory_devices(QmpClient *c, const QmpReply *reply, const QmpMemoryDeviceList *list, void *userdata) {
+static void on_memory_devices(QmpClient *c _unused_, const QmpReply *reply, const QmpMemoryDeviceList *list, void *userdata) {
         Guest *g = userdata;
-        (void) c;
         if (reply->error >= 0 && g->vmem_id) {
                 const QmpMemoryDevice *d = qmp_memory_device_list_find(list, g->vmem_id);
                 if (d && d->type == QMP_MEMORY_DEVICE_VIRTIO_MEM) {
@@ -756,9 +750,8 @@ static void on_memory_devices(QmpClient *c, const QmpReply *reply, const QmpMemo
 
 /* The host's own count of what the guest read from its disks: refaults it does not report
  * still show here. Optional: a failure costs neither the interval nor the guest. */
-static void on_blockstats(QmpClient *c, const QmpReply *reply, uint64_t read_bytes, void *userdata) {
+static void on_blockstats(QmpClient *c _unused_, const QmpReply *reply, uint64_t read_bytes, void *userdata) {
         Guest *g = userdata;
-        (void) c;
         if (reply->error >= 0)
                 g->sample.counter[RS_COUNTER_HOST_DISK_READ] = read_bytes;
         else if (reply->error == -EOPNOTSUPP)
@@ -769,9 +762,8 @@ static void on_blockstats(QmpClient *c, const QmpReply *reply, uint64_t read_byt
         cycle_step_done(g);
 }
 
-static void on_agent_psi(QgaClient *c, const QmpReply *reply, const GuestPsi *psi, void *userdata) {
+static void on_agent_psi(QgaClient *c _unused_, const QmpReply *reply, const GuestPsi *psi, void *userdata) {
         Guest *g = userdata;
-        (void) c;
         if (reply->error >= 0 && psi) {
                 g->sample.level[RS_LEVEL_PSI_SOME_AVG10] = psi_hundredths(&psi->some);
                 g->sample.level[RS_LEVEL_PSI_FULL_AVG10] = psi_hundredths(&psi->full);
@@ -822,10 +814,9 @@ static void on_agent_vmstat(QgaClient *c, const QmpReply *reply, const GuestVmst
         }
 }
 
-static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
+static int on_tick(sd_event_source *s _unused_, uint64_t usec, void *userdata) {
         Guest *g = userdata;
         uint64_t now;
-        (void) s;
 
         /* The next tick one interval after this one was due, not after it ran: otherwise
          * every late wake-up stretches the interval. Fallen behind: one interval from now. */
@@ -964,36 +955,32 @@ static int guest_setup_finish(Guest *g) {
         return 0;
 }
 
-static void on_polling_set(QmpClient *c, const QmpReply *reply, void *userdata) {
+static void on_polling_set(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
         Guest *g = userdata;
-        (void) c;
         if (reply->error < 0)
                 log_named_guest_warning(g->name, NULL, "Could not enable balloon stats polling: %s",
                                   reply->error_desc ?: strerror(-reply->error));
         guest_setup_done(g);
 }
 
-static void on_fpr(QmpClient *c, const QmpReply *reply, bool value, void *userdata) {
+static void on_fpr(QmpClient *c _unused_, const QmpReply *reply, bool value, void *userdata) {
         Guest *g = userdata;
-        (void) c;
         g->fpr_known = reply->error >= 0;
         g->free_page_reporting = reply->error >= 0 && value;
         guest_setup_done(g);
 }
 
-static void on_size_summary(QmpClient *c, const QmpReply *reply, void *userdata) {
+static void on_size_summary(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
         Guest *g = userdata;
         uint64_t base;
-        (void) c;
         if (reply->error >= 0 && json_member_get_u64(reply->result, "base-memory", &base) >= 0 && base > 0 &&
             base < UINT64_MAX / 4)
                 g->base_memory = base;
         guest_setup_done(g);
 }
 
-static void on_setup_balloon(QmpClient *c, const QmpReply *reply, const QmpBalloonInfo *info, void *userdata) {
+static void on_setup_balloon(QmpClient *c _unused_, const QmpReply *reply, const QmpBalloonInfo *info, void *userdata) {
         Guest *g = userdata;
-        (void) c;
         if (reply->error >= 0) {
                 g->balloon_actual = info->actual;
                 guest_update_size(g);
@@ -1024,10 +1011,9 @@ static void guest_count_memory_devices(Guest *g, const QmpMemoryDeviceList *list
         }
 }
 
-static void on_setup_machine_memory(QmpClient *c, const QmpReply *reply, void *userdata) {
+static void on_setup_machine_memory(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
         Guest *g = userdata;
         uint64_t max_size, slots;
-        (void) c;
         g->mem_max_size = 0;
         g->mem_slots = 0;
         if (reply->error >= 0 && json_member_get_u64(reply->result, "max-size", &max_size) >= 0 &&
@@ -1041,9 +1027,8 @@ static void on_setup_machine_memory(QmpClient *c, const QmpReply *reply, void *u
         guest_setup_done(g);
 }
 
-static void on_setup_devices(QmpClient *c, const QmpReply *reply, const QmpMemoryDeviceList *list, void *userdata) {
+static void on_setup_devices(QmpClient *c _unused_, const QmpReply *reply, const QmpMemoryDeviceList *list, void *userdata) {
         Guest *g = userdata;
-        (void) c;
         if (reply->error >= 0) {
                 guest_count_memory_devices(g, list);
                 for (size_t i = 0; i < list->n_devices; i++) {
@@ -1087,10 +1072,9 @@ static void on_qmp_ready(QmpClient *c, void *userdata) {
         guest_setup_done(g);
 }
 
-static void on_qmp_event(QmpClient *c, const QmpEvent *event, void *userdata) {
+static void on_qmp_event(QmpClient *c _unused_, const QmpEvent *event, void *userdata) {
         Guest *g = userdata;
         QmpTypedEvent t;
-        (void) c;
         g->events_in_cycle++;
         if (qmp_event_parse(event, &t) < 0)
                 return;
@@ -1103,9 +1087,8 @@ static void on_qmp_event(QmpClient *c, const QmpEvent *event, void *userdata) {
                                t.shutdown.reason ?: "no reason given");
 }
 
-static void on_qmp_disconnect(QmpClient *c, int error, const char *reason, void *userdata) {
+static void on_qmp_disconnect(QmpClient *c _unused_, int error, const char *reason, void *userdata) {
         Guest *g = userdata;
-        (void) c;
         guest_set_fault(g, "QMP connection lost: %s", reason ?: strerror(-error));
         g->data_fault = false;
         log_guest_warning(g, "%s", g->fault);
@@ -1163,10 +1146,9 @@ static int guest_connect(Guest *g) {
         return 0;
 }
 
-static int on_reconnect(sd_event_source *s, uint64_t usec, void *userdata) {
+static int on_reconnect(sd_event_source *s, uint64_t usec _unused_, void *userdata) {
         Guest *g = userdata;
         (void) s;
-        (void) usec;
         int r = guest_connect(g);
         if (r < 0) {
                 guest_set_fault(g, "cannot connect to %s: %s", g->qmp_path, strerror(-r));
@@ -1194,15 +1176,13 @@ static void guest_schedule_reconnect(Guest *g) {
 
 /* ---- the agent ---- */
 
-static void on_agent_ready(QgaClient *c, void *userdata) {
+static void on_agent_ready(QgaClient *c _unused_, void *userdata) {
         Guest *g = userdata;
-        (void) c;
         log_guest_info(g, "Guest agent answers on %s", g->agent_path);
 }
 
-static void on_agent_disconnect(QgaClient *c, int error, const char *reason, void *userdata) {
+static void on_agent_disconnect(QgaClient *c _unused_, int error, const char *reason, void *userdata) {
         Guest *g = userdata;
-        (void) c;
         log_guest_debug(g, "Guest agent connection lost: %s",
                         reason ?: strerror(-error));
         if (g->agent_busy) {
@@ -1239,10 +1219,8 @@ static int agent_connect(Guest *g) {
         return 0;
 }
 
-static int on_agent_reconnect(sd_event_source *s, uint64_t usec, void *userdata) {
+static int on_agent_reconnect(sd_event_source *s _unused_, uint64_t usec _unused_, void *userdata) {
         Guest *g = userdata;
-        (void) s;
-        (void) usec;
         if (agent_connect(g) < 0)
                 agent_schedule_reconnect(g);
         return 0;
@@ -1447,9 +1425,8 @@ typedef struct ShutdownCall {
         void *userdata;
 } ShutdownCall;
 
-static void on_shutdown_balloon(QmpClient *c, const QmpReply *reply, void *userdata) {
+static void on_shutdown_balloon(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
         ShutdownCall *call = userdata;
-        (void) c;
         if (reply->error < 0)
                 log_named_guest_warning(call->guest->name, NULL, "Leaving the guest at its size failed: %s",
                                   reply->error_desc ?: strerror(-reply->error));

@@ -319,9 +319,8 @@ static void manager_guest_updated(Guest *g, bool estimate_changed, void *userdat
         manager_publish(m, false);
 }
 
-static const HostMemory *manager_host_memory(Guest *g, void *userdata) {
+static const HostMemory *manager_host_memory(Guest *g _unused_, void *userdata) {
         Manager *m = userdata;
-        (void) g;
         manager_read_host(m);
         return &m->host;
 }
@@ -408,13 +407,12 @@ Guest *manager_find_guest(Manager *m, const char *name) {
         return NULL;
 }
 
-static void on_guest_added(Discovery *d, const char *path, const char *name, void *userdata) {
+static void on_guest_added(Discovery *d _unused_, const char *path, const char *name, void *userdata) {
         Manager *m = userdata;
         _cleanup_free_ char *agent = NULL;
         RsPolicy policy;
         Guest *g;
         int r;
-        (void) d;
 
         if (m->stopping || manager_find_path(m, path) >= 0)
                 return;
@@ -444,10 +442,9 @@ static void on_guest_added(Discovery *d, const char *path, const char *name, voi
         (void) guest_start(g);
 }
 
-static void on_guest_removed(Discovery *d, const char *path, const char *name, void *userdata) {
+static void on_guest_removed(Discovery *d _unused_, const char *path, const char *name, void *userdata) {
         Manager *m = userdata;
         ssize_t i = manager_find_path(m, path);
-        (void) d;
 
         if (i < 0)
                 return;
@@ -627,17 +624,14 @@ static void manager_shutdown_finish(Manager *m) {
         (void) sd_event_exit(m->event, 0);
 }
 
-static void on_guest_shutdown_done(Guest *g, void *userdata) {
+static void on_guest_shutdown_done(Guest *g _unused_, void *userdata) {
         Manager *m = userdata;
-        (void) g;
         if (m->shutdown_pending > 0 && --m->shutdown_pending == 0)
                 manager_shutdown_finish(m);
 }
 
-static int on_shutdown_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+static int on_shutdown_timeout(sd_event_source *s _unused_, uint64_t usec _unused_, void *userdata) {
         Manager *m = userdata;
-        (void) s;
-        (void) usec;
         log_warning("%u guests did not confirm their shutdown size in time", m->shutdown_pending);
         m->shutdown_pending = 0;
         manager_shutdown_finish(m);

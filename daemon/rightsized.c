@@ -96,10 +96,9 @@ static int check_config(void) {
         return EXIT_SUCCESS;
 }
 
-static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si _unused_, void *userdata) {
         Manager *m = userdata;
         (void) s;
-        (void) si;
         log_info("SIGHUP: reloading %s", m->config_path);
         (void) manager_reload(m, NULL);
         return 0;

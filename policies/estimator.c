@@ -909,8 +909,7 @@ void rs_guest_feed(RsGuest *g, const RsSample *sample, uint64_t now) {
         update_confidence(g);
 }
 
-int rs_guest_probe_now(RsGuest *g, uint64_t now_usec) {
-        (void) now_usec;
+int rs_guest_probe_now(RsGuest *g, uint64_t now_usec _unused_) {
         if (g->state == RS_STATE_OBSERVE || g->policy.mode == RS_MODE_OBSERVE)
                 return -EOPNOTSUPP;
         if (g->have_obs && g->obs.tier == RS_TIER_HOST)

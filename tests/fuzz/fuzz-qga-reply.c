@@ -93,7 +93,7 @@ static void agent_close(Agent *a) {
 }
 
 /* Answers one request line of the client. */
-static void agent_handle(Agent *a, sd_event *e, const char *line, size_t len) {
+static void agent_handle(Agent *a, sd_event *e, const char *line, size_t len _unused_) {
         json_object *request = json_tokener_parse(line);
         json_object *args;
         const char *command;
@@ -121,7 +121,6 @@ static void agent_handle(Agent *a, sd_event *e, const char *line, size_t len) {
                         agent_close(a);
         }
         json_object_put(request);
-        (void) len;
 }
 
 /* Reads what the client wrote and answers each complete line. Returns whether it did anything. */

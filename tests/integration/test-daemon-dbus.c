@@ -364,11 +364,10 @@ typedef struct Signals {
         uint64_t estimate, lower, upper;
 } Signals;
 
-static int on_estimate_changed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+static int on_estimate_changed(sd_bus_message *m, void *userdata, sd_bus_error *error _unused_) {
         Signals *s = userdata;
         const char *name;
         uint64_t e, lo, hi;
-        (void) error;
         if (sd_bus_message_read(m, "sttt", &name, &e, &lo, &hi) < 0 || strcmp(name, "sim-9") != 0)
                 return 0;
         s->n++;

@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include "common/bus-api.h"
 #include "tests/lib/bus-call.h"
 
 #include <check.h>
@@ -14,16 +13,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/bus-api.h"
+#include "common/macro.h"
+
 
 typedef struct CallState {
         CallResult result;
         bool done;
 } CallState;
 
-static int on_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+static int on_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error _unused_) {
         CallState *state = userdata;
         const sd_bus_error *e = sd_bus_message_get_error(reply);
-        (void) ret_error;
 
         state->done = true;
         if (!e) {

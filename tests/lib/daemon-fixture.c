@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include "common/bus-api.h"
 #include "tests/lib/daemon-fixture.h"
 
 #include <check.h>
@@ -18,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/bus-api.h"
 #include "common/macro.h"
 #include "tests/lib/test-util.h"
 

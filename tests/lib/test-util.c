@@ -27,9 +27,7 @@ char *test_mkdtemp(void) {
         return path;
 }
 
-static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw) {
-        (void) st;
-        (void) ftw;
+static int rm_one(const char *path, const struct stat *st _unused_, int type, struct FTW *ftw _unused_) {
         if (type == FTW_DP)
                 (void) rmdir(path);
         else

@@ -913,15 +913,13 @@ static Conn *conn_accept(sd_event_source *s, int fd, Guest *g, bool agent) {
 }
 
 /* The agent has no greeting: it waits for commands. */
-static int agent_on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        (void) revents;
+static int agent_on_accept(sd_event_source *s, int fd, uint32_t revents _unused_, void *userdata) {
         (void) conn_accept(s, fd, userdata, true);
         return 0;
 }
 
-static int guest_on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+static int guest_on_accept(sd_event_source *s, int fd, uint32_t revents _unused_, void *userdata) {
         Guest *g = userdata;
-        (void) revents;
         Conn *c = conn_accept(s, fd, g, false);
         if (!c)
                 return 0;
@@ -1027,9 +1025,8 @@ static int write_counters(Sim *sim) {
         return 0;
 }
 
-static int on_sigusr1(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+static int on_sigusr1(sd_event_source *s, const struct signalfd_siginfo *si _unused_, void *userdata) {
         (void) s;
-        (void) si;
         int r = write_counters(userdata);
         if (r < 0)
                 fprintf(stderr, "fake-qemu: cannot write the counters: %s\n", strerror(-r));

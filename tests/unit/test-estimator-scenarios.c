@@ -692,9 +692,8 @@ typedef struct RecoveryWatch {
         double worst_over;
 } RecoveryWatch;
 
-static bool recovery_watch(const GuestModel *m, const RsGuest *g, const RsDecision *d, void *userdata) {
+static bool recovery_watch(const GuestModel *m, const RsGuest *g _unused_, const RsDecision *d, void *userdata) {
         RecoveryWatch *w = userdata;
-        (void) g;
         if (w->prev == RS_STATE_BACKOFF && d->state == RS_STATE_GROW)
                 w->backoff_to_grow++;
         w->prev = d->state;
