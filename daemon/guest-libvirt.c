@@ -92,7 +92,7 @@ static void on_balloon_done(LibvirtBackend *b _unused_, const char *uuid, int er
                 return;
         d->balloon_queued = false;
         if (error < 0)
-                d->guest->balloon_target = d->balloon_prev;
+                guest_actuator_failed(d->guest, GUEST_ACTUATOR_BALLOON, error, NULL, d->balloon_prev);
 }
 
 static int driver_set_balloon(Guest *g, uint64_t balloon_bytes, void *userdata) {
@@ -116,7 +116,7 @@ static void on_vmem_done(LibvirtBackend *b _unused_, const char *uuid, int error
                 return;
         d->vmem_queued = false;
         if (error < 0)
-                d->guest->vmem_requested = d->vmem_prev;
+                guest_actuator_failed(d->guest, GUEST_ACTUATOR_VIRTIO_MEM, error, NULL, d->vmem_prev);
 }
 
 static int driver_set_virtio_mem(Guest *g, uint64_t requested, uint64_t *ret_requested, void *userdata) {
@@ -144,23 +144,17 @@ static int driver_set_virtio_mem(Guest *g, uint64_t requested, uint64_t *ret_req
 
 static void on_dimm_done(LibvirtBackend *b _unused_, const char *uuid, int error, void *userdata) {
         Domain *d = domain_find(userdata, uuid);
-        Guest *g;
 
-        if (!d || error >= 0)
-                return;
-        /* As guest.c does for a refused hotplug: the slot is not taken, and no more DIMMs. */
-        g = d->guest;
-        log_guest_warning_errno(g, error, "DIMM hotplug failed: %s; no more DIMMs",
-                                strerror(-error));
-        g->dimm_count = g->dimm_count > 0 ? g->dimm_count - 1 : 0;
-        g->dimm_bytes = g->dimm_bytes >= g->dimm_slot_bytes ? g->dimm_bytes - g->dimm_slot_bytes : 0;
-        g->dimm_slot_bytes = 0;
+        if (d && error < 0)
+                guest_actuator_failed(d->guest, GUEST_ACTUATOR_DIMM, error, NULL, 0);
 }
 
 static int driver_add_dimm(Guest *g, uint64_t bytes, void *userdata) {
         Domain *d = userdata;
         const LibvirtDomainInfo *info = libvirt_backend_get_domain(d->owner->backend, d->uuid);
 
+        char b[FORMAT_SIZE_MAX];
+        log_guest_info(g, "Hot-plugging DIMM of %s", format_size(b, sizeof(b), bytes));
         /* libvirt puts memory devices in a NUMA cell, and wants one for hotplug at all. */
         return libvirt_backend_attach_dimm_async(d->owner->backend, d->uuid, bytes, info && info->numa ? 0 : -1,
                                                  g->policy.allow_dimm, on_dimm_done, d->owner);
@@ -230,7 +224,7 @@ static void domain_attach(LibvirtGuests *lg, Domain *d, const LibvirtDomainInfo 
         };
         if (res.vmem_block == 0 || res.vmem_max == 0)
                 res.vmem_id = NULL;
-        int r = guest_driven_attach(g, &res);
+        int r = guest_attach(g, &res);
         if (r < 0)
                 log_guest_warning_errno(g, r, "Cannot manage the domain: %m");
 }
@@ -264,8 +258,9 @@ static void on_domain_added(LibvirtBackend *b _unused_, const LibvirtDomainInfo 
                 snprintf(d->uuid, sizeof(d->uuid), "%s", info->uuid);
                 d->policy_name = info->policy ? strdup(info->policy) : NULL;
                 domain_select_policy(lg, d, info->name, &policy);
-                r = guest_new_driven(lg->event, GUEST_SOURCE_LIBVIRT, info->name, info->uuid, lg->config->state_dir,
-                                     &policy, lg->ops->guest_hooks, lg->userdata, &libvirt_driver, d, &d->guest);
+                r = guest_new(lg->event, GUEST_SOURCE_LIBVIRT, info->name, info->uuid, NULL, NULL,
+                              lg->config->state_dir, &policy, lg->ops->guest_hooks, lg->userdata, &libvirt_driver, d,
+                              &d->guest);
                 if (r >= 0) {
                         r = lg->ops->add_guest(lg->userdata, d->guest);
                         if (r < 0)
@@ -320,7 +315,7 @@ static void on_memory_device_changed(LibvirtBackend *b _unused_, const char *uui
         Domain *d = domain_find(userdata, uuid);
 
         if (d && d->guest->vmem_id && strcmp(d->guest->vmem_id, alias) == 0)
-                d->guest->vmem_size = size;
+                guest_set_vmem_size(d->guest, size);
 }
 
 static void on_connection_changed(LibvirtBackend *b, bool connected, void *userdata) {
@@ -360,14 +355,13 @@ static void on_agent_done(int error, const GuestVmstat *vmstat, const GuestPsi *
 
         d->job = NULL;
         if (error < 0) {
-                if (g->agent_ok)
-                        log_guest_info(g, "Guest agent not answering: %s",
-                                       message ?: strerror(-error));
-                g->agent_ok = false;
+                if (guest_agent_answers(g))
+                        log_guest_info(g, "Guest agent not answering: %s", message ?: strerror(-error));
+                guest_set_agent_answers(g, false);
         } else {
-                if (!g->agent_ok)
+                if (!guest_agent_answers(g))
                         log_guest_info(g, "Guest agent answers");
-                g->agent_ok = true;
+                guest_set_agent_answers(g, true);
                 if (d->agent_waiting)
                         guest_sample_add_agent(g, vmstat, psi);
         }
@@ -445,10 +439,9 @@ static void domain_apply_stats(Domain *d, const LibvirtDomainStats *s) {
         const LibvirtStats *stats = &s->stats;
 
         /* balloon.current: what the balloon leaves of the boot memory plus plugged virtio-mem. */
-        if (qmp_value_is_known(stats->actual) && stats->actual > 0 &&
-            (g->guest_max == 0 || stats->actual <= 2 * g->guest_max))
-                g->actual = stats->actual;
-        g->host_rss = qmp_value_is_known(stats->rss) ? stats->rss : UINT64_MAX;
+        if (qmp_value_is_known(stats->actual))
+                guest_set_actual(g, stats->actual);
+        guest_set_host_rss(g, qmp_value_is_known(stats->rss) ? stats->rss : UINT64_MAX);
         QmpGuestStats guest_stats = stats->guest;
         if (g->policy.qemu_monitor && s->want_monitor)
                 add_monitor_stats(d, s, &guest_stats);
@@ -456,7 +449,7 @@ static void domain_apply_stats(Domain *d, const LibvirtDomainStats *s) {
         /* A balloon in motion, read directly (balloon.current lags it by up to an interval, and
          * the guest would look as if it pushed back). */
         if (s->balloon_error == 0)
-                g->actual = s->balloon + (g->vmem_id ? g->vmem_size : 0);
+                guest_set_actual(g, s->balloon + (g->vmem_id ? g->vmem_size : 0));
 }
 
 /* libvirtd answered again after the guests were marked: they are attached again. */

@@ -1,36 +1,22 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A guest whatever drives it (guest-qmp.c, guest-libvirt.c): the cycle (sample → decide →
+ * apply → persist), the actuators through its driver, the state file and the history. */
+#include "daemon/guest.h"
+
 #include <errno.h>
 #include <stdarg.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "common/macro.h"
-#include "daemon/guest.h"
-#include "daemon/host.h"
-#include "daemon/log.h"
 #include "common/size.h"
 #include "common/time-util.h"
+#include "daemon/host.h"
+#include "daemon/log.h"
 #include "daemon/state-file.h"
 #include "policies/actuation.h"
-#include "qmp/json-util.h"
-#include "qmp/qga-commands.h"
-#include "qmp/qmp-commands.h"
-#include "qmp/qmp-events.h"
-
-#define RECONNECT_MIN_USEC (1 * USEC_PER_SEC)
-#define RECONNECT_MAX_USEC (30 * USEC_PER_SEC)
-#define AGENT_RECONNECT_USEC (10 * USEC_PER_SEC)
-/* Connected this long and never synced: the agent hangs (or none runs behind the socket). */
-#define AGENT_SILENT_USEC (2 * QGA_DEFAULT_SYNC_TIMEOUT_USEC)
-#define HANDSHAKE_TIMEOUT_USEC (5 * USEC_PER_SEC)
 /* A balloon that moved less than this over STALL_CYCLES cycles while away from its target has
  * stopped: the guest cannot give more (or take back) right now. */
 #define STALL_MOVE_BYTES (2 * MIB)
@@ -43,11 +29,9 @@
 /* The state file is rewritten when something changed, and at least this often. */
 #define STATE_SAVE_USEC (60 * USEC_PER_SEC)
 /* Untrusted input: stats whose last-update stays put this many cycles are stale; dated further
- * ahead than this, they lie; more events than this in one interval are a flood; a data fault
- * clears after this many clean cycles. */
+ * ahead than this, they lie; a data fault clears after this many clean cycles. */
 #define STATS_STALE_CYCLES 5
 #define STATS_FUTURE_SLACK_SEC 300
-#define EVENT_FLOOD_PER_CYCLE 1000
 #define DATA_CLEAN_CYCLES 3
 
 static char *fmt_size(char *buf, size_t len, uint64_t bytes) {
@@ -56,16 +40,7 @@ static char *fmt_size(char *buf, size_t len, uint64_t bytes) {
         return format_size(buf, len, bytes);
 }
 
-/* Each QMP call gets the poll interval as its timeout, within limits: a guest slower than
- * that would miss the next tick anyway. */
-static uint64_t command_timeout(const Guest *g) {
-        return CLAMP(g->policy.poll_interval_usec, 1 * USEC_PER_SEC, 10 * USEC_PER_SEC);
-}
-
-static void guest_schedule_reconnect(Guest *g);
 static int guest_setup_finish(Guest *g);
-static void guest_tick_arm(Guest *g, uint64_t usec);
-static void agent_schedule_reconnect(Guest *g);
 
 static void guest_notify(Guest *g, bool estimate_changed) {
         if (g->hooks && g->hooks->updated)
@@ -214,20 +189,6 @@ size_t guest_history(const Guest *g, GuestHistoryPoint *out, size_t n) {
 
 /* ---- actuation ---- */
 
-static void on_balloon_set(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
-        Guest *g = userdata;
-        if (reply->error < 0)
-                log_guest_warning_errno(g, reply->error, "balloon failed: %s",
-                                        reply->error_desc ?: "unknown error");
-}
-
-static void on_vmem_set(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
-        Guest *g = userdata;
-        if (reply->error < 0)
-                log_guest_warning_errno(g, reply->error,
-                                        "virtio-mem resize failed: %s", reply->error_desc ?: "unknown error");
-}
-
 /* QEMU's balloon covers the boot memory only: a QMP guest's size is what the balloon leaves of
  * it plus what virtio-mem has plugged (measured with QEMU 7.2: plugging 256 MiB leaves
  * query-balloon's actual where it was). */
@@ -248,8 +209,7 @@ static int guest_send_balloon(Guest *g, uint64_t bytes) {
                 log_guest_debug(g, "virtio-mem alone exceeds the target: balloon left alone");
                 return 0;
         }
-        r = g->driver ? g->driver->set_balloon(g, bytes - plugged, g->driver_data)
-                      : qmp_balloon_set_target(g->qmp, bytes - plugged, command_timeout(g), on_balloon_set, g);
+        r = g->driver->set_balloon(g, bytes - plugged, g->driver_data);
         if (r < 0)
                 return r;
         g->balloon_target = bytes;
@@ -325,53 +285,43 @@ static bool guest_check_stall(Guest *g, uint64_t now) {
 
 /* Counted when sent; a refused DIMM is not retried (slot size or maxmem do not fit). */
 static void guest_dimm_refused(Guest *g, int error, const char *why) {
-        log_guest_warning_errno(g, error, "DIMM hotplug failed: %s; no more DIMMs",
-                                why ?: strerror(-error));
+        log_guest_warning_errno(g, error, "DIMM hotplug failed: %s; no more DIMMs", why ?: strerror(-error));
         g->dimm_count = g->dimm_count > 0 ? g->dimm_count - 1 : 0;
         g->dimm_bytes = g->dimm_bytes >= g->dimm_slot_bytes ? g->dimm_bytes - g->dimm_slot_bytes : 0;
         g->dimm_slot_bytes = 0;
 }
 
-static void on_dimm_added(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
-        if (reply->error < 0)
-                guest_dimm_refused(userdata, reply->error, reply->error_desc);
+void guest_actuator_failed(Guest *g, GuestActuator which, int error, const char *why, uint64_t previous) {
+        switch (which) {
+        case GUEST_ACTUATOR_BALLOON:
+                g->balloon_target = previous;
+                break;
+        case GUEST_ACTUATOR_VIRTIO_MEM:
+                g->vmem_requested = previous;
+                break;
+        case GUEST_ACTUATOR_DIMM:
+                guest_dimm_refused(g, error, why);
+                break;
+        }
 }
 
 /* DIMMs are only ever added: unplugging needs the guest's cooperation and often fails (the
  * memory holds unmovable pages); the balloon gives back what is not needed. */
 static void guest_add_dimm(Guest *g) {
-        char dev[32], mem[32], b[FORMAT_SIZE_MAX];
-        int r;
-
         if (g->dimm_slot_bytes == 0 || g->dimm_count >= g->mem_slots)
                 return;
-        snprintf(dev, sizeof(dev), "rs-dimm%u", g->dimm_next_id);
-        snprintf(mem, sizeof(mem), "rs-mem%u", g->dimm_next_id);
-        log_guest_info(g, "Hot-plugging DIMM %s%sof %s", g->driver ? "" : dev,
-                       g->driver ? "" : " ", fmt_size(b, sizeof(b), g->dimm_slot_bytes));
-        if (g->driver) {
-                /* The driver (libvirt) names the device itself. */
-                g->dimm_count++;
-                g->dimm_bytes += g->dimm_slot_bytes;
-                r = g->driver->add_dimm(g, g->dimm_slot_bytes, g->driver_data);
-                if (r < 0)
-                        guest_dimm_refused(g, r, NULL);
-                return;
-        }
-        r = qmp_dimm_add(g->qmp, dev, mem, g->dimm_slot_bytes, command_timeout(g), on_dimm_added, g);
-        if (r < 0) {
-                log_guest_warning_errno(g, r, "DIMM hotplug: %m");
-                return;
-        }
-        g->dimm_next_id++;
+        /* The driver names the device (and says so in the log); a refusal that comes later is
+         * guest_actuator_failed(). */
         g->dimm_count++;
         g->dimm_bytes += g->dimm_slot_bytes;
+        int r = g->driver->add_dimm(g, g->dimm_slot_bytes, g->driver_data);
+        if (r < 0)
+                guest_dimm_refused(g, r, NULL);
 }
 
-/* Whether this guest can have DIMMs at all: QMP guests through device_add, driven guests when
- * their driver can. */
+/* Whether this guest can have DIMMs at all: when its driver can add them. */
 static bool guest_dimm_capable(const Guest *g) {
-        return (!g->driver || g->driver->add_dimm) && g->base_memory > 0;
+        return g->driver->add_dimm && g->base_memory > 0;
 }
 
 static void guest_actuate(Guest *g, uint64_t target, bool urgent, bool fine, uint64_t now) {
@@ -421,9 +371,7 @@ static void guest_actuate(Guest *g, uint64_t target, bool urgent, bool fine, uin
         }
         if (plan.set_vmem && g->vmem_id) {
                 uint64_t requested = plan.vmem_requested;
-                r = g->driver ? g->driver->set_virtio_mem(g, plan.vmem_requested, &requested, g->driver_data)
-                              : qmp_virtio_mem_set_requested_size(g->qmp, g->vmem_id, plan.vmem_requested,
-                                                                  command_timeout(g), on_vmem_set, g);
+                r = g->driver->set_virtio_mem(g, plan.vmem_requested, &requested, g->driver_data);
                 if (r < 0)
                         log_guest_warning_errno(g, r, "virtio-mem resize: %m");
                 else
@@ -598,27 +546,17 @@ static bool guest_check_stats_time(Guest *g, const QmpGuestStats *st) {
         return true;
 }
 
-static void guest_finish_cycle(Guest *g) {
-        uint64_t now = now_usec(CLOCK_MONOTONIC);
+/* The cycle's readings, with what the host and the guest's size add, made one trusted sample.
+ * Returns false when the cycle ends here (its readings failed). */
+static bool cycle_sample(Guest *g, uint64_t now) {
         HostMemory host;
-        RsDecision d;
-        char b1[FORMAT_SIZE_MAX], b2[FORMAT_SIZE_MAX], b3[FORMAT_SIZE_MAX];
 
-        if (g->phase != GUEST_PHASE_RUNNING ||
-            (g->source == GUEST_SOURCE_QEMU && (!g->qmp || !qmp_client_is_ready(g->qmp))))
-                return;
-        if (g->events_in_cycle > EVENT_FLOOD_PER_CYCLE)
-                snprintf(g->data_problem, sizeof(g->data_problem), "QMP event flood: %u events in one interval",
-                         g->events_in_cycle);
-        g->events_in_cycle = 0;
         if (g->cycle_qmp_failed) {
                 /* A timeout on one guest only costs that guest its tick. */
                 log_guest_debug(g, "Skipping this interval: %s", g->cycle_error);
                 snprintf(g->data_problem, sizeof(g->data_problem), "%s failing: %s",
                          g->source == GUEST_SOURCE_LIBVIRT ? "libvirt calls" : "QMP commands", g->cycle_error);
-                guest_report_data_problem(g);
-                guest_notify(g, false);
-                return;
+                return false;
         }
 
         const HostMemory *h = g->hooks && g->hooks->host_memory ? g->hooks->host_memory(g, g->userdata) : NULL;
@@ -629,10 +567,6 @@ static void guest_finish_cycle(Guest *g) {
         g->sample.level[RS_LEVEL_HOST_MEM_AVAILABLE] = h->mem_available;
         g->sample.level[RS_LEVEL_HOST_PSI_SOME_AVG10] = h->psi_some_avg10;
         g->sample.level[RS_LEVEL_HOST_PSI_FULL_AVG10] = h->psi_full_avg10;
-        if (g->qemu_pid > 0) {
-                uint64_t rss;
-                g->host_rss = host_process_rss("/proc", g->qemu_pid, &rss) >= 0 ? rss : UINT64_MAX;
-        }
 
         g->sample.level[RS_LEVEL_BALLOON_ACTUAL] = g->actual ?: RS_UNKNOWN;
         if (g->vmem_id)
@@ -645,6 +579,13 @@ static void guest_finish_cycle(Guest *g) {
         RsSample reported = g->sample;
         rs_sample_sanitize(&g->sample, g->guest_max);
         guest_check_sanitized(g, &reported);
+        return true;
+}
+
+/* The decision core's target for the sample, after host arbitration. */
+static uint64_t cycle_decide(Guest *g, uint64_t now) {
+        char b1[FORMAT_SIZE_MAX], b2[FORMAT_SIZE_MAX], b3[FORMAT_SIZE_MAX];
+        RsDecision d;
 
         if (g->probe_requested) {
                 /* A forced probe starts with this feed; the core refuses while it is giving
@@ -682,20 +623,42 @@ static void guest_finish_cycle(Guest *g) {
         if (target != g->target || d.state != before) {
                 const RsEstimate *e = rs_guest_estimate(g->core);
                 log_named_guest_info(g->name, rs_state_to_string(d.state), "target %s (actual %s, estimate %s): %s%s",
-                               fmt_size(b1, sizeof(b1), target), fmt_size(b2, sizeof(b2), g->actual),
-                               fmt_size(b3, sizeof(b3), e->estimate), d.reason,
-                               target != d.target ? " [arbitrated]" : "");
+                                     fmt_size(b1, sizeof(b1), target), fmt_size(b2, sizeof(b2), g->actual),
+                                     fmt_size(b3, sizeof(b3), e->estimate), d.reason,
+                                     target != d.target ? " [arbitrated]" : "");
         }
-        g->target = target;
-        guest_actuate(g, target, d.urgent, d.fine, now);
-        history_push(g, g->updated_realtime);
+        return target;
+}
 
-        /* Not on every target change: probing moves it each interval, and each save is two
-         * fsyncs that block the loop. A restore holds or backs off from the estimate anyway. */
+/* The target to the devices (guest_actuate()), and into the history. */
+static void cycle_apply(Guest *g, uint64_t target, uint64_t now) {
+        g->target = target;
+        guest_actuate(g, target, g->decision.urgent, g->decision.fine, now);
+        history_push(g, g->updated_realtime);
+}
+
+/* The state file: not on every target change (probing moves it each interval, and each save
+ * is two fsyncs that block the loop; a restore holds or backs off from the estimate anyway). */
+static void cycle_persist(Guest *g, uint64_t now) {
         if (rs_guest_state(g->core) != g->saved_state || rs_guest_estimate(g->core)->estimate != g->saved_estimate ||
             now >= g->saved_usec + STATE_SAVE_USEC)
                 (void) guest_save_state(g);
+}
 
+/* Every reading of the cycle is in: sample → decide → apply → persist. */
+static void guest_finish_cycle(Guest *g) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+
+        if (g->phase != GUEST_PHASE_RUNNING || (g->driver->connected && !g->driver->connected(g, g->driver_data)))
+                return;
+        if (!cycle_sample(g, now)) {
+                guest_report_data_problem(g);
+                guest_notify(g, false);
+                return;
+        }
+        uint64_t target = cycle_decide(g, now);
+        cycle_apply(g, target, now);
+        cycle_persist(g, now);
         guest_report_data_problem(g);
         guest_notify(g, estimate_changed(g));
 }
@@ -707,81 +670,12 @@ static void cycle_step_done(Guest *g) {
                 guest_finish_cycle(g);
 }
 
-static void cycle_fail(Guest *g, const char *what, const QmpReply *reply) {
-        g->cycle_qmp_failed = true;
-        snprintf(g->cycle_error, sizeof(g->cycle_error), "%s: %s", what,
-                 reply->error_desc ?: strerror(-reply->error));
-}
-
-static void on_stats(QmpClient *c _unused_, const QmpReply *reply, const QmpGuestStats *stats, void *userdata) {
-        Guest *g = userdata;
-        if (reply->error < 0)
-                cycle_fail(g, "guest-stats", reply);
-        else {
-                if (guest_check_stats_time(g, stats))
-                        sample_from_stats(&g->sample, stats);
-        }
-        cycle_step_done(g);
-}
-
-static void on_balloon_info(QmpClient *c _unused_, const QmpReply *reply, const QmpBalloonInfo *info, void *userdata) {
-        Guest *g = userdata;
-        if (reply->error < 0)
-                cycle_fail(g, "query-balloon", reply);
-        else if (info->actual > 0 && (g->guest_max == 0 || info->actual <= 2 * g->guest_max)) {
-                g->balloon_actual = info->actual;
-                guest_update_size(g);
-        }
-        cycle_step_done(g);
-}
-
-static void on_memory_devices(QmpClient *c _unused_, const QmpReply *reply, const QmpMemoryDeviceList *list, void *userdata) {
-        Guest *g = userdata;
-        if (reply->error >= 0 && g->vmem_id) {
-                const QmpMemoryDevice *d = qmp_memory_device_list_find(list, g->vmem_id);
-                if (d && d->type == QMP_MEMORY_DEVICE_VIRTIO_MEM) {
-                        g->vmem_size = d->size;
-                        guest_update_size(g);
-                }
-        }
-        /* virtio-mem's size is informative here; its failure does not cost the interval. */
-        cycle_step_done(g);
-}
-
-/* The host's own count of what the guest read from its disks: refaults it does not report
- * still show here. Optional: a failure costs neither the interval nor the guest. */
-static void on_blockstats(QmpClient *c _unused_, const QmpReply *reply, uint64_t read_bytes, void *userdata) {
-        Guest *g = userdata;
-        if (reply->error >= 0)
-                g->sample.counter[RS_COUNTER_HOST_DISK_READ] = read_bytes;
-        else if (reply->error == -EOPNOTSUPP)
-                g->no_blockstats = true;
-        else
-                log_guest_debug(g, "query-blockstats: %s",
-                                reply->error_desc ?: strerror(-reply->error));
-        cycle_step_done(g);
-}
-
-static void on_agent_psi(QgaClient *c _unused_, const QmpReply *reply, const GuestPsi *psi, void *userdata) {
-        Guest *g = userdata;
-        if (reply->error >= 0 && psi) {
-                g->sample.level[RS_LEVEL_PSI_SOME_AVG10] = psi_hundredths(&psi->some);
-                g->sample.level[RS_LEVEL_PSI_FULL_AVG10] = psi_hundredths(&psi->full);
-                if (psi->some.known)
-                        g->sample.counter[RS_COUNTER_PSI_SOME_TOTAL] = psi->some.total_usec;
-                if (psi->full.known)
-                        g->sample.counter[RS_COUNTER_PSI_FULL_TOTAL] = psi->full.total_usec;
-        }
-        g->agent_busy = false;
-        cycle_step_done(g);
-}
-
 /* An agent that fails is no fault of the guest (the balloon stats go on), but it costs the
  * agent tier: say why in the reason, and in the log when it changes. "" when reads work. */
-static void agent_report(Guest *g, const char *problem) {
+void guest_set_agent_problem(Guest *g, const char *problem) {
         char text[sizeof(g->agent_problem)];
 
-        snprintf(text, sizeof(text), "%s", problem);
+        snprintf(text, sizeof(text), "%s", problem ?: "");
         if (strcmp(text, g->agent_problem) == 0)
                 return;
         if (text[0])
@@ -791,102 +685,7 @@ static void agent_report(Guest *g, const char *problem) {
         memcpy(g->agent_problem, text, sizeof(text));
 }
 
-static uint64_t agent_timeout(const Guest *g) {
-        return CLAMP(g->policy.poll_interval_usec * 3 / 4, 500 * USEC_PER_MSEC, 10 * USEC_PER_SEC);
-}
-
-static void on_agent_vmstat(QgaClient *c, const QmpReply *reply, const GuestVmstat *vmstat, void *userdata) {
-        Guest *g = userdata;
-        if (reply->error < 0 || !vmstat) {
-                char problem[sizeof(g->agent_problem)];
-                snprintf(problem, sizeof(problem), "guest agent: %s", reply->error_desc ?: strerror(-reply->error));
-                agent_report(g, problem);
-                g->agent_busy = false;
-                cycle_step_done(g);
-                return;
-        }
-        sample_from_vmstat(&g->sample, vmstat);
-        agent_report(g, "");
-        /* PSI only after vmstat finished: never more than one read queued on the agent. */
-        if (qga_read_psi_memory(c, agent_timeout(g), on_agent_psi, g) < 0) {
-                g->agent_busy = false;
-                cycle_step_done(g);
-        }
-}
-
-static int on_tick(sd_event_source *s _unused_, uint64_t usec, void *userdata) {
-        Guest *g = userdata;
-        uint64_t now;
-
-        /* The next tick one interval after this one was due, not after it ran: otherwise
-         * every late wake-up stretches the interval. Fallen behind: one interval from now. */
-        (void) sd_event_now(g->event, CLOCK_MONOTONIC, &now);
-        uint64_t interval = g->policy.poll_interval_usec;
-        guest_tick_arm(g, usec + interval > now ? usec + interval - now : interval);
-        if (g->phase != GUEST_PHASE_RUNNING || !g->core)
-                return 0;
-        if (g->cycle_pending > 0) {
-                log_guest_debug(g, "Previous interval still running, skipping a tick");
-                return 0;
-        }
-
-        rs_sample_init(&g->sample);
-        g->cycle_qmp_failed = false;
-        g->cycle_error[0] = '\0';
-        g->cycle_started = now_usec(CLOCK_MONOTONIC);
-        /* Held until every call was sent, so a call failing at once cannot finish the cycle early. */
-        g->cycle_pending = 1;
-
-        uint64_t t = command_timeout(g);
-        if (qmp_get_guest_stats(g->qmp, NULL, t, on_stats, g) >= 0)
-                g->cycle_pending++;
-        if (qmp_query_balloon(g->qmp, t, on_balloon_info, g) >= 0)
-                g->cycle_pending++;
-        if (g->vmem_id && qmp_query_memory_devices(g->qmp, t, on_memory_devices, g) >= 0)
-                g->cycle_pending++;
-        if (!g->no_blockstats && qmp_query_blockstats_read_bytes(g->qmp, t, on_blockstats, g) >= 0)
-                g->cycle_pending++;
-        if (!g->policy.guest_agent)
-                g->agent_problem[0] = '\0'; /* not asked, so nothing to complain about */
-        else if (g->qga && !qga_client_is_ready(g->qga) && !qga_client_is_closed(g->qga) && g->agent_connected > 0 &&
-                 now > g->agent_connected + AGENT_SILENT_USEC)
-                agent_report(g, "guest agent: no answer to guest-sync-delimited");
-        if (g->policy.guest_agent && g->qga && qga_client_is_ready(g->qga) && !g->agent_busy &&
-            qga_read_vmstat(g->qga, agent_timeout(g), on_agent_vmstat, g) >= 0) {
-                g->agent_busy = true;
-                g->cycle_pending++;
-        }
-        cycle_step_done(g);
-        return 0;
-}
-
-static void guest_tick_arm(Guest *g, uint64_t usec) {
-        uint64_t now;
-        /* sd-event's default accuracy (250 ms) would stretch short intervals and line every
-         * guest's tick up with the others: 1 % of the interval, within 1-50 ms. */
-        uint64_t accuracy = CLAMP(g->policy.poll_interval_usec / 100, USEC_PER_MSEC, 50 * USEC_PER_MSEC);
-        (void) sd_event_now(g->event, CLOCK_MONOTONIC, &now);
-        if (!g->timer) {
-                if (sd_event_add_time(g->event, &g->timer, CLOCK_MONOTONIC, now + usec, accuracy, on_tick, g) < 0)
-                        return;
-                (void) sd_event_source_set_description(g->timer, "guest-tick");
-                return;
-        }
-        (void) sd_event_source_set_time_accuracy(g->timer, accuracy);
-        (void) sd_event_source_set_time(g->timer, now + usec);
-        (void) sd_event_source_set_enabled(g->timer, SD_EVENT_ONESHOT);
-}
-
-/* ---- connection ---- */
-
-static void guest_setup_done(Guest *g) {
-        if (g->setup_pending == 0 || --g->setup_pending > 0)
-                return;
-        /* The connection is going away: the disconnect callback takes it from here. */
-        if (!g->qmp || !qmp_client_is_ready(g->qmp))
-                return;
-        (void) guest_setup_finish(g);
-}
+/* ---- attaching: the guest's memory is known ---- */
 
 /* Room for DIMMs still to add, when the policy allows them: what maxmem leaves past boot
  * memory and the memory devices, split over the free slots in whole 128 MiB memory blocks
@@ -911,13 +710,8 @@ static int guest_setup_finish(Guest *g) {
         if (g->guest_max > 0 && guest_dimm_capable(g))
                 g->guest_max += g->dimm_bytes + guest_dimm_room(g);
         if (g->guest_max == 0) {
-                /* With why, when a setup command failed (e.g. timed out: a QEMU that never answers). */
-                guest_set_fault(g, "QEMU reported no memory size%s%s", g->cycle_error[0] ? ": " : "", g->cycle_error);
+                guest_set_fault(g, "no memory size known");
                 g->phase = GUEST_PHASE_FAULTY;
-                if (g->qmp) {
-                        qmp_client_close(g->qmp);
-                        guest_schedule_reconnect(g);
-                }
                 return -EINVAL;
         }
         if (!g->core) {
@@ -947,319 +741,41 @@ static int guest_setup_finish(Guest *g) {
         g->balloon_driver_seen = false;
         g->fault[0] = '\0';
         g->data_fault = false;
-        g->backoff_usec = 0;
-        /* A driven guest's cycles come from its driver. */
-        if (!g->driver)
-                guest_tick_arm(g, 0);
+        /* The cycles come from the driver. */
         guest_notify(g, false);
         return 0;
-}
-
-static void on_polling_set(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
-        Guest *g = userdata;
-        if (reply->error < 0)
-                log_named_guest_warning(g->name, NULL, "Could not enable balloon stats polling: %s",
-                                  reply->error_desc ?: strerror(-reply->error));
-        guest_setup_done(g);
-}
-
-static void on_fpr(QmpClient *c _unused_, const QmpReply *reply, bool value, void *userdata) {
-        Guest *g = userdata;
-        g->fpr_known = reply->error >= 0;
-        g->free_page_reporting = reply->error >= 0 && value;
-        guest_setup_done(g);
-}
-
-static void on_size_summary(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
-        Guest *g = userdata;
-        uint64_t base;
-        if (reply->error >= 0 && json_member_get_u64(reply->result, "base-memory", &base) >= 0 && base > 0 &&
-            base < UINT64_MAX / 4)
-                g->base_memory = base;
-        guest_setup_done(g);
-}
-
-static void on_setup_balloon(QmpClient *c _unused_, const QmpReply *reply, const QmpBalloonInfo *info, void *userdata) {
-        Guest *g = userdata;
-        if (reply->error >= 0) {
-                g->balloon_actual = info->actual;
-                guest_update_size(g);
-        } else
-                snprintf(g->cycle_error, sizeof(g->cycle_error), "query-balloon: %s",
-                         reply->error_desc ?: strerror(-reply->error));
-        guest_setup_done(g);
-}
-
-/* What the memory devices take of maxmem and of the slots, and the first free rs-dimmN. */
-static void guest_count_memory_devices(Guest *g, const QmpMemoryDeviceList *list) {
-        g->devices_bytes = g->dimm_bytes = 0;
-        g->dimm_count = g->dimm_next_id = 0;
-        for (size_t i = 0; i < list->n_devices; i++) {
-                const QmpMemoryDevice *d = &list->devices[i];
-                /* virtio-mem reserves its whole region up front. */
-                uint64_t size = d->type == QMP_MEMORY_DEVICE_VIRTIO_MEM ? MAX(d->max_size, d->size) : d->size;
-                g->devices_bytes = size > UINT64_MAX / 4 - g->devices_bytes ? UINT64_MAX / 4 : g->devices_bytes + size;
-                if (d->type != QMP_MEMORY_DEVICE_DIMM && d->type != QMP_MEMORY_DEVICE_NVDIMM)
-                        continue;
-                g->dimm_count++;
-                if (d->type == QMP_MEMORY_DEVICE_DIMM)
-                        g->dimm_bytes = MIN(g->dimm_bytes + d->size, UINT64_MAX / 4);
-                unsigned n;
-                char tail;
-                if (d->id && sscanf(d->id, "rs-dimm%u%c", &n, &tail) == 1 && n < UINT_MAX - 1)
-                        g->dimm_next_id = MAX(g->dimm_next_id, n + 1);
-        }
-}
-
-static void on_setup_machine_memory(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
-        Guest *g = userdata;
-        uint64_t max_size, slots;
-        g->mem_max_size = 0;
-        g->mem_slots = 0;
-        if (reply->error >= 0 && json_member_get_u64(reply->result, "max-size", &max_size) >= 0 &&
-            json_member_get_u64(reply->result, "slots", &slots) >= 0 && max_size < UINT64_MAX / 4 && slots <= 256) {
-                g->mem_max_size = max_size;
-                g->mem_slots = (unsigned) slots;
-        } else
-                log_named_guest_info(g->name, NULL, "allow-dimm: QEMU does not tell maxmem and slots (%s): no DIMM hotplug",
-                               reply->error < 0 ? reply->error_desc ?: strerror(-reply->error)
-                                                  : "no max-size and slots: -m without maxmem");
-        guest_setup_done(g);
-}
-
-static void on_setup_devices(QmpClient *c _unused_, const QmpReply *reply, const QmpMemoryDeviceList *list, void *userdata) {
-        Guest *g = userdata;
-        if (reply->error >= 0) {
-                guest_count_memory_devices(g, list);
-                for (size_t i = 0; i < list->n_devices; i++) {
-                        const QmpMemoryDevice *d = &list->devices[i];
-                        if (d->type != QMP_MEMORY_DEVICE_VIRTIO_MEM || !d->id || d->block_size == 0)
-                                continue;
-                        free(g->vmem_id);
-                        g->vmem_id = strdup(d->id);
-                        g->vmem_size = d->size;
-                        g->vmem_requested = qmp_value_is_known(d->requested_size) ? d->requested_size : d->size;
-                        g->vmem_max = d->max_size;
-                        g->vmem_block = d->block_size;
-                        guest_update_size(g);
-                        break;
-                }
-        }
-        guest_setup_done(g);
-}
-
-static void on_qmp_ready(QmpClient *c, void *userdata) {
-        Guest *g = userdata;
-        uint64_t t = command_timeout(g);
-        unsigned interval = (unsigned) MAX(g->policy.poll_interval_usec / USEC_PER_SEC, 1);
-
-        g->cycle_error[0] = '\0';
-        g->setup_pending = 1;
-        if (qmp_set_stats_polling_interval(c, NULL, interval, t, on_polling_set, g) >= 0)
-                g->setup_pending++;
-        if (qmp_get_free_page_reporting(c, NULL, t, on_fpr, g) >= 0)
-                g->setup_pending++;
-        if (qmp_client_execute(c, "query-memory-size-summary", NULL, t, on_size_summary, g) >= 0)
-                g->setup_pending++;
-        if (qmp_query_balloon(c, t, on_setup_balloon, g) >= 0)
-                g->setup_pending++;
-        if (qmp_query_memory_devices(c, t, on_setup_devices, g) >= 0)
-                g->setup_pending++;
-        /* Only asked when DIMMs may be added: -m's maxmem and slots (QEMU 7.1+). */
-        g->mem_max_size = 0;
-        if (g->policy.allow_dimm && qmp_qom_get(c, "/machine", "memory", t, on_setup_machine_memory, g) >= 0)
-                g->setup_pending++;
-        guest_setup_done(g);
-}
-
-static void on_qmp_event(QmpClient *c _unused_, const QmpEvent *event, void *userdata) {
-        Guest *g = userdata;
-        QmpTypedEvent t;
-        g->events_in_cycle++;
-        if (qmp_event_parse(event, &t) < 0)
-                return;
-        if (t.type == QMP_EVENT_BALLOON_CHANGE && t.balloon_change.actual > 0 &&
-            (g->guest_max == 0 || t.balloon_change.actual <= 2 * g->guest_max)) {
-                g->balloon_actual = t.balloon_change.actual;
-                guest_update_size(g);
-        } else if (t.type == QMP_EVENT_SHUTDOWN)
-                log_guest_info(g, "QEMU is shutting down (%s)",
-                               t.shutdown.reason ?: "no reason given");
-}
-
-static void on_qmp_disconnect(QmpClient *c _unused_, int error, const char *reason, void *userdata) {
-        Guest *g = userdata;
-        guest_set_fault(g, "QMP connection lost: %s", reason ?: strerror(-error));
-        g->data_fault = false;
-        log_guest_warning(g, "%s", g->fault);
-        g->phase = GUEST_PHASE_FAULTY;
-        /* cycle_pending is left alone: an agent read may still complete the cycle, which
-         * then does nothing because the guest is not running. */
-        g->setup_pending = 0;
-        guest_schedule_reconnect(g);
-        guest_notify(g, false);
-}
-
-static int guest_connect(Guest *g) {
-        static const QmpClientCallbacks callbacks = {
-                .ready = on_qmp_ready,
-                .event = on_qmp_event,
-                .disconnect = on_qmp_disconnect,
-        };
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        int fd, r;
-
-        g->qmp = qmp_client_free(g->qmp);
-        g->phase = g->phase == GUEST_PHASE_FAULTY ? GUEST_PHASE_FAULTY : GUEST_PHASE_CONNECTING;
-
-        if (strlen(g->qmp_path) >= sizeof(sa.sun_path))
-                return -ENAMETOOLONG;
-        memcpy(sa.sun_path, g->qmp_path, strlen(g->qmp_path));
-
-        /* Connected here rather than by the client, to learn QEMU's pid (SO_PEERCRED). A unix
-         * socket connect completes at once or fails (ECONNREFUSED right after discovery). */
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0)
-                return -errno;
-        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
-                r = errno == EINPROGRESS ? -EAGAIN : -errno;
-                close(fd);
-                return r;
-        }
-        pid_t pid;
-        g->qemu_pid = host_peer_pid(fd, &pid) >= 0 ? pid : 0;
-
-        r = qmp_client_new(&g->qmp, g->event);
-        if (r < 0) {
-                close(fd);
-                return r;
-        }
-        qmp_client_set_callbacks(g->qmp, &callbacks, g);
-        qmp_client_set_handshake_timeout(g->qmp, HANDSHAKE_TIMEOUT_USEC);
-        qmp_client_set_default_timeout(g->qmp, command_timeout(g));
-        r = qmp_client_connect_fd(g->qmp, fd);
-        if (r < 0) {
-                close(fd);
-                g->qmp = qmp_client_free(g->qmp);
-                return r;
-        }
-        return 0;
-}
-
-static int on_reconnect(sd_event_source *s, uint64_t usec _unused_, void *userdata) {
-        Guest *g = userdata;
-        (void) s;
-        int r = guest_connect(g);
-        if (r < 0) {
-                guest_set_fault(g, "cannot connect to %s: %s", g->qmp_path, strerror(-r));
-                if (g->backoff_usec >= 4 * RECONNECT_MIN_USEC)
-                        log_guest_warning(g, "%s", g->fault);
-                g->phase = g->backoff_usec > 0 ? GUEST_PHASE_FAULTY : GUEST_PHASE_CONNECTING;
-                guest_schedule_reconnect(g);
-        }
-        return 0;
-}
-
-static void guest_schedule_reconnect(Guest *g) {
-        uint64_t now;
-        g->backoff_usec = g->backoff_usec ? MIN(g->backoff_usec * 2, RECONNECT_MAX_USEC) : RECONNECT_MIN_USEC;
-        (void) sd_event_now(g->event, CLOCK_MONOTONIC, &now);
-        if (!g->reconnect) {
-                if (sd_event_add_time(g->event, &g->reconnect, CLOCK_MONOTONIC, now + g->backoff_usec, 0, on_reconnect,
-                                      g) >= 0)
-                        (void) sd_event_source_set_description(g->reconnect, "guest-reconnect");
-                return;
-        }
-        (void) sd_event_source_set_time(g->reconnect, now + g->backoff_usec);
-        (void) sd_event_source_set_enabled(g->reconnect, SD_EVENT_ONESHOT);
-}
-
-/* ---- the agent ---- */
-
-static void on_agent_ready(QgaClient *c _unused_, void *userdata) {
-        Guest *g = userdata;
-        log_guest_info(g, "Guest agent answers on %s", g->agent_path);
-}
-
-static void on_agent_disconnect(QgaClient *c _unused_, int error, const char *reason, void *userdata) {
-        Guest *g = userdata;
-        log_guest_debug(g, "Guest agent connection lost: %s",
-                        reason ?: strerror(-error));
-        if (g->agent_busy) {
-                g->agent_busy = false;
-        }
-        if (g->policy.guest_agent && !g->agent_problem[0]) { /* a failed read that broke it said more */
-                char problem[sizeof(g->agent_problem)];
-                snprintf(problem, sizeof(problem), "guest agent: connection lost: %s", reason ?: strerror(-error));
-                agent_report(g, problem);
-        }
-        g->agent_connected = 0;
-        agent_schedule_reconnect(g);
-}
-
-static int agent_connect(Guest *g) {
-        static const QgaClientCallbacks callbacks = {
-                .ready = on_agent_ready,
-                .disconnect = on_agent_disconnect,
-        };
-        int r;
-
-        g->qga = qga_client_free(g->qga);
-        g->agent_busy = false;
-        r = qga_client_new(&g->qga, g->event);
-        if (r < 0)
-                return r;
-        qga_client_set_callbacks(g->qga, &callbacks, g);
-        r = qga_client_connect_path(g->qga, g->agent_path);
-        if (r < 0) {
-                g->qga = qga_client_free(g->qga);
-                return r;
-        }
-        g->agent_connected = now_usec(CLOCK_MONOTONIC);
-        return 0;
-}
-
-static int on_agent_reconnect(sd_event_source *s _unused_, uint64_t usec _unused_, void *userdata) {
-        Guest *g = userdata;
-        if (agent_connect(g) < 0)
-                agent_schedule_reconnect(g);
-        return 0;
-}
-
-static void agent_schedule_reconnect(Guest *g) {
-        uint64_t now;
-        (void) sd_event_now(g->event, CLOCK_MONOTONIC, &now);
-        if (!g->agent_reconnect) {
-                (void) sd_event_add_time(g->event, &g->agent_reconnect, CLOCK_MONOTONIC, now + AGENT_RECONNECT_USEC, 0,
-                                         on_agent_reconnect, g);
-                return;
-        }
-        (void) sd_event_source_set_time(g->agent_reconnect, now + AGENT_RECONNECT_USEC);
-        (void) sd_event_source_set_enabled(g->agent_reconnect, SD_EVENT_ONESHOT);
 }
 
 /* ---- public ---- */
 
-int guest_new(sd_event *event, const char *name, const char *qmp_path, const char *agent_path,
-              const char *state_dir, const RsPolicy *policy, const GuestHooks *hooks, void *userdata,
-              Guest **ret) {
+int guest_new(sd_event *event, GuestSource source, const char *name, const char *uuid, const char *qmp_path,
+              const char *agent_path, const char *state_dir, const RsPolicy *policy, const GuestHooks *hooks,
+              void *userdata, const GuestDriver *driver, void *driver_data, Guest **ret) {
+        if (!driver || !driver->set_balloon || !driver->set_virtio_mem)
+                return -EINVAL;
         _cleanup_free_ Guest *g = calloc(1, sizeof(Guest));
         if (!g)
                 return -ENOMEM;
         g->name = strdup(name);
+        g->uuid = uuid ? strdup(uuid) : NULL;
         g->qmp_path = qmp_path ? strdup(qmp_path) : NULL;
         g->agent_path = agent_path ? strdup(agent_path) : NULL;
         g->state_dir = state_dir ? strdup(state_dir) : NULL;
-        if (!g->name || (qmp_path && !g->qmp_path) || (agent_path && !g->agent_path) || (state_dir && !g->state_dir)) {
+        if (!g->name || (uuid && !g->uuid) || (qmp_path && !g->qmp_path) || (agent_path && !g->agent_path) ||
+            (state_dir && !g->state_dir)) {
                 free(g->name);
+                free(g->uuid);
                 free(g->qmp_path);
                 free(g->agent_path);
                 free(g->state_dir);
                 return -ENOMEM;
         }
         g->event = sd_event_ref(event);
+        g->source = source;
         g->hooks = hooks;
         g->userdata = userdata;
+        g->driver = driver;
+        g->driver_data = driver_data;
         g->base_policy = *policy;
         g->policy = *policy;
         g->phase = GUEST_PHASE_CONNECTING;
@@ -1276,11 +792,8 @@ int guest_new(sd_event *event, const char *name, const char *qmp_path, const cha
 Guest *guest_free(Guest *g) {
         if (!g)
                 return NULL;
-        g->qmp = qmp_client_free(g->qmp);
-        g->qga = qga_client_free(g->qga);
-        sd_event_source_disable_unref(g->timer);
-        sd_event_source_disable_unref(g->reconnect);
-        sd_event_source_disable_unref(g->agent_reconnect);
+        if (g->driver->free)
+                g->driver->free(g->driver_data);
         rs_guest_free(g->core);
         sd_event_unref(g->event);
         free(g->vmem_id);
@@ -1291,20 +804,6 @@ Guest *guest_free(Guest *g) {
         free(g->state_dir);
         free(g);
         return NULL;
-}
-
-int guest_start(Guest *g) {
-        if (!g->qmp_path)
-                return -EINVAL; /* driven guests have no QMP to connect to */
-        int r = guest_connect(g);
-        if (r < 0) {
-                /* Typically ECONNREFUSED: QEMU bound the socket but does not listen yet. */
-                guest_set_fault(g, "cannot connect to %s: %s", g->qmp_path, strerror(-r));
-                guest_schedule_reconnect(g);
-        }
-        if (g->agent_path && agent_connect(g) < 0)
-                agent_schedule_reconnect(g);
-        return 0;
 }
 
 static int guest_apply_policy(Guest *g) {
@@ -1321,14 +820,10 @@ static int guest_apply_policy(Guest *g) {
                 return -EINVAL;
         if (g->core && rs_guest_set_policy(g->core, &p) < 0)
                 return -EINVAL;
-        bool interval_changed = p.poll_interval_usec != g->policy.poll_interval_usec;
+        uint64_t old_interval = g->policy.poll_interval_usec;
         g->policy = p;
-        if (interval_changed && g->qmp && qmp_client_is_ready(g->qmp))
-                (void) qmp_set_stats_polling_interval(g->qmp, NULL,
-                                                      (unsigned) MAX(p.poll_interval_usec / USEC_PER_SEC, 1),
-                                                      command_timeout(g), on_balloon_set, g);
-        if (interval_changed && g->timer && g->phase == GUEST_PHASE_RUNNING)
-                guest_tick_arm(g, p.poll_interval_usec);
+        if (g->driver->policy_changed)
+                g->driver->policy_changed(g, old_interval, g->driver_data);
         return 0;
 }
 
@@ -1419,20 +914,6 @@ uint64_t guest_max(const Guest *g) {
         return g->guest_max ? rs_policy_max(&g->policy, g->guest_max) : 0;
 }
 
-typedef struct ShutdownCall {
-        Guest *guest;
-        void (*done)(Guest *g, void *userdata);
-        void *userdata;
-} ShutdownCall;
-
-static void on_shutdown_balloon(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
-        ShutdownCall *call = userdata;
-        if (reply->error < 0)
-                log_named_guest_warning(call->guest->name, NULL, "Leaving the guest at its size failed: %s",
-                                  reply->error_desc ?: strerror(-reply->error));
-        call->done(call->guest, call->userdata);
-}
-
 int guest_shutdown(Guest *g, ShutdownAction action, void (*done)(Guest *g, void *userdata), void *userdata) {
         const RsEstimate *e = guest_estimate(g);
         char b[FORMAT_SIZE_MAX];
@@ -1440,7 +921,7 @@ int guest_shutdown(Guest *g, ShutdownAction action, void (*done)(Guest *g, void 
         int r;
 
         if (action == SHUTDOWN_ACTION_KEEP || !g->core || g->policy.mode == RS_MODE_OBSERVE ||
-            g->phase != GUEST_PHASE_RUNNING || (!g->driver && (!g->qmp || !qmp_client_is_ready(g->qmp))))
+            g->phase != GUEST_PHASE_RUNNING || (g->driver->connected && !g->driver->connected(g, g->driver_data)))
                 return 0;
         if (action == SHUTDOWN_ACTION_ESTIMATE && e->estimate != RS_UNKNOWN)
                 size = e->estimate + (uint64_t) ((double) e->estimate * g->policy.margin_percent / 100.0);
@@ -1456,58 +937,32 @@ int guest_shutdown(Guest *g, ShutdownAction action, void (*done)(Guest *g, void 
         if (size <= plugged)
                 return 0;
 
-        if (g->driver) {
-                /* Synchronous: done when it returns. */
-                r = g->driver->set_balloon(g, size - plugged, g->driver_data);
+        if (g->driver->shutdown_balloon) {
+                r = g->driver->shutdown_balloon(g, size - plugged, done, userdata, g->driver_data);
                 if (r < 0)
-                        return log_named_guest_warning_errno(g->name, NULL, r, "Leaving the guest at its size failed: %m");
-                log_guest_info(g, "Left the guest at %s (shutdown-action=%s)",
-                               format_size(b, sizeof(b), size), shutdown_action_to_string(action));
-                return 0;
-        }
-
-        ShutdownCall *call = malloc(sizeof(*call));
-        if (!call)
-                return -ENOMEM;
-        *call = (ShutdownCall) { g, done, userdata };
-        json_object *args = json_object_new_object();
-        json_object_object_add(args, "value", json_object_new_int64((int64_t) (size - plugged)));
-        r = qmp_client_execute_full(g->qmp, "balloon", args, 2 * USEC_PER_SEC, on_shutdown_balloon, call, free);
-        if (r < 0) {
-                free(call);
+                        return r;
+                log_guest_info(g, "Leaving the guest at %s (shutdown-action=%s)", format_size(b, sizeof(b), size),
+                               shutdown_action_to_string(action));
                 return r;
         }
-        log_guest_info(g, "Leaving the guest at %s (shutdown-action=%s)",
-                       format_size(b, sizeof(b), size), shutdown_action_to_string(action));
-        return 1;
-}
-
-/* ---- driven guests ---- */
-
-int guest_new_driven(sd_event *event, GuestSource source, const char *name, const char *uuid, const char *state_dir,
-                     const RsPolicy *policy, const GuestHooks *hooks, void *userdata, const GuestDriver *driver,
-                     void *driver_data, Guest **ret) {
-        Guest *g;
-        int r;
-
-        if (!driver || !driver->set_balloon || !driver->set_virtio_mem)
-                return -EINVAL;
-        r = guest_new(event, name, NULL, NULL, state_dir, policy, hooks, userdata, &g);
+        /* Synchronous: done when it returns. */
+        r = g->driver->set_balloon(g, size - plugged, g->driver_data);
         if (r < 0)
-                return r;
-        if (uuid && !(g->uuid = strdup(uuid))) {
-                guest_free(g);
-                return -ENOMEM;
-        }
-        g->source = source;
-        g->driver = driver;
-        g->driver_data = driver_data;
-        *ret = g;
+                return log_named_guest_warning_errno(g->name, NULL, r, "Leaving the guest at its size failed: %m");
+        log_guest_info(g, "Left the guest at %s (shutdown-action=%s)", format_size(b, sizeof(b), size),
+                       shutdown_action_to_string(action));
         return 0;
 }
 
-int guest_driven_attach(Guest *g, const GuestResources *res) {
-        if (!g->driver || !res)
+void guest_stop(Guest *g) {
+        if (g->driver->stop)
+                g->driver->stop(g, g->driver_data);
+}
+
+/* ---- what a driver tells its guest ---- */
+
+int guest_attach(Guest *g, const GuestResources *res) {
+        if (!res)
                 return -EINVAL;
         if (res->vmem_id) {
                 char *id = strdup(res->vmem_id);
@@ -1529,7 +984,10 @@ int guest_driven_attach(Guest *g, const GuestResources *res) {
         g->devices_bytes = res->devices_bytes;
         g->dimm_bytes = res->dimm_bytes;
         g->dimm_count = res->dimm_count;
-        if (res->actual > 0)
+        if (res->balloon_actual > 0) {
+                g->balloon_actual = res->balloon_actual;
+                guest_update_size(g);
+        } else if (res->actual > 0)
                 g->actual = res->actual;
         g->fpr_known = res->fpr_known;
         g->free_page_reporting = res->free_page_reporting;
@@ -1595,4 +1053,63 @@ void guest_sample_add_agent(Guest *g, const GuestVmstat *vmstat, const GuestPsi 
                 if (psi->full.known)
                         g->sample.counter[RS_COUNTER_PSI_FULL_TOTAL] = psi->full.total_usec;
         }
+}
+
+void guest_set_disconnected(Guest *g, const char *fault) {
+        bool same = g->phase == GUEST_PHASE_FAULTY && strcmp(g->fault, fault ?: "") == 0;
+        guest_set_fault(g, "%s", fault ?: "");
+        g->data_fault = false;
+        g->phase = GUEST_PHASE_FAULTY;
+        if (!same)
+                guest_notify(g, false);
+}
+
+void guest_set_connecting(Guest *g, const char *fault) {
+        if (fault)
+                guest_set_fault(g, "%s", fault);
+        if (g->phase != GUEST_PHASE_FAULTY)
+                g->phase = GUEST_PHASE_CONNECTING;
+}
+
+void guest_set_balloon_actual(Guest *g, uint64_t balloon_actual) {
+        if (balloon_actual == 0 || (g->guest_max > 0 && balloon_actual > 2 * g->guest_max))
+                return; /* implausible: a guest cannot be larger than twice what it may have */
+        g->balloon_actual = balloon_actual;
+        guest_update_size(g);
+}
+
+void guest_set_actual(Guest *g, uint64_t actual) {
+        if (actual == 0 || (g->guest_max > 0 && actual > 2 * g->guest_max))
+                return;
+        g->actual = actual;
+}
+
+void guest_set_vmem_size(Guest *g, uint64_t size) {
+        if (!g->vmem_id)
+                return;
+        g->vmem_size = size;
+        guest_update_size(g);
+}
+
+void guest_set_host_rss(Guest *g, uint64_t rss) {
+        g->host_rss = rss;
+}
+
+void guest_set_agent_answers(Guest *g, bool answers) {
+        g->agent_ok = answers;
+}
+
+bool guest_agent_answers(const Guest *g) {
+        return g->agent_ok;
+}
+
+void guest_sample_add_host_disk_read(Guest *g, uint64_t bytes) {
+        g->sample.counter[RS_COUNTER_HOST_DISK_READ] = bytes;
+}
+
+void guest_sample_report_problem(Guest *g, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(g->data_problem, sizeof(g->data_problem), fmt, ap);
+        va_end(ap);
 }

@@ -1,16 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* One managed plain-QEMU guest: its QMP connection (and the optional guest agent), a timer at
- * its policy's poll interval, and the cycle run on every tick:
+/* One managed guest, whatever drives it: its driver (guest-qmp.c for a plain QEMU guest over its
+ * QMP socket, guest-libvirt.c for a libvirt domain) runs a cycle every poll interval through the
+ * cycle API below, and the guest does the rest:
  *
- *   collect (balloon stats, query-balloon, virtio-mem size, agent vmstat + PSI, host levels)
- *   → RsSample → rs_guest_feed/decide → the manager arbitrates → rs_actuation_plan
- *   → balloon / virtio-mem → confirmed by the next cycle's query-balloon.
+ *   readings (guest_sample_add_*, guest_set_*) → RsSample → rs_guest_feed/decide → the manager
+ *   arbitrates → rs_actuation_plan → balloon / virtio-mem / DIMM through the driver → the
+ *   state file and the history → confirmed by the next cycle's readings.
  *
- * Every QMP and agent call has a timeout, and a cycle that is still running when the timer
- * fires makes that tick a no-op, so a slow guest never queues work and never stalls another.
- * A guest whose QMP connection dies is reported faulty with the reason and reconnected with
- * backoff. A balloon that stops moving toward its target is noticed: the guest stops being
- * pushed, and the reason says why. */
+ * A cycle that is still running when the next is due makes that one a no-op, so a slow guest
+ * never queues work and never stalls another. A balloon that stops moving toward its target is
+ * noticed: the guest stops being pushed, and the reason says why. */
 #pragma once
 
 #include <stdbool.h>
@@ -18,6 +17,7 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "common/macro.h"
 #include "daemon/conf.h"
 #include "daemon/host.h"
 #include "daemon/log.h"
@@ -25,8 +25,6 @@
 #include "policies/estimator.h"
 #include "policies/policy.h"
 #include "qmp/guest-procfs.h"
-#include "qmp/qga-client.h"
-#include "qmp/qmp-client.h"
 #include "qmp/qmp-commands.h"
 
 #define GUEST_HISTORY_MAX 360
@@ -56,24 +54,45 @@ typedef enum GuestSource {
         GUEST_SOURCE_LIBVIRT,
 } GuestSource;
 
-/* The actuators of a guest that is not driven over QMP (guest_new_driven()). 0 or -errno; 0
- * may mean queued (the libvirt driver runs its calls on a worker thread): the guest records the
- * new target at once, as for a QMP command in flight, and a failure reported later is the
- * driver's to undo. While the daemon stops (guest_shutdown()), they must be synchronous.
- * The sizes are what QMP would be sent: balloon = the boot memory's share to
- * leave the guest (virtio-mem already taken away), virtio-mem = the block-aligned requested
- * size, and *ret_requested what the device was actually asked for. */
+/* What drives a guest (QMP: guest-qmp.c, libvirt: guest-libvirt.c); userdata is the driver's
+ * data given to guest_new(). The actuators return 0 or -errno; 0 may mean sent or queued: the
+ * guest records the new target at once, and a failure that comes back later is reported with
+ * guest_actuator_failed(). While the daemon stops, set_balloon must be synchronous. The sizes
+ * are what QMP would be sent: balloon = the boot memory's share to leave the guest (virtio-mem
+ * already taken away), virtio-mem = the block-aligned requested size, and *ret_requested what
+ * the device was actually asked for. */
 typedef struct GuestDriver {
         int (*set_balloon)(Guest *g, uint64_t balloon_bytes, void *userdata);
         int (*set_virtio_mem)(Guest *g, uint64_t requested, uint64_t *ret_requested, void *userdata);
-        /* Hot-plugs one DIMM of `bytes`, synchronously; NULL: the driver cannot. */
+        /* Hot-plugs one DIMM of `bytes` (naming it, and saying so in the log); NULL: cannot. */
         int (*add_dimm)(Guest *g, uint64_t bytes, void *userdata);
+        /* The rest is optional. */
+        /* At shutdown, the balloon to leave: 1 when a call went out and done() will run, 0 when
+         * done already, -errno. NULL: set_balloon(), synchronous. */
+        int (*shutdown_balloon)(Guest *g, uint64_t balloon_bytes, void (*done)(Guest *g, void *userdata),
+                                void *done_userdata, void *userdata);
+        /* Whether its connection can carry a cycle's results (NULL: always). */
+        bool (*connected)(const Guest *g, void *userdata);
+        /* The policy changed (the poll interval was old_interval_usec). */
+        void (*policy_changed)(Guest *g, uint64_t old_interval_usec, void *userdata);
+        /* The daemon stops: no more cycles. */
+        void (*stop)(Guest *g, void *userdata);
+        /* The guest goes: its driver data too. */
+        void (*free)(void *userdata);
 } GuestDriver;
 
-/* What a driven guest has, from its driver (guest_driven_attach()). */
+/* A queued actuator call the driver reports as failed. */
+typedef enum GuestActuator {
+        GUEST_ACTUATOR_BALLOON,
+        GUEST_ACTUATOR_VIRTIO_MEM,
+        GUEST_ACTUATOR_DIMM,
+} GuestActuator;
+
+/* What a guest has, from its driver (guest_attach()). */
 typedef struct GuestResources {
         uint64_t base_memory;       /* boot memory */
-        uint64_t actual;            /* what the balloon leaves the guest now */
+        uint64_t actual;            /* what the balloon leaves the guest now, virtio-mem included */
+        uint64_t balloon_actual;    /* or QEMU's balloon actual (boot memory only), 0: use actual */
         const char *vmem_id;        /* NULL: no virtio-mem */
         uint64_t vmem_size, vmem_max, vmem_block, vmem_requested;
         bool fpr_known, free_page_reporting;
@@ -114,26 +133,16 @@ struct Guest {
         bool paused;
         bool probe_requested;
 
-        QmpClient *qmp;
-        pid_t qemu_pid;        /* 0 when unknown */
-        sd_event_source *timer;
-        sd_event_source *reconnect;
-        uint64_t backoff_usec;
-        unsigned setup_pending;
         unsigned cycle_pending;
         uint64_t cycle_started;
 
-        QgaClient *qga;
-        sd_event_source *agent_reconnect;
-        bool agent_busy;
-        uint64_t agent_connected; /* CLOCK_MONOTONIC of the last connect, 0: not connected */
         char agent_problem[96];   /* why the agent gives nothing (shown in the reason), "" if fine */
 
-        /* Driven guests (no QMP): their actuators, and whether their agent answered last. */
+        /* Its driver, and the driver's data. */
         const GuestDriver *driver;
         void *driver_data;
-        bool driven_agent;
-        bool agent_ok;
+        bool driven_agent;     /* the agent is read through the driver (libvirt) */
+        bool agent_ok;         /* the agent answered last */
 
         /* What the guest has. */
         uint64_t base_memory;  /* boot memory (query-memory-size-summary) */
@@ -142,7 +151,6 @@ struct Guest {
         uint64_t vmem_requested; /* the requested-size last asked for (or found) */
         uint64_t balloon_actual; /* QMP guests: query-balloon's actual, which leaves virtio-mem out */
         bool fpr_known, free_page_reporting;
-        bool no_blockstats;    /* QEMU refused query-blockstats: not asked again */
         uint64_t host_rss;     /* UINT64_MAX when unknown */
         uint64_t guest_max;
 
@@ -154,7 +162,6 @@ struct Guest {
         uint64_t devices_bytes;  /* all memory devices, virtio-mem at its maximum */
         uint64_t dimm_bytes;     /* DIMMs plugged (ours or not) */
         unsigned dimm_count;     /* DIMM and NVDIMM devices: each holds a slot */
-        unsigned dimm_next_id;   /* rs-dimmN / rs-memN */
         uint64_t dimm_slot_bytes; /* 0: no DIMM hotplug */
 
         /* The decision core. */
@@ -198,7 +205,7 @@ struct Guest {
         bool data_fault;          /* fault[] holds a data problem */
         unsigned data_clean_cycles;
         uint64_t stats_last_update;
-        unsigned stats_stale_cycles, major_backwards_cycles, events_in_cycle;
+        unsigned stats_stale_cycles, major_backwards_cycles;
 
         /* Rates for the API and metrics (NaN when unknown). */
         uint64_t prev_major, prev_major_usec;
@@ -214,22 +221,27 @@ struct Guest {
         size_t history_head, history_n;
 };
 
-int guest_new(sd_event *event, const char *name, const char *qmp_path, const char *agent_path,
-              const char *state_dir, const RsPolicy *policy, const GuestHooks *hooks, void *userdata,
-              Guest **ret);
+/* A guest and its driver (QMP: guest_qmp_new(), libvirt: guest-libvirt.c). qmp_path and
+ * agent_path name where a QMP guest is reached (NULL otherwise), uuid a libvirt domain. The
+ * driver runs each cycle with guest_cycle_begin(), the readings, and guest_cycle_step_done(),
+ * once it called guest_attach(). */
+int guest_new(sd_event *event, GuestSource source, const char *name, const char *uuid, const char *qmp_path,
+              const char *agent_path, const char *state_dir, const RsPolicy *policy, const GuestHooks *hooks,
+              void *userdata, const GuestDriver *driver, void *driver_data, Guest **ret);
 Guest *guest_free(Guest *g);
 
-/* A guest driven from outside instead of over QMP (a libvirt domain): no socket, no timer of
- * its own. Its driver calls guest_driven_attach() once it knows the guest's memory, then runs
- * each cycle with guest_cycle_begin(), guest_sample_add_*() and guest_cycle_step_done(). */
-int guest_new_driven(sd_event *event, GuestSource source, const char *name, const char *uuid, const char *state_dir,
-                     const RsPolicy *policy, const GuestHooks *hooks, void *userdata, const GuestDriver *driver,
-                     void *driver_data, Guest **ret);
-/* Creates the decision core if needed (resuming from the state file) and makes the guest
- * RUNNING; may be called again when the resources change (e.g. virtio-mem appeared). */
-int guest_driven_attach(Guest *g, const GuestResources *res);
-/* Not managed now, with the reason (`rightsizectl list` shows it as the fault). */
+/* The guest's memory is known: creates the decision core if needed (resuming from the state
+ * file) and makes the guest RUNNING; may be called again when the resources change (e.g.
+ * virtio-mem appeared, a reconnect). */
+int guest_attach(Guest *g, const GuestResources *res);
+/* Not managed now, with the reason (`rightsizectl list` shows it as the fault); a cycle under
+ * way is dropped. */
 void guest_set_faulty(Guest *g, const char *fault);
+/* The connection is lost (faulty, with the reason); a cycle under way is kept, to be finished
+ * (without effect) by the replies still to come. */
+void guest_set_disconnected(Guest *g, const char *fault);
+/* (Re)connecting; with a fault to show meanwhile, or NULL. A faulty guest stays faulty. */
+void guest_set_connecting(Guest *g, const char *fault);
 /* Starts a cycle: -EBUSY while the previous one still runs, -EAGAIN when not running. The
  * cycle holds one step, released by guest_cycle_step_done(); guest_cycle_hold() adds one. */
 int guest_cycle_begin(Guest *g);
@@ -239,12 +251,31 @@ void guest_cycle_step_done(Guest *g);
 void guest_cycle_cancel(Guest *g);
 /* The cycle's readings failed: it ends without a decision. */
 void guest_cycle_fail(Guest *g, const char *error);
+/* The cycle's readings. */
 void guest_sample_add_stats(Guest *g, const QmpGuestStats *stats);
-/* psi may be NULL. */
+/* vmstat and psi may each be NULL. */
 void guest_sample_add_agent(Guest *g, const GuestVmstat *vmstat, const GuestPsi *psi);
-
-/* Connects (and keeps reconnecting with backoff). */
-int guest_start(Guest *g);
+/* What QEMU read from the guest's disks (refaults the guest does not report show there). */
+void guest_sample_add_host_disk_read(Guest *g, uint64_t bytes);
+/* Untrusted input noticed (an event flood): the cycle's data problem, shown as the fault. */
+void guest_sample_report_problem(Guest *g, const char *fmt, ...) _printf_(2, 3);
+/* The guest's size: QEMU's balloon actual (boot memory only; plugged virtio-mem is added), or
+ * the total as the driver reads it. Implausible values (0, above twice the guest's maximum)
+ * are ignored. */
+void guest_set_balloon_actual(Guest *g, uint64_t balloon_actual);
+void guest_set_actual(Guest *g, uint64_t actual);
+/* virtio-mem's plugged size, when the guest has virtio-mem. */
+void guest_set_vmem_size(Guest *g, uint64_t size);
+/* QEMU's resident memory on the host (UINT64_MAX: unknown). */
+void guest_set_host_rss(Guest *g, uint64_t rss);
+/* Whether the guest agent answers; why it gives nothing ("" when reads work: in the reason,
+ * and in the log when it changes). */
+void guest_set_agent_answers(Guest *g, bool answers);
+bool guest_agent_answers(const Guest *g);
+void guest_set_agent_problem(Guest *g, const char *problem);
+/* A queued actuator call failed: the balloon and virtio-mem targets go back to `previous`;
+ * a DIMM is not counted and no more are added. */
+void guest_actuator_failed(Guest *g, GuestActuator which, int error, const char *why, uint64_t previous);
 
 int guest_set_policy(Guest *g, const RsPolicy *policy);
 /* 0 clears an override. -EINVAL when the result is not a valid policy. */
@@ -281,6 +312,9 @@ size_t guest_history(const Guest *g, GuestHistoryPoint *out, size_t n);
 
 /* Writes the state file now (used at shutdown). */
 int guest_save_state(Guest *g);
+
+/* The daemon stops: no more cycles (the driver's). */
+void guest_stop(Guest *g);
 
 /* Leaves the guest at the size the shutdown action asks for. Returns 1 when a command went out
  * (done is called when it completes), 0 when nothing was needed, -errno otherwise. */

@@ -65,6 +65,7 @@ rightsized_SOURCES = \
 	daemon/manager-bus.c daemon/manager-bus.h \
 	daemon/bus-polkit.c daemon/bus-polkit.h \
 	daemon/guest.c daemon/guest.h \
+	daemon/guest-qmp.c daemon/guest-qmp.h \
 	daemon/host.c daemon/host.h \
 	daemon/guest-libvirt.c daemon/guest-libvirt.h
 rightsized_CPPFLAGS = $(AM_CPPFLAGS) -DRIGHTSIZE_VERSION='"$(PACKAGE_VERSION)"'

@@ -120,7 +120,7 @@ static int append_guest(sd_bus_message *reply, Guest *g) {
             (r = append_u64(reply, "floor", known_or_unknown(guest_floor(g)))) < 0 ||
             (r = append_u64(reply, "max", known_or_unknown(guest_max(g)))) < 0 ||
             (r = append_u64(reply, "host-rss", g->host_rss)) < 0 ||
-            (r = append_bool(reply, "agent", (g->qga && qga_client_is_ready(g->qga)) || g->agent_ok)) < 0 ||
+            (r = append_bool(reply, "agent", guest_agent_answers(g))) < 0 ||
             (r = append_bool(reply, "paused", g->paused)) < 0 ||
             (r = append_str(reply, "reason", g->reason[0] ? g->reason : NULL)) < 0 ||
             (r = append_str(reply, "fault", g->fault[0] ? g->fault : NULL)) < 0 ||

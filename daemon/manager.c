@@ -10,6 +10,7 @@
 
 #include "common/macro.h"
 #include "daemon/guest-libvirt.h"
+#include "daemon/guest-qmp.h"
 #include "daemon/log.h"
 #include "daemon/manager-bus.h"
 #include "daemon/manager.h"
@@ -432,14 +433,14 @@ static void on_guest_added(Discovery *d _unused_, const char *path, const char *
         m->guests = array;
 
         select_policy(m, name, &policy);
-        r = guest_new(m->event, name, path, agent, m->config->state_dir, &policy, &guest_hooks, m, &g);
+        r = guest_qmp_new(m->event, name, path, agent, m->config->state_dir, &policy, &guest_hooks, m, &g);
         if (r < 0) {
                 log_error_errno(r, "%s: cannot set up the guest: %m", name);
                 return;
         }
         m->guests[m->n_guests++] = g;
         log_named_guest_info(name, "connecting", "Discovered %s (policy %s)", path, policy.name);
-        (void) guest_start(g);
+        (void) guest_qmp_start(g);
 }
 
 static void on_guest_removed(Discovery *d _unused_, const char *path, const char *name, void *userdata) {
@@ -648,7 +649,7 @@ void manager_shutdown(Manager *m) {
         for (size_t i = 0; i < m->n_guests; i++) {
                 Guest *g = m->guests[i];
                 /* No more ticks: nothing may move the guest after its shutdown size was set. */
-                (void) sd_event_source_set_enabled(g->timer, SD_EVENT_OFF);
+                guest_stop(g);
                 if (guest_shutdown(g, m->config->shutdown_action, on_guest_shutdown_done, m) > 0)
                         m->shutdown_pending++;
         }

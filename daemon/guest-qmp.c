@@ -1,0 +1,720 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "daemon/guest-qmp.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/macro.h"
+#include "common/size.h"
+#include "common/time-util.h"
+#include "daemon/host.h"
+#include "qmp/json-util.h"
+#include "qmp/qga-commands.h"
+#include "qmp/qmp-commands.h"
+#include "qmp/qmp-events.h"
+
+#define RECONNECT_MIN_USEC (1 * USEC_PER_SEC)
+#define RECONNECT_MAX_USEC (30 * USEC_PER_SEC)
+#define AGENT_RECONNECT_USEC (10 * USEC_PER_SEC)
+/* Connected this long and never synced: the agent hangs (or none runs behind the socket). */
+#define AGENT_SILENT_USEC (2 * QGA_DEFAULT_SYNC_TIMEOUT_USEC)
+#define HANDSHAKE_TIMEOUT_USEC (5 * USEC_PER_SEC)
+/* More QMP events than this in one interval are a flood (untrusted input). */
+#define EVENT_FLOOD_PER_CYCLE 1000
+
+/* What only a QMP guest has: its connections, its timer, its setup. */
+typedef struct GuestQmp {
+        Guest *guest;
+        char *qmp_path;
+        char *agent_path;      /* NULL: no agent */
+
+        QmpClient *qmp;
+        pid_t qemu_pid;        /* 0 when unknown */
+        sd_event_source *timer;
+        sd_event_source *reconnect;
+        uint64_t backoff_usec;
+        unsigned setup_pending;
+        char setup_error[160]; /* why a setup command failed, "" if none */
+        GuestResources res;    /* what setup found */
+        char *vmem_id;         /* res.vmem_id's storage */
+        bool no_blockstats;    /* QEMU refused query-blockstats: not asked again */
+        unsigned dimm_next_id; /* rs-dimmN / rs-memN */
+        unsigned events_in_cycle;
+        bool stopped;          /* the daemon stops: no more ticks */
+
+        QgaClient *qga;
+        sd_event_source *agent_reconnect;
+        bool agent_busy;
+        uint64_t agent_connected; /* CLOCK_MONOTONIC of the last connect, 0: not connected */
+} GuestQmp;
+
+static void guest_schedule_reconnect(GuestQmp *q);
+static void guest_tick_arm(GuestQmp *q, uint64_t usec);
+static void agent_schedule_reconnect(GuestQmp *q);
+
+/* Each QMP call gets the poll interval as its timeout, within limits: a guest slower than
+ * that would miss the next tick anyway. */
+static uint64_t command_timeout(const Guest *g) {
+        return CLAMP(g->policy.poll_interval_usec, 1 * USEC_PER_SEC, 10 * USEC_PER_SEC);
+}
+
+static uint64_t agent_timeout(const Guest *g) {
+        return CLAMP(g->policy.poll_interval_usec * 3 / 4, 500 * USEC_PER_MSEC, 10 * USEC_PER_SEC);
+}
+
+static bool qmp_ready(const GuestQmp *q) {
+        return q->qmp && qmp_client_is_ready(q->qmp);
+}
+
+/* ---- the actuators (GuestDriver) ---- */
+
+static void on_balloon_set(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
+        GuestQmp *q = userdata;
+        if (reply->error < 0)
+                log_guest_warning_errno(q->guest, reply->error, "balloon failed: %s",
+                                        reply->error_desc ?: "unknown error");
+}
+
+static void on_vmem_set(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
+        GuestQmp *q = userdata;
+        if (reply->error < 0)
+                log_guest_warning_errno(q->guest, reply->error, "virtio-mem resize failed: %s",
+                                        reply->error_desc ?: "unknown error");
+}
+
+static void on_dimm_added(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
+        GuestQmp *q = userdata;
+        if (reply->error < 0)
+                guest_actuator_failed(q->guest, GUEST_ACTUATOR_DIMM, reply->error, reply->error_desc, 0);
+}
+
+static int qmp_set_balloon(Guest *g, uint64_t balloon_bytes, void *userdata) {
+        GuestQmp *q = userdata;
+        return qmp_balloon_set_target(q->qmp, balloon_bytes, command_timeout(g), on_balloon_set, q);
+}
+
+static int qmp_set_virtio_mem(Guest *g, uint64_t requested, uint64_t *ret_requested, void *userdata) {
+        GuestQmp *q = userdata;
+        int r = qmp_virtio_mem_set_requested_size(q->qmp, g->vmem_id, requested, command_timeout(g), on_vmem_set, q);
+        if (r >= 0)
+                *ret_requested = requested;
+        return r;
+}
+
+static int qmp_add_dimm(Guest *g, uint64_t bytes, void *userdata) {
+        GuestQmp *q = userdata;
+        char dev[32], mem[32], b[FORMAT_SIZE_MAX];
+
+        snprintf(dev, sizeof(dev), "rs-dimm%u", q->dimm_next_id);
+        snprintf(mem, sizeof(mem), "rs-mem%u", q->dimm_next_id);
+        log_guest_info(g, "Hot-plugging DIMM %s of %s", dev, format_size(b, sizeof(b), bytes));
+        int r = qmp_dimm_add(q->qmp, dev, mem, bytes, command_timeout(g), on_dimm_added, q);
+        if (r < 0)
+                return r;
+        q->dimm_next_id++;
+        return 0;
+}
+
+typedef struct ShutdownCall {
+        Guest *guest;
+        void (*done)(Guest *g, void *userdata);
+        void *userdata;
+} ShutdownCall;
+
+static void on_shutdown_balloon(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
+        ShutdownCall *call = userdata;
+        if (reply->error < 0)
+                log_named_guest_warning(call->guest->name, NULL, "Leaving the guest at its size failed: %s",
+                                        reply->error_desc ?: strerror(-reply->error));
+        call->done(call->guest, call->userdata);
+}
+
+/* At shutdown: asynchronous, with a short timeout of its own (the daemon waits for it). */
+static int qmp_shutdown_balloon(Guest *g, uint64_t balloon_bytes, void (*done)(Guest *g, void *userdata),
+                                void *done_userdata, void *userdata) {
+        GuestQmp *q = userdata;
+        ShutdownCall *call = malloc(sizeof(*call));
+        if (!call)
+                return -ENOMEM;
+        *call = (ShutdownCall) { g, done, done_userdata };
+        json_object *args = json_object_new_object();
+        json_object_object_add(args, "value", json_object_new_int64((int64_t) balloon_bytes));
+        int r = qmp_client_execute_full(q->qmp, "balloon", args, 2 * USEC_PER_SEC, on_shutdown_balloon, call, free);
+        if (r < 0) {
+                free(call);
+                return r;
+        }
+        return 1;
+}
+
+static bool qmp_connected(const Guest *g _unused_, void *userdata) {
+        return qmp_ready(userdata);
+}
+
+static void qmp_policy_changed(Guest *g, uint64_t old_interval_usec, void *userdata) {
+        GuestQmp *q = userdata;
+        uint64_t interval = g->policy.poll_interval_usec;
+        if (interval == old_interval_usec)
+                return;
+        if (qmp_ready(q))
+                (void) qmp_set_stats_polling_interval(q->qmp, NULL, (unsigned) MAX(interval / USEC_PER_SEC, 1),
+                                                      command_timeout(g), on_balloon_set, q);
+        if (q->timer && g->phase == GUEST_PHASE_RUNNING)
+                guest_tick_arm(q, interval);
+}
+
+static void qmp_stop(Guest *g _unused_, void *userdata) {
+        GuestQmp *q = userdata;
+        q->stopped = true;
+        (void) sd_event_source_set_enabled(q->timer, SD_EVENT_OFF);
+}
+
+static void guest_qmp_free(void *userdata) {
+        GuestQmp *q = userdata;
+        if (!q)
+                return;
+        q->qmp = qmp_client_free(q->qmp);
+        q->qga = qga_client_free(q->qga);
+        sd_event_source_disable_unref(q->timer);
+        sd_event_source_disable_unref(q->reconnect);
+        sd_event_source_disable_unref(q->agent_reconnect);
+        free(q->vmem_id);
+        free(q->qmp_path);
+        free(q->agent_path);
+        free(q);
+}
+
+static const GuestDriver qmp_driver = {
+        .set_balloon = qmp_set_balloon,
+        .set_virtio_mem = qmp_set_virtio_mem,
+        .add_dimm = qmp_add_dimm,
+        .shutdown_balloon = qmp_shutdown_balloon,
+        .connected = qmp_connected,
+        .policy_changed = qmp_policy_changed,
+        .stop = qmp_stop,
+        .free = guest_qmp_free,
+};
+
+/* ---- the cycle: every tick, through the guest's cycle API ---- */
+
+static void cycle_fail(Guest *g, const char *what, const QmpReply *reply) {
+        char error[160];
+        snprintf(error, sizeof(error), "%s: %s", what, reply->error_desc ?: strerror(-reply->error));
+        guest_cycle_fail(g, error);
+}
+
+static void on_stats(QmpClient *c _unused_, const QmpReply *reply, const QmpGuestStats *stats, void *userdata) {
+        GuestQmp *q = userdata;
+        if (reply->error < 0)
+                cycle_fail(q->guest, "guest-stats", reply);
+        else
+                guest_sample_add_stats(q->guest, stats);
+        guest_cycle_step_done(q->guest);
+}
+
+static void on_balloon_info(QmpClient *c _unused_, const QmpReply *reply, const QmpBalloonInfo *info, void *userdata) {
+        GuestQmp *q = userdata;
+        if (reply->error < 0)
+                cycle_fail(q->guest, "query-balloon", reply);
+        else
+                guest_set_balloon_actual(q->guest, info->actual);
+        guest_cycle_step_done(q->guest);
+}
+
+static void on_memory_devices(QmpClient *c _unused_, const QmpReply *reply, const QmpMemoryDeviceList *list,
+                              void *userdata) {
+        GuestQmp *q = userdata;
+        Guest *g = q->guest;
+        if (reply->error >= 0 && g->vmem_id) {
+                const QmpMemoryDevice *d = qmp_memory_device_list_find(list, g->vmem_id);
+                if (d && d->type == QMP_MEMORY_DEVICE_VIRTIO_MEM)
+                        guest_set_vmem_size(g, d->size);
+        }
+        /* virtio-mem's size is informative here; its failure does not cost the interval. */
+        guest_cycle_step_done(g);
+}
+
+/* The host's own count of what the guest read from its disks: refaults it does not report
+ * still show here. Optional: a failure costs neither the interval nor the guest. */
+static void on_blockstats(QmpClient *c _unused_, const QmpReply *reply, uint64_t read_bytes, void *userdata) {
+        GuestQmp *q = userdata;
+        if (reply->error >= 0)
+                guest_sample_add_host_disk_read(q->guest, read_bytes);
+        else if (reply->error == -EOPNOTSUPP)
+                q->no_blockstats = true;
+        else
+                log_guest_debug(q->guest, "query-blockstats: %s", reply->error_desc ?: strerror(-reply->error));
+        guest_cycle_step_done(q->guest);
+}
+
+static void on_agent_psi(QgaClient *c _unused_, const QmpReply *reply, const GuestPsi *psi, void *userdata) {
+        GuestQmp *q = userdata;
+        if (reply->error >= 0 && psi)
+                guest_sample_add_agent(q->guest, NULL, psi);
+        q->agent_busy = false;
+        guest_cycle_step_done(q->guest);
+}
+
+static void on_agent_vmstat(QgaClient *c, const QmpReply *reply, const GuestVmstat *vmstat, void *userdata) {
+        GuestQmp *q = userdata;
+        Guest *g = q->guest;
+        if (reply->error < 0 || !vmstat) {
+                char problem[sizeof(g->agent_problem)];
+                snprintf(problem, sizeof(problem), "guest agent: %s", reply->error_desc ?: strerror(-reply->error));
+                guest_set_agent_problem(g, problem);
+                q->agent_busy = false;
+                guest_cycle_step_done(g);
+                return;
+        }
+        guest_sample_add_agent(g, vmstat, NULL);
+        guest_set_agent_problem(g, "");
+        /* PSI only after vmstat finished: never more than one read queued on the agent. */
+        if (qga_read_psi_memory(c, agent_timeout(g), on_agent_psi, q) < 0) {
+                q->agent_busy = false;
+                guest_cycle_step_done(g);
+        }
+}
+
+static int on_tick(sd_event_source *s _unused_, uint64_t usec, void *userdata) {
+        GuestQmp *q = userdata;
+        Guest *g = q->guest;
+        uint64_t now;
+        int r;
+
+        /* The next tick one interval after this one was due, not after it ran: otherwise
+         * every late wake-up stretches the interval. Fallen behind: one interval from now. */
+        (void) sd_event_now(g->event, CLOCK_MONOTONIC, &now);
+        uint64_t interval = g->policy.poll_interval_usec;
+        guest_tick_arm(q, usec + interval > now ? usec + interval - now : interval);
+        if (!qmp_ready(q))
+                return 0;
+        r = guest_cycle_begin(g);
+        if (r == -EBUSY)
+                log_guest_debug(g, "Previous interval still running, skipping a tick");
+        if (r < 0)
+                return 0;
+        q->events_in_cycle = 0;
+        if (q->qemu_pid > 0) {
+                uint64_t rss;
+                guest_set_host_rss(g, host_process_rss("/proc", q->qemu_pid, &rss) >= 0 ? rss : UINT64_MAX);
+        }
+
+        /* The cycle holds one step until every call was sent, so a call failing at once cannot
+         * finish it early. */
+        uint64_t t = command_timeout(g);
+        if (qmp_get_guest_stats(q->qmp, NULL, t, on_stats, q) >= 0)
+                guest_cycle_hold(g);
+        if (qmp_query_balloon(q->qmp, t, on_balloon_info, q) >= 0)
+                guest_cycle_hold(g);
+        if (g->vmem_id && qmp_query_memory_devices(q->qmp, t, on_memory_devices, q) >= 0)
+                guest_cycle_hold(g);
+        if (!q->no_blockstats && qmp_query_blockstats_read_bytes(q->qmp, t, on_blockstats, q) >= 0)
+                guest_cycle_hold(g);
+        if (!g->policy.guest_agent)
+                guest_set_agent_problem(g, ""); /* not asked, so nothing to complain about */
+        else if (q->qga && !qga_client_is_ready(q->qga) && !qga_client_is_closed(q->qga) && q->agent_connected > 0 &&
+                 now > q->agent_connected + AGENT_SILENT_USEC)
+                guest_set_agent_problem(g, "guest agent: no answer to guest-sync-delimited");
+        if (g->policy.guest_agent && q->qga && qga_client_is_ready(q->qga) && !q->agent_busy &&
+            qga_read_vmstat(q->qga, agent_timeout(g), on_agent_vmstat, q) >= 0) {
+                q->agent_busy = true;
+                guest_cycle_hold(g);
+        }
+        guest_cycle_step_done(g);
+        return 0;
+}
+
+static void guest_tick_arm(GuestQmp *q, uint64_t usec) {
+        Guest *g = q->guest;
+        uint64_t now;
+
+        if (q->stopped)
+                return;
+        /* sd-event's default accuracy (250 ms) would stretch short intervals and line every
+         * guest's tick up with the others: 1 % of the interval, within 1-50 ms. */
+        uint64_t accuracy = CLAMP(g->policy.poll_interval_usec / 100, USEC_PER_MSEC, 50 * USEC_PER_MSEC);
+        (void) sd_event_now(g->event, CLOCK_MONOTONIC, &now);
+        if (!q->timer) {
+                if (sd_event_add_time(g->event, &q->timer, CLOCK_MONOTONIC, now + usec, accuracy, on_tick, q) < 0)
+                        return;
+                (void) sd_event_source_set_description(q->timer, "guest-tick");
+                return;
+        }
+        (void) sd_event_source_set_time_accuracy(q->timer, accuracy);
+        (void) sd_event_source_set_time(q->timer, now + usec);
+        (void) sd_event_source_set_enabled(q->timer, SD_EVENT_ONESHOT);
+}
+
+/* ---- connection and setup ---- */
+
+/* Everything setup asked has answered: the guest's memory is known, the decision core takes
+ * over (guest_attach()) and the ticks begin. */
+static void guest_setup_done(GuestQmp *q) {
+        Guest *g = q->guest;
+
+        if (q->setup_pending == 0 || --q->setup_pending > 0)
+                return;
+        /* The connection is going away: the disconnect callback takes it from here. */
+        if (!qmp_ready(q))
+                return;
+        q->res.vmem_id = q->vmem_id;
+        q->res.agent = false;
+        if (q->res.base_memory == 0 && q->res.balloon_actual == 0) {
+                /* With why, when a setup command failed (e.g. timed out: a QEMU that never answers). */
+                char fault[256];
+                snprintf(fault, sizeof(fault), "QEMU reported no memory size%s%s", q->setup_error[0] ? ": " : "",
+                         q->setup_error);
+                guest_set_disconnected(g, fault);
+                qmp_client_close(q->qmp);
+                guest_schedule_reconnect(q);
+                return;
+        }
+        if (guest_attach(g, &q->res) < 0)
+                return;
+        q->backoff_usec = 0;
+        guest_tick_arm(q, 0);
+}
+
+static void on_polling_set(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
+        GuestQmp *q = userdata;
+        if (reply->error < 0)
+                log_named_guest_warning(q->guest->name, NULL, "Could not enable balloon stats polling: %s",
+                                        reply->error_desc ?: strerror(-reply->error));
+        guest_setup_done(q);
+}
+
+static void on_fpr(QmpClient *c _unused_, const QmpReply *reply, bool value, void *userdata) {
+        GuestQmp *q = userdata;
+        q->res.fpr_known = reply->error >= 0;
+        q->res.free_page_reporting = reply->error >= 0 && value;
+        guest_setup_done(q);
+}
+
+static void on_size_summary(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
+        GuestQmp *q = userdata;
+        uint64_t base;
+        if (reply->error >= 0 && json_member_get_u64(reply->result, "base-memory", &base) >= 0 && base > 0 &&
+            base < UINT64_MAX / 4)
+                q->res.base_memory = base;
+        guest_setup_done(q);
+}
+
+static void on_setup_balloon(QmpClient *c _unused_, const QmpReply *reply, const QmpBalloonInfo *info,
+                             void *userdata) {
+        GuestQmp *q = userdata;
+        if (reply->error >= 0)
+                q->res.balloon_actual = info->actual;
+        else
+                snprintf(q->setup_error, sizeof(q->setup_error), "query-balloon: %s",
+                         reply->error_desc ?: strerror(-reply->error));
+        guest_setup_done(q);
+}
+
+/* What the memory devices take of maxmem and of the slots, and the first free rs-dimmN. */
+static void guest_count_memory_devices(GuestQmp *q, const QmpMemoryDeviceList *list) {
+        GuestResources *res = &q->res;
+        res->devices_bytes = res->dimm_bytes = 0;
+        res->dimm_count = 0;
+        q->dimm_next_id = 0;
+        for (size_t i = 0; i < list->n_devices; i++) {
+                const QmpMemoryDevice *d = &list->devices[i];
+                /* virtio-mem reserves its whole region up front. */
+                uint64_t size = d->type == QMP_MEMORY_DEVICE_VIRTIO_MEM ? MAX(d->max_size, d->size) : d->size;
+                res->devices_bytes = size > UINT64_MAX / 4 - res->devices_bytes ? UINT64_MAX / 4
+                                                                               : res->devices_bytes + size;
+                if (d->type != QMP_MEMORY_DEVICE_DIMM && d->type != QMP_MEMORY_DEVICE_NVDIMM)
+                        continue;
+                res->dimm_count++;
+                if (d->type == QMP_MEMORY_DEVICE_DIMM)
+                        res->dimm_bytes = MIN(res->dimm_bytes + d->size, UINT64_MAX / 4);
+                unsigned n;
+                char tail;
+                if (d->id && sscanf(d->id, "rs-dimm%u%c", &n, &tail) == 1 && n < UINT_MAX - 1)
+                        q->dimm_next_id = MAX(q->dimm_next_id, n + 1);
+        }
+}
+
+static void on_setup_machine_memory(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
+        GuestQmp *q = userdata;
+        uint64_t max_size, slots;
+        q->res.mem_max_size = 0;
+        q->res.mem_slots = 0;
+        if (reply->error >= 0 && json_member_get_u64(reply->result, "max-size", &max_size) >= 0 &&
+            json_member_get_u64(reply->result, "slots", &slots) >= 0 && max_size < UINT64_MAX / 4 && slots <= 256) {
+                q->res.mem_max_size = max_size;
+                q->res.mem_slots = (unsigned) slots;
+        } else
+                log_named_guest_info(q->guest->name, NULL,
+                                     "allow-dimm: QEMU does not tell maxmem and slots (%s): no DIMM hotplug",
+                                     reply->error < 0 ? reply->error_desc ?: strerror(-reply->error)
+                                                      : "no max-size and slots: -m without maxmem");
+        guest_setup_done(q);
+}
+
+static void on_setup_devices(QmpClient *c _unused_, const QmpReply *reply, const QmpMemoryDeviceList *list,
+                             void *userdata) {
+        GuestQmp *q = userdata;
+        if (reply->error >= 0) {
+                guest_count_memory_devices(q, list);
+                for (size_t i = 0; i < list->n_devices; i++) {
+                        const QmpMemoryDevice *d = &list->devices[i];
+                        if (d->type != QMP_MEMORY_DEVICE_VIRTIO_MEM || !d->id || d->block_size == 0)
+                                continue;
+                        free(q->vmem_id);
+                        q->vmem_id = strdup(d->id);
+                        q->res.vmem_size = d->size;
+                        q->res.vmem_requested = qmp_value_is_known(d->requested_size) ? d->requested_size : d->size;
+                        q->res.vmem_max = d->max_size;
+                        q->res.vmem_block = d->block_size;
+                        break;
+                }
+        }
+        guest_setup_done(q);
+}
+
+static void on_qmp_ready(QmpClient *c, void *userdata) {
+        GuestQmp *q = userdata;
+        Guest *g = q->guest;
+        uint64_t t = command_timeout(g);
+        unsigned interval = (unsigned) MAX(g->policy.poll_interval_usec / USEC_PER_SEC, 1);
+
+        free(q->vmem_id);
+        q->vmem_id = NULL;
+        q->res = (GuestResources) {};
+        q->setup_error[0] = '\0';
+        q->setup_pending = 1;
+        if (qmp_set_stats_polling_interval(c, NULL, interval, t, on_polling_set, q) >= 0)
+                q->setup_pending++;
+        if (qmp_get_free_page_reporting(c, NULL, t, on_fpr, q) >= 0)
+                q->setup_pending++;
+        if (qmp_client_execute(c, "query-memory-size-summary", NULL, t, on_size_summary, q) >= 0)
+                q->setup_pending++;
+        if (qmp_query_balloon(c, t, on_setup_balloon, q) >= 0)
+                q->setup_pending++;
+        if (qmp_query_memory_devices(c, t, on_setup_devices, q) >= 0)
+                q->setup_pending++;
+        /* Only asked when DIMMs may be added: -m's maxmem and slots (QEMU 7.1+). */
+        if (g->policy.allow_dimm && qmp_qom_get(c, "/machine", "memory", t, on_setup_machine_memory, q) >= 0)
+                q->setup_pending++;
+        guest_setup_done(q);
+}
+
+static void on_qmp_event(QmpClient *c _unused_, const QmpEvent *event, void *userdata) {
+        GuestQmp *q = userdata;
+        Guest *g = q->guest;
+        QmpTypedEvent t;
+        if (++q->events_in_cycle == EVENT_FLOOD_PER_CYCLE + 1)
+                guest_sample_report_problem(g, "QMP event flood: more than %u events in one interval",
+                                            EVENT_FLOOD_PER_CYCLE);
+        if (qmp_event_parse(event, &t) < 0)
+                return;
+        if (t.type == QMP_EVENT_BALLOON_CHANGE)
+                guest_set_balloon_actual(g, t.balloon_change.actual);
+        else if (t.type == QMP_EVENT_SHUTDOWN)
+                log_guest_info(g, "QEMU is shutting down (%s)", t.shutdown.reason ?: "no reason given");
+}
+
+static void on_qmp_disconnect(QmpClient *c _unused_, int error, const char *reason, void *userdata) {
+        GuestQmp *q = userdata;
+        char fault[256];
+        snprintf(fault, sizeof(fault), "QMP connection lost: %s", reason ?: strerror(-error));
+        log_guest_warning(q->guest, "%s", fault);
+        /* A cycle still running is left alone: an agent read may still complete it, which
+         * then does nothing because the guest is not running. */
+        guest_set_disconnected(q->guest, fault);
+        q->setup_pending = 0;
+        guest_schedule_reconnect(q);
+}
+
+static int guest_connect(GuestQmp *q) {
+        static const QmpClientCallbacks callbacks = {
+                .ready = on_qmp_ready,
+                .event = on_qmp_event,
+                .disconnect = on_qmp_disconnect,
+        };
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        Guest *g = q->guest;
+        int fd, r;
+
+        q->qmp = qmp_client_free(q->qmp);
+        guest_set_connecting(g, NULL);
+
+        if (strlen(q->qmp_path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        memcpy(sa.sun_path, q->qmp_path, strlen(q->qmp_path));
+
+        /* Connected here rather than by the client, to learn QEMU's pid (SO_PEERCRED). A unix
+         * socket connect completes at once or fails (ECONNREFUSED right after discovery). */
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return -errno;
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                r = errno == EINPROGRESS ? -EAGAIN : -errno;
+                close(fd);
+                return r;
+        }
+        pid_t pid;
+        q->qemu_pid = host_peer_pid(fd, &pid) >= 0 ? pid : 0;
+
+        r = qmp_client_new(&q->qmp, g->event);
+        if (r < 0) {
+                close(fd);
+                return r;
+        }
+        qmp_client_set_callbacks(q->qmp, &callbacks, q);
+        qmp_client_set_handshake_timeout(q->qmp, HANDSHAKE_TIMEOUT_USEC);
+        qmp_client_set_default_timeout(q->qmp, command_timeout(g));
+        r = qmp_client_connect_fd(q->qmp, fd);
+        if (r < 0) {
+                close(fd);
+                q->qmp = qmp_client_free(q->qmp);
+                return r;
+        }
+        return 0;
+}
+
+static void connect_failed(GuestQmp *q, int error) {
+        char fault[256];
+        snprintf(fault, sizeof(fault), "cannot connect to %s: %s", q->qmp_path, strerror(-error));
+        if (q->backoff_usec >= 4 * RECONNECT_MIN_USEC)
+                log_guest_warning(q->guest, "%s", fault);
+        /* The first failure is QEMU not listening yet: connecting, not faulty. */
+        if (q->backoff_usec > 0)
+                guest_set_disconnected(q->guest, fault);
+        else
+                guest_set_connecting(q->guest, fault);
+        guest_schedule_reconnect(q);
+}
+
+static int on_reconnect(sd_event_source *s _unused_, uint64_t usec _unused_, void *userdata) {
+        GuestQmp *q = userdata;
+        int r = guest_connect(q);
+        if (r < 0)
+                connect_failed(q, r);
+        return 0;
+}
+
+static void guest_schedule_reconnect(GuestQmp *q) {
+        Guest *g = q->guest;
+        uint64_t now;
+        q->backoff_usec = q->backoff_usec ? MIN(q->backoff_usec * 2, RECONNECT_MAX_USEC) : RECONNECT_MIN_USEC;
+        (void) sd_event_now(g->event, CLOCK_MONOTONIC, &now);
+        if (!q->reconnect) {
+                if (sd_event_add_time(g->event, &q->reconnect, CLOCK_MONOTONIC, now + q->backoff_usec, 0, on_reconnect,
+                                      q) >= 0)
+                        (void) sd_event_source_set_description(q->reconnect, "guest-reconnect");
+                return;
+        }
+        (void) sd_event_source_set_time(q->reconnect, now + q->backoff_usec);
+        (void) sd_event_source_set_enabled(q->reconnect, SD_EVENT_ONESHOT);
+}
+
+/* ---- the agent ---- */
+
+static void on_agent_ready(QgaClient *c _unused_, void *userdata) {
+        GuestQmp *q = userdata;
+        guest_set_agent_answers(q->guest, true);
+        log_guest_info(q->guest, "Guest agent answers on %s", q->agent_path);
+}
+
+static void on_agent_disconnect(QgaClient *c _unused_, int error, const char *reason, void *userdata) {
+        GuestQmp *q = userdata;
+        Guest *g = q->guest;
+        log_guest_debug(g, "Guest agent connection lost: %s", reason ?: strerror(-error));
+        guest_set_agent_answers(g, false);
+        q->agent_busy = false;
+        if (g->policy.guest_agent && !g->agent_problem[0]) { /* a failed read that broke it said more */
+                char problem[sizeof(g->agent_problem)];
+                snprintf(problem, sizeof(problem), "guest agent: connection lost: %s", reason ?: strerror(-error));
+                guest_set_agent_problem(g, problem);
+        }
+        q->agent_connected = 0;
+        agent_schedule_reconnect(q);
+}
+
+static int agent_connect(GuestQmp *q) {
+        static const QgaClientCallbacks callbacks = {
+                .ready = on_agent_ready,
+                .disconnect = on_agent_disconnect,
+        };
+        int r;
+
+        q->qga = qga_client_free(q->qga);
+        q->agent_busy = false;
+        r = qga_client_new(&q->qga, q->guest->event);
+        if (r < 0)
+                return r;
+        qga_client_set_callbacks(q->qga, &callbacks, q);
+        r = qga_client_connect_path(q->qga, q->agent_path);
+        if (r < 0) {
+                q->qga = qga_client_free(q->qga);
+                return r;
+        }
+        q->agent_connected = now_usec(CLOCK_MONOTONIC);
+        return 0;
+}
+
+static int on_agent_reconnect(sd_event_source *s _unused_, uint64_t usec _unused_, void *userdata) {
+        GuestQmp *q = userdata;
+        if (agent_connect(q) < 0)
+                agent_schedule_reconnect(q);
+        return 0;
+}
+
+static void agent_schedule_reconnect(GuestQmp *q) {
+        sd_event *event = q->guest->event;
+        uint64_t now;
+        (void) sd_event_now(event, CLOCK_MONOTONIC, &now);
+        if (!q->agent_reconnect) {
+                (void) sd_event_add_time(event, &q->agent_reconnect, CLOCK_MONOTONIC, now + AGENT_RECONNECT_USEC, 0,
+                                         on_agent_reconnect, q);
+                return;
+        }
+        (void) sd_event_source_set_time(q->agent_reconnect, now + AGENT_RECONNECT_USEC);
+        (void) sd_event_source_set_enabled(q->agent_reconnect, SD_EVENT_ONESHOT);
+}
+
+/* ---- public ---- */
+
+int guest_qmp_new(sd_event *event, const char *name, const char *qmp_path, const char *agent_path,
+                  const char *state_dir, const RsPolicy *policy, const GuestHooks *hooks, void *userdata,
+                  Guest **ret) {
+        GuestQmp *q = calloc(1, sizeof(*q));
+        int r;
+
+        if (!q)
+                return -ENOMEM;
+        q->qmp_path = strdup(qmp_path);
+        q->agent_path = agent_path ? strdup(agent_path) : NULL;
+        if (!q->qmp_path || (agent_path && !q->agent_path)) {
+                guest_qmp_free(q);
+                return -ENOMEM;
+        }
+        r = guest_new(event, GUEST_SOURCE_QEMU, name, NULL, qmp_path, agent_path, state_dir, policy, hooks, userdata,
+                      &qmp_driver, q, &q->guest);
+        if (r < 0) {
+                guest_qmp_free(q);
+                return r;
+        }
+        *ret = q->guest;
+        return 0;
+}
+
+int guest_qmp_start(Guest *g) {
+        GuestQmp *q = g->driver_data;
+        if (g->driver != &qmp_driver)
+                return -EINVAL;
+        int r = guest_connect(q);
+        if (r < 0)
+                /* Typically ECONNREFUSED: QEMU bound the socket but does not listen yet. */
+                connect_failed(q, r);
+        if (q->agent_path && agent_connect(q) < 0)
+                agent_schedule_reconnect(q);
+        return 0;
+}
