@@ -174,13 +174,6 @@ struct Guest {
         uint64_t actual;       /* query-balloon, 0 until known */
         uint64_t updated_realtime;
 
-        /* The manager's host arbitration, cached (manager.c): this guest's share, the inputs
-         * it was computed from, and the manager's host reading it belongs to (0: none). */
-        RsArbiterGuest arbitrated_in;
-        uint64_t arbitrated;
-        uint64_t arbitrated_stamp;
-        bool arbitrated_short;  /* the host was short of memory at that computation */
-
         /* The balloon driver: not seen until the guest reports stats or its balloon moves
          * (a booting guest has none yet). */
         uint64_t running_since;  /* CLOCK_MONOTONIC when managing began */

@@ -168,7 +168,7 @@ static bool arbiter_input_equal(const RsArbiterGuest *a, const RsArbiterGuest *b
 
 /* Every guest's cycle asks for its share, and a share depends on every guest: computed for
  * each ask, that is O(n²) per interval. So one computation serves every guest and is kept
- * in the guests (Guest.arbitrated*) until an input can have changed:
+ * here (m->shares) until an input can have changed:
  *   - a new host reading (at most every HOST_READ_INTERVAL_USEC): MemAvailable, and with it
  *     what the guests hold (their actual sizes, summed at the same moment);
  *   - the asking guest's own inputs (want, estimate, floor, max, shares, mode): its core
@@ -180,13 +180,21 @@ static bool arbiter_input_equal(const RsArbiterGuest *a, const RsArbiterGuest *b
  * computation for every ask would give, with at most that delay. */
 static void manager_arbitration_invalidate(Manager *m) {
         for (size_t i = 0; i < m->n_guests; i++)
-                m->guests[i]->arbitrated_stamp = 0;
+                m->shares[i].stamp = 0;
+}
+
+/* The guest's cached share (m->shares runs parallel to m->guests). */
+static ManagerShare *manager_share(Manager *m, const Guest *g) {
+        for (size_t i = 0; i < m->n_guests; i++)
+                if (m->guests[i] == g)
+                        return &m->shares[i];
+        return NULL;
 }
 
 static void manager_arbitrate_all(Manager *m) {
         _cleanup_free_ RsArbiterGuest *in = NULL;
         _cleanup_free_ uint64_t *out = NULL;
-        _cleanup_free_ Guest **who = NULL;
+        _cleanup_free_ size_t *who = NULL;
         uint64_t held = 0;
         size_t n = 0;
 
@@ -203,7 +211,7 @@ static void manager_arbitrate_all(Manager *m) {
                         continue;
                 in[n] = arbiter_input(g);
                 held += g->actual;
-                who[n++] = g;
+                who[n++] = i;
         }
 
         RsArbiterHost host = {
@@ -214,12 +222,13 @@ static void manager_arbitrate_all(Manager *m) {
         int r = rs_arbitrate(&host, in, n, out);
         if (r < 0 && r != -ENOSPC)
                 return;
-        for (size_t i = 0; i < n; i++) {
-                who[i]->arbitrated_in = in[i];
-                who[i]->arbitrated = out[i];
-                who[i]->arbitrated_short = r != RS_ARBITER_FITS;
-                who[i]->arbitrated_stamp = m->host_read_usec;
-        }
+        for (size_t i = 0; i < n; i++)
+                m->shares[who[i]] = (ManagerShare) {
+                        .in = in[i],
+                        .arbitrated = out[i],
+                        .short_of_memory = r != RS_ARBITER_FITS,
+                        .stamp = m->host_read_usec,
+                };
 }
 
 static uint64_t manager_arbitrate(Guest *self, void *userdata) {
@@ -230,15 +239,18 @@ static uint64_t manager_arbitrate(Guest *self, void *userdata) {
                 return self->want; /* nothing to arbitrate with, or not taking part */
 
         RsArbiterGuest mine = arbiter_input(self);
-        bool cached = m->host_read_usec != 0 && self->arbitrated_stamp == m->host_read_usec &&
-                      arbiter_input_equal(&self->arbitrated_in, &mine);
+        ManagerShare *share = manager_share(m, self);
+        if (!share)
+                return self->want;
+        bool cached = m->host_read_usec != 0 && share->stamp == m->host_read_usec &&
+                      arbiter_input_equal(&share->in, &mine);
         if (!cached)
                 manager_arbitrate_all(m);
-        if (m->host_read_usec == 0 || self->arbitrated_stamp != m->host_read_usec)
+        if (m->host_read_usec == 0 || share->stamp != m->host_read_usec)
                 return self->want; /* the computation failed */
 
-        uint64_t result = self->arbitrated;
-        if (self->arbitrated_short && result != self->want)
+        uint64_t result = share->arbitrated;
+        if (share->short_of_memory && result != self->want)
                 log_guest_debug(self, "Host short of memory: arbitration gives %" PRIu64
                                 " instead of %" PRIu64, result, self->want);
         return result;
@@ -339,6 +351,11 @@ static int manager_add_guest(Manager *m, Guest *g) {
         if (!array)
                 return -ENOMEM;
         m->guests = array;
+        ManagerShare *shares = realloc(m->shares, (m->n_guests + 1) * sizeof(ManagerShare));
+        if (!shares)
+                return -ENOMEM;
+        m->shares = shares;
+        m->shares[m->n_guests] = (ManagerShare) {};
         m->guests[m->n_guests++] = g;
         return 0;
 }
@@ -347,6 +364,7 @@ static void manager_remove_guest(Manager *m, Guest *g) {
         for (size_t i = 0; i < m->n_guests; i++)
                 if (m->guests[i] == g) {
                         memmove(m->guests + i, m->guests + i + 1, (m->n_guests - i - 1) * sizeof(Guest *));
+                        memmove(m->shares + i, m->shares + i + 1, (m->n_guests - i - 1) * sizeof(ManagerShare));
                         m->n_guests--;
                         break;
                 }
@@ -425,20 +443,17 @@ static void on_guest_added(Discovery *d _unused_, const char *path, const char *
         if (r < 0)
                 log_warning_errno(r, "%s: cannot derive the agent socket path, going without: %m", name);
 
-        Guest **array = realloc(m->guests, (m->n_guests + 1) * sizeof(Guest *));
-        if (!array) {
-                log_oom();
-                return;
-        }
-        m->guests = array;
-
         select_policy(m, name, &policy);
         r = guest_qmp_new(m->event, name, path, agent, m->config->state_dir, &policy, &guest_hooks, m, &g);
+        if (r >= 0) {
+                r = manager_add_guest(m, g);
+                if (r < 0)
+                        guest_free(g);
+        }
         if (r < 0) {
                 log_error_errno(r, "%s: cannot set up the guest: %m", name);
                 return;
         }
-        m->guests[m->n_guests++] = g;
         log_named_guest_info(name, "connecting", "Discovered %s (policy %s)", path, policy.name);
         (void) guest_qmp_start(g);
 }
@@ -451,12 +466,7 @@ static void on_guest_removed(Discovery *d _unused_, const char *path, const char
                 return;
         Guest *g = m->guests[i];
         log_named_guest_info(name, guest_state_string(g), "QMP socket %s is gone: no longer managed", path);
-        (void) guest_save_state(g);
-        guest_free(g);
-        memmove(m->guests + i, m->guests + i + 1, (m->n_guests - (size_t) i - 1) * sizeof(Guest *));
-        m->n_guests--;
-        manager_arbitration_invalidate(m); /* its memory is free for the others */
-        manager_publish(m, true);
+        manager_remove_guest(m, g);
 }
 
 /* ---- life cycle ---- */
@@ -486,6 +496,7 @@ Manager *manager_free(Manager *m) {
         for (size_t i = 0; i < m->n_guests; i++)
                 guest_free(m->guests[i]);
         free(m->guests);
+        free(m->shares);
         rs_policy_set_clear(&m->policies);
         config_free(m->config);
         sd_event_source_disable_unref(m->watchdog);

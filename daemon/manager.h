@@ -19,6 +19,14 @@
 
 struct LibvirtGuests;
 
+/* A guest's share of the host as the last arbitration computed it (manager.c). */
+typedef struct ManagerShare {
+        RsArbiterGuest in;      /* the inputs it was computed from */
+        uint64_t arbitrated;
+        uint64_t stamp;         /* the host reading it belongs to, 0: none */
+        bool short_of_memory;   /* the host was short at that computation */
+} ManagerShare;
+
 typedef struct Manager {
         sd_event *event;
         char *config_path;
@@ -28,6 +36,7 @@ typedef struct Manager {
         struct LibvirtGuests *libvirt; /* NULL when [libvirt] enabled=no */
 
         Guest **guests;
+        struct ManagerShare *shares; /* the arbitration's cached shares, parallel to guests */
         size_t n_guests;
 
         HostMemory host;
