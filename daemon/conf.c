@@ -382,12 +382,13 @@ typedef struct ParseContext {
         int error_code;
 } ParseContext;
 
-_printf_(3, 4) static void parse_fail(ParseContext *ctx, int code, const char *format, ...) {
+/* Records the first error (with its line) and returns its code, for `return parse_fail(...)`. */
+_printf_(3, 4) static int parse_fail(ParseContext *ctx, int code, const char *format, ...) {
         _cleanup_(freep) char *what = NULL;
         va_list ap;
 
         if (ctx->error_code != 0)
-                return; /* the first error is the one to fix */
+                return code; /* the first error is the one to fix */
 
         va_start(ap, format);
         if (vasprintf(&what, format, ap) < 0)
@@ -398,6 +399,7 @@ _printf_(3, 4) static void parse_fail(ParseContext *ctx, int code, const char *f
                 ctx->error = NULL;
         ctx->error_code = code;
         ctx->error_line = ctx->line;
+        return code;
 }
 
 /* inih's reader: counts lines (this inih is built without INI_HANDLER_LINENO), and rejects lines
@@ -468,10 +470,8 @@ static int parse_list_value(ParseContext *ctx, const ConfigKey *k, const char *v
         for (char *w = strtok_r(copy, " \t", &saveptr); w; w = strtok_r(NULL, " \t", &saveptr)) {
                 if (k->type == VALUE_SOCKET_GLOB_LIST) {
                         const char *problem = socket_glob_problem(w);
-                        if (problem) {
-                                parse_fail(ctx, -EINVAL, "key '%s': '%s' %s", k->key, w, problem);
-                                return -EINVAL;
-                        }
+                        if (problem)
+                                return parse_fail(ctx, -EINVAL, "key '%s': '%s' %s", k->key, w, problem);
                 }
                 if (strv_push(list, w) < 0)
                         return -ENOMEM;
@@ -483,68 +483,52 @@ static int parse_value(ParseContext *ctx, const ConfigKey *k, const char *value)
         void *field = (char *) ctx->config + k->offset;
         int r;
 
-        if (has_control_chars(value)) {
-                parse_fail(ctx, -EINVAL, "key '%s': value contains control characters", k->key);
-                return -EINVAL;
-        }
+        if (has_control_chars(value))
+                return parse_fail(ctx, -EINVAL, "key '%s': value contains control characters", k->key);
 
         switch (k->type) {
         case VALUE_DIRECTORY:
-                if (value[0] != '/') {
-                        parse_fail(ctx, -EINVAL, "key '%s': '%s' is not an absolute path", k->key, value);
-                        return -EINVAL;
-                }
+                if (value[0] != '/')
+                        return parse_fail(ctx, -EINVAL, "key '%s': '%s' is not an absolute path", k->key, value);
                 return set_string(field, value);
 
         case VALUE_OPTIONAL_PATH:
                 if (value[0] == '\0')
                         return set_string(field, NULL);
-                if (value[0] != '/' || value[strlen(value) - 1] == '/') {
-                        parse_fail(ctx, -EINVAL, "key '%s': '%s' is not an absolute file path", k->key, value);
-                        return -EINVAL;
-                }
+                if (value[0] != '/' || value[strlen(value) - 1] == '/')
+                        return parse_fail(ctx, -EINVAL, "key '%s': '%s' is not an absolute file path", k->key, value);
                 return set_string(field, value);
 
         case VALUE_LOG_LEVEL:
                 r = log_level_from_string(value);
-                if (r < 0) {
-                        parse_fail(ctx, -EINVAL,
-                                   "key '%s': invalid log level '%s' (expected err, warning, notice, info or debug)",
-                                   k->key, value);
-                        return -EINVAL;
-                }
+                if (r < 0)
+                        return parse_fail(ctx, -EINVAL,
+                                          "key '%s': invalid log level '%s' (expected err, warning, notice, info or debug)",
+                                          k->key, value);
                 *(int *) field = r;
                 return 0;
 
         case VALUE_SIZE_SPEC:
                 r = parse_size_spec(value, field);
-                if (r == -ERANGE) {
-                        parse_fail(ctx, -ERANGE, "key '%s': size out of range '%s'", k->key, value);
-                        return r;
-                }
-                if (r < 0) {
-                        parse_fail(ctx, -EINVAL, "key '%s': invalid size '%s'", k->key, value);
-                        return r;
-                }
+                if (r == -ERANGE)
+                        return parse_fail(ctx, -ERANGE, "key '%s': size out of range '%s'", k->key, value);
+                if (r < 0)
+                        return parse_fail(ctx, -EINVAL, "key '%s': invalid size '%s'", k->key, value);
                 return 0;
 
         case VALUE_SHUTDOWN_ACTION:
                 r = shutdown_action_from_string(value);
-                if (r < 0) {
-                        parse_fail(ctx, -EINVAL, "key '%s': invalid value '%s' (expected keep, estimate or max)",
-                                   k->key, value);
-                        return -EINVAL;
-                }
+                if (r < 0)
+                        return parse_fail(ctx, -EINVAL, "key '%s': invalid value '%s' (expected keep, estimate or max)",
+                                          k->key, value);
                 *(ShutdownAction *) field = r;
                 return 0;
 
         case VALUE_GROUP:
                 if (value[0] == '\0')
                         return set_string(field, NULL);
-                if (!valid_group_name(value)) {
-                        parse_fail(ctx, -EINVAL, "key '%s': invalid group name '%s'", k->key, value);
-                        return -EINVAL;
-                }
+                if (!valid_group_name(value))
+                        return parse_fail(ctx, -EINVAL, "key '%s': invalid group name '%s'", k->key, value);
                 return set_string(field, value);
 
         case VALUE_GLOB_LIST:
@@ -559,47 +543,35 @@ static int parse_value(ParseContext *ctx, const ConfigKey *k, const char *value)
                 r = config_agent_socket_path(value, "/run/qemu/guest.qmp", &sample);
                 if (r == -ENOMEM)
                         return r;
-                if (r < 0) {
-                        parse_fail(ctx, -EINVAL,
-                                   "key '%s': invalid pattern '%s' "
-                                   "(known: %%d directory, %%n guest name, %%f file name, %%%%)",
-                                   k->key, value);
-                        return -EINVAL;
-                }
-                if (sample[0] != '/') {
-                        parse_fail(ctx, -EINVAL, "key '%s': pattern '%s' does not give an absolute path",
-                                   k->key, value);
-                        return -EINVAL;
-                }
+                if (r < 0)
+                        return parse_fail(ctx, -EINVAL,
+                                          "key '%s': invalid pattern '%s' "
+                                          "(known: %%d directory, %%n guest name, %%f file name, %%%%)",
+                                          k->key, value);
+                if (sample[0] != '/')
+                        return parse_fail(ctx, -EINVAL, "key '%s': pattern '%s' does not give an absolute path",
+                                          k->key, value);
                 return set_string(field, value);
         }
 
         case VALUE_BOOL:
-                if (parse_bool(value, field) < 0) {
-                        parse_fail(ctx, -EINVAL, "key '%s': invalid boolean '%s' (expected yes or no)", k->key,
-                                   value);
-                        return -EINVAL;
-                }
+                if (parse_bool(value, field) < 0)
+                        return parse_fail(ctx, -EINVAL, "key '%s': invalid boolean '%s' (expected yes or no)", k->key,
+                                          value);
                 return 0;
 
         case VALUE_URI:
-                if (value[0] == '\0' || strpbrk(value, " \t")) {
-                        parse_fail(ctx, -EINVAL, "key '%s': invalid URI '%s'", k->key, value);
-                        return -EINVAL;
-                }
+                if (value[0] == '\0' || strpbrk(value, " \t"))
+                        return parse_fail(ctx, -EINVAL, "key '%s': invalid URI '%s'", k->key, value);
                 return set_string(field, value);
 
         case VALUE_CALL_TIMEOUT:
                 r = parse_call_timeout(value, field);
-                if (r == -ERANGE) {
-                        parse_fail(ctx, -ERANGE, "key '%s': '%s' out of range (1s to 10min)", k->key, value);
-                        return r;
-                }
-                if (r < 0) {
-                        parse_fail(ctx, -EINVAL, "key '%s': invalid duration '%s' (expected e.g. 15s, 1500ms, 2min)",
-                                   k->key, value);
-                        return r;
-                }
+                if (r == -ERANGE)
+                        return parse_fail(ctx, -ERANGE, "key '%s': '%s' out of range (1s to 10min)", k->key, value);
+                if (r < 0)
+                        return parse_fail(ctx, -EINVAL, "key '%s': invalid duration '%s' (expected e.g. 15s, 1500ms, 2min)",
+                                          k->key, value);
                 return 0;
         }
 
