@@ -150,15 +150,19 @@ static int method_list_guests(sd_bus_message *msg, void *userdata, sd_bus_error 
         Manager *m = userdata;
         int r;
 
-        if ((r = check_read_access(m, msg, error)) < 0)
+        r = check_read_access(m, msg, error);
+        if (r < 0)
                 return r;
         if ((r = sd_bus_message_new_method_return(msg, &reply)) < 0 ||
             (r = sd_bus_message_open_container(reply, 'a', "a{sv}")) < 0)
                 return r;
-        for (size_t i = 0; i < m->n_guests; i++)
-                if ((r = append_guest(reply, m->guests[i])) < 0)
+        for (size_t i = 0; i < m->n_guests; i++) {
+                r = append_guest(reply, m->guests[i]);
+                if (r < 0)
                         return r;
-        if ((r = sd_bus_message_close_container(reply)) < 0)
+        }
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
                 return r;
         return sd_bus_send(NULL, reply, NULL);
 }
@@ -170,9 +174,11 @@ static int method_get_guest(sd_bus_message *msg, void *userdata, sd_bus_error *e
         Guest *g;
         int r;
 
-        if ((r = check_read_access(m, msg, error)) < 0)
+        r = check_read_access(m, msg, error);
+        if (r < 0)
                 return r;
-        if ((r = sd_bus_message_read(msg, "s", &name)) < 0)
+        r = sd_bus_message_read(msg, "s", &name);
+        if (r < 0)
                 return r;
         if (!(g = find_guest(m, name, error)))
                 return -ENOENT;
@@ -190,9 +196,11 @@ static int method_get_history(sd_bus_message *msg, void *userdata, sd_bus_error 
         size_t n;
         int r;
 
-        if ((r = check_read_access(m, msg, error)) < 0)
+        r = check_read_access(m, msg, error);
+        if (r < 0)
                 return r;
-        if ((r = sd_bus_message_read(msg, "s", &name)) < 0)
+        r = sd_bus_message_read(msg, "s", &name);
+        if (r < 0)
                 return r;
         if (!(g = find_guest(m, name, error)))
                 return -ENOENT;
@@ -207,7 +215,8 @@ static int method_get_history(sd_bus_message *msg, void *userdata, sd_bus_error 
                 if ((r = sd_bus_message_append(reply, "(tttt)", points[i].realtime_usec, points[i].target,
                                                points[i].actual, points[i].estimate)) < 0)
                         return r;
-        if ((r = sd_bus_message_close_container(reply)) < 0)
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
                 return r;
         return sd_bus_send(NULL, reply, NULL);
 }
@@ -219,9 +228,11 @@ static int method_set_guest(sd_bus_message *msg, void *userdata, sd_bus_error *e
         Guest *g;
         int r;
 
-        if ((r = check_change_access(m, msg, RS_POLKIT_ACTION_MANAGE, error)) <= 0)
+        r = check_change_access(m, msg, RS_POLKIT_ACTION_MANAGE, error);
+        if (r <= 0)
                 return r < 0 ? r : 1; /* 0: waiting for polkit, the call comes back */
-        if ((r = sd_bus_message_read(msg, "sss", &name, &key, &value)) < 0)
+        r = sd_bus_message_read(msg, "sss", &name, &key, &value);
+        if (r < 0)
                 return r;
         if (!(g = find_guest(m, name, error)))
                 return -ENOENT;
@@ -253,9 +264,11 @@ static int pause_resume(sd_bus_message *msg, Manager *m, bool pause, sd_bus_erro
         const char *name;
         int r;
 
-        if ((r = check_change_access(m, msg, RS_POLKIT_ACTION_MANAGE, error)) <= 0)
+        r = check_change_access(m, msg, RS_POLKIT_ACTION_MANAGE, error);
+        if (r <= 0)
                 return r < 0 ? r : 1; /* 0: waiting for polkit, the call comes back */
-        if ((r = sd_bus_message_read(msg, "s", &name)) < 0)
+        r = sd_bus_message_read(msg, "s", &name);
+        if (r < 0)
                 return r;
         if (name[0] == '\0') {
                 for (size_t i = 0; i < m->n_guests; i++)
@@ -283,9 +296,11 @@ static int method_probe(sd_bus_message *msg, void *userdata, sd_bus_error *error
         Guest *g;
         int r;
 
-        if ((r = check_change_access(m, msg, RS_POLKIT_ACTION_MANAGE, error)) <= 0)
+        r = check_change_access(m, msg, RS_POLKIT_ACTION_MANAGE, error);
+        if (r <= 0)
                 return r < 0 ? r : 1; /* 0: waiting for polkit, the call comes back */
-        if ((r = sd_bus_message_read(msg, "s", &name)) < 0)
+        r = sd_bus_message_read(msg, "s", &name);
+        if (r < 0)
                 return r;
         if (!(g = find_guest(m, name, error)))
                 return -ENOENT;
@@ -300,7 +315,8 @@ static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         Manager *m = userdata;
         int r;
 
-        if ((r = check_change_access(m, msg, RS_POLKIT_ACTION_RELOAD, error)) <= 0)
+        r = check_change_access(m, msg, RS_POLKIT_ACTION_RELOAD, error);
+        if (r <= 0)
                 return r < 0 ? r : 1; /* 0: waiting for polkit, the call comes back */
         r = manager_reload(m, &message);
         if (r < 0)
@@ -314,9 +330,11 @@ static int method_set_domain_policy(sd_bus_message *msg, void *userdata, sd_bus_
         RsPolicy p;
         int r;
 
-        if ((r = check_change_access(m, msg, RS_POLKIT_ACTION_MANAGE, error)) <= 0)
+        r = check_change_access(m, msg, RS_POLKIT_ACTION_MANAGE, error);
+        if (r <= 0)
                 return r < 0 ? r : 1; /* 0: waiting for polkit, the call comes back */
-        if ((r = sd_bus_message_read(msg, "ss", &domain, &policy)) < 0)
+        r = sd_bus_message_read(msg, "ss", &domain, &policy);
+        if (r < 0)
                 return r;
         if (!manager_has_libvirt(m))
                 return sd_bus_error_set(error, RS_BUS_ERROR_LIBVIRT_UNAVAILABLE,

@@ -108,7 +108,8 @@ static int handler(void *user, const char *section, const char *name, const char
                         return fail(st, name, "too long (at most %zu characters)", sizeof(p->match) - 1);
                 snprintf(p->match, sizeof(p->match), "%s", value);
         } else if (strcmp(name, "mode") == 0) {
-                if ((r = rs_mode_from_string(value)) < 0)
+                r = rs_mode_from_string(value);
+                if (r < 0)
                         return fail(st, name, "invalid mode \"%s\" (observe, rightsize, on-host-pressure)", value);
                 p->mode = r;
         } else if (strcmp(name, "poll-interval") == 0)
@@ -128,11 +129,13 @@ static int handler(void *user, const char *section, const char *name, const char
         else if (strcmp(name, "hold-time") == 0)
                 return set_duration(st, name, value, &p->hold_usec);
         else if (strcmp(name, "refault-sensitivity") == 0) {
-                if ((r = rs_sensitivity_from_string(value)) < 0)
+                r = rs_sensitivity_from_string(value);
+                if (r < 0)
                         return fail(st, name, "invalid sensitivity \"%s\" (low, medium, high)", value);
                 p->refault_sensitivity = r;
         } else if (strcmp(name, "actuator") == 0) {
-                if ((r = rs_actuator_from_string(value)) < 0)
+                r = rs_actuator_from_string(value);
+                if (r < 0)
                         return fail(st, name, "invalid actuator \"%s\" (balloon, virtio-mem, both)", value);
                 p->actuator = r;
         } else if (strcmp(name, "shares") == 0) {

@@ -405,22 +405,26 @@ static int read_guest(sd_bus_message *m, GuestView *v) {
                                 : str == v->source ? sizeof(v->source)
                                                    : sizeof(v->uuid);
                 if (u && strcmp(contents, "t") == 0) {
-                        if ((r = sd_bus_message_read(m, "v", "t", u)) < 0)
+                        r = sd_bus_message_read(m, "v", "t", u);
+                        if (r < 0)
                                 return r;
                         if (u == &v->estimate)
                                 v->has_estimate = true;
                 } else if (str && strcmp(contents, "s") == 0) {
-                        if ((r = sd_bus_message_read(m, "v", "s", &s)) < 0)
+                        r = sd_bus_message_read(m, "v", "s", &s);
+                        if (r < 0)
                                 return r;
                         snprintf(str, str_size, "%s", s);
                 } else if (strcmp(key, "paused") == 0 && strcmp(contents, "b") == 0) {
                         int b;
-                        if ((r = sd_bus_message_read(m, "v", "b", &b)) < 0)
+                        r = sd_bus_message_read(m, "v", "b", &b);
+                        if (r < 0)
                                 return r;
                         v->paused = b;
                 } else if ((r = sd_bus_message_skip(m, "v")) < 0)
                         return r;
-                if ((r = sd_bus_message_exit_container(m)) < 0)
+                r = sd_bus_message_exit_container(m);
+                if (r < 0)
                         return r;
         }
         if (r < 0)
@@ -436,7 +440,8 @@ int guest_view_get(const DaemonFixture *d, const char *name, GuestView *ret) {
         int r;
 
         *ret = (GuestView) {};
-        if ((r = bus_fixture_connect(d->bus, &bus)) < 0)
+        r = bus_fixture_connect(d->bus, &bus);
+        if (r < 0)
                 return r;
         r = sd_bus_call_method(bus, RS_BUS_NAME, RS_BUS_PATH, RS_BUS_INTERFACE, "GetGuest", &error, &reply, "s", name);
         if (r < 0)
@@ -450,12 +455,14 @@ int guest_view_list(const DaemonFixture *d, GuestView *ret, size_t max) {
         size_t n = 0;
         int r;
 
-        if ((r = bus_fixture_connect(d->bus, &bus)) < 0)
+        r = bus_fixture_connect(d->bus, &bus);
+        if (r < 0)
                 return r;
         r = sd_bus_call_method(bus, RS_BUS_NAME, RS_BUS_PATH, RS_BUS_INTERFACE, "ListGuests", NULL, &reply, "");
         if (r < 0)
                 return r;
-        if ((r = sd_bus_message_enter_container(reply, 'a', "a{sv}")) < 0)
+        r = sd_bus_message_enter_container(reply, 'a', "a{sv}");
+        if (r < 0)
                 return r;
         for (;;) {
                 GuestView v;
@@ -536,12 +543,14 @@ int guest_history_count(const DaemonFixture *d, const char *name) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         int r, n = 0;
 
-        if ((r = bus_fixture_connect(d->bus, &bus)) < 0)
+        r = bus_fixture_connect(d->bus, &bus);
+        if (r < 0)
                 return r;
         r = sd_bus_call_method(bus, RS_BUS_NAME, RS_BUS_PATH, RS_BUS_INTERFACE, "GetHistory", NULL, &reply, "s", name);
         if (r < 0)
                 return r;
-        if ((r = sd_bus_message_enter_container(reply, 'a', "(tttt)")) < 0)
+        r = sd_bus_message_enter_container(reply, 'a', "(tttt)");
+        if (r < 0)
                 return r;
         while ((r = sd_bus_message_skip(reply, "(tttt)")) > 0)
                 n++;
