@@ -3,6 +3,7 @@
  * apply → persist), the actuators through its driver, the state file and the history. */
 #include "daemon/guest.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <math.h>
@@ -651,6 +652,7 @@ static void guest_finish_cycle(Guest *g) {
 
         if (g->phase != GUEST_PHASE_RUNNING || (g->driver->connected && !g->driver->connected(g, g->driver_data)))
                 return;
+        assert(g->core); /* RUNNING means attached: guest_setup_finish() made the core */
         if (!cycle_sample(g, now)) {
                 guest_report_data_problem(g);
                 guest_notify(g, false);
@@ -751,6 +753,7 @@ static int guest_setup_finish(Guest *g) {
 int guest_new(sd_event *event, GuestSource source, const char *name, const char *uuid, const char *qmp_path,
               const char *agent_path, const char *state_dir, const RsPolicy *policy, const GuestHooks *hooks,
               void *userdata, const GuestDriver *driver, void *driver_data, Guest **ret) {
+        assert(event && name && policy && ret);
         if (!driver || !driver->set_balloon || !driver->set_virtio_mem)
                 return -EINVAL;
         _cleanup_free_ Guest *g = calloc(1, sizeof(Guest));
@@ -1021,6 +1024,7 @@ int guest_cycle_begin(Guest *g) {
 }
 
 void guest_cycle_hold(Guest *g) {
+        assert(g->cycle_pending > 0); /* only inside a cycle (guest_cycle_begin()) */
         g->cycle_pending++;
 }
 

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <sys/stat.h>
@@ -222,13 +223,15 @@ static void manager_arbitrate_all(Manager *m) {
         int r = rs_arbitrate(&host, in, n, out);
         if (r < 0 && r != -ENOSPC)
                 return;
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
+                assert(who[i] < m->n_guests);
                 m->shares[who[i]] = (ManagerShare) {
                         .in = in[i],
                         .arbitrated = out[i],
                         .short_of_memory = r != RS_ARBITER_FITS,
                         .stamp = m->host_read_usec,
                 };
+        }
 }
 
 static uint64_t manager_arbitrate(Guest *self, void *userdata) {
