@@ -24,4 +24,4 @@ EXTRA_DIST += tests/bench/run-all tests/bench/smoke tests/bench/benchlib.py test
 	tests/bench/README.md \
 	tests/bench/bench-oracle tests/bench/bench-anon tests/bench/bench-file tests/bench/bench-mixed \
 	tests/bench/bench-grow tests/bench/bench-shrink tests/bench/bench-stream tests/bench/bench-idle \
-	tests/bench/bench-shipped tests/bench/bench-multi tests/bench/bench-scale
+	tests/bench/bench-shipped tests/bench/bench-multi tests/bench/bench-reclaim tests/bench/bench-lrugen tests/bench/bench-scale
