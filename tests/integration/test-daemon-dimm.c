@@ -108,7 +108,7 @@ START_TEST(test_daemon_dimm) {
         ck_assert_msg(reached, "actual %.0f MiB never reached the floor %.0f MiB", mib(v.actual), mib(FLOOR));
         ck_assert_uint_ge(v.floor, FLOOR);
         ck_assert_uint_eq(v.max, 2048 * MIB);
-        ck_assert(daemon_fixture_wait_log(&daemon_fx, "Hot-plugging DIMM rs-dimm0", 1));
+        ck_assert(daemon_fixture_wait_log(&daemon_fx, "Hot-plugging DIMM rs-dimm0", 30));
         ck_assert(!file_contains(daemon_fx.log_path, "DIMM hotplug failed"));
         unsigned plugged = daemon_fixture_log_count(&daemon_fx, "Hot-plugging DIMM");
         /* It stays there: no DIMM is added once the floor is reached. */

@@ -41,6 +41,9 @@
 #define MANAGING_WHOLE REAL " [connecting]: Managing: 1 GiB (balloon at 1 GiB)"
 /* A GetGuest that takes longer than this means the loop is blocked on something. */
 #define BUS_CALL_BOUND_SEC 2.0
+/* Waiting for the balloon to be driven: the guest's kernel must have booted to its balloon driver
+ * under TCG, on a machine that may be busy (a deadline, not a bound). */
+#define BALLOON_WAIT_SEC 180
 
 static GuestFixture guest;
 static BusFixture bus;
@@ -79,13 +82,17 @@ static void assert_log_clean(void) {
                 ck_assert_msg(!strstr(log, signs[i]), "rightsized's log has \"%s\":\n%s", signs[i], log);
 }
 
-/* GetGuest, failing the test when the daemon takes longer than the bound to answer. */
+/* GetGuest, failing the test when the daemon takes longer than the bound to answer beyond the
+ * bus's own round trip, measured just before (a machine slow for everyone is not the daemon
+ * waiting on a dead QEMU). */
 static int get_guest_promptly(const char *name, GuestView *v) {
+        double ref = bus_fixture_reference_call_sec(&bus);
         double start = e2e_now_sec();
         int r = e2e_get_guest(&daemon_fx, name, v);
         double took = e2e_now_sec() - start;
 
-        ck_assert_msg(took < BUS_CALL_BOUND_SEC, "GetGuest %s took %.2f s", name, took);
+        ck_assert_msg(took - ref < BUS_CALL_BOUND_SEC, "GetGuest %s took %.2f s (the bus's own round trip %.2f s)",
+                      name, took, ref);
         return r;
 }
 
@@ -97,7 +104,7 @@ static bool is_managed(const GuestView *v) {
  * by at least `below` (a new QEMU shrinks for no one else), and the balloon got where it was
  * asked to; v holds the last view. */
 static bool wait_balloon_driven(double t0, const char *what, uint64_t below, GuestView *v) {
-        for (double start = e2e_now_sec(); e2e_now_sec() < start + 60; usleep(250 * 1000))
+        for (double start = e2e_now_sec(); e2e_now_sec() < start + BALLOON_WAIT_SEC; usleep(250 * 1000))
                 if (get_guest_promptly(REAL, v) == 0 && is_managed(v) && v->target < GUEST_MEM &&
                     v->actual + below <= GUEST_MEM && within(v->actual, v->target, 0.03)) {
                         e2e_print_view(what, t0, v, FLOOR);
@@ -141,8 +148,8 @@ START_TEST(test_qemu_kill_and_restart) {
 
         /* 2. kill -9: marked faulty at once; everything else goes on. */
         ck_assert_int_eq(get_guest_promptly(SIM, &sim_before), 0);
-        int sim_history = guest_history_count(&daemon_fx, SIM);
-        ck_assert_int_gt(sim_history, 0);
+        uint64_t sim_newest = 0;
+        ck_assert_int_gt(guest_history_since(&daemon_fx, SIM, 0, &sim_newest), 0);
         pid_t qemu = guest_fixture_qemu_pid(&guest);
         ck_assert_int_gt(qemu, 0);
         double t_kill = e2e_now_sec();
@@ -185,7 +192,7 @@ START_TEST(test_qemu_kill_and_restart) {
         GuestView sim_after;
         ck_assert_int_eq(get_guest_promptly(SIM, &sim_after), 0);
         ck_assert_uint_gt(sim_after.updated, sim_before.updated);
-        ck_assert_int_gt(guest_history_count(&daemon_fx, SIM), sim_history);
+        ck_assert_int_gt(guest_history_since(&daemon_fx, SIM, sim_newest, NULL), 0);
         ck_assert_str_eq(sim_after.fault, "");
         ck_assert_msg(daemon_fixture_alive(&daemon_fx) && daemon_fx.pid == daemon_pid, "rightsized died");
         assert_sizes_sane();
@@ -214,7 +221,7 @@ START_TEST(test_qemu_kill_and_restart) {
         /* A new guest to the daemon: the old one was dropped with its socket, this one discovered. */
         char gone[PATH_MAX + 64];
         snprintf(gone, sizeof(gone), "QMP socket %s is gone", guest.qmp_path);
-        ck_assert_msg(daemon_fixture_wait_log(&daemon_fx, gone, 1), "no log line '%s'", gone);
+        ck_assert_msg(daemon_fixture_wait_log(&daemon_fx, gone, WAIT_SEC), "no log line '%s'", gone);
         ck_assert_int_eq(daemon_fixture_log_count(&daemon_fx, "Discovered "), 3);
         ck_assert_int_eq(daemon_fixture_log_count(&daemon_fx, "Managing: "), 3);
         /* Its size read from the new QEMU, which starts whole: not the dead one's balloon. The

@@ -65,7 +65,7 @@ static void run_call(const BusFixture *bus, int fd, int gate, uid_t uid, gid_t g
                 if (write(fd, sender, sizeof(sender)) != (ssize_t) sizeof(sender) || read(gate, &c, 1) != 1)
                         _exit(5);
         }
-        if (sd_bus_call_async(b, NULL, m, on_reply, &state, 30 * 1000000ULL) < 0 || sd_bus_flush(b) < 0)
+        if (sd_bus_call_async(b, NULL, m, on_reply, &state, 120 * 1000000ULL) < 0 || sd_bus_flush(b) < 0)
                 _exit(4);
         if (gate < 0 && write(fd, sender, sizeof(sender)) != (ssize_t) sizeof(sender))
                 _exit(5);

@@ -35,7 +35,8 @@ PendingCall bus_call_start(const BusFixture *bus, uid_t uid, gid_t gid, const ch
 PendingCall bus_call_start_held(const BusFixture *bus, uid_t uid, gid_t gid, bool interactive, const char *method,
                                 unsigned n, const char *a1, const char *a2, const char *a3);
 void bus_call_release(PendingCall *c);
-/* Waits for the call's answer (the child waits up to 30 s for it). */
+/* Waits for the call's answer (the child waits up to 120 s for it: a deadline for a hang, generous
+ * for a busy machine and for polkit, which a test may hold stopped for a while). */
 CallResult bus_call_finish(PendingCall *c);
 /* The caller vanishes: SIGKILL, reaped. */
 void bus_call_kill(PendingCall *c);

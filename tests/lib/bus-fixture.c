@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "tests/lib/bus-fixture.h"
 
+#include <check.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -11,6 +12,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/macro.h"
@@ -203,4 +205,20 @@ int bus_fixture_connect(const BusFixture *b, sd_bus **ret) {
         }
         *ret = bus;
         return 0;
+}
+
+double bus_fixture_reference_call_sec(const BusFixture *b) {
+        struct timespec t0, t1;
+        sd_bus *bus = NULL;
+        int r;
+
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        r = bus_fixture_connect(b, &bus);
+        ck_assert_msg(r >= 0, "connecting to the test bus: %s", strerror(-r));
+        r = sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetId",
+                               NULL, NULL, "");
+        ck_assert_msg(r >= 0, "GetId on the test bus: %s", strerror(-r));
+        sd_bus_flush_close_unref(bus);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        return (double) (t1.tv_sec - t0.tv_sec) + (double) (t1.tv_nsec - t0.tv_nsec) / 1e9;
 }

@@ -39,6 +39,13 @@ void bus_fixture_stop(BusFixture *b);
 /* A client connection to the fixture's bus (as whoever the caller is now). */
 int bus_fixture_connect(const BusFixture *b, sd_bus **ret);
 
+/* Seconds one bus round trip takes that does not involve rightsized: a fresh connection and a
+ * call of the bus driver's GetId, as guest_view_get() connects and calls. The reference for a
+ * test whose point is that a call to rightsized answers promptly: measured beside each timed
+ * call, it tells the daemon's own delay from a machine that is slow for everyone. Aborts the
+ * test when the bus does not answer. */
+double bus_fixture_reference_call_sec(const BusFixture *b);
+
 /* For forked children of the tests: Check's SIGTERM/SIGINT handlers, inherited through fork(),
  * would take the test's process group down; and nothing must outlive the test. */
 void test_child_init(void);

@@ -490,14 +490,14 @@ bool guest_view_wait_running(const DaemonFixture *d, const char *name, unsigned 
 
 void guest_assert_managed(const DaemonFixture *d, const char *name, unsigned timeout_sec) {
         GuestView before, now;
-        int history_before;
+        uint64_t newest = 0;
 
         ck_assert_int_eq(guest_view_get(d, name, &before), 0);
-        history_before = guest_history_count(d, name);
-        ck_assert_int_ge(history_before, 0);
+        /* New points counted by time, not by the list's length, which stops at its maximum. */
+        ck_assert_int_ge(guest_history_since(d, name, 0, &newest), 0);
         for (uint64_t start = monotonic_sec();; usleep(250 * 1000)) {
                 ck_assert_int_eq(guest_view_get(d, name, &now), 0);
-                if (now.updated > before.updated && guest_history_count(d, name) > history_before &&
+                if (now.updated > before.updated && guest_history_since(d, name, newest, NULL) > 0 &&
                     now.fault[0] == '\0')
                         break;
                 ck_assert_msg(monotonic_sec() < start + timeout_sec, "%s is no longer managed (state %s, fault '%s')",
@@ -538,9 +538,10 @@ const char daemon_fixture_fast_policy[] = "[policy]\n"
                                           "floor-percent = 0\n"
                                           "hold-time = 5s\n";
 
-int guest_history_count(const DaemonFixture *d, const char *name) {
+int guest_history_since(const DaemonFixture *d, const char *name, uint64_t after_usec, uint64_t *ret_newest) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        uint64_t when, target, actual, estimate, newest = 0;
         int r, n = 0;
 
         r = bus_fixture_connect(d->bus, &bus);
@@ -552,7 +553,18 @@ int guest_history_count(const DaemonFixture *d, const char *name) {
         r = sd_bus_message_enter_container(reply, 'a', "(tttt)");
         if (r < 0)
                 return r;
-        while ((r = sd_bus_message_skip(reply, "(tttt)")) > 0)
-                n++;
-        return r < 0 ? r : n;
+        while ((r = sd_bus_message_read(reply, "(tttt)", &when, &target, &actual, &estimate)) > 0) {
+                if (when > after_usec)
+                        n++;
+                newest = MAX(newest, when);
+        }
+        if (r < 0)
+                return r;
+        if (ret_newest)
+                *ret_newest = newest;
+        return n;
+}
+
+int guest_history_count(const DaemonFixture *d, const char *name) {
+        return guest_history_since(d, name, 0, NULL);
 }

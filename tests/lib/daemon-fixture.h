@@ -117,7 +117,11 @@ void daemon_fixture_assert_rss_bounded(DaemonFixture *d, uint64_t base_kib);
  * DAEMON_FIXTURE_FLOOR, above the model's working set (~620 MiB) so that the floor binds. */
 #define DAEMON_FIXTURE_FLOOR (768 * MIB)
 extern const char daemon_fixture_fast_policy[];
-/* Number of GetHistory points, or -errno. */
+/* Number of GetHistory points, or -errno. The list stops growing at its maximum (360 points, six
+ * minutes at 1 s): to see decisions being made, count them with guest_history_since(). */
 int guest_history_count(const DaemonFixture *d, const char *name);
+/* Number of GetHistory points newer than after_usec (their realtime µs; 0 counts all), or -errno;
+ * the newest point's time goes to *ret_newest (0 when there is none; may be NULL). */
+int guest_history_since(const DaemonFixture *d, const char *name, uint64_t after_usec, uint64_t *ret_newest);
 
 uint64_t monotonic_sec(void);

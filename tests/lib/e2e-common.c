@@ -169,8 +169,10 @@ uint64_t e2e_ground_truth_base(const char *console_path, uint64_t guest_mem, uns
         char path[64];
         uint64_t total, avail, rss_anon, base;
 
-        /* The workload must have touched its whole set once. */
-        for (int i = 0; i < 60 && !file_contains(console_path, "rs-workload: pass=2 "); i++)
+        /* The workload must have touched its whole set once (a pass takes seconds under TCG;
+         * the deadline is for a workload that never runs, generous for a busy machine). */
+        for (double start = e2e_now_sec();
+             !file_contains(console_path, "rs-workload: pass=2 ") && e2e_now_sec() < start + 300;)
                 sleep(1);
         ck_assert_msg(file_contains(console_path, "rs-workload: pass=2 "), "the workload did not run");
         meminfo = agent_read(read_file, userdata, "/proc/meminfo");

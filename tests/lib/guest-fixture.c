@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -167,12 +169,22 @@ int guest_fixture_console(const GuestFixture *g, const char *line) {
         if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
                 r = -errno;
         /* The UART takes 16 bytes at a time and QEMU drops what it had not passed on when the
-         * socket closes: a few bytes at a time, then time for the guest to read the rest. */
+         * socket closes: a few bytes at a time, then the socket stays open until QEMU has read
+         * all of it (SIOCOUTQ: what the peer has not read yet), however long a busy TCG guest
+         * takes to drain its UART; then a moment for the last FIFO's worth. */
         for (size_t off = 0, len = strlen(text); r == 0 && off < len; off += 4) {
                 size_t n = MIN(len - off, (size_t) 4);
                 if (write(fd, text + off, n) != (ssize_t) n)
                         r = errno > 0 ? -errno : -EIO;
                 usleep(20 * 1000);
+        }
+        for (int i = 0, unread = 1; r == 0 && unread > 0; i++) {
+                if (ioctl(fd, SIOCOUTQ, &unread) < 0)
+                        r = -errno;
+                else if (unread > 0 && i >= 600) /* 60 s: the guest is not reading its console */
+                        r = -ETIMEDOUT;
+                else if (unread > 0)
+                        usleep(100 * 1000);
         }
         if (r == 0)
                 usleep(500 * 1000);

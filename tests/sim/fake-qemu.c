@@ -9,8 +9,9 @@
  * Guest stats refresh at model steps once the polling interval has passed, as in QEMU.
  *
  * Faults (--fault N:KIND[@SECONDS]) apply after the handshake, so a client connects and then
- * fails; with @SECONDS only once that many real seconds have passed (a guest that goes bad while
- * it is managed):
+ * fails; with @SECONDS only once that many real seconds have passed, with @usr2 only once the
+ * process got SIGUSR2 (a guest that goes bad while it is managed: a test that has seen the guest
+ * managed sends the signal, where a fixed delay would race a slow client):
  *   garbage          every reply is bytes that are not JSON
  *   huge-reply       every reply carries a long string (--huge-reply-size, 4 MiB by default),
  *                    generated as the socket drains so that 100 MiB costs no memory here
@@ -163,6 +164,7 @@ struct Guest {
         GuestModel model;
         FaultKind fault;
         uint64_t fault_after_usec; /* CLOCK_MONOTONIC since start */
+        bool fault_on_signal;      /* the fault waits for SIGUSR2 */
         uint64_t polling_interval; /* seconds, 0 = off */
         uint64_t stats_updated_usec; /* model time of the last stats refresh; 0 = never */
         bool have_stats;
@@ -210,9 +212,13 @@ static uint64_t now_monotonic(void) {
         return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
 }
 
-/* The guest's fault, once its start time has come. */
+/* Set by SIGUSR2: the faults given @usr2 begin. */
+static bool faults_released;
+
+/* The guest's fault, once its start time (or signal) has come. */
 static FaultKind guest_fault(const Guest *g) {
-        if (g->fault == FAULT_NONE || now_monotonic() < start_usec + g->fault_after_usec)
+        if (g->fault == FAULT_NONE || now_monotonic() < start_usec + g->fault_after_usec ||
+            (g->fault_on_signal && !faults_released))
                 return FAULT_NONE;
         return g->fault;
 }
@@ -1025,6 +1031,12 @@ static int write_counters(Sim *sim) {
         return 0;
 }
 
+static int on_sigusr2(sd_event_source *s _unused_, const struct signalfd_siginfo *si _unused_,
+                      void *userdata _unused_) {
+        faults_released = true;
+        return 0;
+}
+
 static int on_sigusr1(sd_event_source *s, const struct signalfd_siginfo *si _unused_, void *userdata) {
         (void) s;
         int r = write_counters(userdata);
@@ -1069,7 +1081,8 @@ static void help(void) {
                "  --randomize            Draw sizes from the seed instead of the scenario's fixed sizes\n"
                "  --time-scale X         Model seconds per real second (default 1)\n"
                "  --virtio-mem SIZE_MIB  Give every guest a virtio-mem device vm0 of this maximum\n"
-               "  --fault N:KIND[@SEC]   Guest N misbehaves (from SEC seconds on): garbage, huge-reply,\n"
+               "  --fault N:KIND[@SEC]   Guest N misbehaves (from SEC seconds on, or with @usr2 from\n"
+               "                         SIGUSR2 on): garbage, huge-reply,\n"
                "                         deep-nesting, wrong-types, hang, close-mid-reply, event-flood,\n"
                "                         lying-stats, lie-free, lie-backwards, lie-huge, lie-future,\n"
                "                         stale-stats, stuck-balloon, agent-hang, agent-huge-vmstat,\n"
@@ -1124,6 +1137,7 @@ int main(int argc, char *argv[]) {
                 unsigned guest;
                 FaultKind kind;
                 uint64_t after_usec;
+                bool on_signal;
         } faults[64];
         size_t n_faults = 0;
         Sim sim = {};
@@ -1191,7 +1205,10 @@ int main(int argc, char *argv[]) {
                         at = strchr(colon + 1, '@');
                         len = at ? (size_t) (at - colon - 1) : strlen(colon + 1);
                         faults[n_faults].after_usec = 0;
-                        if (at) {
+                        faults[n_faults].on_signal = false;
+                        if (at && strcmp(at + 1, "usr2") == 0)
+                                faults[n_faults].on_signal = true;
+                        else if (at) {
                                 double sec = strtod(at + 1, &end);
                                 if (*end || !(sec >= 0) || sec > 1e6)
                                         goto usage;
@@ -1249,8 +1266,9 @@ int main(int argc, char *argv[]) {
                         if (faults[f].guest == index) {
                                 g->fault = faults[f].kind;
                                 g->fault_after_usec = faults[f].after_usec;
+                                g->fault_on_signal = faults[f].on_signal;
                         }
-                if (g->fault == FAULT_LYING_STATS && g->fault_after_usec == 0)
+                if (g->fault == FAULT_LYING_STATS && g->fault_after_usec == 0 && !g->fault_on_signal)
                         cfg.lie_probability = 1.0;
                 guest_model_init(&g->model, &cfg);
                 g->last_actual = g->model.actual;
@@ -1279,12 +1297,15 @@ int main(int argc, char *argv[]) {
                 sigaddset(&mask, SIGTERM);
                 sigaddset(&mask, SIGINT);
                 sigaddset(&mask, SIGUSR1);
+                sigaddset(&mask, SIGUSR2);
                 sigprocmask(SIG_BLOCK, &mask, NULL);
                 r = sd_event_add_signal(sim.event, NULL, SIGTERM, NULL, NULL);
                 if (r >= 0)
                         r = sd_event_add_signal(sim.event, NULL, SIGINT, NULL, NULL);
                 if (r >= 0)
                         r = sd_event_add_signal(sim.event, NULL, SIGUSR1, on_sigusr1, &sim);
+                if (r >= 0)
+                        r = sd_event_add_signal(sim.event, NULL, SIGUSR2, on_sigusr2, NULL);
         }
         if (r < 0) {
                 fprintf(stderr, "fake-qemu: event loop setup failed: %s\n", strerror(-r));

@@ -4,11 +4,13 @@
  * socket among the process's fds by its peer's name. Real sockets, a real sd-event loop. */
 #include <check.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <systemd/sd-event.h>
@@ -71,38 +73,63 @@ static bool peer_closed(int fd) {
         return recv(fd, &c, 1, MSG_DONTWAIT) == 0;
 }
 
+static uint64_t monotonic_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+}
+
+/* The stall limit. The loop beats every second (up to 250 ms late, sd-event's default accuracy),
+ * so a running loop is silent for at most 1.25 s plus however long the machine keeps this
+ * process from running: 3 s leaves a loaded machine 1.75 s of that, where 1.5 s left 0.25 s. */
+#define STALL_USEC (3 * USEC_PER_SEC)
+/* Giving up on a cut that should come (the watchdog checks once a second): a hang, not a bound. */
+#define CUT_DEADLINE_USEC (10 * STALL_USEC)
+
+/* Runs the loop for usec of wall time (more than the stall limit, so that a watchdog that cut a
+ * running loop would have). */
+static void run_loop_for(sd_event *e, uint64_t usec) {
+        for (uint64_t end = monotonic_usec() + usec; monotonic_usec() < end;)
+                ck_assert_int_ge(sd_event_run(e, 100 * USEC_PER_MSEC), 0);
+}
+
 START_TEST(test_cuts_when_the_loop_stalls) {
         _cleanup_(sd_event_unrefp) sd_event *e = NULL;
         LibvirtWatchdog *w = NULL;
         int pair[2];
-        uint64_t stalled = 0;
-        bool by_call = true;
+        uint64_t stalled = 0, start, took;
+        bool by_call = true, cut = false;
 
         ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
         ck_assert_int_eq(sd_event_new(&e), 0);
-        ck_assert_int_eq(libvirt_watchdog_new(e, 1500 * USEC_PER_MSEC, &w), 0);
+        ck_assert_int_eq(libvirt_watchdog_new(e, STALL_USEC, &w), 0);
         libvirt_watchdog_watch(w, pair[0]);
 
-        /* The loop runs: 3 s of beats, no cut. */
-        for (int i = 0; i < 30; i++)
-                ck_assert_int_ge(sd_event_run(e, 100 * USEC_PER_MSEC), 0);
+        /* The loop runs for twice the limit: no cut. */
+        run_loop_for(e, 2 * STALL_USEC + USEC_PER_SEC);
         ck_assert(!libvirt_watchdog_take_cut(w, NULL, NULL));
         ck_assert(!peer_closed(pair[1]));
 
-        /* The loop stalls (as in a libvirt call to a hung libvirtd): cut within the check period. */
-        sleep(4);
-        ck_assert(libvirt_watchdog_take_cut(w, &stalled, &by_call));
-        ck_assert_uint_gt(stalled, 1500 * USEC_PER_MSEC);
+        /* The loop stalls (as in a libvirt call to a hung libvirtd): the cut comes, the loop never
+         * running meanwhile; waited for, not timed. */
+        start = monotonic_usec();
+        while (!(cut = libvirt_watchdog_take_cut(w, &stalled, &by_call)) &&
+               monotonic_usec() < start + CUT_DEADLINE_USEC)
+                usleep(50 * 1000);
+        took = monotonic_usec() - start;
+        ck_assert_msg(cut, "no cut after %" PRIu64 " ms of a stalled loop", took / USEC_PER_MSEC);
+        ck_assert_uint_gt(stalled, STALL_USEC);
         ck_assert(!by_call);
         ck_assert(peer_closed(pair[1]));
         ck_assert(!libvirt_watchdog_take_cut(w, NULL, NULL)); /* reported once */
 
-        /* Nothing watched: a stall touches nothing. */
+        /* Nothing watched: a stall touches nothing, for as long as the cut above took and one
+         * more check. */
         int pair2[2];
         ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair2), 0);
         libvirt_watchdog_watch(w, pair2[0]);
         libvirt_watchdog_watch(w, -1);
-        sleep(3);
+        usleep((useconds_t) (took + USEC_PER_SEC));
         ck_assert(!libvirt_watchdog_take_cut(w, NULL, NULL));
         ck_assert(!peer_closed(pair2[1]));
 
@@ -120,16 +147,16 @@ START_TEST(test_cuts_a_worker_call) {
         _cleanup_(sd_event_unrefp) sd_event *e = NULL;
         LibvirtWatchdog *w = NULL;
         int pair[2], slot;
-        uint64_t stalled = 0;
+        uint64_t stalled = 0, start;
         bool by_call = false;
 
         ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
         ck_assert_int_eq(sd_event_new(&e), 0);
-        ck_assert_int_eq(libvirt_watchdog_new(e, 1500 * USEC_PER_MSEC, &w), 0);
+        ck_assert_int_eq(libvirt_watchdog_new(e, STALL_USEC, &w), 0);
         libvirt_watchdog_watch(w, pair[0]);
 
-        /* Short calls for longer than the limit, the loop running: no cut. */
-        for (int i = 0; i < 20; i++) {
+        /* Short calls (one loop iteration each) for twice the limit, the loop running: no cut. */
+        for (uint64_t end = monotonic_usec() + 2 * STALL_USEC + USEC_PER_SEC; monotonic_usec() < end;) {
                 slot = libvirt_watchdog_call_begin(w);
                 ck_assert_int_ge(slot, 0);
                 ck_assert_int_ge(sd_event_run(e, 100 * USEC_PER_MSEC), 0);
@@ -141,13 +168,15 @@ START_TEST(test_cuts_a_worker_call) {
         /* One call stays: the loop beats on, the call gets the connection cut. */
         slot = libvirt_watchdog_call_begin(w);
         ck_assert_int_ge(slot, 0);
-        for (int i = 0; i < 40 && !peer_closed(pair[1]); i++)
+        start = monotonic_usec();
+        while (!peer_closed(pair[1]) && monotonic_usec() < start + CUT_DEADLINE_USEC)
                 ck_assert_int_ge(sd_event_run(e, 100 * USEC_PER_MSEC), 0);
         libvirt_watchdog_call_end(w, slot);
-        ck_assert(peer_closed(pair[1]));
+        ck_assert_msg(peer_closed(pair[1]), "no cut after %" PRIu64 " ms of a stuck call",
+                      (monotonic_usec() - start) / USEC_PER_MSEC);
         ck_assert(libvirt_watchdog_take_cut(w, &stalled, &by_call));
         ck_assert(by_call);
-        ck_assert_uint_gt(stalled, 1500 * USEC_PER_MSEC);
+        ck_assert_uint_gt(stalled, STALL_USEC);
 
         w = libvirt_watchdog_free(w);
         close(pair[0]);
@@ -159,7 +188,7 @@ int main(void) {
         Suite *s = suite_create("libvirt-watchdog");
         TCase *tc = tcase_create("core");
 
-        tcase_set_timeout(tc, 60);
+        tcase_set_timeout(tc, 120);
         tcase_add_test(tc, test_connection_socket);
         tcase_add_test(tc, test_cuts_when_the_loop_stalls);
         tcase_add_test(tc, test_cuts_a_worker_call);
