@@ -6,11 +6,8 @@
  *
  * While libvirtd hangs, the test asserts that
  *   (a) the daemon keeps running;
- *   (b) the QMP guest is unaffected: no fault, and, against a reference window of the same length
- *       measured the same way just before the hang (so that a busy machine is not taken for a
- *       blocked loop), at least two thirds as many samples and decisions, and `rightsizectl list`
- *       answering promptly every time it is asked (within 1 s, or 3 times the slowest reference
- *       list, never as long as a call held up by the hung one would take);
+ *   (b) the QMP guest is unaffected: a new sample and a new decision nearly every interval, no
+ *       fault, and `rightsizectl list` answers promptly every time it is asked;
  *   (c) the libvirt guest is listed faulty with a reason: first "libvirt not answering" (the
  *       stats call runs too long), then "libvirt connection lost" once the watchdog cut it;
  *   (d) no guest is below its floor;
@@ -59,16 +56,6 @@ static BusFixture bus;
 static DaemonFixture daemon_fx;
 static virConnectPtr conn;
 static pid_t stopped_libvirtd;
-
-/* What the test sees over one window: rightsizectl list again and again, the QMP guest's samples
- * (its `updated` moving) and decisions (new history points), and, while libvirtd hangs, what the
- * domain is listed as. */
-typedef struct Window {
-        unsigned lists, sim_updates;
-        int decisions;
-        double slowest;
-        bool seen_not_answering, seen_lost, seen_other;
-} Window;
 
 static int run(const char *cmd) {
         int r = system(cmd);
@@ -212,57 +199,16 @@ static void check_config_rejects(const char *value) {
         ck_assert_msg(r != 0 && r != 127 && r != 126, "--check-config with call-timeout = %s: exit %d", value, r);
 }
 
-static void observe(double t0, bool hung, Window *w) {
-        char state[32], fault[256];
-        uint64_t newest = 0, last_updated;
-        bool sim_listed;
-        GuestView v;
-        double t = e2e_now_sec();
-
-        *w = (Window) {};
-        ck_assert_int_eq(guest_view_get(&daemon_fx, SIM, &v), 0);
-        last_updated = v.updated;
-        ck_assert_int_gt(guest_history_since(&daemon_fx, SIM, 0, &newest), 0);
-        while (e2e_now_sec() < t + HANG_SEC) {
-                w->slowest = MAX(w->slowest, ctl_list(state, sizeof(state), fault, sizeof(fault), &sim_listed));
-                w->lists++;
-                ck_assert_msg(sim_listed, SIM " left the list");
-                if (!hung)
-                        ;
-                else if (strcmp(state, "faulty") == 0 && strstr(fault, "libvirt not answering"))
-                        w->seen_not_answering = true;
-                else if (strcmp(state, "faulty") == 0 && strstr(fault, "libvirt connection lost"))
-                        w->seen_lost = true;
-                else if (e2e_now_sec() > t + CALL_TIMEOUT_SEC + 3 && !w->seen_other) {
-                        /* Past the cut, the domain may only be faulty. */
-                        fprintf(stderr, "[%5.1fs] domain: %s, \"%s\"\n", e2e_now_sec() - t0, state, fault);
-                        w->seen_other = true;
-                }
-                ck_assert_int_eq(guest_view_get(&daemon_fx, SIM, &v), 0);
-                ck_assert_msg(v.fault[0] == '\0' && strcmp(v.state, "faulty") != 0, SIM " faulty: %s", v.fault);
-                if (v.updated != last_updated) {
-                        w->sim_updates++;
-                        last_updated = v.updated;
-                }
-                ck_assert(daemon_fixture_alive(&daemon_fx));
-                usleep(200 * 1000);
-        }
-        /* Counted by time: the history's length stops at its maximum. */
-        w->decisions = guest_history_since(&daemon_fx, SIM, newest, NULL);
-        ck_assert_int_ge(w->decisions, 0);
-}
-
 START_TEST(test_libvirtd_hang) {
         _cleanup_free_ char *xml = NULL;
-        char cmd[4096];
+        char cmd[4096], state[32], fault[256];
         virDomainPtr dom;
-        GuestView v, domain_before;
-        double t0 = e2e_now_sec(), t;
-        uint64_t rss_before, rss_hang, rss_after;
-        unsigned fds_before, fds_hang, fds_after;
-        int status;
-        bool ok;
-        Window ref, hang;
+        GuestView v, sim_before, domain_before;
+        double t0 = e2e_now_sec(), t, slowest = 0;
+        uint64_t rss_before, rss_hang, rss_after, last_updated;
+        unsigned fds_before, fds_hang, fds_after, sim_updates = 0, lists = 0;
+        int history_before, history_after, status;
+        bool seen_not_answering = false, seen_lost = false, seen_other = false, sim_listed, ok;
         pid_t pid;
 
         /* Out-of-range and malformed values are refused (no libvirtd needed for that); the
@@ -296,50 +242,65 @@ START_TEST(test_libvirtd_hang) {
         ck_assert_msg(guest_view_wait_running(&daemon_fx, SIM, 30), SIM " never became managed");
         ck_assert_msg(guest_view_wait_running(&daemon_fx, domain_name, 60), "the domain never became managed");
         fprintf(stderr, "[%5.1fs] both guests managed\n", e2e_now_sec() - t0);
-        /* The reference: the same window on the normal path, watched the same way. */
-        observe(t0, false, &ref);
-        fprintf(stderr,
-                "[%5.1fs] reference, %d s: %u lists, slowest %.3f s; " SIM ": %u new samples, %d new decisions\n",
-                e2e_now_sec() - t0, HANG_SEC, ref.lists, ref.slowest, ref.sim_updates, ref.decisions);
-        ck_assert_msg(ref.decisions >= 3 && ref.sim_updates >= 3,
-                      "the reference window is too slow to compare with: %u samples, %d decisions in %d s",
-                      ref.sim_updates, ref.decisions, HANG_SEC);
+        /* An interval of the normal path, then the baseline. */
+        sleep(1);
         rss_before = daemon_fixture_rss_kib(&daemon_fx);
         fds_before = fd_count(daemon_fx.pid);
+        ck_assert_int_eq(guest_view_get(&daemon_fx, SIM, &sim_before), 0);
         ck_assert_int_eq(guest_view_get(&daemon_fx, domain_name, &domain_before), 0);
+        history_before = guest_history_count(&daemon_fx, SIM);
+        ck_assert_int_gt(history_before, 0);
+        last_updated = sim_before.updated;
 
         /* libvirtd stops answering, with the daemon's calls going every second. */
         pid = libvirtd_pid();
         ck_assert_msg(pid > 0, "no libvirtd pid in " LIBVIRTD_PID_FILE);
         ck_assert_int_eq(kill(pid, SIGSTOP), 0);
         stopped_libvirtd = pid;
-        observe(t0, true, &hang);
+        t = e2e_now_sec();
+        while (e2e_now_sec() < t + HANG_SEC) {
+                slowest = MAX(slowest, ctl_list(state, sizeof(state), fault, sizeof(fault), &sim_listed));
+                lists++;
+                ck_assert_msg(sim_listed, SIM " left the list");
+                if (strcmp(state, "faulty") == 0 && strstr(fault, "libvirt not answering"))
+                        seen_not_answering = true;
+                else if (strcmp(state, "faulty") == 0 && strstr(fault, "libvirt connection lost"))
+                        seen_lost = true;
+                else if (e2e_now_sec() > t + CALL_TIMEOUT_SEC + 3 && !seen_other) {
+                        /* Past the cut, the domain may only be faulty. */
+                        fprintf(stderr, "[%5.1fs] domain: %s, \"%s\"\n", e2e_now_sec() - t0, state, fault);
+                        seen_other = true;
+                }
+                ck_assert_int_eq(guest_view_get(&daemon_fx, SIM, &v), 0);
+                ck_assert_msg(v.fault[0] == '\0' && strcmp(v.state, "faulty") != 0, SIM " faulty: %s", v.fault);
+                if (v.updated != last_updated) {
+                        sim_updates++;
+                        last_updated = v.updated;
+                }
+                ck_assert(daemon_fixture_alive(&daemon_fx));
+                usleep(200 * 1000);
+        }
+        history_after = guest_history_count(&daemon_fx, SIM);
         rss_hang = daemon_fixture_rss_kib(&daemon_fx);
         fds_hang = fd_count(daemon_fx.pid);
         fprintf(stderr,
                 "[%5.1fs] %d s of hung libvirtd: %u lists, slowest %.3f s; " SIM ": %u new samples, %d new decisions; "
                 "domain: not answering %s, connection lost %s; RSS %" PRIu64 " -> %" PRIu64 " KiB, fds %u -> %u\n",
-                e2e_now_sec() - t0, HANG_SEC, hang.lists, hang.slowest, hang.sim_updates, hang.decisions,
-                hang.seen_not_answering ? "seen" : "not seen", hang.seen_lost ? "seen" : "not seen", rss_before,
-                rss_hang, fds_before, fds_hang);
+                e2e_now_sec() - t0, HANG_SEC, lists, slowest, sim_updates, history_after - history_before,
+                seen_not_answering ? "seen" : "not seen", seen_lost ? "seen" : "not seen", rss_before, rss_hang,
+                fds_before, fds_hang);
 
         /* (a) */
         ck_assert(daemon_fixture_alive(&daemon_fx));
-        /* (b): two thirds of the reference (9 of 9 unloaded: at least 6, as a loop blocked for the
-         * call timeout would not make). */
-        ck_assert_msg(hang.sim_updates * HANG_SEC >= ref.sim_updates * (HANG_SEC - 3),
-                      "%u samples in %d s (%u before the hang)", hang.sim_updates, HANG_SEC, ref.sim_updates);
-        ck_assert_msg(hang.decisions * HANG_SEC >= ref.decisions * (HANG_SEC - 3),
-                      "%d decisions in %d s (%d before the hang)", hang.decisions, HANG_SEC, ref.decisions);
-        /* A list held up by the hung call would take up to the call timeout: the bound follows a
-         * slow machine up to 1 s short of that, no further. */
-        double list_bound = MIN((double) CALL_TIMEOUT_SEC - 1.0, MAX(1.0, 3.0 * ref.slowest));
-        ck_assert_msg(hang.slowest < list_bound, "rightsizectl list took %.2f s while libvirtd hung (bound %.2f s)",
-                      hang.slowest, list_bound);
+        /* (b): an interval is 1 s; a busy host may merge one or two. */
+        ck_assert_msg(sim_updates >= HANG_SEC - 3, "%u samples in %d s", sim_updates, HANG_SEC);
+        ck_assert_msg(history_after - history_before >= HANG_SEC - 3, "%d decisions in %d s",
+                      history_after - history_before, HANG_SEC);
+        ck_assert_msg(slowest < 1.0, "rightsizectl list took %.2f s while libvirtd hung", slowest);
         /* (c) */
-        ck_assert_msg(hang.seen_not_answering, "the domain was never shown as libvirt not answering");
-        ck_assert_msg(hang.seen_lost, "the domain was never shown with the connection lost");
-        ck_assert_msg(!hang.seen_other, "the domain was not faulty after the cut");
+        ck_assert_msg(seen_not_answering, "the domain was never shown as libvirt not answering");
+        ck_assert_msg(seen_lost, "the domain was never shown with the connection lost");
+        ck_assert_msg(!seen_other, "the domain was not faulty after the cut");
         ck_assert_msg(file_contains(daemon_fx.log_path, "did not return in"), "the watchdog did not cut the hung call");
         ck_assert_msg(file_contains(daemon_fx.log_path, "skipping this tick"), "no tick was skipped");
         /* (d) */
@@ -352,7 +313,7 @@ START_TEST(test_libvirtd_hang) {
 
         /* libvirtd dies with the new connection attempt in flight; a new one starts. */
         ck_assert_int_eq(kill(pid, SIGKILL), 0);
-        for (double start = e2e_now_sec(); kill(pid, 0) == 0 && e2e_now_sec() < start + 30;)
+        for (int i = 0; i < 50 && kill(pid, 0) == 0; i++)
                 usleep(100 * 1000);
         stopped_libvirtd = 0;
         t = e2e_now_sec();
@@ -361,7 +322,7 @@ START_TEST(test_libvirtd_hang) {
         ck_assert_int_eq(guest_view_get(&daemon_fx, domain_name, &v), 0);
         uint64_t updated = v.updated;
         ok = false;
-        for (double start = e2e_now_sec(); !ok && e2e_now_sec() < start + 120;) {
+        for (int i = 0; i < 120 && !ok; i++) {
                 usleep(250 * 1000);
                 ok = guest_view_get(&daemon_fx, domain_name, &v) == 0 && v.updated > updated && !v.fault[0] &&
                      strcmp(v.state, "faulty") != 0 && strcmp(v.state, "connecting") != 0;
@@ -370,7 +331,7 @@ START_TEST(test_libvirtd_hang) {
                 v.state, v.fault, e2e_now_sec() - t);
         /* (f) */
         ck_assert_msg(ok, "the domain is not managed again after the libvirtd restart");
-        guest_assert_managed(&daemon_fx, SIM, 30);
+        guest_assert_managed(&daemon_fx, SIM, 10);
         ck_assert_int_eq(guests_assert_floors_kept(&daemon_fx, FLOOR), 2);
         rss_after = daemon_fixture_rss_kib(&daemon_fx);
         fds_after = fd_count(daemon_fx.pid);
