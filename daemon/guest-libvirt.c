@@ -449,7 +449,7 @@ static void domain_apply_stats(Domain *d, const LibvirtDomainStats *s) {
         /* A balloon in motion, read directly (balloon.current lags it by up to an interval, and
          * the guest would look as if it pushed back). */
         if (s->balloon_error == 0)
-                guest_set_actual(g, s->balloon + (g->vmem_id ? g->vmem_size : 0));
+                guest_set_balloon_actual(g, s->balloon);
 }
 
 /* libvirtd answered again after the guests were marked: they are attached again. */

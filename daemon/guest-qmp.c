@@ -153,6 +153,13 @@ static int qmp_shutdown_balloon(Guest *g, uint64_t balloon_bytes, void (*done)(G
         return 1;
 }
 
+static void on_stats_polling_set(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
+        GuestQmp *q = userdata;
+        if (reply->error < 0)
+                log_guest_warning_errno(q->guest, reply->error, "Setting the balloon's stats polling interval failed: %s",
+                                        reply->error_desc ?: strerror(-reply->error));
+}
+
 static bool qmp_connected(const Guest *g _unused_, void *userdata) {
         return qmp_ready(userdata);
 }
@@ -164,7 +171,7 @@ static void qmp_policy_changed(Guest *g, uint64_t old_interval_usec, void *userd
                 return;
         if (qmp_ready(q))
                 (void) qmp_set_stats_polling_interval(q->qmp, NULL, (unsigned) MAX(interval / USEC_PER_SEC, 1),
-                                                      command_timeout(g), on_balloon_set, q);
+                                                      command_timeout(g), on_stats_polling_set, q);
         if (q->timer && g->phase == GUEST_PHASE_RUNNING)
                 guest_tick_arm(q, interval);
 }

@@ -21,6 +21,7 @@
 #include "daemon/conf.h"
 #include "daemon/host.h"
 #include "daemon/log.h"
+#include "daemon/metrics.h"
 #include "policies/arbiter.h"
 #include "policies/estimator.h"
 #include "policies/policy.h"
@@ -28,6 +29,8 @@
 #include "qmp/qmp-commands.h"
 
 #define GUEST_HISTORY_MAX 360
+/* An agent problem fits whole beside the core's reason (see guest.reason). */
+#define GUEST_AGENT_PROBLEM_MAX 96
 
 typedef struct Guest Guest;
 
@@ -86,6 +89,7 @@ typedef enum GuestActuator {
         GUEST_ACTUATOR_BALLOON,
         GUEST_ACTUATOR_VIRTIO_MEM,
         GUEST_ACTUATOR_DIMM,
+        _GUEST_ACTUATOR_MAX,
 } GuestActuator;
 
 /* What a guest has, from its driver (guest_attach()). */
@@ -129,14 +133,14 @@ struct Guest {
 
         GuestPhase phase;
         char fault[256];       /* "" when healthy */
-        char reason[RS_REASON_MAX + 96];
+        char reason[RS_REASON_MAX + 2 + GUEST_AGENT_PROBLEM_MAX]; /* the core's, "; " and the agent's */
         bool paused;
         bool probe_requested;
 
         unsigned cycle_pending;
         uint64_t cycle_started;
 
-        char agent_problem[96];   /* why the agent gives nothing (shown in the reason), "" if fine */
+        char agent_problem[GUEST_AGENT_PROBLEM_MAX]; /* why the agent gives nothing (shown in the reason), "" if fine */
 
         /* Its driver, and the driver's data. */
         const GuestDriver *driver;
@@ -203,6 +207,15 @@ struct Guest {
         /* Rates for the API and metrics (NaN when unknown). */
         uint64_t prev_major, prev_major_usec;
         double major_fault_rate, refault_rate;
+
+        /* Counters for the metrics, since the daemon started (not kept in the state file). */
+        MetricsCounter refaults_anon, refaults_file, major_faults, oom_kills;
+        uint64_t probe_refaults;   /* refaults in intervals spent in PROBE or BACKOFF */
+        uint64_t probe_cycles;     /* entries into PROBE from LEARN or HOLD, as the bench counts */
+        uint64_t resizes[_GUEST_ACTUATOR_MAX];          /* changes sent (or queued) */
+        uint64_t actuator_failures[_GUEST_ACTUATOR_MAX]; /* changes refused, at once or later */
+        uint64_t faults;           /* times the guest went from no fault to a fault */
+        bool fault_counted;        /* fault[] is counted in faults (not a connecting guest's note) */
 
         /* What EstimateChanged last reported, and when the state file was last written. */
         uint64_t signalled_estimate, signalled_lower, signalled_upper;
@@ -298,6 +311,10 @@ const char *guest_state_string(const Guest *g);
         log_named_guest_error_errno((g)->name, guest_state_string(g), error, __VA_ARGS__)
 const char *guest_tier_string(const Guest *g);
 const RsEstimate *guest_estimate(const Guest *g); /* NULL before the core exists */
+/* What the guest would give back if held at its estimate plus margin (the size HOLD keeps it
+ * at, within floor and max): max minus that, 0 when none; UINT64_MAX before an estimate. */
+uint64_t guest_reclaimable(const Guest *g);
+const char *guest_source_string(GuestSource s);
 uint64_t guest_floor(const Guest *g);
 uint64_t guest_max(const Guest *g);
 /* The history, oldest first; returns the number of points written. */
