@@ -40,6 +40,16 @@ EXTRA_DIST += \
 	contrib/guest-ctl \
 	contrib/timed-test
 
+# Prometheus rules and the Grafana dashboard (contrib/prometheus/README.md): promtool checks and
+# unit-tests the rules, and every rightsize_* name they use must be one rightsized exports.
+TESTS += tests/unit/test-prometheus-rules
+EXTRA_DIST += \
+	tests/unit/test-prometheus-rules \
+	contrib/prometheus/README.md \
+	contrib/prometheus/rightsize-rules.yml \
+	contrib/prometheus/rightsize-rules.test.yml \
+	contrib/grafana/rightsize.json
+
 # distclean also drops the kernel cache (a download, not a source); `make clean` keeps it.
 distclean-local:
 	-rm -rf guest

@@ -48,12 +48,19 @@ static void guest_notify(Guest *g, bool estimate_changed) {
                 g->hooks->updated(g, estimate_changed, g->userdata);
 }
 
+/* A fault where there was none (or only a connecting guest's note) starts an episode, which the
+ * faults counter counts; a fault that changes into another, or is set again, is the same one. */
 static void guest_set_fault(Guest *g, const char *fmt, ...) _printf_(2, 3);
 static void guest_set_fault(Guest *g, const char *fmt, ...) {
+        bool had = g->fault[0] != '\0' && g->fault_counted;
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(g->fault, sizeof(g->fault), fmt, ap);
         va_end(ap);
+        if (!had && g->fault[0] != '\0') {
+                g->faults++;
+                g->fault_counted = true;
+        }
 }
 
 /* ---- state file ---- */
@@ -211,9 +218,12 @@ static int guest_send_balloon(Guest *g, uint64_t bytes) {
                 return 0;
         }
         r = g->driver->set_balloon(g, bytes - plugged, g->driver_data);
-        if (r < 0)
+        if (r < 0) {
+                g->actuator_failures[GUEST_ACTUATOR_BALLOON]++;
                 return r;
+        }
         g->balloon_target = bytes;
+        g->resizes[GUEST_ACTUATOR_BALLOON]++;
         return 0;
 }
 
@@ -293,6 +303,8 @@ static void guest_dimm_refused(Guest *g, int error, const char *why) {
 }
 
 void guest_actuator_failed(Guest *g, GuestActuator which, int error, const char *why, uint64_t previous) {
+        if ((unsigned) which < _GUEST_ACTUATOR_MAX)
+                g->actuator_failures[which]++;
         switch (which) {
         case GUEST_ACTUATOR_BALLOON:
                 g->balloon_target = previous;
@@ -302,6 +314,8 @@ void guest_actuator_failed(Guest *g, GuestActuator which, int error, const char 
                 break;
         case GUEST_ACTUATOR_DIMM:
                 guest_dimm_refused(g, error, why);
+                break;
+        default:
                 break;
         }
 }
@@ -316,8 +330,11 @@ static void guest_add_dimm(Guest *g) {
         g->dimm_count++;
         g->dimm_bytes += g->dimm_slot_bytes;
         int r = g->driver->add_dimm(g, g->dimm_slot_bytes, g->driver_data);
-        if (r < 0)
+        if (r < 0) {
+                g->actuator_failures[GUEST_ACTUATOR_DIMM]++;
                 guest_dimm_refused(g, r, NULL);
+        } else
+                g->resizes[GUEST_ACTUATOR_DIMM]++;
 }
 
 /* Whether this guest can have DIMMs at all: when its driver can add them. */
@@ -373,10 +390,13 @@ static void guest_actuate(Guest *g, uint64_t target, bool urgent, bool fine, uin
         if (plan.set_vmem && g->vmem_id) {
                 uint64_t requested = plan.vmem_requested;
                 r = g->driver->set_virtio_mem(g, plan.vmem_requested, &requested, g->driver_data);
-                if (r < 0)
+                if (r < 0) {
+                        g->actuator_failures[GUEST_ACTUATOR_VIRTIO_MEM]++;
                         log_guest_warning_errno(g, r, "virtio-mem resize: %m");
-                else
+                } else {
                         g->vmem_requested = requested;
+                        g->resizes[GUEST_ACTUATOR_VIRTIO_MEM]++;
+                }
         }
         if (plan.set_balloon && plan.balloon_target != g->balloon_target) {
                 r = guest_send_balloon(g, plan.balloon_target);
@@ -467,6 +487,28 @@ static void guest_update_rates(Guest *g, uint64_t now) {
 
         const RsObservation *o = rs_guest_observation(g->core);
         g->refault_rate = o && o->verdict != RS_VERDICT_UNKNOWN ? o->raw_refault : NAN;
+}
+
+/* The counters of the metrics, from this cycle's (sanitized) sample; `before` is the state the
+ * guest spent the interval in. */
+static void guest_update_counts(Guest *g, RsState before, RsState after) {
+        const uint64_t *c = g->sample.counter;
+        uint64_t refaults = metrics_counter_add(
+                metrics_counter_update(&g->refaults_anon, c[RS_COUNTER_REFAULT_ANON], RS_UNKNOWN),
+                metrics_counter_update(&g->refaults_file, c[RS_COUNTER_REFAULT_FILE], RS_UNKNOWN));
+
+        /* The same preference as the major fault rate: the agent's vmstat, then the balloon's. */
+        (void) metrics_counter_update(&g->major_faults, c[RS_COUNTER_PGMAJFAULT], c[RS_COUNTER_MAJOR_FAULTS]);
+        /* The balloon's oom-kills needs QEMU 9.2 (and qemu-monitor for libvirt guests). */
+        (void) metrics_counter_update(&g->oom_kills, c[RS_COUNTER_OOM_KILLS], c[RS_COUNTER_OOM_KILL]);
+
+        /* The cost of probing: what the squeeze and the way back from it made the guest
+         * refault; a cycle starts where the core leaves LEARN or HOLD for PROBE (as the
+         * bench and the scenario tests count them). */
+        if (before == RS_STATE_PROBE || before == RS_STATE_BACKOFF)
+                g->probe_refaults = metrics_counter_add(g->probe_refaults, refaults);
+        if (after == RS_STATE_PROBE && (before == RS_STATE_LEARN || before == RS_STATE_HOLD))
+                g->probe_cycles++;
 }
 
 static bool estimate_changed(Guest *g) {
@@ -604,6 +646,7 @@ static uint64_t cycle_decide(Guest *g, uint64_t now) {
         g->want = d.target;
         g->updated_realtime = now_usec(CLOCK_REALTIME);
         guest_update_rates(g, now);
+        guest_update_counts(g, before, d.state);
 
         uint64_t target = g->hooks && g->hooks->arbitrate ? g->hooks->arbitrate(g, g->userdata) : d.target;
         if (g->policy.mode == RS_MODE_OBSERVE)
@@ -786,6 +829,10 @@ int guest_new(sd_event *event, GuestSource source, const char *name, const char 
         g->prev_major = RS_UNKNOWN;
         g->major_fault_rate = g->refault_rate = NAN;
         g->signalled_estimate = g->signalled_lower = g->signalled_upper = RS_UNKNOWN;
+        metrics_counter_init(&g->refaults_anon);
+        metrics_counter_init(&g->refaults_file);
+        metrics_counter_init(&g->major_faults);
+        metrics_counter_init(&g->oom_kills);
         g->saved_estimate = RS_UNKNOWN;
         g->saved_state = _RS_STATE_MAX;
         *ret = TAKE_PTR(g);
@@ -907,6 +954,19 @@ const char *guest_tier_string(const Guest *g) {
 
 const RsEstimate *guest_estimate(const Guest *g) {
         return g->core ? rs_guest_estimate(g->core) : NULL;
+}
+
+uint64_t guest_reclaimable(const Guest *g) {
+        if (!g->core)
+                return UINT64_MAX;
+        uint64_t hold = rs_guest_hold_size(g->core), max = guest_max(g);
+        if (hold == RS_UNKNOWN)
+                return UINT64_MAX;
+        return max > hold ? max - hold : 0;
+}
+
+const char *guest_source_string(GuestSource s) {
+        return s == GUEST_SOURCE_LIBVIRT ? "libvirt" : "qemu";
 }
 
 uint64_t guest_floor(const Guest *g) {
@@ -1069,8 +1129,12 @@ void guest_set_disconnected(Guest *g, const char *fault) {
 }
 
 void guest_set_connecting(Guest *g, const char *fault) {
-        if (fault)
-                guest_set_fault(g, "%s", fault);
+        if (fault) {
+                /* QEMU not listening yet is shown, but is no fault (yet). */
+                snprintf(g->fault, sizeof(g->fault), "%s", fault);
+                if (g->phase != GUEST_PHASE_FAULTY)
+                        g->fault_counted = false;
+        }
         if (g->phase != GUEST_PHASE_FAULTY)
                 g->phase = GUEST_PHASE_CONNECTING;
 }

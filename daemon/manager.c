@@ -293,17 +293,45 @@ static void manager_write_metrics(Manager *m) {
         for (size_t i = 0; i < m->n_guests; i++) {
                 const Guest *g = m->guests[i];
                 const RsEstimate *e = guest_estimate(g);
+                bool refaults_known = g->refaults_anon.known || g->refaults_file.known;
                 mg[i] = (MetricsGuest) {
                         .name = g->name,
+                        /* A libvirt guest is named after its domain. */
+                        .domain = g->source == GUEST_SOURCE_LIBVIRT ? g->name : NULL,
                         .state = guest_state_string(g),
+                        .uuid = g->uuid,
+                        .source = guest_source_string(g->source),
+                        .policy = g->policy.name,
+                        .mode = rs_mode_to_string(g->policy.mode),
                         .estimate_bytes = e ? e->estimate : METRICS_UNKNOWN,
                         .estimate_lower_bytes = e ? e->lower : METRICS_UNKNOWN,
                         .estimate_upper_bytes = e ? e->upper : METRICS_UNKNOWN,
                         .target_bytes = g->target ?: METRICS_UNKNOWN,
                         .actual_bytes = g->actual ?: METRICS_UNKNOWN,
                         .host_rss_bytes = g->host_rss,
+                        .max_bytes = guest_max(g) ?: METRICS_UNKNOWN,
+                        .floor_bytes = g->guest_max ? guest_floor(g) : METRICS_UNKNOWN,
+                        .reclaimable_bytes = guest_reclaimable(g),
                         .refault_rate = g->refault_rate,
                         .major_fault_rate = g->major_fault_rate,
+                        .refaults_total = refaults_known
+                                                  ? metrics_counter_add(g->refaults_anon.total, g->refaults_file.total)
+                                                  : METRICS_UNKNOWN,
+                        .major_faults_total = g->major_faults.known ? g->major_faults.total : METRICS_UNKNOWN,
+                        .oom_kills_total = g->oom_kills.known ? g->oom_kills.total : METRICS_UNKNOWN,
+                        .probe_cycles_total = g->probe_cycles,
+                        .probe_refaults_total = refaults_known ? g->probe_refaults : METRICS_UNKNOWN,
+                        .faults_total = g->faults,
+                        .resizes_total = {
+                                [METRICS_ACTUATOR_BALLOON] = g->resizes[GUEST_ACTUATOR_BALLOON],
+                                [METRICS_ACTUATOR_VIRTIO_MEM] = g->resizes[GUEST_ACTUATOR_VIRTIO_MEM],
+                                [METRICS_ACTUATOR_DIMM] = g->resizes[GUEST_ACTUATOR_DIMM],
+                        },
+                        .resize_failures_total = {
+                                [METRICS_ACTUATOR_BALLOON] = g->actuator_failures[GUEST_ACTUATOR_BALLOON],
+                                [METRICS_ACTUATOR_VIRTIO_MEM] = g->actuator_failures[GUEST_ACTUATOR_VIRTIO_MEM],
+                                [METRICS_ACTUATOR_DIMM] = g->actuator_failures[GUEST_ACTUATOR_DIMM],
+                        },
                 };
         }
         MetricsHost host = { .reclaimed_bytes = manager_reclaimed(m), .guests_managed = manager_guests_managed(m) };

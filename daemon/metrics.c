@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Gauges only: node_exporter's parser reads Prometheus text format, which knows no "stateset" or
- * "info" types, and ignores the "# UNIT" and "# EOF" lines it does not know. */
+/* Gauges and counters only: node_exporter's parser reads Prometheus text format, which knows no
+ * "stateset" or "info" types, and ignores the "# UNIT" and "# EOF" lines it does not know. For the
+ * same reason a counter's TYPE line names it with its "_total" (Prometheus text format, where the
+ * family is the sample's name), not without it as OpenMetrics would. */
 
 #include "daemon/metrics.h"
 
@@ -16,6 +18,7 @@
 typedef enum MetricKind {
         METRIC_BYTES,
         METRIC_RATE,
+        METRIC_COUNTER,
 } MetricKind;
 
 typedef struct GuestMetric {
@@ -38,10 +41,54 @@ static const GuestMetric guest_metrics[] = {
           METRIC_BYTES, offsetof(MetricsGuest, actual_bytes) },
         { "rightsize_guest_host_rss_bytes", "Resident memory of the guest's QEMU process on the host.", METRIC_BYTES,
           offsetof(MetricsGuest, host_rss_bytes) },
+        { "rightsize_guest_max_bytes", "Largest size the guest's policy lets it have.", METRIC_BYTES,
+          offsetof(MetricsGuest, max_bytes) },
+        { "rightsize_guest_floor_bytes", "Smallest size the guest's policy lets it have.", METRIC_BYTES,
+          offsetof(MetricsGuest, floor_bytes) },
+        { "rightsize_guest_reclaimable_bytes",
+          "Memory the guest would give back held at its estimate plus margin: max minus that size.", METRIC_BYTES,
+          offsetof(MetricsGuest, reclaimable_bytes) },
         { "rightsize_guest_refault_rate", "Page refaults per second in the guest.", METRIC_RATE,
           offsetof(MetricsGuest, refault_rate) },
         { "rightsize_guest_major_fault_rate", "Major page faults per second in the guest.", METRIC_RATE,
           offsetof(MetricsGuest, major_fault_rate) },
+        { "rightsize_guest_refaults_total",
+          "Workingset refaults in the guest (its vmstat through the guest agent) since rightsized started.",
+          METRIC_COUNTER, offsetof(MetricsGuest, refaults_total) },
+        { "rightsize_guest_major_faults_total", "Major page faults in the guest since rightsized started.",
+          METRIC_COUNTER, offsetof(MetricsGuest, major_faults_total) },
+        { "rightsize_guest_oom_kills_total", "OOM kills in the guest since rightsized started.", METRIC_COUNTER,
+          offsetof(MetricsGuest, oom_kills_total) },
+        { "rightsize_guest_probe_cycles_total", "Probe cycles started (from learn or hold) since rightsized started.",
+          METRIC_COUNTER, offsetof(MetricsGuest, probe_cycles_total) },
+        { "rightsize_guest_probe_refaults_total",
+          "Workingset refaults in intervals the guest spent in probe or backoff since rightsized started.",
+          METRIC_COUNTER, offsetof(MetricsGuest, probe_refaults_total) },
+        { "rightsize_guest_faults_total",
+          "Times the guest went from no fault to a fault (faulty, or a balloon that stopped, stats that lie) "
+          "since rightsized started.",
+          METRIC_COUNTER, offsetof(MetricsGuest, faults_total) },
+};
+
+typedef struct ActuatorMetric {
+        const char *name;
+        const char *help;
+        size_t offset;
+} ActuatorMetric;
+
+static const ActuatorMetric actuator_metrics[] = {
+        { "rightsize_guest_resizes_total",
+          "Resizes rightsized sent to the guest (or queued, for libvirt) since it started, by device.",
+          offsetof(MetricsGuest, resizes_total) },
+        { "rightsize_guest_resize_failures_total",
+          "Resizes of the guest that failed (at once or later) since rightsized started, by device.",
+          offsetof(MetricsGuest, resize_failures_total) },
+};
+
+static const char *const actuator_names[_METRICS_ACTUATOR_MAX] = {
+        [METRICS_ACTUATOR_BALLOON] = "balloon",
+        [METRICS_ACTUATOR_VIRTIO_MEM] = "virtio-mem",
+        [METRICS_ACTUATOR_DIMM] = "dimm",
 };
 
 /* Length of the valid UTF-8 sequence at s, or 0 (overlongs, surrogates and > U+10FFFF included). */
@@ -123,17 +170,31 @@ static void write_double(FILE *f, double v) {
         fputs(buf, f);
 }
 
-static void write_header(FILE *f, const char *name, const char *help, const char *unit) {
-        fprintf(f, "# TYPE %s gauge\n", name);
+static void write_header_typed(FILE *f, const char *name, const char *type, const char *help, const char *unit) {
+        fprintf(f, "# TYPE %s %s\n", name, type);
         if (unit)
                 fprintf(f, "# UNIT %s %s\n", name, unit);
         fprintf(f, "# HELP %s %s\n", name, help);
 }
 
+static void write_header(FILE *f, const char *name, const char *help, const char *unit) {
+        write_header_typed(f, name, "gauge", help, unit);
+}
+
+/* A label after the first: ,key="value" with the value escaped. */
+static void write_label(FILE *f, const char *key, const char *value) {
+        fprintf(f, ",%s=\"", key);
+        metrics_write_label_value(f, value);
+        fputc('"', f);
+}
+
+/* The sample's name and the guest's labels, the brace left open for more. */
 static void write_guest_label(FILE *f, const char *name, const MetricsGuest *g) {
         fprintf(f, "%s{guest=\"", name);
         metrics_write_label_value(f, g->name);
         fputc('"', f);
+        if (g->domain)
+                write_label(f, "domain", g->domain);
 }
 
 int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const MetricsHost *host) {
@@ -143,11 +204,12 @@ int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const M
         for (size_t m = 0; m < ARRAY_SIZE(guest_metrics); m++) {
                 const GuestMetric *gm = &guest_metrics[m];
 
-                write_header(f, gm->name, gm->help, gm->kind == METRIC_BYTES ? "bytes" : NULL);
+                write_header_typed(f, gm->name, gm->kind == METRIC_COUNTER ? "counter" : "gauge", gm->help,
+                                   gm->kind == METRIC_BYTES ? "bytes" : NULL);
                 for (size_t i = 0; i < n_guests; i++) {
                         const void *field = (const char *) &guests[i] + gm->offset;
 
-                        if (gm->kind == METRIC_BYTES) {
+                        if (gm->kind != METRIC_RATE) {
                                 uint64_t v = *(const uint64_t *) field;
                                 if (v == METRICS_UNKNOWN)
                                         continue;
@@ -165,15 +227,45 @@ int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const M
                 }
         }
 
+        for (size_t m = 0; m < ARRAY_SIZE(actuator_metrics); m++) {
+                const ActuatorMetric *am = &actuator_metrics[m];
+
+                write_header_typed(f, am->name, "counter", am->help, NULL);
+                for (size_t i = 0; i < n_guests; i++) {
+                        const uint64_t *v = (const uint64_t *) ((const char *) &guests[i] + am->offset);
+
+                        for (size_t a = 0; a < _METRICS_ACTUATOR_MAX; a++) {
+                                if (v[a] == METRICS_UNKNOWN)
+                                        continue;
+                                write_guest_label(f, am->name, &guests[i]);
+                                write_label(f, "actuator", actuator_names[a]);
+                                fprintf(f, "} %llu\n", (unsigned long long) v[a]);
+                        }
+                }
+        }
+
         write_header(f, "rightsize_guest_state", "Current state of the guest's estimator (1 for the state it is in).",
                      NULL);
         for (size_t i = 0; i < n_guests; i++) {
                 if (!guests[i].state)
                         continue;
                 write_guest_label(f, "rightsize_guest_state", &guests[i]);
-                fputs(",state=\"", f);
-                metrics_write_label_value(f, guests[i].state);
-                fputs("\"} 1\n", f);
+                write_label(f, "state", guests[i].state);
+                fputs("} 1\n", f);
+        }
+
+        write_header(f, "rightsize_guest_info", "Where the guest comes from and how it is managed (always 1).", NULL);
+        for (size_t i = 0; i < n_guests; i++) {
+                const MetricsGuest *g = &guests[i];
+
+                if (!g->source)
+                        continue;
+                write_guest_label(f, "rightsize_guest_info", g);
+                write_label(f, "uuid", g->uuid);
+                write_label(f, "source", g->source);
+                write_label(f, "policy", g->policy);
+                write_label(f, "mode", g->mode);
+                fputs("} 1\n", f);
         }
 
         write_header(f, "rightsize_host_reclaimed_bytes",
@@ -185,6 +277,42 @@ int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const M
         fputs("# EOF\n", f);
         fflush(f);
         return ferror(f) ? -EIO : 0;
+}
+
+void metrics_counter_init(MetricsCounter *c) {
+        *c = (MetricsCounter) { .prev = { METRICS_UNKNOWN, METRICS_UNKNOWN } };
+}
+
+uint64_t metrics_counter_add(uint64_t a, uint64_t b) {
+        a = MIN(a, METRICS_UNKNOWN - 1);
+        return a + MIN(b, METRICS_UNKNOWN - 1 - a);
+}
+
+/* One source's increase since the last cycle into *ret (false when there is none to tell),
+ * keeping this reading for the next. */
+static bool counter_delta(uint64_t *prev, uint64_t now, uint64_t *ret) {
+        uint64_t p = *prev;
+
+        *prev = now;
+        if (now == METRICS_UNKNOWN || p == METRICS_UNKNOWN || now < p)
+                return false;
+        *ret = now - p;
+        return true;
+}
+
+uint64_t metrics_counter_update(MetricsCounter *c, uint64_t first, uint64_t second) {
+        uint64_t d1 = 0, d2 = 0, d = 0;
+        bool k1 = counter_delta(&c->prev[0], first, &d1);
+        bool k2 = counter_delta(&c->prev[1], second, &d2);
+
+        if (k1)
+                d = d1;
+        else if (k2)
+                d = d2;
+        /* Saturates rather than wraps: a guest that lies cannot make the counter go down. */
+        c->total = metrics_counter_add(c->total, d);
+        c->known = c->known || first != METRICS_UNKNOWN || second != METRICS_UNKNOWN;
+        return d;
 }
 
 int metrics_write_file(const char *path, const MetricsGuest *guests, size_t n_guests, const MetricsHost *host) {

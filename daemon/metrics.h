@@ -4,30 +4,78 @@
  * file at any moment. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
-/* A size or rate that is not known (yet): its sample is left out rather than reported as 0. */
+/* A size, rate or counter that is not known (yet): its sample is left out rather than reported as 0. */
 #define METRICS_UNKNOWN UINT64_MAX
+
+/* The devices a guest is resized with: the "actuator" label of the resize counters. */
+typedef enum MetricsActuator {
+        METRICS_ACTUATOR_BALLOON,
+        METRICS_ACTUATOR_VIRTIO_MEM,
+        METRICS_ACTUATOR_DIMM,
+        _METRICS_ACTUATOR_MAX,
+} MetricsActuator;
 
 typedef struct MetricsGuest {
         const char *name;               /* untrusted: escaped and made valid UTF-8 */
-        const char *state;              /* e.g. "probing"; NULL leaves rightsize_guest_state out */
+        const char *domain;             /* a libvirt domain's name, or NULL: a "domain" label on
+                                         * every sample of the guest, as libvirt's exporters name it */
+        const char *state;              /* e.g. "probe"; NULL leaves rightsize_guest_state out */
+        /* rightsize_guest_info's labels; source NULL leaves it out, the others NULL are "". */
+        const char *uuid;
+        const char *source;             /* "qemu", "libvirt" */
+        const char *policy;
+        const char *mode;
         uint64_t estimate_bytes;
         uint64_t estimate_lower_bytes;
         uint64_t estimate_upper_bytes;
         uint64_t target_bytes;
         uint64_t actual_bytes;
         uint64_t host_rss_bytes;
+        uint64_t max_bytes;
+        uint64_t floor_bytes;
+        uint64_t reclaimable_bytes;     /* max minus the size held at the estimate plus margin */
         double refault_rate;            /* per second; NaN when unknown */
         double major_fault_rate;        /* per second; NaN when unknown */
+        /* Counters since the daemon started: monotonic, back to 0 only when it restarts. */
+        uint64_t refaults_total;
+        uint64_t major_faults_total;
+        uint64_t oom_kills_total;
+        uint64_t probe_cycles_total;
+        uint64_t probe_refaults_total;
+        uint64_t faults_total;
+        uint64_t resizes_total[_METRICS_ACTUATOR_MAX];
+        uint64_t resize_failures_total[_METRICS_ACTUATOR_MAX];
 } MetricsGuest;
 
 typedef struct MetricsHost {
         uint64_t reclaimed_bytes;
         unsigned guests_managed;
 } MetricsHost;
+
+/* A guest's event counter (refaults, major faults, OOM kills) as the daemon counts it, for a
+ * _total metric: the sum of the increases its readings showed from one cycle to the next, read
+ * from a first or else a second source of the same kernel counter (the agent's /proc/vmstat, the
+ * balloon stats). The readings are untrusted and a guest reboot resets them, so a reading below
+ * the last one, or none, only rebases: that interval's events are not counted, and the total
+ * never goes down. It starts at 0 with the daemon. */
+typedef struct MetricsCounter {
+        uint64_t prev[2];   /* each source's reading last cycle; METRICS_UNKNOWN: none */
+        uint64_t total;
+        bool known;         /* a reading came at least once: the total means something */
+} MetricsCounter;
+
+void metrics_counter_init(MetricsCounter *c);
+/* a + b, at most METRICS_UNKNOWN - 1: a sum of counters that never reads as unknown. */
+uint64_t metrics_counter_add(uint64_t a, uint64_t b);
+/* This cycle's readings (METRICS_UNKNOWN: not read); returns the increase it added. Both
+ * sources' increases cover the same interval, so only one of them is taken: no event counts
+ * twice. */
+uint64_t metrics_counter_update(MetricsCounter *c, uint64_t first, uint64_t second);
 
 /* Writes the whole exposition, ending in "# EOF". */
 int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const MetricsHost *host);

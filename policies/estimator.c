@@ -959,6 +959,10 @@ const RsEstimate *rs_guest_estimate(const RsGuest *g) {
         return &g->est;
 }
 
+uint64_t rs_guest_hold_size(const RsGuest *g) {
+        return rs_known(g->est.estimate) ? hold_target(g) : RS_UNKNOWN;
+}
+
 RsState rs_guest_state(const RsGuest *g) {
         return g->state;
 }

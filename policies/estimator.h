@@ -111,6 +111,10 @@ void rs_guest_feed(RsGuest *g, const RsSample *sample, uint64_t now_usec);
 /* The current recommendation (a pure read of what the last feed decided). */
 void rs_guest_decide(const RsGuest *g, uint64_t now_usec, RsDecision *ret);
 const RsEstimate *rs_guest_estimate(const RsGuest *g);
+/* The size HOLD keeps the guest at: the estimate plus the margin for the tier of signals the
+ * guest has, within floor and max (the floor when the working set fits under it). RS_UNKNOWN
+ * before the first estimate. In every mode: an observed guest says what it would give back. */
+uint64_t rs_guest_hold_size(const RsGuest *g);
 RsState rs_guest_state(const RsGuest *g);
 /* The last interval's judgement (for logs, the CLI and tests). */
 const RsObservation *rs_guest_observation(const RsGuest *g);

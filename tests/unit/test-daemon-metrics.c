@@ -37,68 +37,149 @@ static char *label(const char *s) {
 
 static const MetricsGuest two_guests[] = {
         {
+                /* A libvirt domain in hold, with the agent's refaults. */
                 .name = "web1",
-                .state = "holding",
+                .domain = "web1",
+                .state = "hold",
+                .uuid = "6f1c2a3e-0b7d-4c55-9d4e-2f0a1b2c3d4e",
+                .source = "libvirt",
+                .policy = "balanced",
+                .mode = "rightsize",
                 .estimate_bytes = 734003200,
                 .estimate_lower_bytes = 681574400,
                 .estimate_upper_bytes = 786432000,
                 .target_bytes = 805306368,
                 .actual_bytes = 805306368,
                 .host_rss_bytes = 850000000,
+                .max_bytes = 1073741824,
+                .floor_bytes = 268435456,
+                .reclaimable_bytes = 268435456,
                 .refault_rate = 0.25,
                 .major_fault_rate = 0,
+                .refaults_total = 1200,
+                .major_faults_total = 40,
+                .oom_kills_total = 0,
+                .probe_cycles_total = 2,
+                .probe_refaults_total = 900,
+                .faults_total = 1,
+                .resizes_total = { 17, 0, 0 },
+                .resize_failures_total = { 1, 0, 0 },
         },
         {
-                /* Just discovered: little is known yet. */
+                /* Just discovered, plain QEMU, observed: little is known yet. */
                 .name = "db",
                 .state = NULL,
+                .source = "qemu",
+                .policy = "observe-only",
+                .mode = "observe",
                 .estimate_bytes = METRICS_UNKNOWN,
                 .estimate_lower_bytes = METRICS_UNKNOWN,
                 .estimate_upper_bytes = METRICS_UNKNOWN,
                 .target_bytes = METRICS_UNKNOWN,
                 .actual_bytes = 1073741824,
                 .host_rss_bytes = METRICS_UNKNOWN,
+                .max_bytes = 1073741824,
+                .floor_bytes = 134217728,
+                .reclaimable_bytes = METRICS_UNKNOWN,
                 .refault_rate = NAN,
                 .major_fault_rate = 12.5,
+                .refaults_total = METRICS_UNKNOWN,
+                .major_faults_total = 3,
+                .oom_kills_total = METRICS_UNKNOWN,
+                .probe_refaults_total = METRICS_UNKNOWN,
         },
 };
-
 static const char two_guests_text[] =
         "# TYPE rightsize_guest_estimate_bytes gauge\n"
         "# UNIT rightsize_guest_estimate_bytes bytes\n"
         "# HELP rightsize_guest_estimate_bytes Estimated working set of the guest.\n"
-        "rightsize_guest_estimate_bytes{guest=\"web1\"} 734003200\n"
+        "rightsize_guest_estimate_bytes{guest=\"web1\",domain=\"web1\"} 734003200\n"
         "# TYPE rightsize_guest_estimate_lower_bytes gauge\n"
         "# UNIT rightsize_guest_estimate_lower_bytes bytes\n"
         "# HELP rightsize_guest_estimate_lower_bytes Lower bound of the working-set estimate.\n"
-        "rightsize_guest_estimate_lower_bytes{guest=\"web1\"} 681574400\n"
+        "rightsize_guest_estimate_lower_bytes{guest=\"web1\",domain=\"web1\"} 681574400\n"
         "# TYPE rightsize_guest_estimate_upper_bytes gauge\n"
         "# UNIT rightsize_guest_estimate_upper_bytes bytes\n"
         "# HELP rightsize_guest_estimate_upper_bytes Upper bound of the working-set estimate.\n"
-        "rightsize_guest_estimate_upper_bytes{guest=\"web1\"} 786432000\n"
+        "rightsize_guest_estimate_upper_bytes{guest=\"web1\",domain=\"web1\"} 786432000\n"
         "# TYPE rightsize_guest_target_bytes gauge\n"
         "# UNIT rightsize_guest_target_bytes bytes\n"
         "# HELP rightsize_guest_target_bytes Memory size rightsize is steering the guest to.\n"
-        "rightsize_guest_target_bytes{guest=\"web1\"} 805306368\n"
+        "rightsize_guest_target_bytes{guest=\"web1\",domain=\"web1\"} 805306368\n"
         "# TYPE rightsize_guest_actual_bytes gauge\n"
         "# UNIT rightsize_guest_actual_bytes bytes\n"
         "# HELP rightsize_guest_actual_bytes Memory size the guest has now, as the balloon or virtio-mem reports it.\n"
-        "rightsize_guest_actual_bytes{guest=\"web1\"} 805306368\n"
+        "rightsize_guest_actual_bytes{guest=\"web1\",domain=\"web1\"} 805306368\n"
         "rightsize_guest_actual_bytes{guest=\"db\"} 1073741824\n"
         "# TYPE rightsize_guest_host_rss_bytes gauge\n"
         "# UNIT rightsize_guest_host_rss_bytes bytes\n"
         "# HELP rightsize_guest_host_rss_bytes Resident memory of the guest's QEMU process on the host.\n"
-        "rightsize_guest_host_rss_bytes{guest=\"web1\"} 850000000\n"
+        "rightsize_guest_host_rss_bytes{guest=\"web1\",domain=\"web1\"} 850000000\n"
+        "# TYPE rightsize_guest_max_bytes gauge\n"
+        "# UNIT rightsize_guest_max_bytes bytes\n"
+        "# HELP rightsize_guest_max_bytes Largest size the guest's policy lets it have.\n"
+        "rightsize_guest_max_bytes{guest=\"web1\",domain=\"web1\"} 1073741824\n"
+        "rightsize_guest_max_bytes{guest=\"db\"} 1073741824\n"
+        "# TYPE rightsize_guest_floor_bytes gauge\n"
+        "# UNIT rightsize_guest_floor_bytes bytes\n"
+        "# HELP rightsize_guest_floor_bytes Smallest size the guest's policy lets it have.\n"
+        "rightsize_guest_floor_bytes{guest=\"web1\",domain=\"web1\"} 268435456\n"
+        "rightsize_guest_floor_bytes{guest=\"db\"} 134217728\n"
+        "# TYPE rightsize_guest_reclaimable_bytes gauge\n"
+        "# UNIT rightsize_guest_reclaimable_bytes bytes\n"
+        "# HELP rightsize_guest_reclaimable_bytes Memory the guest would give back held at its estimate plus margin: max minus that size.\n"
+        "rightsize_guest_reclaimable_bytes{guest=\"web1\",domain=\"web1\"} 268435456\n"
         "# TYPE rightsize_guest_refault_rate gauge\n"
         "# HELP rightsize_guest_refault_rate Page refaults per second in the guest.\n"
-        "rightsize_guest_refault_rate{guest=\"web1\"} 0.25\n"
+        "rightsize_guest_refault_rate{guest=\"web1\",domain=\"web1\"} 0.25\n"
         "# TYPE rightsize_guest_major_fault_rate gauge\n"
         "# HELP rightsize_guest_major_fault_rate Major page faults per second in the guest.\n"
-        "rightsize_guest_major_fault_rate{guest=\"web1\"} 0\n"
+        "rightsize_guest_major_fault_rate{guest=\"web1\",domain=\"web1\"} 0\n"
         "rightsize_guest_major_fault_rate{guest=\"db\"} 12.5\n"
+        "# TYPE rightsize_guest_refaults_total counter\n"
+        "# HELP rightsize_guest_refaults_total Workingset refaults in the guest (its vmstat through the guest agent) since rightsized started.\n"
+        "rightsize_guest_refaults_total{guest=\"web1\",domain=\"web1\"} 1200\n"
+        "# TYPE rightsize_guest_major_faults_total counter\n"
+        "# HELP rightsize_guest_major_faults_total Major page faults in the guest since rightsized started.\n"
+        "rightsize_guest_major_faults_total{guest=\"web1\",domain=\"web1\"} 40\n"
+        "rightsize_guest_major_faults_total{guest=\"db\"} 3\n"
+        "# TYPE rightsize_guest_oom_kills_total counter\n"
+        "# HELP rightsize_guest_oom_kills_total OOM kills in the guest since rightsized started.\n"
+        "rightsize_guest_oom_kills_total{guest=\"web1\",domain=\"web1\"} 0\n"
+        "# TYPE rightsize_guest_probe_cycles_total counter\n"
+        "# HELP rightsize_guest_probe_cycles_total Probe cycles started (from learn or hold) since rightsized started.\n"
+        "rightsize_guest_probe_cycles_total{guest=\"web1\",domain=\"web1\"} 2\n"
+        "rightsize_guest_probe_cycles_total{guest=\"db\"} 0\n"
+        "# TYPE rightsize_guest_probe_refaults_total counter\n"
+        "# HELP rightsize_guest_probe_refaults_total Workingset refaults in intervals the guest spent in probe or backoff since rightsized started.\n"
+        "rightsize_guest_probe_refaults_total{guest=\"web1\",domain=\"web1\"} 900\n"
+        "# TYPE rightsize_guest_faults_total counter\n"
+        "# HELP rightsize_guest_faults_total Times the guest went from no fault to a fault (faulty, or a balloon that stopped, stats that lie) since rightsized started.\n"
+        "rightsize_guest_faults_total{guest=\"web1\",domain=\"web1\"} 1\n"
+        "rightsize_guest_faults_total{guest=\"db\"} 0\n"
+        "# TYPE rightsize_guest_resizes_total counter\n"
+        "# HELP rightsize_guest_resizes_total Resizes rightsized sent to the guest (or queued, for libvirt) since it started, by device.\n"
+        "rightsize_guest_resizes_total{guest=\"web1\",domain=\"web1\",actuator=\"balloon\"} 17\n"
+        "rightsize_guest_resizes_total{guest=\"web1\",domain=\"web1\",actuator=\"virtio-mem\"} 0\n"
+        "rightsize_guest_resizes_total{guest=\"web1\",domain=\"web1\",actuator=\"dimm\"} 0\n"
+        "rightsize_guest_resizes_total{guest=\"db\",actuator=\"balloon\"} 0\n"
+        "rightsize_guest_resizes_total{guest=\"db\",actuator=\"virtio-mem\"} 0\n"
+        "rightsize_guest_resizes_total{guest=\"db\",actuator=\"dimm\"} 0\n"
+        "# TYPE rightsize_guest_resize_failures_total counter\n"
+        "# HELP rightsize_guest_resize_failures_total Resizes of the guest that failed (at once or later) since rightsized started, by device.\n"
+        "rightsize_guest_resize_failures_total{guest=\"web1\",domain=\"web1\",actuator=\"balloon\"} 1\n"
+        "rightsize_guest_resize_failures_total{guest=\"web1\",domain=\"web1\",actuator=\"virtio-mem\"} 0\n"
+        "rightsize_guest_resize_failures_total{guest=\"web1\",domain=\"web1\",actuator=\"dimm\"} 0\n"
+        "rightsize_guest_resize_failures_total{guest=\"db\",actuator=\"balloon\"} 0\n"
+        "rightsize_guest_resize_failures_total{guest=\"db\",actuator=\"virtio-mem\"} 0\n"
+        "rightsize_guest_resize_failures_total{guest=\"db\",actuator=\"dimm\"} 0\n"
         "# TYPE rightsize_guest_state gauge\n"
         "# HELP rightsize_guest_state Current state of the guest's estimator (1 for the state it is in).\n"
-        "rightsize_guest_state{guest=\"web1\",state=\"holding\"} 1\n"
+        "rightsize_guest_state{guest=\"web1\",domain=\"web1\",state=\"hold\"} 1\n"
+        "# TYPE rightsize_guest_info gauge\n"
+        "# HELP rightsize_guest_info Where the guest comes from and how it is managed (always 1).\n"
+        "rightsize_guest_info{guest=\"web1\",domain=\"web1\",uuid=\"6f1c2a3e-0b7d-4c55-9d4e-2f0a1b2c3d4e\",source=\"libvirt\",policy=\"balanced\",mode=\"rightsize\"} 1\n"
+        "rightsize_guest_info{guest=\"db\",uuid=\"\",source=\"qemu\",policy=\"observe-only\",mode=\"observe\"} 1\n"
         "# TYPE rightsize_host_reclaimed_bytes gauge\n"
         "# UNIT rightsize_host_reclaimed_bytes bytes\n"
         "# HELP rightsize_host_reclaimed_bytes Memory the balloons hold back from the guests: the sum of max minus actual size.\n"
@@ -201,6 +282,150 @@ START_TEST(test_rates) {
 }
 END_TEST
 
+/* The number of lines that start with `prefix`. */
+static unsigned count_lines(const char *text, const char *prefix) {
+        unsigned n = 0;
+        for (const char *p = text; p; p = strchr(p, '\n')) {
+                if (*p == '\n')
+                        p++;
+                n += strncmp(p, prefix, strlen(prefix)) == 0;
+        }
+        return n;
+}
+
+START_TEST(test_info_and_domain_escaping) {
+        /* Every label of a libvirt guest comes from its XML or its name: none is trusted. */
+        MetricsGuest g = {
+                .name = "vm\"1",
+                .domain = "dom\"} 1\nrightsize_guests_managed{x=\"\xff",
+                .state = "hold",
+                .uuid = "u\\u",
+                .source = "libvirt",
+                .policy = "p\nq",
+                .mode = NULL,
+                .estimate_bytes = METRICS_UNKNOWN, .estimate_lower_bytes = METRICS_UNKNOWN,
+                .estimate_upper_bytes = METRICS_UNKNOWN, .target_bytes = METRICS_UNKNOWN,
+                .actual_bytes = METRICS_UNKNOWN, .host_rss_bytes = METRICS_UNKNOWN, .max_bytes = 2048,
+                .floor_bytes = METRICS_UNKNOWN, .reclaimable_bytes = METRICS_UNKNOWN,
+                .refault_rate = NAN, .major_fault_rate = NAN,
+                .refaults_total = METRICS_UNKNOWN, .major_faults_total = METRICS_UNKNOWN,
+                .oom_kills_total = METRICS_UNKNOWN, .probe_refaults_total = METRICS_UNKNOWN,
+                .resizes_total = { 3, METRICS_UNKNOWN, METRICS_UNKNOWN },
+                .resize_failures_total = { METRICS_UNKNOWN, METRICS_UNKNOWN, METRICS_UNKNOWN },
+        };
+        MetricsHost host = { .guests_managed = 1 };
+        _cleanup_(freep) char *text = format(&g, 1, &host);
+        const char *labels = "{guest=\"vm\\\"1\",domain=\"dom\\\"} 1\\nrightsize_guests_managed{x=\\\"\xef\xbf\xbd\"";
+
+        ck_assert_ptr_nonnull(strstr(text, "rightsize_guest_info"));
+        _cleanup_(freep) char *info = NULL, *max = NULL, *resize = NULL;
+        ck_assert_int_ge(asprintf(&info, "\nrightsize_guest_info%s,uuid=\"u\\\\u\",source=\"libvirt\",policy=\"p\\nq\",mode=\"\"} 1\n",
+                                  labels), 0);
+        ck_assert_int_ge(asprintf(&max, "\nrightsize_guest_max_bytes%s} 2048\n", labels), 0);
+        ck_assert_int_ge(asprintf(&resize, "\nrightsize_guest_resizes_total%s,actuator=\"balloon\"} 3\n", labels), 0);
+        ck_assert_msg(strstr(text, info), "no info line %s in:\n%s", info, text);
+        ck_assert_msg(strstr(text, max), "no max line %s in:\n%s", max, text);
+        ck_assert_msg(strstr(text, resize), "no resize line %s in:\n%s", resize, text);
+        /* The hostile domain added no sample of its own, and unknown figures are left out. */
+        ck_assert_uint_eq(count_lines(text, "rightsize_guests_managed"), 1);
+        ck_assert_uint_eq(count_lines(text, "rightsize_guest_resizes_total{"), 1);
+        ck_assert_uint_eq(count_lines(text, "rightsize_guest_resize_failures_total{"), 0);
+        ck_assert_uint_eq(count_lines(text, "rightsize_guest_refaults_total{"), 0);
+        ck_assert_uint_eq(count_lines(text, "rightsize_guest_floor_bytes{"), 0);
+        /* Known counters are there, at 0. */
+        ck_assert_uint_eq(count_lines(text, "rightsize_guest_probe_cycles_total{"), 1);
+        ck_assert_uint_eq(count_lines(text, "rightsize_guest_faults_total{"), 1);
+
+        /* Without a source, no info line; a guest without a domain has no domain label. */
+        g.source = NULL;
+        g.domain = NULL;
+        _cleanup_(freep) char *bare = format(&g, 1, &host);
+        ck_assert_uint_eq(count_lines(bare, "rightsize_guest_info{"), 0);
+        ck_assert_ptr_nonnull(strstr(bare, "# TYPE rightsize_guest_info gauge\n"));
+        ck_assert_ptr_nonnull(strstr(bare, "\nrightsize_guest_max_bytes{guest=\"vm\\\"1\"} 2048\n"));
+        ck_assert_ptr_null(strstr(bare, "domain="));
+}
+END_TEST
+
+START_TEST(test_counter_types) {
+        MetricsGuest g = {
+                .name = "g", .estimate_bytes = METRICS_UNKNOWN, .estimate_lower_bytes = METRICS_UNKNOWN,
+                .estimate_upper_bytes = METRICS_UNKNOWN, .target_bytes = METRICS_UNKNOWN,
+                .actual_bytes = METRICS_UNKNOWN, .host_rss_bytes = METRICS_UNKNOWN,
+                .refault_rate = NAN, .major_fault_rate = NAN,
+                .refaults_total = UINT64_MAX - 1, .oom_kills_total = 7,
+        };
+        MetricsHost host = { 0 };
+        _cleanup_(freep) char *text = format(&g, 1, &host);
+        static const char *const counters[] = {
+                "rightsize_guest_refaults_total", "rightsize_guest_major_faults_total",
+                "rightsize_guest_oom_kills_total", "rightsize_guest_probe_cycles_total",
+                "rightsize_guest_probe_refaults_total", "rightsize_guest_faults_total",
+                "rightsize_guest_resizes_total", "rightsize_guest_resize_failures_total",
+        };
+
+        /* Prometheus text format: the TYPE line names the counter with its _total. */
+        for (size_t i = 0; i < ARRAY_SIZE(counters); i++) {
+                _cleanup_(freep) char *type = NULL;
+                ck_assert_int_ge(asprintf(&type, "# TYPE %s counter\n", counters[i]), 0);
+                ck_assert_msg(strstr(text, type), "missing: %s", type);
+        }
+        ck_assert_ptr_nonnull(strstr(text, "# TYPE rightsize_guest_max_bytes gauge\n# UNIT rightsize_guest_max_bytes bytes\n"));
+        ck_assert_ptr_nonnull(strstr(text, "\nrightsize_guest_refaults_total{guest=\"g\"} 18446744073709551614\n"));
+        ck_assert_ptr_nonnull(strstr(text, "\nrightsize_guest_oom_kills_total{guest=\"g\"} 7\n"));
+        ck_assert_ptr_nonnull(strstr(text, "\nrightsize_guest_resizes_total{guest=\"g\",actuator=\"virtio-mem\"} 0\n"));
+        ck_assert_ptr_nonnull(strstr(text, "\nrightsize_guest_resize_failures_total{guest=\"g\",actuator=\"dimm\"} 0\n"));
+        ck_assert_uint_eq(count_lines(text, "# UNIT rightsize_guest_refaults_total"), 0);
+}
+END_TEST
+
+START_TEST(test_counter_accumulates) {
+        MetricsCounter c;
+        const uint64_t U = METRICS_UNKNOWN;
+
+        metrics_counter_init(&c);
+        ck_assert(!c.known);
+        ck_assert_uint_eq(metrics_counter_update(&c, U, U), 0);
+        ck_assert(!c.known);
+        /* The first reading only sets the base: what came before the daemon is not its count. */
+        ck_assert_uint_eq(metrics_counter_update(&c, 1000, U), 0);
+        ck_assert(c.known);
+        ck_assert_uint_eq(c.total, 0);
+        ck_assert_uint_eq(metrics_counter_update(&c, 1010, U), 10);
+        ck_assert_uint_eq(c.total, 10);
+        /* The guest rebooted: rebase, count nothing for that interval, never go down. */
+        ck_assert_uint_eq(metrics_counter_update(&c, 4, U), 0);
+        ck_assert_uint_eq(c.total, 10);
+        ck_assert_uint_eq(metrics_counter_update(&c, 9, U), 5);
+        ck_assert_uint_eq(c.total, 15);
+        /* A missing reading loses that interval and the next (no base), nothing more. */
+        ck_assert_uint_eq(metrics_counter_update(&c, U, U), 0);
+        ck_assert_uint_eq(metrics_counter_update(&c, 20, U), 0);
+        ck_assert_uint_eq(metrics_counter_update(&c, 21, U), 1);
+        ck_assert_uint_eq(c.total, 16);
+
+        /* Two sources of one kernel counter (the agent's vmstat, the balloon stats): the first
+         * when it has an increase, else the second, never both. */
+        metrics_counter_init(&c);
+        (void) metrics_counter_update(&c, 100, 100);
+        ck_assert_uint_eq(metrics_counter_update(&c, 103, 103), 3);
+        ck_assert_uint_eq(metrics_counter_update(&c, U, 105), 2);   /* the agent did not answer */
+        ck_assert_uint_eq(metrics_counter_update(&c, 108, 108), 3); /* the agent's base was lost */
+        ck_assert_uint_eq(metrics_counter_update(&c, 110, U), 2);
+        ck_assert_uint_eq(c.total, 10);
+
+        /* A lying guest cannot wrap the total (or make it read as unknown). */
+        metrics_counter_init(&c);
+        (void) metrics_counter_update(&c, 0, U);
+        (void) metrics_counter_update(&c, UINT64_MAX - 1, U);
+        (void) metrics_counter_update(&c, 0, U);
+        (void) metrics_counter_update(&c, UINT64_MAX - 1, U);
+        ck_assert_uint_eq(c.total, UINT64_MAX - 1);
+        ck_assert_uint_eq(metrics_counter_add(UINT64_MAX, 5), UINT64_MAX - 1);
+        ck_assert_uint_eq(metrics_counter_add(2, 3), 5);
+}
+END_TEST
+
 START_TEST(test_write_metrics_file) {
         _cleanup_(freep) char *dir = test_mkdtemp(), *path = NULL, *bad = NULL, *got = NULL;
         MetricsHost host = { .reclaimed_bytes = 223741824, .guests_managed = 2 };
@@ -226,6 +451,9 @@ int main(void) {
         tcase_add_test(tc, test_no_guests);
         tcase_add_test(tc, test_label_escaping);
         tcase_add_test(tc, test_rates);
+        tcase_add_test(tc, test_info_and_domain_escaping);
+        tcase_add_test(tc, test_counter_types);
+        tcase_add_test(tc, test_counter_accumulates);
         tcase_add_test(tc, test_write_metrics_file);
         suite_add_tcase(s, tc);
 

@@ -313,6 +313,23 @@ START_TEST(test_probe_step_never_lunges) {
 END_TEST
 
 /* A storm outside a probe (holding at the estimate) is an emergency at once. */
+/* The daemon's reclaimable metric is max minus this size: the one HOLD keeps the guest at, and
+ * unknown before the first estimate. */
+START_TEST(test_hold_size_is_the_hold_target) {
+        Fake f;
+        RsGuest *g = learned_guest(&f);
+        ck_assert_uint_eq(rs_guest_hold_size(g), RS_UNKNOWN);
+        step(g, &f, 500, GIB);
+        for (int i = 0; i < 40 && rs_guest_state(g) != RS_STATE_HOLD; i++)
+                step(g, &f, 1, GIB);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_HOLD);
+        ck_assert_uint_eq(rs_guest_hold_size(g), f.want);
+        ck_assert_uint_gt(rs_guest_hold_size(g), rs_guest_estimate(g)->estimate);
+        ck_assert_uint_le(rs_guest_hold_size(g), MAXMEM);
+        rs_guest_free(g);
+}
+END_TEST
+
 START_TEST(test_storm_without_clean_size_is_emergency) {
         Fake f;
         RsGuest *g = learned_guest(&f);
@@ -1042,6 +1059,7 @@ int main(void) {
         tcase_add_test(tc, test_storm_rate_scales_with_the_set);
         tcase_add_test(tc, test_balloon_short_of_fine_step_is_pushback);
         tcase_add_test(tc, test_single_refault_blip_bounds_this_cycle_only);
+        tcase_add_test(tc, test_hold_size_is_the_hold_target);
         tcase_add_test(tc, test_closing_size_is_confirmed_clean);
         tcase_add_test(tc, test_probe_step_never_lunges);
         tcase_add_test(tc, test_backoff_refaults_confirmed_before_growth);
