@@ -30,32 +30,7 @@ daemon_tests = \
 check_PROGRAMS += $(daemon_tests)
 TESTS += $(daemon_tests)
 
-# ---- configuration, unit file, D-Bus policy ----
-# Override on the make command line, e.g. for a package:
-#   make install systemdsystemunitdir=/usr/lib/systemd/system dbuspolicydir=/usr/share/dbus-1/system.d
-rightsizeconfdir = $(sysconfdir)/rightsize
-dist_rightsizeconf_DATA = etc/rightsized.conf
-
-# systemd also searches /usr/local/lib/systemd/system, so the default prefix works as it is.
-systemdsystemunitdir = $(prefix)/lib/systemd/system
-nodist_systemdsystemunit_DATA = etc/rightsized.service
-
-dbuspolicydir = $(datadir)/dbus-1/system.d
-dist_dbuspolicy_DATA = etc/org.rightsize.Manager1.conf
-
-# polkit reads actions from $(datadir)/polkit-1/actions only under its own prefix (/usr): a
-# package sets polkitactiondir=/usr/share/polkit-1/actions.
-polkitactiondir = $(datadir)/polkit-1/actions
-dist_polkitaction_DATA = etc/org.rightsize.policy
-
-EXTRA_DIST += etc/rightsized.service.in
-CLEANFILES += etc/rightsized.service
-
-# The unit needs the installed path of the daemon.
-etc/rightsized.service: $(top_srcdir)/etc/rightsized.service.in Makefile
-	$(AM_V_GEN)$(MKDIR_P) etc && \
-	sed -e 's|@sbindir[@]|$(sbindir)|g' $(top_srcdir)/etc/rightsized.service.in > $@.tmp && \
-	mv $@.tmp $@
+# ---- configuration, unit file, D-Bus policy, polkit actions: etc/local.mk ----
 
 # ---- rightsized: the daemon ----
 sbin_PROGRAMS += rightsized

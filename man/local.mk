@@ -4,6 +4,7 @@
 dist_man_MANS = \
 	man/rightsized.8 \
 	man/rightsizectl.1 \
+	man/rightsize-qmp-query.1 \
 	man/rightsized.conf.5 \
 	man/rightsize.policy.5
 
