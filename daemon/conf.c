@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <fnmatch.h>
+#include <glob.h>
 #include <stdarg.h>
 #include <ini.h>
 #include <stddef.h>
@@ -69,6 +70,8 @@ const char *config_default_path(void) {
 }
 
 /* ---- string lists (NULL-terminated arrays) ---- */
+
+static size_t config_key_count(void); /* the key table comes with the parser below */
 
 static void strv_free(char **l) {
         if (!l)
@@ -138,6 +141,10 @@ Config *config_free(Config *c) {
         strv_free(c->qmp_sockets);
         free(c->agent_socket_pattern);
         free(c->libvirt_uri);
+        if (c->origins)
+                for (size_t i = 0; i < config_key_count(); i++)
+                        free(c->origins[i]);
+        free(c->origins);
         free(c);
         return NULL;
 }
@@ -166,8 +173,9 @@ int config_new_default(Config **ret) {
                 .libvirt_agent = false,
                 .libvirt_call_timeout_usec = DEFAULT_LIBVIRT_CALL_TIMEOUT_USEC,
         };
+        c->origins = calloc(config_key_count(), sizeof(char *));
         if (!c->policy_dir || !c->state_dir || !c->read_group || !c->manage || !c->exclude ||
-            !c->qmp_sockets || !c->agent_socket_pattern || !c->libvirt_uri)
+            !c->qmp_sockets || !c->agent_socket_pattern || !c->libvirt_uri || !c->origins)
                 return -ENOMEM;
         if (strv_push(&c->manage, "*") < 0 || strv_push(&c->qmp_sockets, DEFAULT_QMP_SOCKETS) < 0)
                 return -ENOMEM;
@@ -364,6 +372,10 @@ int config_agent_socket_path(const char *pattern, const char *qmp_path, char **r
 
         *ret = TAKE_PTR(out);
         return 0;
+}
+
+static size_t config_key_count(void) {
+        return ARRAY_SIZE(config_keys);
 }
 
 /* ---- the parse itself ---- */
@@ -620,8 +632,17 @@ static int config_handler(void *user, const char *section, const char *key, cons
                         strv_free(*list);
                         *list = empty;
                 }
-                if (ctx->first_line[i] == 0)
+                if (ctx->first_line[i] == 0) {
+                        /* A later file (a drop-in) overrides an earlier one: the key is now this
+                         * file's, and --check-config says so. */
                         ctx->first_line[i] = ctx->line;
+                        free(ctx->config->origins[i]);
+                        if (asprintf(&ctx->config->origins[i], "%s:%u", ctx->name, ctx->line) < 0) {
+                                ctx->config->origins[i] = NULL;
+                                parse_fail(ctx, -ENOMEM, "out of memory");
+                                return 0;
+                        }
+                }
 
                 r = parse_value(ctx, k, value);
                 if (r == -ENOMEM)
@@ -638,18 +659,12 @@ static int config_handler(void *user, const char *section, const char *key, cons
         return 0;
 }
 
-int config_load_file(FILE *f, const char *name, Config **ret, char **ret_error) {
-        _cleanup_(config_freep) Config *c = NULL;
-        ParseContext ctx = { .name = name ?: "(config)", .f = f };
+/* Parses one file on top of what `c` holds: each key it sets replaces the earlier value (a list's
+ * first assignment in this file replaces the whole list). On failure `c` may be half-changed:
+ * callers parse into a Config of their own and drop it. */
+static int config_parse(Config *c, FILE *f, const char *name, char **ret_error) {
+        ParseContext ctx = { .name = name ?: "(config)", .f = f, .config = c };
         int r;
-
-        if (!f || !ret)
-                return -EINVAL;
-
-        r = config_new_default(&c);
-        if (r < 0)
-                return r;
-        ctx.config = c;
 
         r = ini_parse_stream(config_reader, &ctx, config_handler, &ctx);
         free(ctx.line_buf);
@@ -674,31 +689,92 @@ int config_load_file(FILE *f, const char *name, Config **ret, char **ret_error) 
                 free(ctx.error);
                 return ctx.error_code;
         }
+        return 0;
+}
 
+int config_load_file(FILE *f, const char *name, Config **ret, char **ret_error) {
+        _cleanup_(config_freep) Config *c = NULL;
+        int r;
+
+        if (!f || !ret)
+                return -EINVAL;
+
+        r = config_new_default(&c);
+        if (r < 0)
+                return r;
+        r = config_parse(c, f, name, ret_error);
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(c);
         return 0;
 }
 
-int config_load(const char *path, bool missing_ok, Config **ret, char **ret_error) {
+/* No drop-in directory is fine; one that exists but cannot be read stops the load. */
+static int dropin_dir_error(const char *path _unused_, int error) {
+        return error != ENOENT && error != ENOTDIR;
+}
+
+static int config_parse_path(Config *c, const char *path, bool missing_ok, char **ret_error) {
         FILE *f;
         int r;
-
-        if (!path || !ret)
-                return -EINVAL;
 
         f = fopen(path, "re");
         if (!f) {
                 r = -errno;
                 if (r == -ENOENT && missing_ok)
-                        return config_new_default(ret);
+                        return 0;
                 if (ret_error && asprintf(ret_error, "%s: cannot open: %s", path, strerror(-r)) < 0)
                         *ret_error = NULL;
                 return r;
         }
-
-        r = config_load_file(f, path, ret, ret_error);
+        r = config_parse(c, f, path, ret_error);
         fclose(f);
         return r;
+}
+
+int config_load(const char *path, bool missing_ok, Config **ret, char **ret_error) {
+        _cleanup_(config_freep) Config *c = NULL;
+        _cleanup_free_ char *pattern = NULL;
+        glob_t files = {};
+        int r;
+
+        if (!path || !ret)
+                return -EINVAL;
+
+        r = config_new_default(&c);
+        if (r < 0)
+                return r;
+        r = config_parse_path(c, path, missing_ok, ret_error);
+        if (r < 0)
+                return r;
+
+        /* Then the *.conf files of PATH.d in name order, as systemd reads its drop-ins: a package owns
+         * the main file, the administrator's changes live beside it and survive upgrades. */
+        if (asprintf(&pattern, "%s.d/*.conf", path) < 0)
+                return -ENOMEM;
+        r = glob(pattern, 0, dropin_dir_error, &files);
+        if (r == GLOB_NOSPACE) {
+                globfree(&files);
+                return -ENOMEM;
+        }
+        if (r == GLOB_ABORTED) {
+                /* A drop-in directory that exists but cannot be read must not be skipped silently. */
+                globfree(&files);
+                if (ret_error && asprintf(ret_error, "%s.d: cannot read the directory", path) < 0)
+                        *ret_error = NULL;
+                return -EIO;
+        }
+        for (size_t i = 0; r == 0 && i < files.gl_pathc; i++) {
+                r = config_parse_path(c, files.gl_pathv[i], false, ret_error);
+                if (r < 0)
+                        break;
+        }
+        globfree(&files);
+        if (r < 0 && r != GLOB_NOMATCH)
+                return r;
+
+        *ret = TAKE_PTR(c);
+        return 0;
 }
 
 /* ---- printing ---- */
@@ -789,7 +865,7 @@ static void print_list_line(const char *key, char *const *l, FILE *f) {
         fputc('\n', f);
 }
 
-int config_print(const Config *c, FILE *f) {
+int config_print(const Config *c, bool origins, FILE *f) {
         if (!c || !f)
                 return -EINVAL;
 
@@ -802,6 +878,8 @@ int config_print(const Config *c, FILE *f) {
 
                         if (strcmp(config_keys[i].section, section_names[s]) != 0)
                                 continue;
+                        if (origins && c->origins && c->origins[i])
+                                fprintf(f, "# %s\n", c->origins[i]); /* which file set it */
                         if (is_list(config_keys[i].type)) {
                                 print_list_line(config_keys[i].key,
                                                 *(char **const *) ((const char *) c + config_keys[i].offset), f);

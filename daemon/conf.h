@@ -44,6 +44,10 @@ typedef struct Config {
         bool libvirt_manage_all;
         bool libvirt_agent;            /* /proc/vmstat + PSI through the guest agent (taints) */
         uint64_t libvirt_call_timeout_usec; /* a libvirt call running this long gets the connection cut */
+
+        /* Where each key was last set ("FILE:LINE"; NULL: the default), in the order of the key
+         * table in conf.c: --check-config prints it. Not compared by config_equal(). */
+        char **origins;
 } Config;
 
 #define DEFAULT_LIBVIRT_CALL_TIMEOUT_USEC (15 * UINT64_C(1000000))
@@ -63,17 +67,20 @@ static inline void config_freep(Config **c) {
                 config_free(*c);
 }
 
-/* Parses `path` on top of the defaults. On failure returns -errno, leaves *ret untouched and,
- * if ret_error is given, sets it to a message naming file, line and key, e.g.
+/* Parses `path` on top of the defaults, then the drop-ins `path`.d/NAME.conf in name order, as
+ * systemd reads its own: a key a later file sets replaces the earlier value (a list's first
+ * assignment in a file replaces the whole list). On failure returns -errno, leaves *ret untouched
+ * and, if ret_error is given, sets it to a message naming file, line and key, e.g.
  * "/etc/rightsize/rightsized.conf:12: key 'host-reserve': invalid size 'lots'".
- * With missing_ok, a file that does not exist yields the defaults. */
+ * With missing_ok, a main file that does not exist counts as empty (the drop-ins still apply). */
 int config_load(const char *path, bool missing_ok, Config **ret, char **ret_error);
 
 /* The same from an open stream; `name` is used in messages. */
 int config_load_file(FILE *f, const char *name, Config **ret, char **ret_error);
 
-/* Writes every setting, defaults included, in the syntax config_load() reads back. */
-int config_print(const Config *c, FILE *f);
+/* Writes every setting, defaults included, in the syntax config_load() reads back; with
+ * `origins`, a comment line "# FILE:LINE" above each key a file set. */
+int config_print(const Config *c, bool origins, FILE *f);
 
 bool config_equal(const Config *a, const Config *b);
 

@@ -588,7 +588,7 @@ int manager_reload(Manager *m, char **ret_error) {
         int r;
 
         (void) notify_reloading();
-        r = config_load(m->config_path, false, &config, &error);
+        r = config_load(m->config_path, m->config_optional, &config, &error);
         if (r < 0) {
                 log_error("Reload failed, keeping the running configuration: %s", error ?: strerror(-r));
                 goto fail;

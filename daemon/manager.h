@@ -30,6 +30,7 @@ typedef struct ManagerShare {
 typedef struct Manager {
         sd_event *event;
         char *config_path;
+        bool config_optional;  /* the default path: a missing main file means the defaults */
         Config *config;
         RsPolicySet policies;
         Discovery *discovery;

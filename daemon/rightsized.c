@@ -16,6 +16,7 @@
 #include "daemon/manager.h"
 
 static const char *arg_config;
+static bool arg_config_optional;
 static bool arg_check_config;
 
 static void help(void) {
@@ -65,6 +66,9 @@ static int parse_argv(int argc, char *argv[]) {
                 fprintf(stderr, "rightsized: unexpected argument '%s'\n", argv[optind]);
                 return -EINVAL;
         }
+        /* The default file is optional (compiled-in defaults and drop-ins apply); one named
+         * with --config must exist: a typo must not start a daemon with the defaults. */
+        arg_config_optional = !arg_config;
         if (!arg_config)
                 arg_config = config_default_path();
         return 1;
@@ -76,7 +80,7 @@ static int check_config(void) {
         RsPolicySet set = {};
         int r;
 
-        r = config_load(arg_config, false, &config, &error);
+        r = config_load(arg_config, arg_config_optional, &config, &error);
         if (r < 0) {
                 fprintf(stderr, "%s\n", error ?: strerror(-r));
                 return EXIT_FAILURE;
@@ -91,7 +95,7 @@ static int check_config(void) {
                 fprintf(stderr, "%s\n", error ?: strerror(-r));
         if (r > 0 || (r < 0 && r != -ENOENT))
                 return EXIT_FAILURE;
-        if (config_print(config, stdout) < 0 || fflush(stdout) != 0)
+        if (config_print(config, true, stdout) < 0 || fflush(stdout) != 0)
                 return EXIT_FAILURE;
         return EXIT_SUCCESS;
 }
@@ -127,7 +131,7 @@ int main(int argc, char *argv[]) {
                 return check_config();
 
         log_open();
-        r = config_load(arg_config, false, &config, &error);
+        r = config_load(arg_config, arg_config_optional, &config, &error);
         if (r < 0) {
                 log_error("%s", error ?: strerror(-r));
                 return EXIT_FAILURE;
@@ -152,6 +156,7 @@ int main(int argc, char *argv[]) {
                 config_free(config);
                 return log_error_errno(r, "Cannot create the manager: %m"), EXIT_FAILURE;
         }
+        m->config_optional = arg_config_optional;
         if (sd_event_add_signal(event, NULL, SIGHUP, on_sighup, m) < 0 ||
             sd_event_add_signal(event, NULL, SIGTERM, on_terminate, m) < 0 ||
             sd_event_add_signal(event, NULL, SIGINT, on_terminate, m) < 0)

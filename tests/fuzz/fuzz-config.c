@@ -29,7 +29,7 @@ static void check_loaded(const Config *c) {
 
         f = open_memstream(&printed, &printed_size);
         fuzz_assert(f);
-        fuzz_assert(config_print(c, f) == 0);
+        fuzz_assert(config_print(c, false, f) == 0);
         fuzz_assert(fclose(f) == 0);
 
         f = open_bytes((const uint8_t *) printed, printed_size);
@@ -40,7 +40,7 @@ static void check_loaded(const Config *c) {
         fuzz_assert(r == 0);
         if (!config_equal(c, again)) {
                 fprintf(stderr, "printed config loads back different:\n%s---- loaded back:\n", printed);
-                (void) config_print(again, stderr);
+                (void) config_print(again, false, stderr);
         }
         fuzz_assert(config_equal(c, again));
 

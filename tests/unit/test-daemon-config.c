@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/macro.h"
 #include "daemon/conf.h"
@@ -46,7 +48,7 @@ static char *print_config(const Config *c) {
         FILE *f = open_memstream(&buf, &size);
 
         ck_assert_ptr_nonnull(f);
-        ck_assert_int_eq(config_print(c, f), 0);
+        ck_assert_int_eq(config_print(c, false, f), 0);
         fclose(f);
         return buf;
 }
@@ -333,6 +335,75 @@ START_TEST(test_missing_file) {
 }
 END_TEST
 
+START_TEST(test_dropins) {
+        _cleanup_(config_freep) Config *c = NULL, *again = NULL;
+        _cleanup_(freep) char *error = NULL, *dropins = NULL, *a = NULL, *b = NULL, *ignored = NULL,
+                              *printed = NULL, *want = NULL, *reprinted = NULL;
+
+        ck_assert_int_ge(asprintf(&dropins, "%s.d", path), 0);
+        ck_assert_int_ge(asprintf(&a, "%s/10-a.conf", dropins), 0);
+        ck_assert_int_ge(asprintf(&b, "%s/20-b.conf", dropins), 0);
+        ck_assert_int_ge(asprintf(&ignored, "%s/30-c.conf.dpkg-old", dropins), 0);
+        ck_assert_int_eq(mkdir(dropins, 0755), 0);
+
+        test_write_file(path, "[daemon]\nlog-level = info\nmetrics-path = /run/m.prom\n[guests]\nmanage = web-*\n");
+        /* Written in the opposite order of their names: name order is what counts. */
+        test_write_file(b, "[daemon]\nlog-level = debug\n[guests]\nmanage = db-*\n  cache-*\n");
+        test_write_file(a, "[daemon]\nlog-level = warning\n[guests]\nexclude = web-test*\n");
+        test_write_file(ignored, "[daemon]\nlog-level = err\n");
+
+        ck_assert_msg(config_load(path, false, &c, &error) == 0, "%s", error);
+        ck_assert_int_eq(c->log_level, LOG_DEBUG);                  /* 20-b over 10-a over the main file */
+        ck_assert_str_eq(c->metrics_path, "/run/m.prom");           /* only the main file sets it */
+        ck_assert_uint_eq(strv_len(c->manage), 2);                  /* 20-b's list replaced the main file's */
+        ck_assert_str_eq(c->manage[0], "db-*");
+        ck_assert_str_eq(c->manage[1], "cache-*");
+        ck_assert_str_eq(c->exclude[0], "web-test*");
+
+        /* --check-config says which file set each key, and its output still reads back. */
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+        ck_assert_int_eq(config_print(c, true, f), 0);
+        fclose(f);
+        printed = buf;
+        ck_assert_int_ge(asprintf(&want, "# %s:2\nlog-level = debug\n", b), 0);
+        ck_assert_msg(strstr(printed, want), "no origin for log-level in:\n%s", printed);
+        free(want);
+        ck_assert_int_ge(asprintf(&want, "# %s:3\nmetrics-path = /run/m.prom\n", path), 0);
+        ck_assert_msg(strstr(printed, want), "no origin for metrics in:\n%s", printed);
+        unsigned origins = 0; /* the four keys the files set; no comment above a default */
+        for (const char *p = printed; (p = strstr(p, "# ")); p++)
+                origins++;
+        ck_assert_uint_eq(origins, 4);
+        test_write_file(path, printed);
+        test_rm_rf(dropins);
+        ck_assert_msg(config_load(path, false, &again, &error) == 0, "%s", error);
+        ck_assert(config_equal(c, again));
+
+        /* A broken drop-in fails the whole load, naming its file and line; a missing main file
+         * with missing_ok still takes the drop-ins. */
+        config_free(c);
+        c = NULL;
+        ck_assert_int_eq(mkdir(dropins, 0755), 0);
+        test_write_file(a, "[daemon]\nlog-level = loud\n");
+        ck_assert_int_eq(config_load(path, false, &c, &error), -EINVAL);
+        ck_assert_ptr_null(c);
+        free(want);
+        ck_assert_int_ge(asprintf(&want, "%s:2:", a), 0);
+        ck_assert_msg(strstr(error, want), "error '%s' does not name %s", error, want);
+        free(error);
+        error = NULL;
+        test_write_file(a, "[daemon]\nlog-level = notice\n");
+        ck_assert_int_eq(unlink(path), 0);
+        ck_assert_int_eq(config_load(path, false, &c, &error), -ENOENT);
+        free(error);
+        error = NULL;
+        ck_assert_msg(config_load(path, true, &c, &error) == 0, "%s", error);
+        ck_assert_int_eq(c->log_level, LOG_NOTICE);
+}
+END_TEST
+
 START_TEST(test_guest_matching) {
         _cleanup_(config_freep) Config *c = NULL, *all = NULL;
         _cleanup_(freep) char *error = NULL;
@@ -408,6 +479,7 @@ int main(void) {
         tcase_add_test(tc, test_failed_reload_keeps_old);
         tcase_add_test(tc, test_lists);
         tcase_add_test(tc, test_missing_file);
+        tcase_add_test(tc, test_dropins);
         tcase_add_test(tc, test_guest_matching);
         tcase_add_test(tc, test_agent_socket_path);
         tcase_add_test(tc, test_shipped_example);
