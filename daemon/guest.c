@@ -60,6 +60,15 @@ static void guest_set_fault(Guest *g, const char *fmt, ...) {
         if (!had && g->fault[0] != '\0') {
                 g->faults++;
                 g->fault_counted = true;
+                /* The episode's start, found by its MESSAGE_ID (the callers log their own detail). */
+                LogEvent event = {
+                        .message_id = LOG_MESSAGE_FAULT,
+                        .guest_uuid = g->uuid,
+                        .target_bytes = g->target ?: UINT64_MAX,
+                        .actual_bytes = g->actual ?: UINT64_MAX,
+                        .estimate_bytes = UINT64_MAX,
+                };
+                log_named_guest_event(LOG_WARNING, g->name, guest_state_string(g), &event, "fault: %s", g->fault);
         }
 }
 
@@ -285,9 +294,8 @@ static bool guest_check_stall(Guest *g, uint64_t now) {
         snprintf(g->reason, sizeof(g->reason),
                  "balloon stopped at %s short of its target %s: the guest cannot give more; stopped pushing",
                  fmt_size(b1, sizeof(b1), g->actual), fmt_size(b2, sizeof(b2), g->balloon_target));
-        guest_set_fault(g, "%s", g->reason);
+        guest_set_fault(g, "%s", g->reason); /* logs it: a new fault */
         g->data_fault = false;
-        log_guest_warning(g, "%s", g->reason);
         /* Stop pushing: ask for what the guest has. */
         if (g->actual > g->balloon_target)
                 (void) guest_send_balloon(g, g->actual);
@@ -535,12 +543,15 @@ static bool estimate_changed(Guest *g) {
  * and goes once DATA_CLEAN_CYCLES cycles came without one. */
 static void guest_report_data_problem(Guest *g) {
         if (g->data_problem[0]) {
-                if (!g->data_fault || strcmp(g->fault, g->data_problem) != 0)
-                        log_guest_warning(g, "%s", g->data_problem);
+                bool news = !g->data_fault || strcmp(g->fault, g->data_problem) != 0;
+                uint64_t episodes = g->faults;
                 if (!g->stalled) {
                         guest_set_fault(g, "%s", g->data_problem);
                         g->data_fault = true;
                 }
+                /* A new fault episode was logged as one; a changed problem inside one is logged here. */
+                if (news && g->faults == episodes)
+                        log_guest_warning(g, "%s", g->data_problem);
                 g->data_clean_cycles = 0;
         } else if (g->data_fault && ++g->data_clean_cycles >= DATA_CLEAN_CYCLES) {
                 if (!g->stalled)
@@ -666,10 +677,20 @@ static uint64_t cycle_decide(Guest *g, uint64_t now) {
         }
         if (target != g->target || d.state != before) {
                 const RsEstimate *e = rs_guest_estimate(g->core);
-                log_named_guest_info(g->name, rs_state_to_string(d.state), "target %s (actual %s, estimate %s): %s%s",
-                                     fmt_size(b1, sizeof(b1), target), fmt_size(b2, sizeof(b2), g->actual),
-                                     fmt_size(b3, sizeof(b3), e->estimate), d.reason,
-                                     target != d.target ? " [arbitrated]" : "");
+                bool emergency = d.state == RS_STATE_EMERGENCY && before != RS_STATE_EMERGENCY;
+                LogEvent event = {
+                        .message_id = emergency ? LOG_MESSAGE_EMERGENCY
+                                      : target != g->target ? LOG_MESSAGE_RESIZE : NULL,
+                        .guest_uuid = g->uuid,
+                        .target_bytes = target,
+                        .actual_bytes = g->actual ?: UINT64_MAX,
+                        .estimate_bytes = rs_known(e->estimate) ? e->estimate : UINT64_MAX,
+                };
+                log_named_guest_event(emergency ? LOG_WARNING : LOG_INFO, g->name, rs_state_to_string(d.state), &event,
+                                      "target %s (actual %s, estimate %s): %s%s",
+                                      fmt_size(b1, sizeof(b1), target), fmt_size(b2, sizeof(b2), g->actual),
+                                      fmt_size(b3, sizeof(b3), e->estimate), d.reason,
+                                      target != d.target ? " [arbitrated]" : "");
         }
         return target;
 }

@@ -8,6 +8,7 @@
 #include "daemon/log.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -150,12 +151,14 @@ static char *journal_field(const char *key, const char *value) {
 }
 
 static int log_to_journal(int level, int error, const char *file, int line, const char *func,
-                          const char *guest, const char *state, const char *message) {
+                          const char *guest, const char *state, const LogEvent *event, const char *message) {
         char priority[sizeof("PRIORITY=") + 4], code_line[sizeof("CODE_LINE=") + 12],
-                errno_field[sizeof("ERRNO=") + 12];
+                errno_field[sizeof("ERRNO=") + 12], message_id[sizeof("MESSAGE_ID=") + 32],
+                target[sizeof("TARGET_BYTES=") + 20], actual[sizeof("ACTUAL_BYTES=") + 20],
+                estimate[sizeof("ESTIMATE_BYTES=") + 20];
         _cleanup_(freep) char *m = NULL, *code_file = NULL, *code_func = NULL, *ident = NULL,
-                              *guest_field = NULL, *state_field = NULL;
-        struct iovec iov[10];
+                              *guest_field = NULL, *state_field = NULL, *uuid_field = NULL;
+        struct iovec iov[15];
         int n = 0;
 
         /* libsystemd reports success when journald is not there at all; we want the line. */
@@ -170,7 +173,11 @@ static int log_to_journal(int level, int error, const char *file, int line, cons
                 guest_field = journal_field("GUEST", guest);
         if (state)
                 state_field = journal_field("STATE", state);
-        if (!m || !code_file || !code_func || !ident || (guest && !guest_field) || (state && !state_field))
+        /* The UUID comes from the guest's QEMU or libvirt: sent binary-safe like GUEST=. */
+        if (event && event->guest_uuid && event->guest_uuid[0])
+                uuid_field = journal_field("GUEST_UUID", event->guest_uuid);
+        if (!m || !code_file || !code_func || !ident || (guest && !guest_field) || (state && !state_field) ||
+            (event && event->guest_uuid && event->guest_uuid[0] && !uuid_field))
                 return -ENOMEM;
 
         snprintf(priority, sizeof(priority), "PRIORITY=%i", level);
@@ -191,13 +198,33 @@ static int log_to_journal(int level, int error, const char *file, int line, cons
                 snprintf(errno_field, sizeof(errno_field), "ERRNO=%i", error < 0 ? -error : error);
                 ADD(errno_field);
         }
+        if (event) {
+                if (event->message_id) {
+                        snprintf(message_id, sizeof(message_id), "MESSAGE_ID=%.32s", event->message_id);
+                        ADD(message_id);
+                }
+                if (uuid_field)
+                        ADD(uuid_field);
+                if (event->target_bytes != UINT64_MAX) {
+                        snprintf(target, sizeof(target), "TARGET_BYTES=%" PRIu64, event->target_bytes);
+                        ADD(target);
+                }
+                if (event->actual_bytes != UINT64_MAX) {
+                        snprintf(actual, sizeof(actual), "ACTUAL_BYTES=%" PRIu64, event->actual_bytes);
+                        ADD(actual);
+                }
+                if (event->estimate_bytes != UINT64_MAX) {
+                        snprintf(estimate, sizeof(estimate), "ESTIMATE_BYTES=%" PRIu64, event->estimate_bytes);
+                        ADD(estimate);
+                }
+        }
 #undef ADD
 
         return sd_journal_sendv(iov, n);
 }
 
 int log_internal(int level, int error, const char *file, int line, const char *func,
-                 const char *guest, const char *state, const char *format, ...) {
+                 const char *guest, const char *state, const LogEvent *event, const char *format, ...) {
         int saved_errno = errno, ret = LOG_ERRNO_VALUE(error);
         _cleanup_(freep) char *message = NULL;
         va_list ap;
@@ -214,8 +241,8 @@ int log_internal(int level, int error, const char *file, int line, const char *f
         va_end(ap);
 
         if (log_target != LOG_TARGET_JOURNAL ||
-            log_to_journal(level, error, file, line, func, guest, state,
-                           message ?: "(out of memory while formatting a log message)") < 0)
+            log_to_journal(level, error, file, line, func, guest, state, event,
+                           message ?:  "(out of memory while formatting a log message)") < 0)
                 log_to_stderr(level, guest, state,
                               message ?: "(out of memory while formatting a log message)");
 

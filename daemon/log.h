@@ -5,6 +5,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <syslog.h>
 
@@ -40,10 +41,25 @@ int log_level_from_string(const char *s);
 /* NULL for an out-of-range level. */
 const char *log_level_to_string(int level);
 
+/* The kinds of event a journal reader filters on (`journalctl MESSAGE_ID=...`), as systemd's
+ * catalog IDs: fixed 128-bit IDs, never reused for another kind. */
+#define LOG_MESSAGE_RESIZE "d19a2540928d43e68da5bc3389b278c8"    /* a guest's target changed */
+#define LOG_MESSAGE_EMERGENCY "acffe7dac5694f5a9345a80e54ee50a3" /* a guest entered EMERGENCY */
+#define LOG_MESSAGE_FAULT "b4ec782ba618482aa5ccd992d839a935"     /* a guest's fault began */
+
+/* An event's fields beside MESSAGE, so that `journalctl -o json` is a history export that
+ * survives restarts: MESSAGE_ID=, GUEST_UUID=, TARGET_BYTES=, ACTUAL_BYTES=, ESTIMATE_BYTES=. */
+typedef struct LogEvent {
+        const char *message_id;  /* one of LOG_MESSAGE_*, or NULL */
+        const char *guest_uuid;  /* NULL or "": not sent */
+        uint64_t target_bytes, actual_bytes, estimate_bytes; /* UINT64_MAX: not sent */
+} LogEvent;
+
 /* The one function behind the macros. `error` may be positive or negative; errno is set to it
- * while formatting so %m works. `guest` and `state` may be NULL. Returns -abs(error). */
+ * while formatting so %m works. `guest`, `state` and `event` may be NULL. Returns -abs(error). */
 int log_internal(int level, int error, const char *file, int line, const char *func,
-                 const char *guest, const char *state, const char *format, ...) _printf_(8, 9);
+                 const char *guest, const char *state, const LogEvent *event, const char *format, ...)
+        _printf_(9, 10);
 
 #define LOG_ERRNO_VALUE(e) ((e) < 0 ? (e) : -(e))
 
@@ -52,7 +68,7 @@ int log_internal(int level, int error, const char *file, int line, const char *f
                 int _level_ = (level), _error_ = (error);                                       \
                 _level_ <= log_max_level                                                        \
                         ? log_internal(_level_, _error_, __FILE__, __LINE__, __func__, (guest), \
-                                       (state), __VA_ARGS__)                                    \
+                                       (state), NULL, __VA_ARGS__)                              \
                         : LOG_ERRNO_VALUE(_error_);                                             \
         })
 
@@ -88,5 +104,14 @@ int log_internal(int level, int error, const char *file, int line, const char *f
         log_full_guest_errno(LOG_WARNING, error, guest, state, __VA_ARGS__)
 #define log_named_guest_error_errno(guest, state, error, ...) \
         log_full_guest_errno(LOG_ERR, error, guest, state, __VA_ARGS__)
+
+/* An event about a guest: its message plus the LogEvent's fields in the journal. */
+#define log_named_guest_event(level, guest, state, event, ...)                                  \
+        ({                                                                                      \
+                int _level_ = (level);                                                          \
+                if (_level_ <= log_max_level)                                                   \
+                        (void) log_internal(_level_, 0, __FILE__, __LINE__, __func__, (guest),  \
+                                            (state), (event), __VA_ARGS__);                     \
+        })
 
 #define log_oom() log_error_errno(ENOMEM, "Out of memory.")

@@ -278,6 +278,35 @@ START_TEST(test_journal_fields) {
         ck_assert_str_eq(field_get(fields, n, "GUEST"), "a\nMESSAGE=forged");
         ck_assert_str_eq(field_get(fields, n, "MESSAGE"), "hello");
 
+        /* An event carries its kind and numeric fields; the UUID travels binary-safe. */
+        LogEvent event = {
+                .message_id = LOG_MESSAGE_RESIZE,
+                .guest_uuid = "0f1e2d3c-0000-4000-8000-000000000001",
+                .target_bytes = 536870912,
+                .actual_bytes = 1073741824,
+                .estimate_bytes = UINT64_MAX, /* unknown: not sent */
+        };
+        log_named_guest_event(LOG_INFO, "web1", "hold", &event, "target %s", "512 MiB");
+        len = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+        ck_assert_int_gt(len, 0);
+        n = parse_datagram(buf, (size_t) len, fields, ARRAY_SIZE(fields));
+        ck_assert_str_eq(field_get(fields, n, "MESSAGE"), "target 512 MiB");
+        ck_assert_str_eq(field_get(fields, n, "MESSAGE_ID"), "d19a2540928d43e68da5bc3389b278c8");
+        ck_assert_str_eq(field_get(fields, n, "GUEST_UUID"), "0f1e2d3c-0000-4000-8000-000000000001");
+        ck_assert_str_eq(field_get(fields, n, "TARGET_BYTES"), "536870912");
+        ck_assert_str_eq(field_get(fields, n, "ACTUAL_BYTES"), "1073741824");
+        ck_assert_ptr_null(field_get(fields, n, "ESTIMATE_BYTES"));
+        ck_assert_str_eq(field_get(fields, n, "GUEST"), "web1");
+
+        /* The three kinds have distinct IDs of 32 hex digits. */
+        static const char *const ids[] = { LOG_MESSAGE_RESIZE, LOG_MESSAGE_EMERGENCY, LOG_MESSAGE_FAULT };
+        for (size_t i = 0; i < ARRAY_SIZE(ids); i++) {
+                ck_assert_uint_eq(strspn(ids[i], "0123456789abcdef"), 32);
+                ck_assert_uint_eq(strlen(ids[i]), 32);
+                for (size_t j = 0; j < i; j++)
+                        ck_assert_str_ne(ids[i], ids[j]);
+        }
+
         /* Filtered messages send nothing. */
         log_debug("quiet");
         ck_assert_int_lt(recv(fd, buf, sizeof(buf), MSG_DONTWAIT), 0);
