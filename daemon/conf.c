@@ -33,6 +33,11 @@
 #define DEFAULT_AGENT_PATTERN "%d/%n.qga"
 #define DEFAULT_READ_GROUP "rightsize"
 #define DEFAULT_LIBVIRT_URI "qemu:///system"
+/* A package starts the daemon as it installs: guests nobody chose a policy for are watched and
+ * estimated, not resized, until the operator says so. */
+#define DEFAULT_UNMATCHED_POLICY "observe-only"
+/* Policy names are file names in the policy directory (without ".conf") or presets. */
+#define POLICY_NAME_MAX 63
 
 /* The longest line config_reader() takes from inih's buffer, without the newline. */
 #define CONFIG_LINE_MAX (INI_MAX_LINE - 3)
@@ -138,6 +143,7 @@ Config *config_free(Config *c) {
         free(c->read_group);
         strv_free(c->manage);
         strv_free(c->exclude);
+        free(c->unmatched_policy);
         strv_free(c->qmp_sockets);
         free(c->agent_socket_pattern);
         free(c->libvirt_uri);
@@ -165,6 +171,7 @@ int config_new_default(Config **ret) {
                 .read_group = strdup(DEFAULT_READ_GROUP),
                 .manage = strv_new_empty(),
                 .exclude = strv_new_empty(),
+                .unmatched_policy = strdup(DEFAULT_UNMATCHED_POLICY),
                 .qmp_sockets = strv_new_empty(),
                 .agent_socket_pattern = strdup(DEFAULT_AGENT_PATTERN),
                 .libvirt_enabled = true,
@@ -174,7 +181,7 @@ int config_new_default(Config **ret) {
                 .libvirt_call_timeout_usec = DEFAULT_LIBVIRT_CALL_TIMEOUT_USEC,
         };
         c->origins = calloc(config_key_count(), sizeof(char *));
-        if (!c->policy_dir || !c->state_dir || !c->read_group || !c->manage || !c->exclude ||
+        if (!c->policy_dir || !c->state_dir || !c->read_group || !c->manage || !c->exclude || !c->unmatched_policy ||
             !c->qmp_sockets || !c->agent_socket_pattern || !c->libvirt_uri || !c->origins)
                 return -ENOMEM;
         if (strv_push(&c->manage, "*") < 0 || strv_push(&c->qmp_sockets, DEFAULT_QMP_SOCKETS) < 0)
@@ -189,7 +196,8 @@ bool config_equal(const Config *a, const Config *b) {
                a->log_level == b->log_level && size_spec_equal(&a->host_reserve, &b->host_reserve) &&
                streq_null(a->metrics_path, b->metrics_path) && a->shutdown_action == b->shutdown_action &&
                streq_null(a->read_group, b->read_group) && strv_equal(a->manage, b->manage) &&
-               strv_equal(a->exclude, b->exclude) && strv_equal(a->qmp_sockets, b->qmp_sockets) &&
+               strv_equal(a->exclude, b->exclude) && streq_null(a->unmatched_policy, b->unmatched_policy) &&
+               strv_equal(a->qmp_sockets, b->qmp_sockets) &&
                streq_null(a->agent_socket_pattern, b->agent_socket_pattern) &&
                a->libvirt_enabled == b->libvirt_enabled && streq_null(a->libvirt_uri, b->libvirt_uri) &&
                a->libvirt_manage_all == b->libvirt_manage_all && a->libvirt_agent == b->libvirt_agent &&
@@ -211,6 +219,7 @@ typedef enum ValueType {
         VALUE_BOOL,
         VALUE_URI,
         VALUE_CALL_TIMEOUT,  /* a duration: 1 s .. 10 min */
+        VALUE_POLICY_NAME,   /* a policy file's name or a preset: letters, digits, "-", "_", "." */
 } ValueType;
 
 typedef struct ConfigKey {
@@ -230,6 +239,7 @@ static const ConfigKey config_keys[] = {
         { "daemon", "read-group", VALUE_GROUP, offsetof(Config, read_group) },
         { "guests", "manage", VALUE_GLOB_LIST, offsetof(Config, manage) },
         { "guests", "exclude", VALUE_GLOB_LIST, offsetof(Config, exclude) },
+        { "guests", "unmatched-policy", VALUE_POLICY_NAME, offsetof(Config, unmatched_policy) },
         { "qemu", "qmp-sockets", VALUE_SOCKET_GLOB_LIST, offsetof(Config, qmp_sockets) },
         { "qemu", "agent-socket-pattern", VALUE_AGENT_PATTERN, offsetof(Config, agent_socket_pattern) },
         { "libvirt", "enabled", VALUE_BOOL, offsetof(Config, libvirt_enabled) },
@@ -536,6 +546,15 @@ static int parse_value(ParseContext *ctx, const ConfigKey *k, const char *value)
                 *(ShutdownAction *) field = r;
                 return 0;
 
+        case VALUE_POLICY_NAME:
+                if (value[0] == '\0' || value[0] == '.' || strlen(value) > POLICY_NAME_MAX ||
+                    strspn(value, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != strlen(value))
+                        return parse_fail(ctx, -EINVAL,
+                                          "key '%s': invalid policy name '%s' (a policy file's name without "
+                                          "\".conf\", or a preset: observe-only, conservative, balanced, aggressive)",
+                                          k->key, value);
+                return set_string(field, value);
+
         case VALUE_GROUP:
                 if (value[0] == '\0')
                         return set_string(field, NULL);
@@ -787,6 +806,7 @@ static void print_value(const Config *c, const ConfigKey *k, FILE *f) {
         case VALUE_DIRECTORY:
         case VALUE_OPTIONAL_PATH:
         case VALUE_GROUP:
+        case VALUE_POLICY_NAME:
         case VALUE_AGENT_PATTERN:
         case VALUE_URI:
                 fputs(*(char *const *) field ?: "", f);

@@ -33,6 +33,7 @@ typedef struct Config {
         /* [guests]: fnmatch() globs matched against guest names and UUIDs. */
         char **manage;                 /* NULL-terminated, never NULL itself */
         char **exclude;
+        char *unmatched_policy;        /* the policy of a managed guest no policy file matches */
 
         /* [qemu] */
         char **qmp_sockets;            /* absolute paths; wildcards only in the last component */

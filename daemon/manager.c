@@ -92,10 +92,11 @@ int manager_load_policies(const char *dir, RsPolicySet *ret, char **ret_error) {
         return r;
 }
 
-static int find_policy(Manager *m, const char *policy_name, RsPolicy *ret) {
-        for (size_t i = 0; i < m->policies.n; i++)
-                if (streq(m->policies.policies[i].name, policy_name)) {
-                        *ret = m->policies.policies[i];
+/* A policy by name: a file of the policy directory, else a preset. */
+static int policy_by_name(const RsPolicySet *set, const char *policy_name, RsPolicy *ret) {
+        for (size_t i = 0; i < set->n; i++)
+                if (streq(set->policies[i].name, policy_name)) {
+                        *ret = set->policies[i];
                         return 0;
                 }
         if (rs_policy_preset(policy_name, ret) < 0)
@@ -104,14 +105,33 @@ static int find_policy(Manager *m, const char *policy_name, RsPolicy *ret) {
         return 0;
 }
 
+static int find_policy(Manager *m, const char *policy_name, RsPolicy *ret) {
+        return policy_by_name(&m->policies, policy_name, ret);
+}
+
+int manager_check_unmatched_policy(const RsPolicySet *set, const Config *config, char **ret_error) {
+        RsPolicy p;
+        if (policy_by_name(set, config->unmatched_policy, &p) >= 0)
+                return 0;
+        if (ret_error && asprintf(ret_error, "unmatched-policy = %s: no such policy in %s, nor a preset "
+                                  "(observe-only, conservative, balanced, aggressive)",
+                                  config->unmatched_policy, config->policy_dir) < 0)
+                *ret_error = NULL;
+        return -ENOENT;
+}
+
+/* The guest's policy: the first file that matches it, else unmatched-policy (checked when the
+ * configuration was taken, so the preset below is only a last resort). */
 static void select_policy_full(Manager *m, const char *name, const char *uuid, RsPolicy *ret) {
         const RsPolicy *p = rs_policy_set_select(&m->policies, name, uuid);
         if (p) {
                 *ret = *p;
                 return;
         }
-        (void) rs_policy_preset("balanced", ret);
-        snprintf(ret->name, sizeof(ret->name), "balanced");
+        if (find_policy(m, m->config->unmatched_policy, ret) >= 0)
+                return;
+        (void) rs_policy_preset("observe-only", ret);
+        snprintf(ret->name, sizeof(ret->name), "observe-only");
 }
 
 int manager_resolve_policy(Manager *m, const char *policy_name, const char *guest_name, const char *uuid,
@@ -123,13 +143,7 @@ int manager_resolve_policy(Manager *m, const char *policy_name, const char *gues
 }
 
 static void select_policy(Manager *m, const char *name, RsPolicy *ret) {
-        const RsPolicy *p = rs_policy_set_select(&m->policies, name, NULL);
-        if (p) {
-                *ret = *p;
-                return;
-        }
-        (void) rs_policy_preset("balanced", ret);
-        snprintf(ret->name, sizeof(ret->name), "balanced");
+        select_policy_full(m, name, NULL, ret);
 }
 
 /* ---- host and arbitration ---- */
@@ -547,10 +561,15 @@ int manager_start(Manager *m) {
         if (r < 0 && r != -ENOENT)
                 return log_error_errno(r, "%s", error ?: "cannot load the policies");
         if (r == -ENOENT)
-                log_warning("Policy directory %s does not exist: every guest gets the balanced preset",
-                            m->config->policy_dir);
+                log_warning("Policy directory %s does not exist: every guest gets unmatched-policy = %s",
+                            m->config->policy_dir, m->config->unmatched_policy);
         if (r > 0)
                 return log_error_errno(EINVAL, "Refusing to start with an invalid policy: %s", error ?: "?");
+        free(error);
+        error = NULL;
+        r = manager_check_unmatched_policy(&m->policies, m->config, &error);
+        if (r < 0)
+                return log_error_errno(r, "Refusing to start: %s", error ?: "?");
 
         if (m->config->state_dir) {
                 r = mkdir_p_simple(m->config->state_dir);
@@ -598,6 +617,11 @@ int manager_reload(Manager *m, char **ret_error) {
                 r = 0;
         else if (r > 0)
                 r = -EINVAL;
+        if (r >= 0) {
+                free(error);
+                error = NULL;
+                r = manager_check_unmatched_policy(&set, config, &error);
+        }
         if (r < 0) {
                 rs_policy_set_clear(&set);
                 log_error("Reload failed, keeping the running configuration and policies: %s",

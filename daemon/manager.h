@@ -99,3 +99,5 @@ int manager_set_domain_policy(Manager *m, const char *domain, const char *policy
 /* Loads a policy directory into a fresh set. The number of bad files, each logged (and the
  * first one's message in *ret_error), or -errno. */
 int manager_load_policies(const char *dir, RsPolicySet *ret, char **ret_error);
+/* -ENOENT, with the message, when the config's unmatched-policy is neither in the set nor a preset. */
+int manager_check_unmatched_policy(const RsPolicySet *set, const Config *config, char **ret_error);

@@ -89,12 +89,21 @@ static int check_config(void) {
         error = NULL;
         /* The policies are part of what a reload would take. */
         r = manager_load_policies(config->policy_dir, &set, &error);
-        rs_policy_set_clear(&set);
         /* Each invalid policy was logged as it was found (r > 0 counts them). */
         if (r < 0 && r != -ENOENT)
                 fprintf(stderr, "%s\n", error ?: strerror(-r));
-        if (r > 0 || (r < 0 && r != -ENOENT))
+        if (r > 0 || (r < 0 && r != -ENOENT)) {
+                rs_policy_set_clear(&set);
                 return EXIT_FAILURE;
+        }
+        free(error);
+        error = NULL;
+        r = manager_check_unmatched_policy(&set, config, &error);
+        rs_policy_set_clear(&set);
+        if (r < 0) {
+                fprintf(stderr, "%s\n", error ?: strerror(-r));
+                return EXIT_FAILURE;
+        }
         if (config_print(config, true, stdout) < 0 || fflush(stdout) != 0)
                 return EXIT_FAILURE;
         return EXIT_SUCCESS;

@@ -50,6 +50,8 @@ static void write_config(void) {
                  "host-reserve = 0\n"
                  "shutdown-action = keep\n"
                  "read-group =\n"
+                 "[guests]\n"
+                 "unmatched-policy = balanced\n"
                  "[qemu]\n"
                  "qmp-sockets = %s/qmp.sock\n"
                  "agent-socket-pattern = %%d/no-agent.sock\n"

@@ -232,6 +232,7 @@ static void write_config(void) {
                  /* Only this test's domain, whatever else runs on this libvirtd. */
                  "[guests]\n"
                  "manage = %s*\n"
+                 "unmatched-policy = balanced\n"
                  "[qemu]\n"
                  "qmp-sockets = %s/no-qmp/*.qmp\n"
                  "[libvirt]\n"

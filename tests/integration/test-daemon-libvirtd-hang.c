@@ -107,6 +107,7 @@ static void setup_all(void) {
                  /* Only this test's guests, whatever else runs on this libvirtd. */
                  "[guests]\n"
                  "manage = %s sim-*\n"
+                 "unmatched-policy = balanced\n"
                  "[qemu]\n"
                  "qmp-sockets = %s/*.qmp\n"
                  "agent-socket-pattern =\n"

@@ -77,6 +77,8 @@ static void write_config(const char *extra_daemon_line) {
                  "shutdown-action = estimate\n"
                  "read-group =\n"
                  "%s"
+                 "[guests]\n"
+                 "unmatched-policy = balanced\n"
                  "[qemu]\n"
                  "qmp-sockets = %s/qmp.sock\n"
                  "agent-socket-pattern = %%d/qga.sock\n"

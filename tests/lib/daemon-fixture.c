@@ -117,6 +117,9 @@ void daemon_fixture_write_config(DaemonFixture *d, const char *read_group, const
                                   "shutdown-action = keep\n"
                                   "read-group = %s\n"
                                   "%s"
+                                  /* The tests' guests are resized whether a policy matches or not. */
+                                  "[guests]\n"
+                                  "unmatched-policy = balanced\n"
                                   "[qemu]\n"
                                   "qmp-sockets = %s/*.qmp\n"
                                   "agent-socket-pattern =\n"

@@ -73,6 +73,7 @@ static const char default_text[] =
         "[guests]\n"
         "manage = *\n"
         "exclude =\n"
+        "unmatched-policy = observe-only\n"
         "\n"
         "[qemu]\n"
         "qmp-sockets = /run/qemu/*.qmp\n"
@@ -404,6 +405,29 @@ START_TEST(test_dropins) {
 }
 END_TEST
 
+START_TEST(test_unmatched_policy) {
+        _cleanup_(config_freep) Config *def = NULL, *c = NULL;
+        _cleanup_(freep) char *error = NULL;
+
+        /* Installed and started, the daemon resizes nothing nobody chose a policy for. */
+        ck_assert_int_eq(config_new_default(&def), 0);
+        ck_assert_str_eq(def->unmatched_policy, "observe-only");
+
+        c = load_text("[guests]\nunmatched-policy = web.fast-1\n", &error);
+        ck_assert_msg(c != NULL, "%s", error);
+        ck_assert_str_eq(c->unmatched_policy, "web.fast-1");
+        ck_assert(!config_equal(c, def));
+
+        static const char *const bad[] = { "", "../etc/passwd", ".hidden", "two words", "a/b" };
+        for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+                _cleanup_(freep) char *text = NULL, *err = NULL;
+                ck_assert_int_ge(asprintf(&text, "[guests]\nunmatched-policy = %s\n", bad[i]), 0);
+                ck_assert_ptr_null(load_text(text, &err));
+                ck_assert_msg(strstr(err, "invalid policy name"), "'%s': %s", bad[i], err);
+        }
+}
+END_TEST
+
 START_TEST(test_guest_matching) {
         _cleanup_(config_freep) Config *c = NULL, *all = NULL;
         _cleanup_(freep) char *error = NULL;
@@ -480,6 +504,7 @@ int main(void) {
         tcase_add_test(tc, test_lists);
         tcase_add_test(tc, test_missing_file);
         tcase_add_test(tc, test_dropins);
+        tcase_add_test(tc, test_unmatched_policy);
         tcase_add_test(tc, test_guest_matching);
         tcase_add_test(tc, test_agent_socket_path);
         tcase_add_test(tc, test_shipped_example);
