@@ -131,6 +131,25 @@ uint64_t ctl_guest_host_returned(const CtlGuest *g) {
         return max_less(g, g->host_rss);
 }
 
+bool ctl_guest_skipped(const CtlGuest *g) {
+        return g->fault && strncmp(g->fault, "skipped:", strlen("skipped:")) == 0;
+}
+
+CtlGuestCounts ctl_guest_counts(const CtlGuest *guests, size_t n) {
+        CtlGuestCounts c = { .guests = n };
+
+        for (size_t i = 0; i < n; i++) {
+                c.faulty += guests[i].fault != NULL;
+                c.skipped += ctl_guest_skipped(&guests[i]);
+                c.paused += guests[i].paused > 0;
+        }
+        return c;
+}
+
+int ctl_status_exit_code(const CtlGuestCounts *c) {
+        return c->faulty > c->skipped ? EXIT_FAULTY : EXIT_OK;
+}
+
 /* ---- text ---- */
 
 /* Length of a valid UTF-8 sequence at s, or 0; *control tells a C1 control (CSI is U+009B). */
@@ -288,6 +307,18 @@ int ctl_table_print(const CtlTable *t, FILE *f) {
                                 pending += 2;
                 }
                 fputc('\n', f);
+        }
+        return ferror(f) ? -EIO : 0;
+}
+
+int ctl_print_guest_names(FILE *f, const CtlGuest *guests, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                if (!guests[i].name || guests[i].name[0] == '\0')
+                        continue;
+                _cleanup_free_ char *clean = ctl_sanitize(guests[i].name);
+                if (!clean)
+                        return -ENOMEM;
+                fprintf(f, "%s\n", clean);
         }
         return ferror(f) ? -EIO : 0;
 }
@@ -655,11 +686,27 @@ json_object *ctl_history_to_json(const CtlHistoryPoint *h, size_t n) {
         return a;
 }
 
-int ctl_print_json(FILE *f, json_object *o) {
-        const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-                                                                  JSON_C_TO_STRING_NOSLASHESCAPE);
+int ctl_json_mode_from_string(const char *s, CtlJsonMode *ret) {
+        if (!s || strcmp(s, "pretty") == 0)
+                *ret = CTL_JSON_PRETTY;
+        else if (strcmp(s, "short") == 0)
+                *ret = CTL_JSON_SHORT;
+        else
+                return -EINVAL;
+        return 0;
+}
+
+int ctl_print_json_mode(FILE *f, json_object *o, CtlJsonMode mode) {
+        int flags = JSON_C_TO_STRING_NOSLASHESCAPE;
+
+        flags |= mode == CTL_JSON_SHORT ? JSON_C_TO_STRING_PLAIN : JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED;
+        const char *s = json_object_to_json_string_ext(o, flags);
         if (!s)
                 return -ENOMEM;
         fprintf(f, "%s\n", s);
         return ferror(f) ? -EIO : 0;
+}
+
+int ctl_print_json(FILE *f, json_object *o) {
+        return ctl_print_json_mode(f, o, CTL_JSON_PRETTY);
 }

@@ -12,6 +12,17 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* rightsizectl's exit statuses (ctl/README.md, man/rightsizectl.1). */
+enum {
+        EXIT_OK = 0,
+        EXIT_FAIL = 1,
+        EXIT_USAGE = 2,
+        EXIT_NO_GUEST = 3,
+        EXIT_NO_DAEMON = 4,
+        EXIT_DENIED = 5,
+        EXIT_FAULTY = 6, /* status: a guest has a fault (other than a skipped libvirt domain) */
+};
+
 /* Unknown sizes and times; unknown doubles are NAN; unknown booleans -1. */
 #define CTL_UNKNOWN UINT64_MAX
 
@@ -52,6 +63,17 @@ void ctl_guest_set_u64(CtlGuest *g, const CtlField *f, uint64_t value);
 void ctl_guest_set_double(CtlGuest *g, const CtlField *f, double value);
 void ctl_guest_set_bool(CtlGuest *g, const CtlField *f, bool value);
 
+/* A libvirt domain rightsize leaves alone (no virtio balloon, VFIO, migrating) is listed with the
+ * fault "skipped: REASON": deliberate, not a failure. */
+bool ctl_guest_skipped(const CtlGuest *g);
+
+typedef struct CtlGuestCounts {
+        size_t guests, faulty, skipped, paused; /* skipped ones count as faulty too */
+} CtlGuestCounts;
+CtlGuestCounts ctl_guest_counts(const CtlGuest *guests, size_t n);
+/* status's exit status: EXIT_FAULTY when a guest has a fault other than being skipped, else EXIT_OK. */
+int ctl_status_exit_code(const CtlGuestCounts *c);
+
 /* max - actual when both are known, else CTL_UNKNOWN. */
 uint64_t ctl_guest_reclaimed(const CtlGuest *g);
 /* What the host really got back: max minus the QEMU process's RSS (free page reporting and
@@ -87,6 +109,10 @@ size_t ctl_table_n_rows(const CtlTable *t);
 /* Columns separated by two spaces, header first, no trailing blanks. */
 int ctl_table_print(const CtlTable *t, FILE *f);
 
+/* list --name: one sanitised name per line and nothing else, in the daemon's order; a guest
+ * without a name is left out. */
+int ctl_print_guest_names(FILE *f, const CtlGuest *guests, size_t n);
+
 /* The list command's table: NAME STATE POLICY ESTIMATE TARGET ACTUAL RECLAIMED REASON/FAULT.
  * A guest with a fault shows "fault: ..." in the last column. */
 int ctl_print_guest_table(FILE *f, const CtlGuest *guests, size_t n);
@@ -111,5 +137,15 @@ int ctl_print_chart(FILE *f, const CtlHistoryPoint *h, size_t n, size_t width, s
 json_object *ctl_guest_to_json(const CtlGuest *g);
 /* [{"time": µs, "target": B, "actual": B, "estimate": B or null}, ...] */
 json_object *ctl_history_to_json(const CtlHistoryPoint *h, size_t n);
+typedef enum CtlJsonMode {
+        CTL_JSON_OFF,
+        CTL_JSON_PRETTY, /* two-space-indented, one key a line: --json and --json=pretty */
+        CTL_JSON_SHORT,  /* the whole document on one line: --json=short */
+} CtlJsonMode;
+/* The argument of --json: NULL (a bare --json) and "pretty" are CTL_JSON_PRETTY, "short" is
+ * CTL_JSON_SHORT. -EINVAL for anything else. */
+int ctl_json_mode_from_string(const char *s, CtlJsonMode *ret);
+/* The JSON and a newline: pretty (CTL_JSON_OFF too) or short. */
+int ctl_print_json_mode(FILE *f, json_object *o, CtlJsonMode mode);
 /* Plain, two-space-indented JSON and a newline. */
 int ctl_print_json(FILE *f, json_object *o);

@@ -5,7 +5,9 @@
 bin_PROGRAMS += rightsizectl
 rightsizectl_SOURCES = ctl/rightsizectl.c ctl/ctl-format.c ctl/ctl-format.h
 # (the version comes in as a define: the CLI includes no config.h)
-rightsizectl_CPPFLAGS = $(AM_CPPFLAGS) -DRIGHTSIZECTL_VERSION='"$(PACKAGE_VERSION)"'
+# and so does the daemon's default policy directory (etc/local.mk), for the completions' policy names
+rightsizectl_CPPFLAGS = $(AM_CPPFLAGS) -DRIGHTSIZECTL_VERSION='"$(PACKAGE_VERSION)"' \
+	-DRIGHTSIZECTL_POLICY_DIR='"$(rightsizepolicydir)"'
 rightsizectl_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(LIBSYSTEMD_CFLAGS)
 rightsizectl_LDADD = common/libcommon.a $(LIBSYSTEMD_LIBS) $(JSONC_LIBS) -lm
 

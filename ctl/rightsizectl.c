@@ -2,6 +2,7 @@
 /* rightsizectl: asks rightsized (org.rightsize.Manager1, daemon/dbus-api.md) what it knows and
  * passes operators' changes on. A thin client: every decision stays in the daemon. */
 
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <systemd/sd-bus.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/bus-api.h"
@@ -19,16 +21,10 @@
 
 #define DEFAULT_ENABLE_POLICY "balanced"
 
-enum {
-        EXIT_OK = 0,
-        EXIT_FAIL = 1,
-        EXIT_USAGE = 2,
-        EXIT_NO_GUEST = 3,
-        EXIT_NO_DAEMON = 4,
-        EXIT_DENIED = 5,
-};
+/* (the exit statuses, EXIT_OK ... EXIT_FAULTY, are in ctl/ctl-format.h) */
 
-static bool arg_json;
+static CtlJsonMode arg_json = CTL_JSON_OFF;
+static bool arg_names;
 static const char *arg_policy;
 
 static void help(void) {
@@ -38,6 +34,7 @@ static void help(void) {
                "\n"
                "Commands:\n"
                "  list                  One line per guest: state, policy, sizes, reason or fault\n"
+               "                        (--name: only the names, one a line)\n"
                "  show GUEST            Everything about one guest, with a chart of its history\n"
                "  history GUEST         Target, actual and estimate over time\n"
                "  set GUEST KEY=VALUE   Override for one guest: policy=NAME, floor=SIZE, max=SIZE\n"
@@ -46,13 +43,17 @@ static void help(void) {
                "  probe GUEST           Start a probe now\n"
                "  reload                Re-read rightsized.conf and the policies\n"
                "  status                The daemon: version, guests managed, memory reclaimed\n"
+               "                        (exit status 6 when a guest is faulty)\n"
                "  enable DOMAIN [--policy P]\n"
                "                        Opt a libvirt domain in (metadata, live and persistent;\n"
                "                        policy " DEFAULT_ENABLE_POLICY " unless given)\n"
                "  disable DOMAIN        Opt a libvirt domain out\n"
                "\n"
                "Options:\n"
-               "  -j --json             Machine-readable output (shapes in rightsizectl(1))\n"
+               "  -j --json[=pretty|short]\n"
+               "                        Machine-readable output (shapes in rightsizectl(1)):\n"
+               "                        indented (pretty, the default) or on one line (short)\n"
+               "     --name             With list: guest names only, one a line\n"
                "  -p --policy NAME      The policy `enable` writes\n"
                "  -h --help             Show this help\n"
                "     --version          Show the version\n"
@@ -64,6 +65,7 @@ static void help(void) {
                "  3  no such guest\n"
                "  4  rightsized is not running, or the bus cannot be reached\n"
                "  5  permission denied (changes need root or polkit's yes; reads need the read group)\n"
+               "  6  status: a guest is faulty (a skipped libvirt domain does not count)\n"
                "\n"
                "The bus is the system bus, or $DBUS_SYSTEM_BUS_ADDRESS when set.\n");
 }
@@ -330,7 +332,7 @@ static int fetch_history(sd_bus *bus, const char *name, CtlHistoryPoint **ret, s
 }
 
 static int print_json(json_object *o) {
-        int r = o ? ctl_print_json(stdout, o) : -ENOMEM;
+        int r = o ? ctl_print_json_mode(stdout, o, arg_json) : -ENOMEM;
         json_object_put(o);
         return r < 0 ? EXIT_FAIL : EXIT_OK;
 }
@@ -341,6 +343,8 @@ static int cmd_list(sd_bus *bus) {
 
         if (code != EXIT_OK)
                 return code;
+        if (arg_names)
+                return ctl_print_guest_names(stdout, l.guests, l.n) < 0 ? EXIT_FAIL : EXIT_OK;
         if (arg_json) {
                 json_object *o = json_object_new_object(), *a = json_object_new_array();
                 for (size_t i = 0; i < l.n; i++)
@@ -417,6 +421,37 @@ static int cmd_set(sd_bus *bus, const char *name, const char *assignment) {
         return call(bus, "set", "SetGuest", NULL, "sss", name, key, eq + 1);
 }
 
+/* The last time the daemon ran without its D-Bus API (its bus policy not installed, dbus-daemon
+ * restarted), told once it is back so that an outage nobody watched is not lost. A daemon without
+ * the property (older) prints nothing. */
+static void print_api_outage(sd_bus *bus) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_free_ char *clean = NULL;
+        char from[32] = "?", to[32] = "?";
+        uint64_t start, end;
+        const char *reason;
+        uint32_t n = 0;
+        struct tm tm;
+
+        if (sd_bus_get_property(bus, RS_BUS_NAME, RS_BUS_PATH, RS_BUS_INTERFACE, "LastApiOutage", NULL, &reply,
+                                "(tts)") < 0 ||
+            sd_bus_message_read(reply, "(tts)", &start, &end, &reason) < 0 || start == 0)
+                return;
+        (void) sd_bus_get_property_trivial(bus, RS_BUS_NAME, RS_BUS_PATH, RS_BUS_INTERFACE, "ApiOutages", NULL, 'u',
+                                           &n);
+        time_t t = (time_t) (start / USEC_PER_SEC);
+        if (localtime_r(&t, &tm))
+                strftime(from, sizeof(from), "%Y-%m-%d %H:%M:%S", &tm);
+        t = (time_t) (end / USEC_PER_SEC);
+        if (localtime_r(&t, &tm))
+                strftime(to, sizeof(to), "%Y-%m-%d %H:%M:%S", &tm);
+        clean = ctl_sanitize(reason);
+        printf("%14s: D-Bus API was unavailable from %s to %s: %s", "Last outage", from, to, clean ?: "?");
+        if (n > 1)
+                printf(" (%u outages since the daemon started)", n);
+        printf("\n");
+}
+
 static int cmd_status(sd_bus *bus) {
         sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_free_ char *version = NULL;
@@ -441,27 +476,30 @@ static int cmd_status(sd_bus *bus) {
         if (code != EXIT_OK)
                 return code;
 
-        size_t faulty = 0, paused = 0;
-        for (size_t i = 0; i < l.n; i++) {
-                faulty += l.guests[i].fault != NULL;
-                paused += l.guests[i].paused > 0;
-        }
+        /* Printed in full either way; the exit status then says whether a guest is faulty. */
+        CtlGuestCounts c = ctl_guest_counts(l.guests, l.n);
         if (arg_json) {
                 json_object *o = json_object_new_object();
                 json_object_object_add(o, "version", json_object_new_string(version));
                 json_object_object_add(o, "guests-managed", json_object_new_uint64(managed));
-                json_object_object_add(o, "guests", json_object_new_uint64(l.n));
-                json_object_object_add(o, "guests-faulty", json_object_new_uint64(faulty));
-                json_object_object_add(o, "guests-paused", json_object_new_uint64(paused));
+                json_object_object_add(o, "guests", json_object_new_uint64(c.guests));
+                json_object_object_add(o, "guests-faulty", json_object_new_uint64(c.faulty));
+                json_object_object_add(o, "guests-skipped", json_object_new_uint64(c.skipped));
+                json_object_object_add(o, "guests-paused", json_object_new_uint64(c.paused));
                 json_object_object_add(o, "reclaimed-bytes", json_object_new_uint64(reclaimed));
-                return print_json(o);
+                code = print_json(o);
+                return code != EXIT_OK ? code : ctl_status_exit_code(&c);
         }
         char buf[FORMAT_SIZE_MAX];
         _cleanup_free_ char *clean = ctl_sanitize(version);
         printf("● rightsized %s\n", clean ?: "?");
-        printf("%14s: %zu (%u managed, %zu faulty, %zu paused)\n", "Guests", l.n, managed, faulty, paused);
+        printf("%14s: %zu (%u managed, %zu faulty", "Guests", c.guests, managed, c.faulty);
+        if (c.skipped > 0)
+                printf(" of which %zu skipped", c.skipped);
+        printf(", %zu paused)\n", c.paused);
         printf("%14s: %s\n", "Reclaimed", format_size(buf, sizeof(buf), reclaimed));
-        return EXIT_OK;
+        print_api_outage(bus);
+        return ctl_status_exit_code(&c);
 }
 
 /* The commands (systemd's Verb pattern): name, arguments allowed, what runs it. */
@@ -524,13 +562,71 @@ static const Verb verbs[] = {
         { "enable", 1, 1, verb_enable },   { "disable", 1, 1, verb_disable },
 };
 
+/* For the shell completions (contrib/completion/), which take the commands and options from
+ * here rather than keeping lists of their own: not in --help. */
+static void list_verbs(void) {
+        for (size_t v = 0; v < ARRAY_SIZE(verbs); v++)
+                printf("%s\n", verbs[v].name);
+}
+
+static void list_options(const struct option *options) {
+        for (const struct option *o = options; o->name; o++) {
+                if (strncmp(o->name, "list-", strlen("list-")) == 0)
+                        continue; /* the hidden ones */
+                if (o->has_arg != required_argument)
+                        printf("--%s\n", o->name);
+                if (o->has_arg != no_argument)
+                        printf("--%s=\n", o->name);
+        }
+}
+
+/* The policies a name can be given of: the files of the daemon's default policy directory, without
+ * ".conf" (the shipped presets are installed there too). A policy-dir= elsewhere is not seen. */
+static int compare_strings(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+static void list_policies(void) {
+        DIR *d = opendir(RIGHTSIZECTL_POLICY_DIR);
+        char **names = NULL;
+        size_t n = 0;
+        struct dirent *de;
+
+        if (!d)
+                return;
+        while ((de = readdir(d))) {
+                size_t len = strlen(de->d_name);
+                if (de->d_name[0] == '.' || len <= strlen(".conf") ||
+                    strcmp(de->d_name + len - strlen(".conf"), ".conf") != 0)
+                        continue;
+                char **nn = realloc(names, (n + 1) * sizeof(char *));
+                if (!nn)
+                        break;
+                names = nn;
+                names[n] = strndup(de->d_name, len - strlen(".conf"));
+                if (names[n])
+                        n++;
+        }
+        closedir(d);
+        qsort(names, n, sizeof(char *), compare_strings);
+        for (size_t i = 0; i < n; i++) {
+                printf("%s\n", names[i]);
+                free(names[i]);
+        }
+        free(names);
+}
+
 int main(int argc, char *argv[]) {
-        enum { ARG_VERSION = 0x100 };
+        enum { ARG_VERSION = 0x100, ARG_JSON, ARG_NAME, ARG_LIST_VERBS, ARG_LIST_OPTIONS, ARG_LIST_POLICIES };
         static const struct option options[] = {
-                { "json", no_argument, NULL, 'j' },
+                { "json", optional_argument, NULL, ARG_JSON },
+                { "name", no_argument, NULL, ARG_NAME },
                 { "policy", required_argument, NULL, 'p' },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
+                { "list-verbs", no_argument, NULL, ARG_LIST_VERBS },
+                { "list-options", no_argument, NULL, ARG_LIST_OPTIONS },
+                { "list-policies", no_argument, NULL, ARG_LIST_POLICIES },
                 {},
         };
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
@@ -539,8 +635,26 @@ int main(int argc, char *argv[]) {
         while ((c = getopt_long(argc, argv, "jhp:", options, NULL)) >= 0)
                 switch (c) {
                 case 'j':
-                        arg_json = true;
+                        arg_json = CTL_JSON_PRETTY;
                         break;
+                case ARG_JSON:
+                        if (ctl_json_mode_from_string(optarg, &arg_json) < 0) {
+                                fprintf(stderr, "rightsizectl: --json=%s: expected pretty or short\n", optarg);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                case ARG_NAME:
+                        arg_names = true;
+                        break;
+                case ARG_LIST_VERBS:
+                        list_verbs();
+                        return EXIT_OK;
+                case ARG_LIST_OPTIONS:
+                        list_options(options);
+                        return EXIT_OK;
+                case ARG_LIST_POLICIES:
+                        list_policies();
+                        return EXIT_OK;
                 case 'p':
                         arg_policy = optarg;
                         break;
@@ -579,6 +693,14 @@ int main(int argc, char *argv[]) {
 
         if (arg_policy && strcmp(verb, "enable") != 0) {
                 fprintf(stderr, "rightsizectl: --policy only goes with enable\n");
+                return EXIT_USAGE;
+        }
+        if (arg_names && strcmp(verb, "list") != 0) {
+                fprintf(stderr, "rightsizectl: --name only goes with list\n");
+                return EXIT_USAGE;
+        }
+        if (arg_names && arg_json) {
+                fprintf(stderr, "rightsizectl: list: --name and --json do not go together (the JSON has the names)\n");
                 return EXIT_USAGE;
         }
         if (arg_policy && arg_policy[0] == '\0') {

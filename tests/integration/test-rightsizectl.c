@@ -385,6 +385,41 @@ START_TEST(test_list) {
 }
 END_TEST
 
+START_TEST(test_list_names) {
+        /* One name a line, in the daemon's order, defanged, and nothing else. */
+        _cleanup_(run_done) Run r = run_ctl("list", "--name");
+        ck_assert_int_eq(r.code, 0);
+        ck_assert_str_eq(r.out, "web1\nevil?]0;owned??[2J\nbroken\n");
+        ck_assert_str_eq(r.err, "");
+        _cleanup_(run_done) Run d = run_ctl("--name"); /* list is the default */
+        ck_assert_int_eq(d.code, 0);
+        ck_assert_str_eq(d.out, r.out);
+        _cleanup_(run_done) Run j = run_ctl("--name", "--json", "list");
+        ck_assert_int_eq(j.code, 2);
+        _cleanup_(run_done) Run s = run_ctl("--name", "show", "web1");
+        ck_assert_int_eq(s.code, 2);
+}
+END_TEST
+
+START_TEST(test_json_short) {
+        _cleanup_(run_done) Run r = run_ctl("--json=short", "list");
+        ck_assert_int_eq(r.code, 0);
+        /* one line, and the same document as --json=pretty and --json */
+        ck_assert_ptr_nonnull(strchr(r.out, '\n'));
+        ck_assert_str_eq(strchr(r.out, '\n'), "\n");
+        _cleanup_(run_done) Run p = run_ctl("--json=pretty", "list");
+        _cleanup_(run_done) Run d = run_ctl("--json", "list");
+        ck_assert_int_eq(p.code, 0);
+        ck_assert_str_eq(p.out, d.out);
+        json_object *a = parse_json(r.out), *b = parse_json(p.out);
+        ck_assert(json_object_equal(a, b));
+        json_object_put(a);
+        json_object_put(b);
+        _cleanup_(run_done) Run bad = run_ctl("--json=yaml", "list");
+        ck_assert_int_eq(bad.code, 2);
+}
+END_TEST
+
 START_TEST(test_list_json) {
         _cleanup_(run_done) Run r = run_ctl("--json", "list");
         json_object *o = parse_json(r.out), *guests, *v;
@@ -518,17 +553,21 @@ START_TEST(test_invalid_arguments) {
 END_TEST
 
 START_TEST(test_status) {
+        /* "broken" has a fault: the status is printed in full, and the exit status says so. */
         _cleanup_(run_done) Run s = run_ctl("status");
-        ck_assert_int_eq(s.code, 0);
+        ck_assert_int_eq(s.code, 6);
         ck_assert_ptr_nonnull(strstr(s.out, "rightsized 0.1-stub"));
         ck_assert_ptr_nonnull(strstr(s.out, "3 (2 managed, 1 faulty, 0 paused)"));
         ck_assert_ptr_nonnull(strstr(s.out, "Reclaimed: 5 GiB"));
         _cleanup_(run_done) Run j = run_ctl("--json", "status");
+        ck_assert_int_eq(j.code, 6);
         json_object *o = parse_json(j.out), *v;
         ck_assert(json_object_object_get_ex(o, "reclaimed-bytes", &v));
         ck_assert_uint_eq(json_object_get_uint64(v), 5 * GIB);
         ck_assert(json_object_object_get_ex(o, "guests-faulty", &v));
         ck_assert_uint_eq(json_object_get_uint64(v), 1);
+        ck_assert(json_object_object_get_ex(o, "guests-skipped", &v));
+        ck_assert_uint_eq(json_object_get_uint64(v), 0);
         json_object_put(o);
 }
 END_TEST
@@ -561,6 +600,10 @@ START_TEST(test_no_daemon) {
         ck_assert_ptr_nonnull(strstr(a.err, "not running"));
         _cleanup_(run_done) Run b = run_ctl("status");
         ck_assert_int_eq(b.code, 4);
+        /* What the completions call: nothing on stdout, the reason on stderr. */
+        _cleanup_(run_done) Run n = run_ctl("list", "--name");
+        ck_assert_int_eq(n.code, 4);
+        ck_assert_str_eq(n.out, "");
         /* No bus at all. */
         char nowhere[300];
         snprintf(nowhere, sizeof(nowhere), "unix:path=%s/no-bus-here", dir);
@@ -578,6 +621,8 @@ int main(void) {
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, test_list);
         tcase_add_test(tc, test_list_json);
+        tcase_add_test(tc, test_list_names);
+        tcase_add_test(tc, test_json_short);
         tcase_add_test(tc, test_show_and_history);
         tcase_add_test(tc, test_no_such_guest);
         tcase_add_test(tc, test_changes);

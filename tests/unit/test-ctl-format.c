@@ -264,6 +264,130 @@ START_TEST(test_details) {
 }
 END_TEST
 
+START_TEST(test_guest_names) {
+        CtlGuest g[4];
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        guest_fill(&g[0], "web-1", "hold", GIB);
+        guest_fill(&g[1], "db\x1b]0;x\x07\nrm -rf", "probe", GIB); /* a hostile name stays on its line */
+        ctl_guest_init(&g[2]);                                     /* no name sent: left out */
+        guest_fill(&g[3], "with blank", "learn", GIB);
+
+        capture_begin(&f, &size, &buf);
+        ck_assert_int_eq(ctl_print_guest_names(f, g, 4), 0);
+        capture_end(f, buf);
+        /* The names, one a line, in order, and nothing else: no header, no summary. */
+        ck_assert_str_eq(buf, "web-1\ndb?]0;x??rm -rf\nwith blank\n");
+        free(buf);
+
+        /* No guests: no output at all (not "No guests."). */
+        buf = NULL;
+        capture_begin(&f, &size, &buf);
+        ck_assert_int_eq(ctl_print_guest_names(f, g, 0), 0);
+        capture_end(f, buf);
+        ck_assert_str_eq(buf, "");
+        free(buf);
+        for (size_t i = 0; i < ARRAY_SIZE(g); i++)
+                ctl_guest_done(&g[i]);
+}
+END_TEST
+
+START_TEST(test_status_exit_code) {
+        CtlGuest g[4];
+        CtlGuestCounts c;
+
+        for (size_t i = 0; i < ARRAY_SIZE(g); i++)
+                guest_fill(&g[i], "g", "hold", GIB);
+        c = ctl_guest_counts(g, 0);
+        ck_assert_uint_eq(c.guests, 0);
+        ck_assert_int_eq(ctl_status_exit_code(&c), EXIT_OK);
+
+        ctl_guest_set_bool(&g[0], ctl_guest_field_find("paused"), true);
+        c = ctl_guest_counts(g, 4);
+        ck_assert_uint_eq(c.guests, 4);
+        ck_assert_uint_eq(c.paused, 1);
+        ck_assert_uint_eq(c.faulty, 0);
+        ck_assert_int_eq(ctl_status_exit_code(&c), EXIT_OK); /* paused is not faulty */
+
+        /* A skipped libvirt domain is listed as faulty, but is not a failure. */
+        ck_assert_int_eq(ctl_guest_set_string(&g[1], ctl_guest_field_find("fault"), "skipped: no balloon device"), 0);
+        c = ctl_guest_counts(g, 4);
+        ck_assert_uint_eq(c.faulty, 1);
+        ck_assert_uint_eq(c.skipped, 1);
+        ck_assert_int_eq(ctl_status_exit_code(&c), EXIT_OK);
+
+        /* Any other fault is. */
+        ck_assert_int_eq(ctl_guest_set_string(&g[2], ctl_guest_field_find("fault"), "QMP connection lost"), 0);
+        c = ctl_guest_counts(g, 4);
+        ck_assert_uint_eq(c.faulty, 2);
+        ck_assert_uint_eq(c.skipped, 1);
+        ck_assert_int_eq(ctl_status_exit_code(&c), EXIT_FAULTY);
+        ck_assert_int_eq(EXIT_FAULTY, 6); /* documented in rightsizectl(1) and --help */
+
+        /* "skipped" must be the prefix, not merely a word in the fault. */
+        CtlGuest h;
+        guest_fill(&h, "h", "hold", GIB);
+        ck_assert_int_eq(ctl_guest_set_string(&h, ctl_guest_field_find("fault"), "balloon skipped: stuck"), 0);
+        ck_assert(!ctl_guest_skipped(&h));
+        c = ctl_guest_counts(&h, 1);
+        ck_assert_int_eq(ctl_status_exit_code(&c), EXIT_FAULTY);
+        ctl_guest_done(&h);
+        for (size_t i = 0; i < ARRAY_SIZE(g); i++)
+                ctl_guest_done(&g[i]);
+}
+END_TEST
+
+START_TEST(test_json_modes) {
+        CtlJsonMode m = CTL_JSON_OFF;
+        char *pretty = NULL, *plain = NULL, *shrt = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        ck_assert_int_eq(ctl_json_mode_from_string(NULL, &m), 0); /* a bare --json: pretty, as before */
+        ck_assert_int_eq(m, CTL_JSON_PRETTY);
+        ck_assert_int_eq(ctl_json_mode_from_string("short", &m), 0);
+        ck_assert_int_eq(m, CTL_JSON_SHORT);
+        ck_assert_int_eq(ctl_json_mode_from_string("pretty", &m), 0);
+        ck_assert_int_eq(m, CTL_JSON_PRETTY);
+        ck_assert_int_eq(ctl_json_mode_from_string("", &m), -EINVAL);
+        ck_assert_int_eq(ctl_json_mode_from_string("Short", &m), -EINVAL);
+        ck_assert_int_eq(ctl_json_mode_from_string("off", &m), -EINVAL);
+
+        json_object *o = json_object_new_object(), *a = json_object_new_array();
+        json_object_array_add(a, json_object_new_string("a/b"));
+        json_object_array_add(a, json_object_new_uint64(1));
+        json_object_object_add(o, "guests", a);
+        json_object_object_add(o, "name", json_object_new_string("x"));
+
+        capture_begin(&f, &size, &pretty);
+        ck_assert_int_eq(ctl_print_json_mode(f, o, CTL_JSON_PRETTY), 0);
+        capture_end(f, pretty);
+        capture_begin(&f, &size, &plain);
+        ck_assert_int_eq(ctl_print_json(f, o), 0);
+        capture_end(f, plain);
+        capture_begin(&f, &size, &shrt);
+        ck_assert_int_eq(ctl_print_json_mode(f, o, CTL_JSON_SHORT), 0);
+        capture_end(f, shrt);
+
+        ck_assert_str_eq(pretty, plain); /* --json is --json=pretty */
+        ck_assert_ptr_nonnull(strstr(pretty, "\n  \"guests\""));
+        /* short: one line, then the newline; no blanks; '/' not escaped */
+        ck_assert_str_eq(shrt, "{\"guests\":[\"a/b\",1],\"name\":\"x\"}\n");
+        json_object *back = json_tokener_parse(pretty);
+        ck_assert(json_object_equal(back, o));
+        json_object_put(back);
+        back = json_tokener_parse(shrt);
+        ck_assert(json_object_equal(back, o));
+        json_object_put(back);
+        free(pretty);
+        free(plain);
+        free(shrt);
+        json_object_put(o);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("ctl-format");
         TCase *tc = tcase_create("format");
@@ -274,6 +398,9 @@ int main(void) {
         tcase_add_test(tc, test_chart);
         tcase_add_test(tc, test_json_shape);
         tcase_add_test(tc, test_details);
+        tcase_add_test(tc, test_guest_names);
+        tcase_add_test(tc, test_status_exit_code);
+        tcase_add_test(tc, test_json_modes);
         suite_add_tcase(s, tc);
         return check_run_suite(s);
 }
