@@ -22,6 +22,9 @@
  * stopped: the guest cannot give more (or take back) right now. */
 #define STALL_MOVE_BYTES (2 * MIB)
 #define STALL_CYCLES 4
+/* A balloon this far below the target it had reached (or 2 % of it) was set from outside. */
+#define OUTSIDE_MIN_BYTES (16 * MIB)
+#define OUTSIDE_SAMPLES 2
 /* A guest still booting has no balloon driver yet: QEMU reports no stats (last-update 0) and
  * the balloon cannot move, which is not the guest refusing to give memory. Until the driver
  * shows (stats, or the balloon moving), for at most this long, a balloon short of its target
@@ -232,6 +235,8 @@ static int guest_send_balloon(Guest *g, uint64_t bytes) {
                 return r;
         }
         g->balloon_target = bytes;
+        g->balloon_reached = false;
+        g->outside_count = 0;
         g->resizes[GUEST_ACTUATOR_BALLOON]++;
         return 0;
 }
@@ -248,6 +253,60 @@ static bool guest_balloon_driver_pending(Guest *g, uint64_t now) {
 
 /* A balloon away from its target that no longer moves: the guest cannot give (or take) more.
  * Returns true when the guest is (still) stalled. */
+static void guest_pause_outside(Guest *g) {
+        char b1[FORMAT_SIZE_MAX], b2[FORMAT_SIZE_MAX];
+
+        g->paused = true;
+        g->paused_outside = true;
+        snprintf(g->reason, sizeof(g->reason),
+                 "balloon set from outside: %s, below the %s rightsize asked for (virsh setmem, another "
+                 "controller or an operator?): paused; rightsizectl resume takes the guest back",
+                 fmt_size(b1, sizeof(b1), g->actual), fmt_size(b2, sizeof(b2), g->balloon_target));
+        /* What is set now is theirs: a resume sends ours again. */
+        g->balloon_target = g->actual;
+        g->balloon_reached = false;
+        g->stall_count = 0;
+        g->stall_prev_actual = g->actual;
+        LogEvent event = {
+                .message_id = LOG_MESSAGE_OUTSIDE,
+                .guest_uuid = g->uuid,
+                .target_bytes = g->target ?: UINT64_MAX,
+                .actual_bytes = g->actual,
+                .estimate_bytes = UINT64_MAX,
+        };
+        log_named_guest_event(LOG_WARNING, g->name, "paused", &event, "%s", g->reason);
+        guest_notify(g, false);
+}
+
+/* A balloon that reached its target and then went below it, with no new target from us: a
+ * balloon never inflates past what it was asked, so someone else asked (virsh setmem, MoM,
+ * Proxmox, an operator on a second QMP socket). Two controllers fighting every interval is worse
+ * than either: the guest is paused, with the reason, until the operator resumes it. Two samples
+ * in a row, so that a reading taken as our own command lands cannot count; the first already
+ * holds our actuators back (true: do not actuate this cycle), or we would answer the other
+ * controller's change before knowing it was one. */
+static bool guest_check_outside(Guest *g) {
+        uint64_t plugged = g->vmem_id ? MIN(g->vmem_requested, g->balloon_target) : 0;
+        uint64_t ours = g->balloon_target - plugged;
+        uint64_t tolerance = MAX(OUTSIDE_MIN_BYTES, ours / 50);
+
+        if (g->balloon_target == 0 || g->balloon_actual == 0 || g->balloon_target <= plugged) {
+                g->outside_count = 0;
+                return false;
+        }
+        if (g->balloon_actual + 4 * MIB >= ours && g->balloon_actual <= ours + 4 * MIB)
+                g->balloon_reached = true;
+        if (!g->balloon_reached || g->balloon_actual + tolerance >= ours) {
+                g->outside_count = 0;
+                return false;
+        }
+        if (++g->outside_count < OUTSIDE_SAMPLES)
+                return true;
+        g->outside_count = 0;
+        guest_pause_outside(g);
+        return true;
+}
+
 static bool guest_check_stall(Guest *g, uint64_t now) {
         uint64_t tolerance = MAX(4 * MIB, g->balloon_target / 200);
         char b1[FORMAT_SIZE_MAX], b2[FORMAT_SIZE_MAX];
@@ -357,6 +416,8 @@ static void guest_actuate(Guest *g, uint64_t target, bool urgent, bool fine, uin
         int r;
 
         if (g->paused || g->policy.mode == RS_MODE_OBSERVE || g->actual == 0)
+                return;
+        if (!guest_balloon_driver_pending(g, now) && guest_check_outside(g))
                 return;
         if (!guest_balloon_driver_pending(g, now) && guest_check_stall(g, now) && target < g->stall_size)
                 target = g->stall_size;
@@ -670,7 +731,7 @@ static uint64_t cycle_decide(Guest *g, uint64_t now) {
         bool host_capped = !g->paused && g->policy.mode != RS_MODE_OBSERVE && target < d.target;
         rs_guest_set_grant(g->core, host_capped ? target : RS_UNKNOWN);
 
-        if (!g->stalled) {
+        if (!g->stalled && !g->paused_outside) {
                 size_t n = (size_t) snprintf(g->reason, sizeof(g->reason), "%s", d.reason);
                 if (g->agent_problem[0] && n < sizeof(g->reason))
                         (void) snprintf(g->reason + n, sizeof(g->reason) - n, "; %s", g->agent_problem);
@@ -923,6 +984,7 @@ void guest_set_paused(Guest *g, bool paused) {
         if (g->paused == paused)
                 return;
         g->paused = paused;
+        g->paused_outside = false;
         log_guest_info(g, paused ? "Paused by the operator" : "Resumed by the operator");
 }
 

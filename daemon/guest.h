@@ -135,6 +135,9 @@ struct Guest {
         char fault[256];       /* "" when healthy */
         char reason[RS_REASON_MAX + 2 + GUEST_AGENT_PROBLEM_MAX]; /* the core's, "; " and the agent's */
         bool paused;
+        bool paused_outside;   /* paused because the balloon was set from outside (the reason says) */
+        bool balloon_reached;  /* the balloon came to balloon_target since it was last sent */
+        unsigned outside_count; /* samples in a row below the target it had reached */
         bool probe_requested;
 
         unsigned cycle_pending;

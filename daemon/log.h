@@ -46,6 +46,7 @@ const char *log_level_to_string(int level);
 #define LOG_MESSAGE_RESIZE "d19a2540928d43e68da5bc3389b278c8"    /* a guest's target changed */
 #define LOG_MESSAGE_EMERGENCY "acffe7dac5694f5a9345a80e54ee50a3" /* a guest entered EMERGENCY */
 #define LOG_MESSAGE_FAULT "b4ec782ba618482aa5ccd992d839a935"     /* a guest's fault began */
+#define LOG_MESSAGE_OUTSIDE "5f0c3be1d0a44e47a9f2b6d0c8e71a32"   /* balloon set from outside: paused */
 
 /* An event's fields beside MESSAGE, so that `journalctl -o json` is a history export that
  * survives restarts: MESSAGE_ID=, GUEST_UUID=, TARGET_BYTES=, ACTUAL_BYTES=, ESTIMATE_BYTES=. */

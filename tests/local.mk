@@ -15,7 +15,8 @@ integration_tests = \
 	tests/integration/test-daemon-libvirtd-hang \
 	tests/integration/test-daemon-dimm \
 	tests/integration/test-daemon-qemu-kill \
-	tests/integration/test-daemon-unmatched
+	tests/integration/test-daemon-unmatched \
+	tests/integration/test-daemon-coexist
 check_PROGRAMS += $(integration_tests)
 TESTS += $(integration_tests)
 

@@ -27,6 +27,7 @@
  *   lie-future       last-update ten years in the future
  *   stale-stats      the statistics are refreshed once and never again
  *   stuck-balloon    balloon is accepted but the guest never moves
+ *   outside-balloon  another controller sets the balloon once, to 85 % of where it is
  *
  * Guest agent (--agent, or any agent-* fault for that guest): a qemu-guest-agent on DIR/sim-N.qga
  * beside the QMP socket. It speaks the agent protocol (no greeting, no ids; a 0xFF byte resets
@@ -98,6 +99,7 @@ typedef enum FaultKind {
         FAULT_AGENT_HANG,
         FAULT_AGENT_HUGE_VMSTAT,
         FAULT_AGENT_GARBAGE,
+        FAULT_OUTSIDE_BALLOON,
         _FAULT_MAX,
 } FaultKind;
 
@@ -120,6 +122,7 @@ static const char *const fault_names[_FAULT_MAX] = {
         [FAULT_AGENT_HANG] = "agent-hang",
         [FAULT_AGENT_HUGE_VMSTAT] = "agent-huge-vmstat",
         [FAULT_AGENT_GARBAGE] = "agent-garbage",
+        [FAULT_OUTSIDE_BALLOON] = "outside-balloon",
 };
 
 static bool fault_is_agent(FaultKind k) {
@@ -170,6 +173,7 @@ struct Guest {
         bool have_stats;
         RsSample stats;
         uint64_t last_actual;
+        bool outside_done;         /* outside-balloon: the other controller's change was made */
         uint64_t vm_requested, vm_size, vm_max;
         uint64_t n_commands, n_stats_reads, n_balloon_sets; /* for --counters */
         Conn *conns;
@@ -494,6 +498,13 @@ static json_object *execute(Guest *g, const char *cmd, json_object *args) {
                         guest_model_set_target(&g->model, (uint64_t) target);
                 g->n_balloon_sets++;
                 return return_reply(NULL);
+        }
+        if (strcmp(cmd, "query-memory-size-summary") == 0) {
+                /* Boot memory, as QEMU reports it: the balloon's ceiling. */
+                json_object *o = json_object_new_object();
+                json_object_object_add(o, "base-memory", json_object_new_uint64(g->model.cfg.boot_bytes));
+                json_object_object_add(o, "plugged-memory", json_object_new_uint64(g->vm_size));
+                return return_reply(o);
         }
         if (strcmp(cmd, "query-memory-devices") == 0)
                 return return_reply(memory_devices_json(g));
@@ -944,6 +955,12 @@ static void guest_step(Guest *g) {
 
         if (fault == FAULT_LYING_STATS)
                 m->cfg.lie_probability = 1.0;
+        if (fault == FAULT_OUTSIDE_BALLOON && !g->outside_done) {
+                /* Another controller (virsh setmem, MoM, an operator on a second QMP socket) sets
+                 * the balloon once, to 85 % of where it is; later commands are obeyed as before. */
+                guest_model_set_target(m, m->actual / 100 * 85);
+                g->outside_done = true;
+        }
         guest_model_step(m);
         if (g->polling_interval > 0 && !(fault == FAULT_STALE_STATS && g->have_stats) &&
             (!g->have_stats || m->now_usec - g->stats_updated_usec >= g->polling_interval * USEC_PER_SEC)) {
@@ -1085,7 +1102,8 @@ static void help(void) {
                "                         SIGUSR2 on): garbage, huge-reply,\n"
                "                         deep-nesting, wrong-types, hang, close-mid-reply, event-flood,\n"
                "                         lying-stats, lie-free, lie-backwards, lie-huge, lie-future,\n"
-               "                         stale-stats, stuck-balloon, agent-hang, agent-huge-vmstat,\n"
+               "                         stale-stats, stuck-balloon, outside-balloon, agent-hang,\n"
+               "                         agent-huge-vmstat,\n"
                "                         agent-garbage (repeatable; agent-* give the guest an agent)\n"
                "  --agent                Give every guest a guest agent on DIR/sim-N.qga\n"
                "  --huge-reply-size MIB  Length of a huge-reply string (default 4)\n"

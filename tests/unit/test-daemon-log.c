@@ -298,8 +298,9 @@ START_TEST(test_journal_fields) {
         ck_assert_ptr_null(field_get(fields, n, "ESTIMATE_BYTES"));
         ck_assert_str_eq(field_get(fields, n, "GUEST"), "web1");
 
-        /* The three kinds have distinct IDs of 32 hex digits. */
-        static const char *const ids[] = { LOG_MESSAGE_RESIZE, LOG_MESSAGE_EMERGENCY, LOG_MESSAGE_FAULT };
+        /* The kinds have distinct IDs of 32 hex digits. */
+        static const char *const ids[] = { LOG_MESSAGE_RESIZE, LOG_MESSAGE_EMERGENCY, LOG_MESSAGE_FAULT,
+                                           LOG_MESSAGE_OUTSIDE };
         for (size_t i = 0; i < ARRAY_SIZE(ids); i++) {
                 ck_assert_uint_eq(strspn(ids[i], "0123456789abcdef"), 32);
                 ck_assert_uint_eq(strlen(ids[i]), 32);

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* rightsized beside another controller: when a guest's balloon is set from outside (virsh
+ * setmem, MoM, Proxmox, an operator on a second QMP socket), the daemon pauses that guest, says
+ * why, and does not fight: the balloon stays where the other controller put it. `rightsizectl
+ * resume` takes the guest back, and the daemon's own size returns. A simulated guest
+ * (tests/sim/fake-qemu, fault outside-balloon, released with SIGUSR2 once the guest holds).
+ * Waits are on state with generous deadlines. */
+
+#include <check.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/macro.h"
+#include "tests/lib/bus-fixture.h"
+#include "tests/lib/daemon-fixture.h"
+#include "tests/lib/test-util.h"
+#include "tests/lib/check-run.h"
+
+#define WAIT_SEC 90
+#define GUEST "sim-0"
+
+static BusFixture bus;
+static DaemonFixture d;
+
+static void setup(void) {
+        static const char *const sim[] = { "--scenario", "steady", "--time-scale", "20", "--fault",
+                                           "0:outside-balloon@usr2", NULL };
+
+        ck_assert_int_eq(bus_fixture_start(&bus, BUS_POLICY_OPEN), 0);
+        daemon_fixture_init(&d, &bus);
+        daemon_fixture_write_config(&d, "", NULL);
+        /* A floor above the simulated working set, so that it holds soon, and a long hold: once
+         * it holds, nothing of the daemon's moves the balloon. */
+        daemon_fixture_write_policy(&d, "hold", "[policy]\nmatch = *\npoll-interval = 1s\nfloor = 768M\n"
+                                                "floor-percent = 0\nhold-time = 1h\n");
+        daemon_fixture_start_sim(&d, 0, 0, 1, sim);
+        daemon_fixture_start(&d);
+        ck_assert_msg(guest_view_wait_running(&d, GUEST, WAIT_SEC), GUEST " never became managed");
+}
+
+static void teardown(void) {
+        daemon_fixture_done(&d);
+        bus_fixture_stop(&bus);
+}
+
+typedef bool (*ViewPredicate)(const GuestView *v, uint64_t arg);
+
+static GuestView wait_view(ViewPredicate ok, uint64_t arg, const char *what) {
+        GuestView v = {};
+        for (uint64_t start = monotonic_sec(); monotonic_sec() < start + WAIT_SEC; usleep(200 * 1000))
+                if (guest_view_get(&d, GUEST, &v) == 0 && ok(&v, arg))
+                        return v;
+        ck_abort_msg("%s: not within %d s (state %s, target %" PRIu64 ", actual %" PRIu64 ", reason '%s')", what,
+                     WAIT_SEC, v.state, v.target, v.actual, v.reason);
+        return v;
+}
+
+static bool holding_at_target(const GuestView *v, uint64_t arg _unused_) {
+        return strcmp(v->state, "hold") == 0 && v->target > 0 && v->actual + 8 * MIB >= v->target &&
+               v->actual <= v->target + 8 * MIB;
+}
+
+static bool paused_from_outside(const GuestView *v, uint64_t arg _unused_) {
+        return v->paused && strstr(v->reason, "set from outside");
+}
+
+static bool back_at(const GuestView *v, uint64_t size) {
+        return !v->paused && v->actual + 8 * MIB >= size && v->actual <= size + 8 * MIB;
+}
+
+START_TEST(test_outside_change_pauses_then_resume_takes_back) {
+        GuestView held = wait_view(holding_at_target, 0, "holding at its target");
+        uint64_t ours = held.actual;
+
+        /* The other controller sets the balloon to 85 % of where it is. */
+        ck_assert_int_eq(kill(d.sims[0], SIGUSR2), 0);
+        GuestView v = wait_view(paused_from_outside, 0, "paused, naming the outside change");
+        ck_assert_msg(v.actual + 16 * MIB < ours, "paused, yet the balloon was not moved: %" PRIu64 " vs %" PRIu64,
+                      v.actual, ours);
+
+        /* Paused: the daemon leaves the balloon where the other controller put it. */
+        uint64_t theirs = v.actual;
+        int before = guest_history_count(&d, GUEST);
+        for (uint64_t start = monotonic_sec(); guest_history_count(&d, GUEST) < before + 5;) {
+                ck_assert_msg(monotonic_sec() < start + WAIT_SEC, "no decisions while paused");
+                usleep(200 * 1000);
+        }
+        ck_assert_int_eq(guest_view_get(&d, GUEST, &v), 0);
+        ck_assert_msg(v.paused, "resumed by itself");
+        ck_assert_msg(v.actual + 8 * MIB >= theirs && v.actual <= theirs + 8 * MIB,
+                      "the daemon fought the other controller: %" PRIu64 " -> %" PRIu64, theirs, v.actual);
+
+        /* The operator gives the guest back: the daemon's size returns. */
+        _cleanup_(ctl_run_done) CtlRun resume = ctl_run(&d, "resume", GUEST);
+        ck_assert_msg(resume.code == 0, "resume: %d %s", resume.code, resume.err);
+        wait_view(back_at, ours, "back at the daemon's size after resume");
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("daemon-coexist");
+        TCase *tc = tcase_create("coexist");
+
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 400);
+        tcase_add_test(tc, test_outside_change_pauses_then_resume_takes_back);
+        suite_add_tcase(s, tc);
+
+        return check_run_suite(s);
+}
