@@ -27,7 +27,6 @@ guest-image: contrib/workload/rs-workload
 	$(AM_V_GEN)$(top_srcdir)/contrib/build-guest-image \
 		--workload contrib/workload/rs-workload guest
 
-check_DATA = guest/initrd.gz
 
 CLEANFILES += guest/initrd.gz guest/vmlinuz guest/kernel-version guest/stamp \
 	guest/accel-verdict guest/.lock

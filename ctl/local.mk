@@ -13,11 +13,9 @@ rightsizectl_LDADD = common/libcommon.a $(LIBSYSTEMD_LIBS) $(JSONC_LIBS) -lm
 
 EXTRA_DIST += ctl/README.md
 
-ctl_tests = \
-	tests/unit/test-ctl-format \
-	tests/integration/test-rightsizectl
-check_PROGRAMS += $(ctl_tests)
-TESTS += $(ctl_tests)
+check_PROGRAMS += tests/unit/test-ctl-format tests/integration/test-rightsizectl
+TESTS += tests/unit/test-ctl-format
+INTEGRATION_TESTS += tests/integration/test-rightsizectl
 
 # The formatter is the CLI's own (no library): compiled into its test too.
 tests_unit_test_ctl_format_SOURCES = tests/unit/test-ctl-format.c ctl/ctl-format.c ctl/ctl-format.h

@@ -1,5 +1,5 @@
 # tests/ build fragment: integration tests against real QEMU guests, real libvirtd and the
-# simulated guests of tests/sim. (Unit test lists live beside the module they test:
+# simulated guests of tests/sim (make check-integration: see the top Makefile.am). (Unit test lists live beside the module they test:
 # common/, qmp/, policies/, daemon/, daemon/libvirt/ and ctl/ local.mk.) Every test links
 # tests/lib/libtest.a and the tree's libraries (tests/lib/local.mk): one line each here.
 
@@ -18,7 +18,7 @@ integration_tests = \
 	tests/integration/test-daemon-unmatched \
 	tests/integration/test-daemon-coexist
 check_PROGRAMS += $(integration_tests)
-TESTS += $(integration_tests)
+INTEGRATION_TESTS += $(integration_tests)
 
 # The tests that run rightsized, rightsizectl or tests/sim/fake-qemu need no rule for them:
 # `make check` builds every program (and check program) before it runs a test.

@@ -25,7 +25,7 @@ libvirt_tests = \
 	tests/unit/test-libvirt-parse \
 	tests/unit/test-libvirt-watchdog \
 	tests/unit/test-libvirt-worker \
-	tests/unit/test-libvirt-backend-async \
-	tests/integration/test-libvirt-backend
-check_PROGRAMS += $(libvirt_tests)
+	tests/unit/test-libvirt-backend-async
+check_PROGRAMS += $(libvirt_tests) tests/integration/test-libvirt-backend
 TESTS += $(libvirt_tests)
+INTEGRATION_TESTS += tests/integration/test-libvirt-backend

@@ -6,4 +6,4 @@ check_PROGRAMS += tests/sim/fake-qemu
 
 # Drives fake-qemu with the real qmp/ client.
 check_PROGRAMS += tests/integration/test-fake-qemu
-TESTS += tests/integration/test-fake-qemu
+INTEGRATION_TESTS += tests/integration/test-fake-qemu
