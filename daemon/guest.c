@@ -378,6 +378,7 @@ void guest_actuator_failed(Guest *g, GuestActuator which, int error, const char 
                 break;
         case GUEST_ACTUATOR_VIRTIO_MEM:
                 g->vmem_requested = previous;
+                g->balloon_reached = false; /* the balloon's own target moved with it */
                 break;
         case GUEST_ACTUATOR_DIMM:
                 guest_dimm_refused(g, error, why);
@@ -464,6 +465,7 @@ static void guest_actuate(Guest *g, uint64_t target, bool urgent, bool fine, uin
                         log_guest_warning_errno(g, r, "virtio-mem resize: %m");
                 } else {
                         g->vmem_requested = requested;
+                        g->balloon_reached = false; /* the balloon's own target moved with it */
                         g->resizes[GUEST_ACTUATOR_VIRTIO_MEM]++;
                 }
         }
