@@ -5,12 +5,16 @@
 #include <errno.h>
 #include <grp.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/bus-api.h"
 #include "common/macro.h"
 #include "common/size.h"
+#include "common/time-util.h"
 #include "daemon/bus-polkit.h"
 #include "daemon/log.h"
 #include "daemon/manager-bus.h"
@@ -375,6 +379,11 @@ static int property_get(sd_bus *bus, const char *path, const char *interface, co
                 return sd_bus_message_append(reply, "u", manager_guests_managed(m));
         if (strcmp(property, "ReclaimedBytes") == 0)
                 return sd_bus_message_append(reply, "t", manager_reclaimed(m));
+        if (strcmp(property, "ApiOutages") == 0)
+                return sd_bus_message_append(reply, "u", m->n_api_outages);
+        if (strcmp(property, "LastApiOutage") == 0)
+                return sd_bus_message_append(reply, "(tts)", m->last_api_outage.start, m->last_api_outage.end,
+                                             m->last_api_outage.reason);
         return sd_bus_message_append(reply, "s", RIGHTSIZE_VERSION);
 }
 
@@ -383,6 +392,9 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("Version", "s", property_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("GuestsManaged", "u", property_get, 0, 0),
         SD_BUS_PROPERTY("ReclaimedBytes", "t", property_get, 0, 0),
+        /* What an outage of this API itself was: told once the API is back. */
+        SD_BUS_PROPERTY("ApiOutages", "u", property_get, 0, 0),
+        SD_BUS_PROPERTY("LastApiOutage", "(tts)", property_get, 0, 0),
         SD_BUS_METHOD("ListGuests", "", "aa{sv}", method_list_guests, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("GetGuest", "s", "a{sv}", method_get_guest, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("GetHistory", "s", "a(tttt)", method_get_history, SD_BUS_VTABLE_UNPRIVILEGED),
@@ -399,46 +411,240 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
-int manager_bus_open(Manager *m) {
-        int r;
+/* ---- the connection: retried until the name is ours ---- */
 
-        r = bus_polkit_registry_new(&m->polkit_registry);
-        if (r < 0)
-                return r;
-        r = sd_bus_open_system(&m->bus);
-        if (r < 0)
-                goto fail;
-        r = sd_bus_attach_event(m->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
-        if (r < 0)
-                goto fail;
-        r = sd_bus_add_object_vtable(m->bus, &m->bus_slot, RS_BUS_PATH, RS_BUS_INTERFACE, manager_vtable, m);
-        if (r < 0)
-                goto fail;
-        r = sd_bus_request_name(m->bus, RS_BUS_NAME, 0);
-        if (r < 0) {
-                log_error_errno(r, "Cannot own %s on the system bus: %m", RS_BUS_NAME);
-                goto fail;
-        }
-        return 0;
-fail:
-        manager_bus_close(m);
-        return r;
-}
+/* A failed bus is retried soon (a policy file just installed, dbus-daemon starting late), then
+ * less often, doubling up to a minute: each refused RequestName costs dbus-daemon a line in the
+ * system log, and a minute is as long as an operator who fixed it should wait. After a
+ * disconnection the first retry comes after a second, about what restarting dbus-daemon takes.
+ * `systemctl reload rightsized` retries at once (manager_bus_retry_now()). */
+#define BUS_RETRY_FIRST_USEC (10 * USEC_PER_SEC)
+#define BUS_RETRY_MAX_USEC (60 * USEC_PER_SEC)
+#define BUS_RECONNECT_USEC (1 * USEC_PER_SEC)
 
-void manager_bus_close(Manager *m) {
+/* From the D-Bus specification: RequestName's flag and replies. */
+#define DBUS_NAME_FLAG_DO_NOT_QUEUE 4U
+#define DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER 1U
+#define DBUS_REQUEST_NAME_REPLY_EXISTS 3U
+#define DBUS_REQUEST_NAME_REPLY_ALREADY_OWNER 4U
+
+#define HINT_POLICY                                                                                            \
+        "Install " RS_BUS_NAME ".conf where dbus-daemon reads it (/usr/share/dbus-1/system.d/ or "           \
+        "/etc/dbus-1/system.d/), then reload dbus (systemctl reload dbus)."
+
+static int on_bus_retry(sd_event_source *s, uint64_t usec, void *userdata);
+static void bus_failed(Manager *m, const char *hint, const char *format, ...) _printf_(3, 4);
+
+/* The connection, its object and polkit queries; the retry timer stays. */
+static void bus_disconnect(Manager *m) {
+        m->bus_owned = false;
         m->bus_slot = sd_bus_slot_unref(m->bus_slot);
         /* Before the bus goes: cancels the calls to polkit still in flight and drops the callers'
          * messages they hold (those callers get no reply; their bus tells them we left). */
         m->polkit_registry = bus_polkit_registry_free(m->polkit_registry);
         if (m->bus) {
-                sd_bus_flush(m->bus);
+                (void) sd_bus_flush(m->bus);
                 m->bus = sd_bus_close_unref(m->bus);
         }
 }
 
+static bool bus_retry_pending(Manager *m) {
+        int enabled = SD_EVENT_OFF;
+        return m->bus_retry && sd_event_source_get_enabled(m->bus_retry, &enabled) >= 0 && enabled != SD_EVENT_OFF;
+}
+
+static int bus_schedule_retry(Manager *m, uint64_t delay) {
+        int r;
+
+        if (!m->bus_retry) {
+                r = sd_event_add_time_relative(m->event, &m->bus_retry, CLOCK_MONOTONIC, delay, 0, on_bus_retry, m);
+                if (r < 0)
+                        return r;
+                (void) sd_event_source_set_description(m->bus_retry, "bus-retry");
+                return 0;
+        }
+        r = sd_event_source_set_time_relative(m->bus_retry, delay);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(m->bus_retry, SD_EVENT_ONESHOT);
+        return r;
+}
+
+/* The API is down: says why (an error at the start of an outage), shows it in STATUS= and
+ * schedules the next try. Once per attempt: a refused name and the disconnection that may follow
+ * are one failure. */
+static void bus_failed(Manager *m, const char *hint, const char *format, ...) {
+        char reason[sizeof(m->bus_error)];
+        va_list ap;
+        int r;
+
+        if (bus_retry_pending(m))
+                return;
+        m->bus_owned = false;
+        va_start(ap, format);
+        vsnprintf(reason, sizeof(reason), format, ap);
+        va_end(ap);
+
+        uint64_t delay = m->bus_retry_usec ?: BUS_RETRY_FIRST_USEC;
+        if (m->api_outage.start == 0) {
+                m->api_outage = (ApiOutage) { .start = now_usec(CLOCK_REALTIME) };
+                snprintf(m->api_outage.reason, sizeof(m->api_outage.reason), "%s", reason);
+                log_error("D-Bus API unavailable: %s.%s%s rightsizectl cannot reach the daemon meanwhile; guests "
+                          "are still managed, and the bus is retried (first in %llu s, then up to every %llu s).",
+                          reason, hint[0] ? " " : "", hint, (unsigned long long) (delay / USEC_PER_SEC),
+                          (unsigned long long) (BUS_RETRY_MAX_USEC / USEC_PER_SEC));
+        } else if (strcmp(reason, m->bus_error) != 0)
+                log_warning("D-Bus API still unavailable: %s.%s%s", reason, hint[0] ? " " : "", hint);
+        else
+                log_debug("D-Bus API still unavailable: %s; retrying in %llu s", reason,
+                          (unsigned long long) (delay / USEC_PER_SEC));
+        snprintf(m->bus_error, sizeof(m->bus_error), "%s", reason);
+
+        r = bus_schedule_retry(m, delay);
+        if (r < 0)
+                log_error_errno(r, "Cannot schedule the next D-Bus connection attempt: %m");
+        m->bus_retry_usec = MIN(MAX(delay * 2, BUS_RETRY_FIRST_USEC), BUS_RETRY_MAX_USEC);
+        manager_api_changed(m);
+}
+
+static void bus_name_acquired(Manager *m) {
+        char start[64] = "?";
+        struct tm tm;
+
+        m->bus_owned = true;
+        m->bus_retry_usec = 0;
+        if (m->bus_retry)
+                (void) sd_event_source_set_enabled(m->bus_retry, SD_EVENT_OFF);
+        if (m->api_outage.start == 0) {
+                log_debug("Owning %s on the system bus", RS_BUS_NAME);
+                return;
+        }
+        m->api_outage.end = now_usec(CLOCK_REALTIME);
+        time_t t = (time_t) (m->api_outage.start / USEC_PER_SEC);
+        if (localtime_r(&t, &tm))
+                strftime(start, sizeof(start), "%Y-%m-%d %H:%M:%S", &tm);
+        log_info("D-Bus API available again: %s is ours, after an outage since %s (%s)", RS_BUS_NAME, start,
+                 m->api_outage.reason);
+        m->last_api_outage = m->api_outage;
+        m->api_outage = (ApiOutage) {};
+        m->n_api_outages++;
+        m->bus_error[0] = '\0';
+        manager_api_changed(m);
+}
+
+/* RequestName's answer: an error (e is set) or a reply code (in reply). */
+static void bus_name_result(Manager *m, const sd_bus_error *e, sd_bus_message *reply) {
+        uint32_t code = 0;
+        int r;
+
+        if (sd_bus_error_is_set(e)) {
+                if (sd_bus_error_has_name(e, SD_BUS_ERROR_ACCESS_DENIED))
+                        bus_failed(m, HINT_POLICY, "the bus policy does not let rightsized own %s", RS_BUS_NAME);
+                else
+                        bus_failed(m, "", "cannot own %s: %s", RS_BUS_NAME, e->message ?: e->name);
+                return;
+        }
+        r = sd_bus_message_read(reply, "u", &code);
+        if (r < 0)
+                bus_failed(m, "", "cannot own %s: unreadable reply: %s", RS_BUS_NAME, strerror(-r));
+        else if (code == DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER || code == DBUS_REQUEST_NAME_REPLY_ALREADY_OWNER)
+                bus_name_acquired(m);
+        else if (code == DBUS_REQUEST_NAME_REPLY_EXISTS)
+                bus_failed(m, "Is another rightsized running?", "another process owns %s", RS_BUS_NAME);
+        else
+                bus_failed(m, "", "cannot own %s: RequestName answered %u", RS_BUS_NAME, code);
+}
+
+static int on_request_name(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error _unused_) {
+        bus_name_result(userdata, sd_bus_message_get_error(reply), reply);
+        return 0;
+}
+
+/* sd-bus synthesizes this when the connection ends (dbus-daemon stopped or restarted). A bus
+ * from sd_bus_open_system() does not exit the event loop then (sd_bus_set_exit_on_disconnect()
+ * is off but for the sd_bus_default*() buses), and this reconnects. The bus itself goes at the
+ * retry, outside its own dispatch. */
+static int on_bus_disconnected(sd_bus_message *msg _unused_, void *userdata, sd_bus_error *ret_error _unused_) {
+        Manager *m = userdata;
+
+        if (m->bus_owned)
+                m->bus_retry_usec = BUS_RECONNECT_USEC;
+        bus_failed(m, "Was dbus-daemon stopped or restarted?", "disconnected from the system bus");
+        return 0;
+}
+
+/* Connects, serves the object and asks for the name: waiting for the answer at the start, so that
+ * READY=1 comes with the API up (or known to be down), without blocking the loop on a retry. */
+static void bus_connect(Manager *m, bool wait) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r;
+
+        r = bus_polkit_registry_new(&m->polkit_registry);
+        if (r < 0) {
+                bus_failed(m, "", "cannot set up the polkit queries: %s", strerror(-r));
+                return;
+        }
+        r = sd_bus_open_system(&m->bus);
+        if (r < 0) {
+                bus_failed(m, "Is dbus-daemon running?", "cannot connect to the system bus: %s", strerror(-r));
+                return;
+        }
+        /* Set explicitly: a lost bus must not end the daemon, which keeps managing guests. */
+        r = sd_bus_set_exit_on_disconnect(m->bus, false);
+        if (r >= 0)
+                r = sd_bus_match_signal(m->bus, NULL, "org.freedesktop.DBus.Local", "/org/freedesktop/DBus/Local",
+                                        "org.freedesktop.DBus.Local", "Disconnected", on_bus_disconnected, m);
+        if (r >= 0)
+                r = sd_bus_attach_event(m->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
+        if (r >= 0)
+                r = sd_bus_add_object_vtable(m->bus, &m->bus_slot, RS_BUS_PATH, RS_BUS_INTERFACE, manager_vtable, m);
+        if (r < 0) {
+                bus_failed(m, "", "cannot set up the system bus connection: %s", strerror(-r));
+                return;
+        }
+
+        if (!wait) {
+                r = sd_bus_call_method_async(m->bus, NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                             "org.freedesktop.DBus", "RequestName", on_request_name, m, "su",
+                                             RS_BUS_NAME, DBUS_NAME_FLAG_DO_NOT_QUEUE);
+                if (r < 0)
+                        bus_failed(m, "", "cannot ask for %s: %s", RS_BUS_NAME, strerror(-r));
+                return;
+        }
+        r = sd_bus_call_method(m->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                               "RequestName", &error, &reply, "su", RS_BUS_NAME, DBUS_NAME_FLAG_DO_NOT_QUEUE);
+        if (r < 0 && !sd_bus_error_is_set(&error))
+                (void) sd_bus_error_set_errno(&error, r);
+        bus_name_result(m, &error, reply);
+}
+
+static int on_bus_retry(sd_event_source *s _unused_, uint64_t usec _unused_, void *userdata) {
+        Manager *m = userdata;
+
+        bus_disconnect(m);
+        log_debug("Connecting to the system bus again");
+        bus_connect(m, false);
+        return 0;
+}
+
+int manager_bus_open(Manager *m) {
+        bus_connect(m, true);
+        return m->bus_owned ? 0 : -ENOTCONN;
+}
+
+void manager_bus_retry_now(Manager *m) {
+        if (!m->bus_owned && bus_retry_pending(m))
+                (void) sd_event_source_set_time_relative(m->bus_retry, 0);
+}
+
+void manager_bus_close(Manager *m) {
+        m->bus_retry = sd_event_source_disable_unref(m->bus_retry);
+        bus_disconnect(m);
+}
+
 void manager_bus_emit_estimate_changed(Manager *m, Guest *g) {
         const RsEstimate *e = guest_estimate(g);
-        if (!m->bus || !e)
+        if (!m->bus_owned || !e)
                 return;
         (void) sd_bus_emit_signal(m->bus, RS_BUS_PATH, RS_BUS_INTERFACE, "EstimateChanged", "sttt", g->name,
                                   e->estimate == RS_UNKNOWN ? 0 : e->estimate, e->lower == RS_UNKNOWN ? 0 : e->lower,

@@ -5,7 +5,12 @@
 #include "daemon/manager.h"
 
 /* Connects to the system bus ($DBUS_SYSTEM_BUS_ADDRESS honoured), serves the object and takes
- * the name. */
+ * the name, waiting for the bus's answer. 0 when the name is ours; otherwise -ENOTCONN, the cause
+ * is logged and in Manager.bus_error (STATUS=), and the bus is retried on a timer until the name
+ * is ours; the same after a disconnection. Manager.last_api_outage keeps the last outage. */
 int manager_bus_open(Manager *m);
+/* While the API is down: retries now rather than at the next timer. */
+void manager_bus_retry_now(Manager *m);
+/* Closes the bus and stops the retries. */
 void manager_bus_close(Manager *m);
 void manager_bus_emit_estimate_changed(Manager *m, Guest *g);

@@ -364,10 +364,18 @@ static void manager_publish(Manager *m, bool force) {
         unsigned n = manager_guests_managed(m);
         uint64_t reclaimed = manager_reclaimed(m);
         if (force || n != m->status_guests || reclaimed != m->status_reclaimed) {
-                (void) notify_status(n, reclaimed);
+                (void) notify_status(n, reclaimed, manager_api_error(m));
                 m->status_guests = n;
                 m->status_reclaimed = reclaimed;
         }
+}
+
+const char *manager_api_error(const Manager *m) {
+        return m->bus_error[0] ? m->bus_error : NULL;
+}
+
+void manager_api_changed(Manager *m) {
+        manager_publish(m, true);
 }
 
 static void manager_guest_updated(Guest *g, bool estimate_changed, void *userdata) {
@@ -577,9 +585,9 @@ int manager_start(Manager *m) {
                         log_warning_errno(r, "Cannot create the state directory %s: %m", m->config->state_dir);
         }
 
-        r = manager_bus_open(m);
-        if (r < 0)
-                log_warning_errno(r, "D-Bus API unavailable, continuing without it: %m");
+        /* Without the bus the guests are still managed: a failure is logged, shown in STATUS= and
+         * retried (manager-bus.c). */
+        (void) manager_bus_open(m);
 
         r = discovery_new(m->event, on_guest_added, on_guest_removed, m, &m->discovery);
         if (r < 0)
@@ -595,7 +603,7 @@ int manager_start(Manager *m) {
         }
 
         (void) notify_watchdog_setup(m->event, &m->watchdog, NULL);
-        (void) notify_ready(manager_guests_managed(m), manager_reclaimed(m));
+        (void) notify_ready(manager_guests_managed(m), manager_reclaimed(m), manager_api_error(m));
         log_info("rightsized running: %zu policies, %zu guests found", m->policies.n, m->n_guests);
         return 0;
 }
@@ -660,12 +668,14 @@ int manager_reload(Manager *m, char **ret_error) {
                         log_warning("libvirt guests unavailable after the reload");
         }
         manager_arbitration_invalidate(m); /* new floors, maxima, shares, host reserve */
+        /* An operator who just installed the bus policy need not wait for the next retry. */
+        manager_bus_retry_now(m);
         log_info("Reloaded %s: %zu policies", m->config_path, m->policies.n);
-        (void) notify_ready(manager_guests_managed(m), manager_reclaimed(m));
+        (void) notify_ready(manager_guests_managed(m), manager_reclaimed(m), manager_api_error(m));
         return 0;
 
 fail:
-        (void) notify_ready(manager_guests_managed(m), manager_reclaimed(m));
+        (void) notify_ready(manager_guests_managed(m), manager_reclaimed(m), manager_api_error(m));
         if (ret_error)
                 *ret_error = TAKE_PTR(error);
         return r;

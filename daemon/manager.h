@@ -27,6 +27,13 @@ typedef struct ManagerShare {
         bool short_of_memory;   /* the host was short at that computation */
 } ManagerShare;
 
+/* A time the D-Bus API was unavailable (manager-bus.c): realtime µs, and why. */
+typedef struct ApiOutage {
+        uint64_t start;       /* 0: none */
+        uint64_t end;
+        char reason[256];     /* the failure that began it */
+} ApiOutage;
+
 typedef struct Manager {
         sd_event *event;
         char *config_path;
@@ -50,6 +57,15 @@ typedef struct Manager {
         sd_bus *bus;
         sd_bus_slot *bus_slot;
         struct BusPolkitRegistry *polkit_registry; /* changes by non-root callers (bus-polkit.h) */
+        /* The API is up once the name is ours; until then, and after a disconnection, the bus is
+         * retried on a timer while the guests are managed as ever (manager-bus.c). */
+        bool bus_owned;
+        char bus_error[256];          /* why the API is down now, "" while up (or at the first try) */
+        sd_event_source *bus_retry;
+        uint64_t bus_retry_usec;      /* the delay before the next retry */
+        ApiOutage api_outage;         /* the one going on, start 0 when none */
+        ApiOutage last_api_outage;    /* the last one that ended, start 0 when none */
+        unsigned n_api_outages;       /* ended since the daemon started */
 
         sd_event_source *watchdog;
         bool stopping;
@@ -75,6 +91,11 @@ int manager_reload(Manager *m, char **ret_error);
 /* Leaves every guest at the shutdown action's size, saves state, and exits the loop when
  * the commands completed (or after a short timeout). */
 void manager_shutdown(Manager *m);
+
+/* The D-Bus API went down or came back (manager-bus.c): STATUS= says so at once. */
+void manager_api_changed(Manager *m);
+/* Why the D-Bus API is down, for STATUS=; NULL while it is up. */
+const char *manager_api_error(const Manager *m);
 
 Guest *manager_find_guest(Manager *m, const char *name);
 /* Sum over guests of (max − actual). */

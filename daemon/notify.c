@@ -10,24 +10,36 @@
 #include "common/macro.h"
 #include "daemon/log.h"
 
-#define STATUS_MAX 128
+/* Room for the D-Bus API's reason (Manager.bus_error) besides the counts. */
+#define STATUS_MAX 512
 
-int notify_format_status(char *buf, size_t len, unsigned n_guests, uint64_t reclaimed_bytes) {
-        return snprintf(buf, len, "Managing %u guest%s, %llu MiB reclaimed", n_guests, n_guests == 1 ? "" : "s",
-                        (unsigned long long) (reclaimed_bytes / MIB));
+int notify_format_status(char *buf, size_t len, unsigned n_guests, uint64_t reclaimed_bytes, const char *api_error) {
+        unsigned long long mib = reclaimed_bytes / MIB;
+        const char *plural = n_guests == 1 ? "" : "s";
+        int n;
+
+        if (!api_error)
+                return snprintf(buf, len, "Managing %u guest%s, %llu MiB reclaimed", n_guests, plural, mib);
+
+        n = snprintf(buf, len, "D-Bus API unavailable: %s; managing %u guest%s, %llu MiB reclaimed", api_error,
+                     n_guests, plural, mib);
+        for (char *p = buf; len > 0 && *p; p++)
+                if ((unsigned char) *p < ' ' || *p == 0x7f)
+                        *p = ' ';
+        return n;
 }
 
-int notify_status(unsigned n_guests, uint64_t reclaimed_bytes) {
+int notify_status(unsigned n_guests, uint64_t reclaimed_bytes, const char *api_error) {
         char status[STATUS_MAX];
 
-        notify_format_status(status, sizeof(status), n_guests, reclaimed_bytes);
+        notify_format_status(status, sizeof(status), n_guests, reclaimed_bytes, api_error);
         return sd_notifyf(0, "STATUS=%s", status);
 }
 
-int notify_ready(unsigned n_guests, uint64_t reclaimed_bytes) {
+int notify_ready(unsigned n_guests, uint64_t reclaimed_bytes, const char *api_error) {
         char status[STATUS_MAX];
 
-        notify_format_status(status, sizeof(status), n_guests, reclaimed_bytes);
+        notify_format_status(status, sizeof(status), n_guests, reclaimed_bytes, api_error);
         return sd_notifyf(0, "READY=1\nSTATUS=%s", status);
 }
 

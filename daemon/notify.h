@@ -8,12 +8,16 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
-/* "Managing 3 guests, 1536 MiB reclaimed". Returns the length snprintf() would have written. */
-int notify_format_status(char *buf, size_t len, unsigned n_guests, uint64_t reclaimed_bytes);
+/* "Managing 3 guests, 1536 MiB reclaimed". With api_error (the D-Bus API is down, NULL when it is
+ * not), "D-Bus API unavailable: API_ERROR; managing 3 guests, 1536 MiB reclaimed": first, so that a
+ * truncated `systemctl status` still shows it; control characters in it become spaces, since a
+ * newline would start another assignment of the notify message. Returns the length snprintf()
+ * would have written. */
+int notify_format_status(char *buf, size_t len, unsigned n_guests, uint64_t reclaimed_bytes, const char *api_error);
 
 /* Each returns what sd_notify() returns: > 0 sent, 0 not running under systemd, < 0 error. */
-int notify_ready(unsigned n_guests, uint64_t reclaimed_bytes);
-int notify_status(unsigned n_guests, uint64_t reclaimed_bytes);
+int notify_ready(unsigned n_guests, uint64_t reclaimed_bytes, const char *api_error);
+int notify_status(unsigned n_guests, uint64_t reclaimed_bytes, const char *api_error);
 int notify_reloading(void);  /* for Type=notify-reload semantics; end the reload with notify_ready() */
 int notify_stopping(void);
 

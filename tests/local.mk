@@ -16,7 +16,8 @@ integration_tests = \
 	tests/integration/test-daemon-dimm \
 	tests/integration/test-daemon-qemu-kill \
 	tests/integration/test-daemon-unmatched \
-	tests/integration/test-daemon-coexist
+	tests/integration/test-daemon-coexist \
+	tests/integration/test-daemon-api-outage
 check_PROGRAMS += $(integration_tests)
 INTEGRATION_TESTS += $(integration_tests)
 

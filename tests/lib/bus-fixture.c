@@ -110,17 +110,45 @@ static int write_shipped_policy(const char *dir) {
         return write_text(path, policy);
 }
 
+static int bus_spawn(BusFixture *b);
+
+/* In place of the shipped policy: a file dbus-daemon can include, that allows nothing. */
+static int write_empty_policy(const char *dir) {
+        _cleanup_free_ char *path = NULL;
+
+        if (asprintf(&path, "%s/policy.conf", dir) < 0)
+                return -ENOMEM;
+        return write_text(path,
+                          "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\"\n"
+                          " \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n"
+                          "<busconfig/>\n");
+}
+
+int bus_fixture_install_policy(BusFixture *b) {
+        int r;
+
+        if (b->pid <= 0)
+                return -ESRCH;
+        r = write_shipped_policy(b->dir);
+        if (r < 0)
+                return r;
+        return kill(b->pid, SIGHUP) < 0 ? -errno : 0;
+}
+
 int bus_fixture_start(BusFixture *b, BusPolicy policy) {
         _cleanup_free_ char *config = NULL, *config_path = NULL;
-        char buf[512];
-        int pipefd[2], r;
-        ssize_t n;
+        int r;
 
         *b = (BusFixture) { .pid = -1 };
         b->dir = test_mkdtemp();
         if (chmod(b->dir, 0755) < 0) /* callers that are not root connect too */
                 return -errno;
-        if (policy == BUS_POLICY_SYSTEM || policy == BUS_POLICY_SYSTEM_POLKIT) {
+        if (policy == BUS_POLICY_SYSTEM_UNINSTALLED) {
+                r = write_empty_policy(b->dir);
+                if (r < 0)
+                        return r;
+                r = asprintf(&config, system_config, b->dir, b->dir, "");
+        } else if (policy == BUS_POLICY_SYSTEM || policy == BUS_POLICY_SYSTEM_POLKIT) {
                 r = write_shipped_policy(b->dir);
                 if (r < 0)
                         return r;
@@ -137,6 +165,18 @@ int bus_fixture_start(BusFixture *b, BusPolicy policy) {
         if (r < 0)
                 return r;
 
+        return bus_spawn(b);
+}
+
+/* Runs dbus-daemon on the fixture's config; its address goes to b->address. */
+static int bus_spawn(BusFixture *b) {
+        _cleanup_free_ char *config_path = NULL;
+        char buf[512];
+        int pipefd[2], r;
+        ssize_t n;
+
+        if (asprintf(&config_path, "%s/bus.conf", b->dir) < 0)
+                return -ENOMEM;
         if (pipe2(pipefd, O_CLOEXEC) < 0)
                 return -errno;
         b->pid = fork();
@@ -173,6 +213,17 @@ int bus_fixture_start(BusFixture *b, BusPolicy policy) {
         buf[strcspn(buf, "\n")] = '\0';
         b->address = strdup(buf);
         return b->address ? 0 : -ENOMEM;
+}
+
+int bus_fixture_restart(BusFixture *b) {
+        if (b->pid <= 0)
+                return -ESRCH;
+        (void) kill(b->pid, SIGTERM);
+        (void) waitpid(b->pid, NULL, 0);
+        b->pid = -1;
+        free(b->address);
+        b->address = NULL;
+        return bus_spawn(b);
 }
 
 void bus_fixture_stop(BusFixture *b) {

@@ -14,6 +14,8 @@ typedef enum BusPolicy {
         BUS_POLICY_OPEN,   /* anyone may own any name, call anything, receive everything */
         BUS_POLICY_SYSTEM, /* system.conf's defaults plus the shipped policy of rightsized */
         BUS_POLICY_SYSTEM_POLKIT, /* the same plus polkitd's own bus policy (BUS_FIXTURE_POLKIT_POLICY) */
+        BUS_POLICY_SYSTEM_UNINSTALLED, /* system.conf's defaults alone: rightsized may not own its name
+                                        * until bus_fixture_install_policy() */
 } BusPolicy;
 
 /* What the polkitd package installs: its user may own org.freedesktop.PolicyKit1, anyone may call it. */
@@ -33,6 +35,13 @@ typedef struct BusFixture {
  * $top_srcdir/etc (or TEST_TOP_SRCDIR when the harness did not export top_srcdir).
  * 0 or -errno. Its stderr goes to /dev/null unless TEST_DEBUG is set. */
 int bus_fixture_start(BusFixture *b, BusPolicy policy);
+/* Puts the shipped policy in place (as BUS_POLICY_SYSTEM has it) and sends dbus-daemon SIGHUP, as
+ * `systemctl reload dbus` does; the reload happens soon after, not before this returns. 0 or -errno. */
+int bus_fixture_install_policy(BusFixture *b);
+/* Stops dbus-daemon (every connection to it ends) and starts another on the same config and socket
+ * path, as `systemctl restart dbus` does; b->address is the new one (its guid differs: a client
+ * that is to reconnect must be given the address without it). 0 or -errno. */
+int bus_fixture_restart(BusFixture *b);
 /* Kills the bus, removes its directory; harmless on a fixture that never started. */
 void bus_fixture_stop(BusFixture *b);
 

@@ -176,7 +176,7 @@ void daemon_fixture_kill_sim(DaemonFixture *d, unsigned slot, int sig) {
         kill_wait(&d->sims[slot], sig);
 }
 
-static bool name_has_owner(const DaemonFixture *d) {
+bool daemon_fixture_owns_name(const DaemonFixture *d) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         if (bus_fixture_connect(d->bus, &bus) < 0)
                 return false;
@@ -184,7 +184,7 @@ static bool name_has_owner(const DaemonFixture *d) {
                                   "GetNameOwner", NULL, NULL, "s", RS_BUS_NAME) >= 0;
 }
 
-void daemon_fixture_start(DaemonFixture *d) {
+void daemon_fixture_spawn(DaemonFixture *d, const char *notify_socket) {
         char exe[PATH_MAX];
 
         ck_assert_int_lt(d->pid, 0);
@@ -199,7 +199,10 @@ void daemon_fixture_start(DaemonFixture *d) {
                 if (fd < 0 || dup2(fd, STDERR_FILENO) < 0)
                         _exit(127);
                 setenv("DBUS_SYSTEM_BUS_ADDRESS", d->bus->address, 1);
-                unsetenv("NOTIFY_SOCKET");
+                if (notify_socket)
+                        setenv("NOTIFY_SOCKET", notify_socket, 1);
+                else
+                        unsetenv("NOTIFY_SOCKET");
                 unsetenv("WATCHDOG_USEC");
                 unsetenv("JOURNAL_STREAM");
                 /* Under ASan, freed memory sits in a quarantine of up to 256 MiB: cap it, or the
@@ -210,8 +213,12 @@ void daemon_fixture_start(DaemonFixture *d) {
                 execl(exe, "rightsized", "--config", d->config_path, (char *) NULL);
                 _exit(127);
         }
+}
+
+void daemon_fixture_start(DaemonFixture *d) {
+        daemon_fixture_spawn(d, NULL);
         for (uint64_t start = monotonic_sec(); monotonic_sec() < start + 20;) {
-                if (name_has_owner(d))
+                if (daemon_fixture_owns_name(d))
                         return;
                 ck_assert_msg(daemon_fixture_alive(d), "rightsized exited at start; see %s", d->log_path);
                 usleep(50 * 1000);

@@ -48,6 +48,11 @@ void daemon_fixture_kill_sim(DaemonFixture *d, unsigned slot, int sig);
 
 /* Starts rightsized and waits until it owns its bus name. */
 void daemon_fixture_start(DaemonFixture *d);
+/* Starts rightsized without waiting for anything, with $NOTIFY_SOCKET set to notify_socket (NULL:
+ * unset, as daemon_fixture_start() does). */
+void daemon_fixture_spawn(DaemonFixture *d, const char *notify_socket);
+/* Whether the daemon owns its bus name now. */
+bool daemon_fixture_owns_name(const DaemonFixture *d);
 /* Sends sig and waits for the exit; returns the wait status. */
 int daemon_fixture_stop(DaemonFixture *d, int sig);
 /* The daemon still runs (it did not exit or crash). */

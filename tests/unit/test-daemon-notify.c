@@ -56,28 +56,59 @@ static char *receive(void) {
 START_TEST(test_status_text) {
         char buf[128];
 
-        notify_format_status(buf, sizeof(buf), 0, 0);
+        notify_format_status(buf, sizeof(buf), 0, 0, NULL);
         ck_assert_str_eq(buf, "Managing 0 guests, 0 MiB reclaimed");
-        notify_format_status(buf, sizeof(buf), 1, 300 * MIB);
+        notify_format_status(buf, sizeof(buf), 1, 300 * MIB, NULL);
         ck_assert_str_eq(buf, "Managing 1 guest, 300 MiB reclaimed");
-        notify_format_status(buf, sizeof(buf), 500, 1536 * MIB + 1023);
+        notify_format_status(buf, sizeof(buf), 500, 1536 * MIB + 1023, NULL);
         ck_assert_str_eq(buf, "Managing 500 guests, 1536 MiB reclaimed");
-        ck_assert_int_eq(notify_format_status(buf, 8, 2, 0), (int) strlen("Managing 2 guests, 0 MiB reclaimed"));
+        ck_assert_int_eq(notify_format_status(buf, 8, 2, 0, NULL), (int) strlen("Managing 2 guests, 0 MiB reclaimed"));
         ck_assert_str_eq(buf, "Managin"); /* truncated, terminated */
 }
 END_TEST
 
-START_TEST(test_messages_reach_manager) {
-        _cleanup_(freep) char *a = NULL, *b = NULL, *c = NULL, *d = NULL, *none = NULL;
+START_TEST(test_status_text_api_down) {
+        char buf[512];
 
-        ck_assert_int_gt(notify_ready(2, 512 * MIB), 0);
+        /* The outage comes first: `systemctl status` cuts the line at the terminal's width. */
+        notify_format_status(buf, sizeof(buf), 2, 512 * MIB, "the bus policy does not let rightsized own it");
+        ck_assert_str_eq(buf, "D-Bus API unavailable: the bus policy does not let rightsized own it; "
+                              "managing 2 guests, 512 MiB reclaimed");
+        notify_format_status(buf, sizeof(buf), 1, 0, "disconnected from the system bus");
+        ck_assert_str_eq(buf, "D-Bus API unavailable: disconnected from the system bus; managing 1 guest, 0 MiB reclaimed");
+
+        /* A newline in the reason (a bus's error message) must not start another assignment. */
+        notify_format_status(buf, sizeof(buf), 0, 0, "refused\nREADY=1\tnow\x7f");
+        ck_assert_str_eq(buf, "D-Bus API unavailable: refused READY=1 now ; managing 0 guests, 0 MiB reclaimed");
+
+        const char *expected = "D-Bus API unavailable: x; managing 3 guests, 1 MiB reclaimed";
+        ck_assert_int_eq(notify_format_status(buf, 12, 3, MIB, "x"), (int) strlen(expected));
+        ck_assert_str_eq(buf, "D-Bus API u"); /* truncated, terminated */
+        ck_assert_int_eq(notify_format_status(NULL, 0, 3, MIB, "x"), (int) strlen(expected));
+}
+END_TEST
+
+START_TEST(test_messages_reach_manager) {
+        _cleanup_(freep) char *a = NULL, *b = NULL, *c = NULL, *d = NULL, *e = NULL, *f = NULL, *none = NULL;
+
+        ck_assert_int_gt(notify_ready(2, 512 * MIB, NULL), 0);
         a = receive();
         ck_assert_ptr_nonnull(a);
         ck_assert_str_eq(a, "READY=1\nSTATUS=Managing 2 guests, 512 MiB reclaimed");
 
-        ck_assert_int_gt(notify_status(3, GIB), 0);
+        ck_assert_int_gt(notify_status(3, GIB, NULL), 0);
         b = receive();
         ck_assert_str_eq(b, "STATUS=Managing 3 guests, 1024 MiB reclaimed");
+
+        ck_assert_int_gt(notify_status(3, GIB, "disconnected from the system bus"), 0);
+        e = receive();
+        ck_assert_str_eq(e, "STATUS=D-Bus API unavailable: disconnected from the system bus; "
+                            "managing 3 guests, 1024 MiB reclaimed");
+
+        ck_assert_int_gt(notify_ready(1, 0, "cannot connect\nMAINPID=1"), 0);
+        f = receive();
+        ck_assert_str_eq(f, "READY=1\nSTATUS=D-Bus API unavailable: cannot connect MAINPID=1; "
+                            "managing 1 guest, 0 MiB reclaimed");
 
         ck_assert_int_gt(notify_reloading(), 0);
         c = receive();
@@ -101,8 +132,8 @@ START_TEST(test_outside_systemd) {
         sd_event_source *s = NULL;
 
         unsetenv("NOTIFY_SOCKET");
-        ck_assert_int_eq(notify_status(1, 0), 0);
-        ck_assert_int_eq(notify_ready(1, 0), 0);
+        ck_assert_int_eq(notify_status(1, 0, NULL), 0);
+        ck_assert_int_eq(notify_ready(1, 0, "down"), 0);
 
         ck_assert_int_ge(sd_event_new(&e), 0);
         ck_assert_int_eq(notify_watchdog_setup(e, &s, NULL), 0);
@@ -192,6 +223,7 @@ int main(void) {
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, test_status_text);
+        tcase_add_test(tc, test_status_text_api_down);
         tcase_add_test(tc, test_messages_reach_manager);
         tcase_add_test(tc, test_outside_systemd);
         tcase_add_test(tc, test_watchdog_pings);
