@@ -2,6 +2,7 @@
 #include "ctl/ctl-format.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,9 @@ const CtlField ctl_guest_fields[] = {
         FIELD("max", CTL_FIELD_SIZE, max),
         FIELD("virtio-mem-size", CTL_FIELD_SIZE, virtio_mem_size),
         FIELD("host-rss", CTL_FIELD_SIZE, host_rss),
+        FIELD("reclaimable", CTL_FIELD_SIZE, reclaimable),
+        FIELD("probe-cycles", CTL_FIELD_COUNT, probe_cycles),
+        FIELD("probe-refaults", CTL_FIELD_COUNT, probe_refaults),
         FIELD("free-page-reporting", CTL_FIELD_BOOL, free_page_reporting),
         FIELD("agent", CTL_FIELD_BOOL, agent),
         FIELD("paused", CTL_FIELD_BOOL, paused),
@@ -54,6 +58,7 @@ char ctl_field_dbus_type(const CtlField *f) {
                 return 's';
         case CTL_FIELD_SIZE:
         case CTL_FIELD_USEC:
+        case CTL_FIELD_COUNT:
                 return 't';
         case CTL_FIELD_DOUBLE:
                 return 'd';
@@ -75,6 +80,7 @@ void ctl_guest_init(CtlGuest *g) {
                         break;
                 case CTL_FIELD_SIZE:
                 case CTL_FIELD_USEC:
+                case CTL_FIELD_COUNT:
                         *AT(g, f, uint64_t) = CTL_UNKNOWN;
                         break;
                 case CTL_FIELD_DOUBLE:
@@ -325,18 +331,19 @@ int ctl_print_guest_names(FILE *f, const CtlGuest *guests, size_t n) {
 
 int ctl_print_guest_table(FILE *f, const CtlGuest *guests, size_t n) {
         static const char *const headers[] = {
-                "NAME", "STATE", "POLICY", "ESTIMATE", "TARGET", "ACTUAL", "RECLAIMED", "REASON/FAULT",
+                "NAME", "STATE", "POLICY", "ESTIMATE", "TARGET", "ACTUAL", "RECLAIMED", "WOULD GIVE", "REASON/FAULT",
         };
         CtlTable *t = ctl_table_new(ARRAY_SIZE(headers), headers);
         int r = 0;
 
         if (!t)
                 return -ENOMEM;
-        for (size_t c = 3; c <= 6; c++)
+        for (size_t c = 3; c <= 7; c++)
                 ctl_table_align_right(t, c);
         for (size_t i = 0; i < n && r >= 0; i++) {
                 const CtlGuest *g = &guests[i];
-                char est[FORMAT_SIZE_MAX], tgt[FORMAT_SIZE_MAX], act[FORMAT_SIZE_MAX], rec[FORMAT_SIZE_MAX];
+                char est[FORMAT_SIZE_MAX], tgt[FORMAT_SIZE_MAX], act[FORMAT_SIZE_MAX], rec[FORMAT_SIZE_MAX],
+                        give[FORMAT_SIZE_MAX];
                 _cleanup_free_ char *why = NULL;
 
                 if (g->fault && asprintf(&why, "fault: %s", g->fault) < 0) {
@@ -352,6 +359,7 @@ int ctl_print_guest_table(FILE *f, const CtlGuest *guests, size_t n) {
                         ctl_format_size(tgt, sizeof(tgt), g->target),
                         ctl_format_size(act, sizeof(act), g->actual),
                         ctl_format_size(rec, sizeof(rec), ctl_guest_reclaimed(g)),
+                        ctl_format_size(give, sizeof(give), g->reclaimable),
                         why ?: g->reason,
                 };
                 r = ctl_table_add_row(t, cells);
@@ -360,6 +368,94 @@ int ctl_print_guest_table(FILE *f, const CtlGuest *guests, size_t n) {
                 r = ctl_table_print(t, f);
         ctl_table_free(t);
         return r;
+}
+
+static uint64_t add_known(uint64_t sum, uint64_t x) {
+        return x == CTL_UNKNOWN ? sum : sum + x;
+}
+
+CtlReport ctl_report(const CtlGuest *guests, size_t n) {
+        CtlReport r = {};
+        for (size_t i = 0; i < n; i++) {
+                const CtlGuest *g = &guests[i];
+                r.guests++;
+                r.configured = add_known(r.configured, g->max);
+                if (g->reclaimable != CTL_UNKNOWN && g->max != CTL_UNKNOWN) {
+                        r.with_estimate++;
+                        r.reclaimable += g->reclaimable;
+                        r.needed += g->max > g->reclaimable ? g->max - g->reclaimable : 0;
+                }
+                r.returned = add_known(r.returned, ctl_guest_reclaimed(g));
+                uint64_t host = ctl_guest_host_returned(g);
+                if (host != CTL_UNKNOWN) {
+                        r.with_rss++;
+                        r.host_returned += host;
+                }
+                r.probe_cycles = add_known(r.probe_cycles, g->probe_cycles);
+                r.probe_refaults = add_known(r.probe_refaults, g->probe_refaults);
+        }
+        return r;
+}
+
+/* Guests by what they would give back, most first; unknown last. */
+static int compare_reclaimable(const void *a, const void *b) {
+        const CtlGuest *x = *(const CtlGuest *const *) a, *y = *(const CtlGuest *const *) b;
+        uint64_t rx = x->reclaimable == CTL_UNKNOWN ? 0 : x->reclaimable + 1;
+        uint64_t ry = y->reclaimable == CTL_UNKNOWN ? 0 : y->reclaimable + 1;
+        return rx < ry ? 1 : rx > ry ? -1 : 0;
+}
+
+int ctl_print_report(FILE *f, const CtlReport *r, const CtlGuest *guests, size_t n, size_t top) {
+        char a[FORMAT_SIZE_MAX], b[FORMAT_SIZE_MAX];
+
+        fprintf(f, "%-22s %10s  over %zu guest%s\n", "Configured memory", ctl_format_size(a, sizeof(a), r->configured),
+                r->guests, r->guests == 1 ? "" : "s");
+        fprintf(f, "%-22s %10s  estimates plus margins, %zu guest%s with an estimate\n", "What they need",
+                ctl_format_size(a, sizeof(a), r->needed), r->with_estimate, r->with_estimate == 1 ? "" : "s");
+        fprintf(f, "%-22s %10s  configured minus what they need\n", "Would give back",
+                ctl_format_size(a, sizeof(a), r->reclaimable));
+        fprintf(f, "%-22s %10s  configured minus their size now (balloon and virtio-mem)\n", "Returned now",
+                ctl_format_size(a, sizeof(a), r->returned));
+        fprintf(f, "%-22s %10s  configured minus QEMU's RSS, %zu guest%s (free page reporting counts too)\n",
+                "Host got back", r->with_rss ? ctl_format_size(b, sizeof(b), r->host_returned) : "-", r->with_rss,
+                r->with_rss == 1 ? "" : "s");
+        fprintf(f, "%-22s %10" PRIu64 "  probe cycles, %" PRIu64 " refaults while probing (since the daemon started)\n",
+                "Cost paid", r->probe_cycles, r->probe_refaults);
+
+        if (n == 0 || top == 0)
+                return ferror(f) ? -EIO : 0;
+        _cleanup_free_ const CtlGuest **order = calloc(n, sizeof(*order));
+        if (!order)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                order[i] = &guests[i];
+        qsort(order, n, sizeof(*order), compare_reclaimable);
+
+        static const char *const headers[] = { "NAME", "POLICY", "MAX", "ESTIMATE", "WOULD GIVE", "RETURNED" };
+        CtlTable *t = ctl_table_new(ARRAY_SIZE(headers), headers);
+        int ret = 0;
+        if (!t)
+                return -ENOMEM;
+        for (size_t c = 2; c <= 5; c++)
+                ctl_table_align_right(t, c);
+        for (size_t i = 0; i < MIN(n, top) && ret >= 0; i++) {
+                const CtlGuest *g = order[i];
+                char mx[FORMAT_SIZE_MAX], est[FORMAT_SIZE_MAX], give[FORMAT_SIZE_MAX], ret_now[FORMAT_SIZE_MAX];
+                const char *cells[] = {
+                        g->name,
+                        g->policy,
+                        ctl_format_size(mx, sizeof(mx), g->max),
+                        ctl_format_size(est, sizeof(est), g->estimate),
+                        ctl_format_size(give, sizeof(give), g->reclaimable),
+                        ctl_format_size(ret_now, sizeof(ret_now), ctl_guest_reclaimed(g)),
+                };
+                ret = ctl_table_add_row(t, cells);
+        }
+        fprintf(f, "\nThe %zu guest%s with the most to give back:\n", MIN(n, top), MIN(n, top) == 1 ? "" : "s");
+        if (ret >= 0)
+                ret = ctl_table_print(t, f);
+        ctl_table_free(t);
+        return ret;
 }
 
 static void print_line(FILE *f, const char *label, const char *value) {
@@ -417,6 +513,7 @@ int ctl_print_guest_details(FILE *f, const CtlGuest *g, const CtlHistoryPoint *h
                 print_line(f, "Floor / max", line);
         }
         print_size_line(f, "Reclaimed", ctl_guest_reclaimed(g));
+        print_size_line(f, "Would give", g->reclaimable);
         print_size_line(f, "Host RSS", g->host_rss);
         print_size_line(f, "Host got back", ctl_guest_host_returned(g));
         print_size_line(f, "Virtio-mem", g->virtio_mem_size);
@@ -635,7 +732,8 @@ json_object *ctl_guest_to_json(const CtlGuest *g) {
                         break;
                 }
                 case CTL_FIELD_SIZE:
-                case CTL_FIELD_USEC: {
+                case CTL_FIELD_USEC:
+                case CTL_FIELD_COUNT: {
                         uint64_t x = *AT_CONST(g, f, uint64_t);
                         if (x != CTL_UNKNOWN)
                                 v = json_object_new_uint64(x);

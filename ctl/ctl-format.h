@@ -31,6 +31,8 @@ typedef struct CtlGuest {
         double confidence, refault_rate, major_fault_rate;
         uint64_t estimate, estimate_lower, estimate_upper, scan_onset, target, actual, floor, max,
                 virtio_mem_size, host_rss, updated;
+        uint64_t reclaimable;                 /* what it would give back: max - (estimate + margin) */
+        uint64_t probe_cycles, probe_refaults; /* since the daemon started */
         int free_page_reporting, agent, paused;
 } CtlGuest;
 
@@ -40,6 +42,7 @@ typedef enum CtlFieldType {
         CTL_FIELD_USEC,   /* D-Bus t, CLOCK_REALTIME µs */
         CTL_FIELD_DOUBLE, /* D-Bus d */
         CTL_FIELD_BOOL,   /* D-Bus b */
+        CTL_FIELD_COUNT,  /* D-Bus t, a count */
 } CtlFieldType;
 
 typedef struct CtlField {
@@ -116,6 +119,21 @@ int ctl_print_guest_names(FILE *f, const CtlGuest *guests, size_t n);
 /* The list command's table: NAME STATE POLICY ESTIMATE TARGET ACTUAL RECLAIMED REASON/FAULT.
  * A guest with a fault shows "fault: ..." in the last column. */
 int ctl_print_guest_table(FILE *f, const CtlGuest *guests, size_t n);
+
+/* One host's "what rightsizing gives you" (rightsizectl report): the sums over the guests. */
+typedef struct CtlReport {
+        size_t guests, with_estimate;
+        uint64_t configured;    /* sum of max */
+        uint64_t needed;        /* sum of estimate + margin (max - reclaimable), guests with an estimate */
+        uint64_t reclaimable;   /* sum of what they would give back */
+        uint64_t returned;      /* sum of max - actual */
+        uint64_t host_returned; /* sum of max - QEMU RSS, guests whose RSS is known */
+        size_t with_rss;
+        uint64_t probe_cycles, probe_refaults;
+} CtlReport;
+CtlReport ctl_report(const CtlGuest *guests, size_t n);
+/* The report, then the `top` guests with the most to give back. */
+int ctl_print_report(FILE *f, const CtlReport *r, const CtlGuest *guests, size_t n, size_t top);
 /* show: the fields people read, then a chart of the history when there is one. */
 int ctl_print_guest_details(FILE *f, const CtlGuest *g, const CtlHistoryPoint *h, size_t n_h, size_t width);
 /* history: sparklines for target, actual and estimate, a chart, and the points as a table. */

@@ -44,6 +44,9 @@ static void help(void) {
                "  reload                Re-read rightsized.conf and the policies\n"
                "  status                The daemon: version, guests managed, memory reclaimed\n"
                "                        (exit status 6 when a guest is faulty)\n"
+               "  report                What rightsizing gives this host: configured memory against\n"
+               "                        what the guests need, what they would give back, what is\n"
+               "                        returned, the cost paid, and the guests with most to give\n"
                "  enable DOMAIN [--policy P]\n"
                "                        Opt a libvirt domain in (metadata, live and persistent;\n"
                "                        policy " DEFAULT_ENABLE_POLICY " unless given)\n"
@@ -452,6 +455,35 @@ static void print_api_outage(sd_bus *bus) {
         printf("\n");
 }
 
+#define REPORT_TOP 5
+
+static int cmd_report(sd_bus *bus) {
+        _cleanup_(guest_list_done) GuestList l = {};
+        int code = fetch_guests(bus, &l);
+
+        if (code != EXIT_OK)
+                return code;
+        CtlReport r = ctl_report(l.guests, l.n);
+        if (arg_json) {
+                json_object *o = json_object_new_object(), *top = json_object_new_array();
+                json_object_object_add(o, "guests", json_object_new_uint64(r.guests));
+                json_object_object_add(o, "guests-with-estimate", json_object_new_uint64(r.with_estimate));
+                json_object_object_add(o, "configured-bytes", json_object_new_uint64(r.configured));
+                json_object_object_add(o, "needed-bytes", json_object_new_uint64(r.needed));
+                json_object_object_add(o, "reclaimable-bytes", json_object_new_uint64(r.reclaimable));
+                json_object_object_add(o, "returned-bytes", json_object_new_uint64(r.returned));
+                json_object_object_add(o, "host-returned-bytes", json_object_new_uint64(r.host_returned));
+                json_object_object_add(o, "guests-with-rss", json_object_new_uint64(r.with_rss));
+                json_object_object_add(o, "probe-cycles", json_object_new_uint64(r.probe_cycles));
+                json_object_object_add(o, "probe-refaults", json_object_new_uint64(r.probe_refaults));
+                for (size_t i = 0; i < l.n; i++)
+                        json_object_array_add(top, ctl_guest_to_json(&l.guests[i]));
+                json_object_object_add(o, "guest-list", top);
+                return print_json(o);
+        }
+        return ctl_print_report(stdout, &r, l.guests, l.n, REPORT_TOP) < 0 ? EXIT_FAIL : EXIT_OK;
+}
+
 static int cmd_status(sd_bus *bus) {
         sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_free_ char *version = NULL;
@@ -487,6 +519,8 @@ static int cmd_status(sd_bus *bus) {
                 json_object_object_add(o, "guests-skipped", json_object_new_uint64(c.skipped));
                 json_object_object_add(o, "guests-paused", json_object_new_uint64(c.paused));
                 json_object_object_add(o, "reclaimed-bytes", json_object_new_uint64(reclaimed));
+                json_object_object_add(o, "reclaimable-bytes",
+                                       json_object_new_uint64(ctl_report(l.guests, l.n).reclaimable));
                 code = print_json(o);
                 return code != EXIT_OK ? code : ctl_status_exit_code(&c);
         }
@@ -498,6 +532,9 @@ static int cmd_status(sd_bus *bus) {
                 printf(" of which %zu skipped", c.skipped);
         printf(", %zu paused)\n", c.paused);
         printf("%14s: %s\n", "Reclaimed", format_size(buf, sizeof(buf), reclaimed));
+        CtlReport rep = ctl_report(l.guests, l.n);
+        printf("%14s: %s (%zu guest%s with an estimate; rightsizectl report)\n", "Would give",
+               format_size(buf, sizeof(buf), rep.reclaimable), rep.with_estimate, rep.with_estimate == 1 ? "" : "s");
         print_api_outage(bus);
         return ctl_status_exit_code(&c);
 }
@@ -508,6 +545,10 @@ typedef struct Verb {
         int min_args, max_args;
         int (*run)(sd_bus *bus, int n_args, char **args);
 } Verb;
+
+static int verb_report(sd_bus *bus, int n_args _unused_, char **args _unused_) {
+        return cmd_report(bus);
+}
 
 static int verb_list(sd_bus *bus, int n_args _unused_, char **args _unused_) {
         return cmd_list(bus);
@@ -559,7 +600,7 @@ static const Verb verbs[] = {
         { "list", 0, 0, verb_list },       { "show", 1, 1, verb_show },     { "history", 1, 1, verb_history },
         { "set", 2, 2, verb_set },         { "pause", 0, 1, verb_pause },   { "resume", 0, 1, verb_resume },
         { "probe", 1, 1, verb_probe },     { "reload", 0, 0, verb_reload }, { "status", 0, 0, verb_status },
-        { "enable", 1, 1, verb_enable },   { "disable", 1, 1, verb_disable },
+        { "enable", 1, 1, verb_enable },   { "disable", 1, 1, verb_disable }, { "report", 0, 0, verb_report },
 };
 
 /* For the shell completions (contrib/completion/), which take the commands and options from

@@ -124,6 +124,9 @@ static int append_guest(sd_bus_message *reply, Guest *g) {
             (r = append_u64(reply, "floor", known_or_unknown(guest_floor(g)))) < 0 ||
             (r = append_u64(reply, "max", known_or_unknown(guest_max(g)))) < 0 ||
             (r = append_u64(reply, "host-rss", g->host_rss)) < 0 ||
+            (r = append_u64(reply, "reclaimable", guest_reclaimable(g))) < 0 ||
+            (r = append_u64(reply, "probe-cycles", g->probe_cycles)) < 0 ||
+            (r = append_u64(reply, "probe-refaults", g->probe_refaults)) < 0 ||
             (r = append_bool(reply, "agent", guest_agent_answers(g))) < 0 ||
             (r = append_bool(reply, "paused", g->paused)) < 0 ||
             (r = append_str(reply, "reason", g->reason[0] ? g->reason : NULL)) < 0 ||

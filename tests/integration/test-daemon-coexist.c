@@ -8,6 +8,7 @@
 
 #include <check.h>
 #include <inttypes.h>
+#include <json-c/json.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +76,20 @@ static bool back_at(const GuestView *v, uint64_t size) {
 START_TEST(test_outside_change_pauses_then_resume_takes_back) {
         GuestView held = wait_view(holding_at_target, 0, "holding at its target");
         uint64_t ours = held.actual;
+
+        /* What rightsizing gives this host, from the real daemon: the guest would give back its
+         * max less what it holds at, and found that with at least one probe cycle. */
+        _cleanup_(ctl_run_done) CtlRun report = ctl_run(&d, "--json", "report");
+        ck_assert_msg(report.code == 0, "report: %d %s", report.code, report.err);
+        json_object *o = json_tokener_parse(report.out), *field = NULL;
+        ck_assert_msg(o, "report --json is not JSON: %s", report.out);
+        ck_assert(json_object_object_get_ex(o, "reclaimable-bytes", &field));
+        uint64_t reclaimable = (uint64_t) json_object_get_uint64(field);
+        ck_assert_msg(reclaimable + 8 * MIB >= held.max - ours && reclaimable <= held.max - ours + 8 * MIB,
+                      "would give back %" PRIu64 ", max %" PRIu64 " held at %" PRIu64, reclaimable, held.max, ours);
+        ck_assert(json_object_object_get_ex(o, "probe-cycles", &field));
+        ck_assert_uint_ge(json_object_get_uint64(field), 1);
+        json_object_put(o);
 
         /* The other controller sets the balloon to 85 % of where it is. */
         ck_assert_int_eq(kill(d.sims[0], SIGUSR2), 0);

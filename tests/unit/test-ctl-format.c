@@ -339,6 +339,53 @@ START_TEST(test_status_exit_code) {
 }
 END_TEST
 
+START_TEST(test_report) {
+        CtlGuest g[3];
+
+        /* web: 4 GiB, needs 1 GiB, holds at 1.5 GiB, QEMU at 1.25 GiB; db: 4 GiB, needs 3 GiB, at
+         * 4 GiB; new: no estimate yet, no RSS. */
+        guest_fill(&g[0], "web", "hold", 3 * GIB / 2);
+        ctl_guest_set_u64(&g[0], ctl_guest_field_find("reclaimable"), 3 * GIB);
+        ctl_guest_set_u64(&g[0], ctl_guest_field_find("estimate"), GIB);
+        ctl_guest_set_u64(&g[0], ctl_guest_field_find("host-rss"), 5 * GIB / 4);
+        ctl_guest_set_u64(&g[0], ctl_guest_field_find("probe-cycles"), 3);
+        ctl_guest_set_u64(&g[0], ctl_guest_field_find("probe-refaults"), 1200);
+        guest_fill(&g[1], "db", "hold", 4 * GIB);
+        ctl_guest_set_u64(&g[1], ctl_guest_field_find("reclaimable"), GIB);
+        ctl_guest_set_u64(&g[1], ctl_guest_field_find("probe-cycles"), 1);
+        guest_fill(&g[2], "new", "learn", 4 * GIB);
+
+        CtlReport r = ctl_report(g, 3);
+        ck_assert_uint_eq(r.guests, 3);
+        ck_assert_uint_eq(r.with_estimate, 2);
+        ck_assert_uint_eq(r.configured, 12 * GIB);
+        ck_assert_uint_eq(r.needed, 4 * GIB);      /* (4 - 3) + (4 - 1) */
+        ck_assert_uint_eq(r.reclaimable, 4 * GIB);
+        ck_assert_uint_eq(r.returned, 5 * GIB / 2); /* only web is below its max */
+        ck_assert_uint_eq(r.with_rss, 1);
+        ck_assert_uint_eq(r.host_returned, 11 * GIB / 4);
+        ck_assert_uint_eq(r.probe_cycles, 4);
+        ck_assert_uint_eq(r.probe_refaults, 1200);
+
+        /* The text: the sums, then the guests with most to give, most first, unknown last. */
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = NULL;
+        capture_begin(&f, &size, &buf);
+        ck_assert_int_eq(ctl_print_report(f, &r, g, 3, 2), 0);
+        capture_end(f, buf);
+        _cleanup_free_ char *text = buf;
+        _cleanup_free_ char *give = nth_line(text, 2);
+        ck_assert_msg(strstr(give, "Would give back") && strstr(give, " 4 GiB "), "%s", text);
+        ck_assert_msg(strstr(text, "4  probe cycles, 1200 refaults while probing"), "%s", text);
+        const char *web = strstr(text, "\nweb "), *db = strstr(text, "\ndb ");
+        ck_assert_msg(web && db && web < db, "web (3 GiB to give) must come before db:\n%s", text);
+        ck_assert_msg(!strstr(text, "\nnew "), "only the top 2 are listed:\n%s", text);
+        for (size_t i = 0; i < ARRAY_SIZE(g); i++)
+                ctl_guest_done(&g[i]);
+}
+END_TEST
+
 START_TEST(test_json_modes) {
         CtlJsonMode m = CTL_JSON_OFF;
         char *pretty = NULL, *plain = NULL, *shrt = NULL;
@@ -401,6 +448,7 @@ int main(void) {
         tcase_add_test(tc, test_guest_names);
         tcase_add_test(tc, test_status_exit_code);
         tcase_add_test(tc, test_json_modes);
+        tcase_add_test(tc, test_report);
         suite_add_tcase(s, tc);
         return check_run_suite(s);
 }
