@@ -37,7 +37,21 @@ EXTRA_DIST += \
 	contrib/guest-init \
 	contrib/boot-guest \
 	contrib/guest-ctl \
-	contrib/timed-test
+	contrib/timed-test \
+	contrib/install-deps \
+	contrib/build-tree \
+	contrib/run-tests \
+	contrib/demo \
+	contrib/test-report \
+	contrib/check-under-hog \
+	contrib/static-check \
+	contrib/ci-valgrind \
+	contrib/ci-sanitizers \
+	contrib/fuzz \
+	daemon/dbus-api.md \
+	daemon/libvirt/README.md \
+	tests/package/build-deb \
+	tests/package/test-deb-install
 
 # Prometheus rules and the Grafana dashboard (contrib/prometheus/README.md): promtool checks and
 # unit-tests the rules, and every rightsize_* name they use must be one rightsized exports.
