@@ -175,23 +175,6 @@ START_TEST(test_bad_config_bytes) {
 }
 END_TEST
 
-/* The text without its comment lines: the settings, not where they came from. */
-static char *without_comments(const char *text) {
-        char *out = strdup(text), *w = out;
-        ck_assert_ptr_nonnull(out);
-        for (const char *line = text; *line;) {
-                const char *end = strchrnul(line, '\n');
-                size_t n = (size_t) (end - line) + (*end == '\n');
-                if (line[0] != '#') {
-                        memmove(w, line, n);
-                        w += n;
-                }
-                line += n;
-        }
-        *w = '\0';
-        return out;
-}
-
 START_TEST(test_good_config_round_trip) {
         _cleanup_free_ char *printed = NULL, *path2 = NULL;
         static const char text[] = "log-level = debug\nhost-reserve = 1.5G\nread-group = nogroup\n"
@@ -215,7 +198,7 @@ START_TEST(test_good_config_round_trip) {
         test_write_file(path2, a.out);
         _cleanup_(run_done) Run b = check_config(path2);
         ck_assert_msg(b.code == 0, "its own output refused: %s", b.err);
-        _cleanup_free_ char *a_keys = without_comments(a.out), *b_keys = without_comments(b.out);
+        _cleanup_free_ char *a_keys = test_without_comment_lines(a.out), *b_keys = test_without_comment_lines(b.out);
         ck_assert_str_eq(b_keys, a_keys);
 }
 END_TEST

@@ -59,10 +59,15 @@ static DaemonFixture daemon_fx;
 static uint64_t ground_truth_base; /* bytes in balloon terms besides the workload */
 static unsigned reference_pass_ms;  /* the slowest unsqueezed pass, before the daemon ran */
 
+/* A second QMP monitor, as an operator or another controller would use (boot-guest --extra-qmp). */
+static char operator_qmp[108];
+
 static void teardown_all(void) {
         e2e_daemon_teardown(&daemon_fx);
         bus_fixture_stop(&bus);
         guest_fixture_stop(&guest);
+        if (operator_qmp[0])
+                (void) unlink(operator_qmp);
 }
 
 static void write_config(const char *extra_daemon_line) {
@@ -173,6 +178,14 @@ static uint64_t console_pswpin(void) {
 }
 
 /* Waits up to timeout_sec for the guest's state to be `state`. */
+/* Sets the balloon through the operator's monitor: 0 or the command's exit status. */
+static int operator_balloon(uint64_t bytes) {
+        char cmd[512];
+        snprintf(cmd, sizeof(cmd), "%s/contrib/guest-ctl qmp %s balloon '{\"value\": %llu}' >/dev/null",
+                 getenv("top_srcdir") ?: "..", operator_qmp, (unsigned long long) bytes);
+        return system(cmd);
+}
+
 static bool wait_state(const char *state, unsigned timeout_sec, GuestView *v) {
         for (unsigned i = 0; i < timeout_sec * 2; i++) {
                 if (e2e_get_guest(&daemon_fx, GUEST_NAME, v) == 0 && strcmp(v->state, state) == 0)
@@ -271,7 +284,10 @@ static void setup_all(void) {
         e2e_teardown_on_signals(teardown_all);
         snprintf(workload, sizeof(workload), "--anon-mib %d --sleep-ms 500 --vmstat --phase %d:%d", ANON1_MIB,
                  WORKLOAD_PHASE_SECS, ANON2_MIB);
-        guest_fixture_boot(&guest, "--mem 1G --swap 384M", workload);
+        snprintf(operator_qmp, sizeof(operator_qmp), "/tmp/rs-it-operator-%d.qmp", (int) getpid());
+        char options[256];
+        snprintf(options, sizeof(options), "--mem 1G --swap 384M --extra-qmp %s", operator_qmp);
+        guest_fixture_boot(&guest, options, workload);
         atexit(teardown_all);
         measure_ground_truth();
         measure_reference_passes();
@@ -401,6 +417,35 @@ START_TEST(test_daemon_real_guest) {
         fprintf(stderr, "lowest balloon seen %.0f MiB (floor %.0f); slowest workload pass %u ms\n",
                 mib(e2e_min_actual_seen()), mib(FLOOR), max_ms);
 
+        /* 5. Another controller sets the balloon (issue 16): the daemon pauses the guest with the
+         * reason instead of fighting, and `rightsizectl resume` takes it back. 95 % of what it
+         * holds, so the set still fits. */
+        ck_assert_msg(wait_state("hold", STATE_WAIT_SECS, &v), "no hold before the outside change (state %s)", v.state);
+        uint64_t ours = v.target, theirs = v.actual / 100 * 95;
+        ck_assert_int_eq(operator_balloon(theirs), 0);
+        bool paused = false;
+        for (double start = e2e_now_sec(); !paused && e2e_now_sec() < start + STATE_WAIT_SECS;) {
+                usleep(500 * 1000);
+                paused = e2e_get_guest(&daemon_fx, GUEST_NAME, &v) == 0 && v.paused && strstr(v.reason, "set from outside");
+        }
+        ck_assert_msg(paused, "not paused after the balloon was set from outside (state %s, actual %.0f MiB, reason %s)",
+                      v.state, mib(v.actual), v.reason);
+        fprintf(stderr, "set from outside to %.0f MiB: paused (%s)\n", mib(theirs), v.reason);
+        sleep(3); /* three intervals: the daemon leaves the balloon where the other controller put it */
+        ck_assert_int_eq(e2e_get_guest(&daemon_fx, GUEST_NAME, &v), 0);
+        ck_assert_msg(v.paused && v.actual < ours - 16 * MIB, "the daemon fought the outside change: actual %.0f MiB",
+                      mib(v.actual));
+        CtlRun resume = ctl_run(&daemon_fx, "resume", GUEST_NAME);
+        ck_assert_msg(resume.code == 0, "resume: %d %s", resume.code, resume.err);
+        ctl_run_done(&resume);
+        bool back = false;
+        for (double start = e2e_now_sec(); !back && e2e_now_sec() < start + STATE_WAIT_SECS;) {
+                usleep(500 * 1000);
+                back = e2e_get_guest(&daemon_fx, GUEST_NAME, &v) == 0 && !v.paused && v.actual + 16 * MIB >= v.target;
+        }
+        ck_assert_msg(back, "not back at the daemon's size after resume (actual %.0f MiB, target %.0f MiB)", mib(v.actual),
+                      mib(v.target));
+
         /* SIGTERM: a clean exit. */
         int status = daemon_fixture_stop(&daemon_fx, SIGTERM);
         ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -431,7 +476,8 @@ START_TEST(test_check_config) {
         out2 = e2e_capture(cmd, &status);
         ck_assert_ptr_nonnull(out2);
         ck_assert_int_eq(status, 0);
-        ck_assert_str_eq(out1, out2);
+        _cleanup_free_ char *settings1 = test_without_comment_lines(out1), *settings2 = test_without_comment_lines(out2);
+        ck_assert_str_eq(settings1, settings2); /* the same settings; the comments name their files */
 
         test_write_file(conf, "[daemon]\nstate-dir = /var/lib/x\n\nhost-reserve = lots\n");
         snprintf(cmd, sizeof(cmd), "%s/rightsized --config %s --check-config 2>&1", builddir, conf);

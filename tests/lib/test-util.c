@@ -147,3 +147,20 @@ int test_make_unix_socket(const char *path) {
         ck_assert_int_eq(listen(fd, 4), 0);
         return fd;
 }
+
+char *test_without_comment_lines(const char *text) {
+        char *out = strdup(text), *w = out;
+        if (!out)
+                abort();
+        for (const char *line = text; *line;) {
+                const char *end = strchrnul(line, '\n');
+                size_t n = (size_t) (end - line) + (*end == '\n');
+                if (line[0] != '#') {
+                        memmove(w, line, n);
+                        w += n;
+                }
+                line += n;
+        }
+        *w = '\0';
+        return out;
+}

@@ -27,5 +27,9 @@ char *test_stderr_end(void);
  * (no CAP_SYS_ADMIN and no user namespaces). */
 int test_mount_private_tmpfs(const char *dir, uint64_t size);
 
+/* text without its lines that start with '#' (free it): a config's settings, not the comments
+ * that say where each came from (rightsized --check-config). */
+char *test_without_comment_lines(const char *text);
+
 /* Creates a listening unix socket at path and returns its fd (aborts on failure). */
 int test_make_unix_socket(const char *path);
