@@ -6,7 +6,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
+#include <wchar.h>
 
 #include "common/macro.h"
 #include "common/size.h"
@@ -156,6 +158,96 @@ int ctl_status_exit_code(const CtlGuestCounts *c) {
         return c->faulty > c->skipped ? EXIT_FAULTY : EXIT_OK;
 }
 
+/* ---- the terminal: glyphs and colours ---- */
+
+static bool terminal_utf8 = true, terminal_colors = false;
+
+void ctl_set_terminal(bool utf8, bool colors) {
+        terminal_utf8 = utf8;
+        terminal_colors = colors;
+}
+
+bool ctl_utf8(void) {
+        return terminal_utf8;
+}
+
+bool ctl_colors(void) {
+        return terminal_colors;
+}
+
+static const char *const glyphs[_CTL_GLYPH_MAX][2] = {
+        /*                         ASCII  UTF-8 */
+        [CTL_GLYPH_BULLET] =      { "*", "●" },
+        [CTL_GLYPH_CROSS] =       { "x", "×" },
+        [CTL_GLYPH_AXIS_TICK] =   { "|", "┤" },
+        [CTL_GLYPH_AXIS_CORNER] = { "+", "└" },
+        [CTL_GLYPH_AXIS_LINE] =   { "-", "─" },
+        [CTL_GLYPH_SPARK_1] =     { "_", "▁" },
+        [CTL_GLYPH_SPARK_2] =     { ".", "▂" },
+        [CTL_GLYPH_SPARK_3] =     { ":", "▃" },
+        [CTL_GLYPH_SPARK_4] =     { "-", "▄" },
+        [CTL_GLYPH_SPARK_5] =     { "=", "▅" },
+        [CTL_GLYPH_SPARK_6] =     { "+", "▆" },
+        [CTL_GLYPH_SPARK_7] =     { "*", "▇" },
+        [CTL_GLYPH_SPARK_8] =     { "#", "█" },
+};
+
+const char *ctl_glyph(CtlGlyph g) {
+        if ((unsigned) g >= _CTL_GLYPH_MAX)
+                return "?";
+        return glyphs[g][terminal_utf8];
+}
+
+/* systemd's: ANSI_NORMAL, ANSI_HIGHLIGHT_RED, _GREEN, _YELLOW, ANSI_UNDERLINE */
+static const char *const colors[_CTL_COLOR_MAX] = {
+        [CTL_COLOR_NORMAL] = "\x1B[0m",
+        [CTL_COLOR_RED] = "\x1B[0;1;31m",
+        [CTL_COLOR_GREEN] = "\x1B[0;1;32m",
+        [CTL_COLOR_YELLOW] = "\x1B[0;1;33m",
+        [CTL_COLOR_HEADER] = "\x1B[0;4m",
+};
+
+const char *ctl_color(CtlColor c) {
+        if (!terminal_colors || (unsigned) c >= _CTL_COLOR_MAX)
+                return "";
+        return colors[c];
+}
+
+bool ctl_utf8_wanted(const char *codeset, const char *term) {
+        if (!codeset || (strcasecmp(codeset, "UTF-8") != 0 && strcasecmp(codeset, "utf8") != 0))
+                return false;
+        /* A serial console's vt100/vt102/vt220 shows 7- or 8-bit characters, not UTF-8. */
+        bool vt = strncmp(term ?: "", "vt", 2) == 0 && term[2] >= '0' && term[2] <= '9';
+        return !term || (strcmp(term, "dumb") != 0 && !vt);
+}
+
+int ctl_parse_boolean(const char *s) {
+        static const char *const yes[] = { "1", "yes", "y", "true", "t", "on" };
+        static const char *const no[] = { "0", "no", "n", "false", "f", "off" };
+
+        for (size_t i = 0; s && i < ARRAY_SIZE(yes); i++)
+                if (strcasecmp(s, yes[i]) == 0)
+                        return 1;
+        for (size_t i = 0; s && i < ARRAY_SIZE(no); i++)
+                if (strcasecmp(s, no[i]) == 0)
+                        return 0;
+        return -1;
+}
+
+bool ctl_colors_wanted(const char *systemd_colors, const char *no_color, const char *term, bool tty) {
+        /* systemd's colour modes: a boolean, or how many colours (all of them "on" here) */
+        int r = systemd_colors && (strcmp(systemd_colors, "16") == 0 || strcmp(systemd_colors, "256") == 0 ||
+                                   strcmp(systemd_colors, "24bit") == 0)
+                        ? 1
+                        : ctl_parse_boolean(systemd_colors);
+
+        if (r >= 0)
+                return r;
+        if (no_color && no_color[0] != '\0')
+                return false;
+        return tty && !(term && strcmp(term, "dumb") == 0);
+}
+
 /* ---- text ---- */
 
 /* Length of a valid UTF-8 sequence at s, or 0; *control tells a C1 control (CSI is U+009B). */
@@ -200,7 +292,7 @@ char *ctl_sanitize(const char *s) {
         while (*p) {
                 bool control;
                 size_t len = utf8_valid_length(p, &control);
-                if (len == 0 || control) {
+                if (len == 0 || control || (len > 1 && !terminal_utf8)) {
                         *o++ = '?';
                         p += MAX(len, (size_t) 1);
                         continue;
@@ -213,12 +305,85 @@ char *ctl_sanitize(const char *s) {
         return out;
 }
 
+/* For a locale that is not UTF-8 or does not know the character: wide (two columns) are the East
+ * Asian Wide and Fullwidth blocks and the emoji, zero the combining marks and zero-width
+ * characters (after Markus Kuhn's wcwidth). Everything else is one column. */
+static int fallback_width(uint32_t cp) {
+        static const uint32_t zero[][2] = {
+                { 0x0300, 0x036f }, { 0x0483, 0x0489 }, { 0x0591, 0x05bd }, { 0x0610, 0x061a },
+                { 0x064b, 0x065f }, { 0x0e31, 0x0e31 }, { 0x0e34, 0x0e3a }, { 0x0e47, 0x0e4e },
+                { 0x1ab0, 0x1aff }, { 0x1dc0, 0x1dff }, { 0x200b, 0x200f }, { 0x202a, 0x202e },
+                { 0x2060, 0x2064 }, { 0x20d0, 0x20ff }, { 0xfe00, 0xfe0f }, { 0xfe20, 0xfe2f },
+                { 0xfeff, 0xfeff }, { 0xe0100, 0xe01ef },
+        };
+        static const uint32_t wide[][2] = {
+                { 0x1100, 0x115f }, { 0x231a, 0x231b }, { 0x2329, 0x232a }, { 0x2e80, 0x303e },
+                { 0x3041, 0x33ff }, { 0x3400, 0x4dbf }, { 0x4e00, 0x9fff }, { 0xa000, 0xa4cf },
+                { 0xa960, 0xa97f }, { 0xac00, 0xd7a3 }, { 0xf900, 0xfaff }, { 0xfe10, 0xfe19 },
+                { 0xfe30, 0xfe6f }, { 0xff00, 0xff60 }, { 0xffe0, 0xffe6 }, { 0x1f300, 0x1f64f },
+                { 0x1f900, 0x1f9ff }, { 0x20000, 0x2fffd }, { 0x30000, 0x3fffd },
+        };
+
+        for (size_t i = 0; i < ARRAY_SIZE(zero); i++)
+                if (cp >= zero[i][0] && cp <= zero[i][1])
+                        return 0;
+        for (size_t i = 0; i < ARRAY_SIZE(wide); i++)
+                if (cp >= wide[i][0] && cp <= wide[i][1])
+                        return 2;
+        return 1;
+}
+
+/* The code point of a valid sequence of `len` bytes (utf8_valid_length()). */
+static uint32_t utf8_decode(const unsigned char *s, size_t len) {
+        uint32_t cp = len == 1 ? s[0] : len == 2 ? s[0] & 0x1f : len == 3 ? s[0] & 0x0f : s[0] & 0x07;
+        for (size_t i = 1; i < len; i++)
+                cp = (cp << 6) | (s[i] & 0x3f);
+        return cp;
+}
+
 size_t ctl_display_width(const char *s) {
-        size_t w = 0;
-        for (const unsigned char *p = (const unsigned char *) s; *p; p++)
-                if ((*p & 0xc0) != 0x80)
+        size_t n, w = 0;
+
+        if (!s)
+                return 0;
+        /* In a UTF-8 locale (rightsizectl calls setlocale(LC_ALL, "")): the C library's tables. */
+        n = mbstowcs(NULL, s, 0);
+        if (n != (size_t) -1) {
+                _cleanup_free_ wchar_t *ws = malloc((n + 1) * sizeof(wchar_t));
+                if (ws && mbstowcs(ws, s, n + 1) == n) {
+                        int width = wcswidth(ws, n);
+                        if (width >= 0)
+                                return (size_t) width;
+                }
+        }
+        /* Otherwise one character at a time: the locale's wcwidth() where it knows the character,
+         * the table above where it does not (a C locale, an unassigned code point); a byte that
+         * is not UTF-8 is one column (sanitised, it is a '?'). */
+        for (const unsigned char *p = (const unsigned char *) s; *p;) {
+                bool control;
+                size_t len = utf8_valid_length(p, &control);
+                if (len == 0) {
                         w++;
+                        p++;
+                        continue;
+                }
+                uint32_t cp = utf8_decode(p, len);
+                int cw = cp < 0x80 ? 1 : wcwidth((wchar_t) cp);
+                if (cw < 0)
+                        cw = fallback_width(cp);
+                w += (size_t) cw;
+                p += len;
+        }
         return w;
+}
+
+int ctl_print_padded(FILE *f, const char *s, size_t width) {
+        _cleanup_free_ char *clean = ctl_sanitize(s);
+        if (!clean)
+                return -ENOMEM;
+        size_t w = ctl_display_width(clean);
+        fprintf(f, "%s%*s", clean, (int) (width > w ? width - w : 0), "");
+        return ferror(f) ? -EIO : 0;
 }
 
 const char *ctl_format_size(char *buf, size_t len, uint64_t bytes) {
@@ -234,6 +399,7 @@ const char *ctl_format_size(char *buf, size_t len, uint64_t bytes) {
 struct CtlTable {
         size_t n_columns;
         char **cells; /* row-major, header row first */
+        CtlColor *colors; /* the same, CTL_COLOR_NORMAL: none */
         size_t n_rows; /* including the header */
         bool *right;
 };
@@ -244,6 +410,7 @@ CtlTable *ctl_table_free(CtlTable *t) {
         for (size_t i = 0; i < t->n_rows * t->n_columns; i++)
                 free(t->cells[i]);
         free(t->cells);
+        free(t->colors);
         free(t->right);
         free(t);
         return NULL;
@@ -267,11 +434,16 @@ void ctl_table_align_right(CtlTable *t, size_t column) {
 }
 
 int ctl_table_add_row(CtlTable *t, const char *const *cells) {
+        CtlColor *nc = realloc(t->colors, (t->n_rows + 1) * t->n_columns * sizeof(CtlColor));
+        if (!nc)
+                return -ENOMEM;
+        t->colors = nc;
         char **n = realloc(t->cells, (t->n_rows + 1) * t->n_columns * sizeof(char *));
-
         if (!n)
                 return -ENOMEM;
         t->cells = n;
+        for (size_t c = 0; c < t->n_columns; c++)
+                nc[t->n_rows * t->n_columns + c] = t->n_rows == 0 ? CTL_COLOR_HEADER : CTL_COLOR_NORMAL;
         for (size_t c = 0; c < t->n_columns; c++) {
                 char *s = ctl_sanitize(cells[c] ?: "-");
                 if (!s) {
@@ -283,6 +455,11 @@ int ctl_table_add_row(CtlTable *t, const char *const *cells) {
         }
         t->n_rows++;
         return 0;
+}
+
+void ctl_table_color_cell(CtlTable *t, size_t column, CtlColor color) {
+        if (t->n_rows > 1 && column < t->n_columns)
+                t->colors[(t->n_rows - 1) * t->n_columns + column] = color;
 }
 
 size_t ctl_table_n_rows(const CtlTable *t) {
@@ -302,12 +479,17 @@ int ctl_table_print(const CtlTable *t, FILE *f) {
                 size_t pending = 0; /* blanks owed before the next cell, so lines never end in blanks */
                 for (size_t c = 0; c < t->n_columns; c++) {
                         const char *s = t->cells[r * t->n_columns + c];
+                        CtlColor color = t->colors[r * t->n_columns + c];
                         size_t pad = width[c] - ctl_display_width(s);
                         bool last = c + 1 == t->n_columns;
 
                         if (t->right[c])
                                 pending += pad;
-                        fprintf(f, "%*s%s", (int) pending, "", s);
+                        if (color != CTL_COLOR_NORMAL && ctl_colors())
+                                fprintf(f, "%*s%s%s%s", (int) pending, "", ctl_color(color), s,
+                                        ctl_color(CTL_COLOR_NORMAL));
+                        else
+                                fprintf(f, "%*s%s", (int) pending, "", s);
                         pending = t->right[c] ? 0 : pad;
                         if (!last)
                                 pending += 2;
@@ -363,6 +545,11 @@ int ctl_print_guest_table(FILE *f, const CtlGuest *guests, size_t n) {
                         why ?: g->reason,
                 };
                 r = ctl_table_add_row(t, cells);
+                if (r >= 0 && g->fault && !ctl_guest_skipped(g)) {
+                        ctl_table_color_cell(t, 1, CTL_COLOR_RED);
+                        ctl_table_color_cell(t, 8, CTL_COLOR_RED);
+                } else if (r >= 0 && g->paused > 0)
+                        ctl_table_color_cell(t, 1, CTL_COLOR_YELLOW);
         }
         if (r >= 0)
                 r = ctl_table_print(t, f);
@@ -458,9 +645,14 @@ int ctl_print_report(FILE *f, const CtlReport *r, const CtlGuest *guests, size_t
         return ret;
 }
 
-static void print_line(FILE *f, const char *label, const char *value) {
+static void print_line_color(FILE *f, const char *label, const char *value, CtlColor color) {
         _cleanup_free_ char *clean = ctl_sanitize(value);
-        fprintf(f, "%14s: %s\n", label, clean ?: "?");
+        fprintf(f, "%14s: %s%s%s\n", label, color != CTL_COLOR_NORMAL ? ctl_color(color) : "", clean ?: "?",
+                color != CTL_COLOR_NORMAL ? ctl_color(CTL_COLOR_NORMAL) : "");
+}
+
+static void print_line(FILE *f, const char *label, const char *value) {
+        print_line_color(f, label, value, CTL_COLOR_NORMAL);
 }
 
 static void print_size_line(FILE *f, const char *label, uint64_t bytes) {
@@ -478,14 +670,17 @@ int ctl_print_guest_details(FILE *f, const CtlGuest *g, const CtlHistoryPoint *h
         char a[FORMAT_SIZE_MAX], b[FORMAT_SIZE_MAX], c[FORMAT_SIZE_MAX];
         char line[256];
 
-        fprintf(f, "%s %s\n", g->fault ? "×" : "●", name ?: "?");
+        bool faulty = g->fault && !ctl_guest_skipped(g);
+        fprintf(f, "%s%s%s %s\n",
+                ctl_color(faulty ? CTL_COLOR_RED : g->fault || g->paused > 0 ? CTL_COLOR_YELLOW : CTL_COLOR_GREEN),
+                ctl_glyph(g->fault ? CTL_GLYPH_CROSS : CTL_GLYPH_BULLET), ctl_color(CTL_COLOR_NORMAL), name ?: "?");
         if (g->state) {
                 snprintf(line, sizeof(line), "%s%s%s%s", g->state, g->tier ? " (tier " : "", g->tier ?: "",
                          g->tier ? ")" : "");
                 print_line(f, "State", line);
         }
         if (g->fault)
-                print_line(f, "Fault", g->fault);
+                print_line_color(f, "Fault", g->fault, faulty ? CTL_COLOR_RED : CTL_COLOR_NORMAL);
         if (g->policy) {
                 snprintf(line, sizeof(line), "%s%s%s%s", g->policy, g->mode ? " (mode " : "", g->mode ?: "",
                          g->mode ? ")" : "");
@@ -544,9 +739,58 @@ int ctl_print_guest_details(FILE *f, const CtlGuest *g, const CtlHistoryPoint *h
         return ferror(f) ? -EIO : 0;
 }
 
-/* ---- pictures ---- */
+/* ---- monitor ---- */
 
-static const char *const spark_levels[] = { "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█" };
+#define MONITOR_NAME_WIDTH 16
+
+int ctl_print_estimate_event(FILE *f, const CtlEstimateEvent *e) {
+        char when[64] = "-", est[FORMAT_SIZE_MAX], lo[FORMAT_SIZE_MAX], hi[FORMAT_SIZE_MAX], tgt[FORMAT_SIZE_MAX];
+        time_t sec = (time_t) (e->usec / USEC_PER_SEC);
+        struct tm tm;
+
+        if (localtime_r(&sec, &tm))
+                strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+        fprintf(f, "%s  ", when);
+        int r = ctl_print_padded(f, e->name, MONITOR_NAME_WIDTH);
+        if (r < 0)
+                return r;
+        fprintf(f, "  estimate %s", ctl_format_size(est, sizeof(est), e->estimate));
+        if (e->lower != CTL_UNKNOWN || e->upper != CTL_UNKNOWN) /* "-" for the one not known */
+                fprintf(f, " (%s .. %s)", ctl_format_size(lo, sizeof(lo), e->lower),
+                        ctl_format_size(hi, sizeof(hi), e->upper));
+        fprintf(f, "  target %s", ctl_format_size(tgt, sizeof(tgt), e->target));
+        if (e->state) {
+                _cleanup_free_ char *state = ctl_sanitize(e->state);
+                CtlColor color = e->fault ? CTL_COLOR_RED : e->paused ? CTL_COLOR_YELLOW : CTL_COLOR_NORMAL;
+                if (!state)
+                        return -ENOMEM;
+                fprintf(f, "  %s%s%s", color != CTL_COLOR_NORMAL ? ctl_color(color) : "", state,
+                        color != CTL_COLOR_NORMAL ? ctl_color(CTL_COLOR_NORMAL) : "");
+        }
+        fputc('\n', f);
+        return ferror(f) ? -EIO : 0;
+}
+
+static json_object *json_size_or_null(uint64_t x) {
+        return x == CTL_UNKNOWN ? NULL : json_object_new_uint64(x);
+}
+
+json_object *ctl_estimate_event_to_json(const CtlEstimateEvent *e) {
+        json_object *o = json_object_new_object();
+
+        if (!o)
+                return NULL;
+        json_object_object_add(o, "time", json_object_new_uint64(e->usec));
+        json_object_object_add(o, "name", json_object_new_string(e->name ?: ""));
+        json_object_object_add(o, "estimate", json_size_or_null(e->estimate));
+        json_object_object_add(o, "estimate-lower", json_size_or_null(e->lower));
+        json_object_object_add(o, "estimate-upper", json_size_or_null(e->upper));
+        json_object_object_add(o, "target", json_size_or_null(e->target));
+        json_object_object_add(o, "state", e->state ? json_object_new_string(e->state) : NULL);
+        return o;
+}
+
+/* ---- pictures ---- */
 
 char *ctl_sparkline(const uint64_t *values, size_t n, uint64_t lo, uint64_t hi, size_t width) {
         size_t cells = MIN(n, width);
@@ -562,13 +806,14 @@ char *ctl_sparkline(const uint64_t *values, size_t n, uint64_t lo, uint64_t hi, 
                         *o++ = ' ';
                         continue;
                 }
-                size_t level = 0;
+                size_t level = 0, n_levels = CTL_GLYPH_SPARK_8 - CTL_GLYPH_SPARK_1 + 1;
                 if (hi > lo) {
                         double x = ((double) CLAMP(v, lo, hi) - (double) lo) / ((double) hi - (double) lo);
-                        level = (size_t) lround(x * (double) (ARRAY_SIZE(spark_levels) - 1));
+                        level = (size_t) lround(x * (double) (n_levels - 1));
                 }
-                size_t len = strlen(spark_levels[level]);
-                memcpy(o, spark_levels[level], len);
+                const char *glyph = ctl_glyph(CTL_GLYPH_SPARK_1 + level);
+                size_t len = strlen(glyph);
+                memcpy(o, glyph, len);
                 o += len;
         }
         *o = '\0';
@@ -632,11 +877,12 @@ int ctl_print_chart(FILE *f, const CtlHistoryPoint *h, size_t n, size_t width, s
                 size_t end = cols;
                 while (end > 0 && grid[row * cols + end - 1] == ' ')
                         end--;
-                fprintf(f, "%*s ┤%.*s\n", CHART_LABEL, label, (int) end, &grid[row * cols]);
+                fprintf(f, "%*s %s%.*s\n", CHART_LABEL, label, ctl_glyph(CTL_GLYPH_AXIS_TICK), (int) end,
+                        &grid[row * cols]);
         }
-        fprintf(f, "%*s └", CHART_LABEL, "");
+        fprintf(f, "%*s %s", CHART_LABEL, "", ctl_glyph(CTL_GLYPH_AXIS_CORNER));
         for (size_t c = 0; c < cols; c++)
-                fputs("─", f);
+                fputs(ctl_glyph(CTL_GLYPH_AXIS_LINE), f);
         uint64_t span = h[n - 1].usec > h[0].usec ? (h[n - 1].usec - h[0].usec) / 1000000 : 0;
         char ago[32];
         if (span >= 7200)

@@ -88,13 +88,68 @@ typedef struct CtlHistoryPoint {
         uint64_t target, actual, estimate; /* estimate 0 = not known yet */
 } CtlHistoryPoint;
 
+/* ---- the terminal: glyphs and colours ---- */
+
+/* Every non-ASCII character and every escape sequence rightsizectl prints comes from here. What
+ * the output may use is decided once by rightsizectl at start (before a pager takes stdout) and
+ * set with ctl_set_terminal(); until then: UTF-8 glyphs, no colour. */
+typedef enum CtlGlyph {
+        CTL_GLYPH_BULLET,       /* "●" or "*": the daemon, a guest without a fault */
+        CTL_GLYPH_CROSS,        /* "×" or "x": a guest with a fault */
+        CTL_GLYPH_AXIS_TICK,    /* "┤" or "|": the chart's y axis */
+        CTL_GLYPH_AXIS_CORNER,  /* "└" or "+" */
+        CTL_GLYPH_AXIS_LINE,    /* "─" or "-": the chart's x axis */
+        CTL_GLYPH_SPARK_1,      /* "▁" .. "█", or "_" .. "#": sparkline levels, lowest first */
+        CTL_GLYPH_SPARK_2,
+        CTL_GLYPH_SPARK_3,
+        CTL_GLYPH_SPARK_4,
+        CTL_GLYPH_SPARK_5,
+        CTL_GLYPH_SPARK_6,
+        CTL_GLYPH_SPARK_7,
+        CTL_GLYPH_SPARK_8,
+        _CTL_GLYPH_MAX,
+} CtlGlyph;
+
+typedef enum CtlColor {
+        CTL_COLOR_NORMAL,    /* back to plain */
+        CTL_COLOR_RED,       /* faults */
+        CTL_COLOR_GREEN,     /* all well */
+        CTL_COLOR_YELLOW,    /* paused by an operator */
+        CTL_COLOR_HEADER,    /* a table's header: underlined */
+        _CTL_COLOR_MAX,
+} CtlColor;
+
+void ctl_set_terminal(bool utf8, bool colors);
+bool ctl_utf8(void);
+bool ctl_colors(void);
+/* The glyph, UTF-8 or its ASCII stand-in. */
+const char *ctl_glyph(CtlGlyph g);
+/* The SGR escape, or "" with colours off. */
+const char *ctl_color(CtlColor c);
+
+/* Whether output may be UTF-8: the locale's codeset (nl_langinfo(CODESET) after setlocale) is
+ * UTF-8, and TERM is not one that cannot show it (dumb, or vt*: a serial console). */
+bool ctl_utf8_wanted(const char *codeset, const char *term);
+/* Whether to colour, as systemd decides: $SYSTEMD_COLORS when it is a boolean (or 16, 256,
+ * 24bit: on) wins; then $NO_COLOR set and not empty (https://no-color.org) means no; then only
+ * on a terminal (stdout a tty) whose TERM is not dumb. */
+bool ctl_colors_wanted(const char *systemd_colors, const char *no_color, const char *term, bool tty);
+/* systemd's parse_boolean(): 1 (1, yes, y, true, t, on), 0 (0, no, n, false, f, off; any case),
+ * or -1 for anything else, NULL too. */
+int ctl_parse_boolean(const char *s);
+
 /* ---- text ---- */
 
 /* A copy safe to print: C0 and C1 control characters, DEL and bytes that are not valid
- * UTF-8 become '?'. NULL in gives "". NULL only when out of memory. */
+ * UTF-8 become '?'; without UTF-8 output (ctl_utf8()) every non-ASCII character does too.
+ * NULL in gives "". NULL only when out of memory. */
 char *ctl_sanitize(const char *s);
-/* Columns a sanitised string occupies (code points; no wide-character tables). */
+/* Terminal columns a sanitised string occupies: wcswidth() of it in a UTF-8 locale (CJK and
+ * other wide characters count two, combining marks none); elsewhere, or for what the locale does
+ * not know, a built-in table of the wide and zero-width ranges. */
 size_t ctl_display_width(const char *s);
+/* s (sanitised) followed by blanks up to `width` display columns. */
+int ctl_print_padded(FILE *f, const char *s, size_t width);
 
 /* "1.5 GiB", or "-" when unknown. buf at least FORMAT_SIZE_MAX. */
 const char *ctl_format_size(char *buf, size_t len, uint64_t bytes);
@@ -108,8 +163,11 @@ CtlTable *ctl_table_free(CtlTable *t);
 void ctl_table_align_right(CtlTable *t, size_t column);
 /* Cells are copied and sanitised; NULL cells print as "-". Returns 0 or -ENOMEM. */
 int ctl_table_add_row(CtlTable *t, const char *const *cells);
+/* Colours a cell of the last row added (only its text, not the padding; nothing with colours off). */
+void ctl_table_color_cell(CtlTable *t, size_t column, CtlColor color);
 size_t ctl_table_n_rows(const CtlTable *t);
-/* Columns separated by two spaces, header first, no trailing blanks. */
+/* Columns separated by two spaces, header first (underlined with colours), aligned by display
+ * width, no trailing blanks. */
 int ctl_table_print(const CtlTable *t, FILE *f);
 
 /* list --name: one sanitised name per line and nothing else, in the daemon's order; a guest
@@ -139,14 +197,29 @@ int ctl_print_guest_details(FILE *f, const CtlGuest *g, const CtlHistoryPoint *h
 /* history: sparklines for target, actual and estimate, a chart, and the points as a table. */
 int ctl_print_history(FILE *f, const char *name, const CtlHistoryPoint *h, size_t n_h, size_t width);
 
+/* monitor: one EstimateChanged signal, with what GetGuest said right after it. */
+typedef struct CtlEstimateEvent {
+        uint64_t usec;                     /* CLOCK_REALTIME, when it arrived */
+        const char *name;
+        uint64_t estimate, lower, upper;   /* CTL_UNKNOWN: not known (the signal's 0) */
+        uint64_t target;                   /* CTL_UNKNOWN when GetGuest failed */
+        const char *state;                 /* NULL when GetGuest failed */
+        bool fault, paused;
+} CtlEstimateEvent;
+/* "2026-01-02 03:04:05  NAME  estimate 1.2 GiB (1 GiB .. 1.5 GiB)  target 1.5 GiB  hold", one line. */
+int ctl_print_estimate_event(FILE *f, const CtlEstimateEvent *e);
+/* {"time", "name", "estimate", "estimate-lower", "estimate-upper", "target", "state"}, unknown: null. */
+json_object *ctl_estimate_event_to_json(const CtlEstimateEvent *e);
+
 /* ---- pictures ---- */
 
-/* One line of ▁▂▃▄▅▆▇█, `width` cells at most: values[] resampled (last value of each
- * bucket), scaled between lo and hi. Values equal to CTL_UNKNOWN print as a space. */
+/* One line of ▁▂▃▄▅▆▇█ (ASCII: _.:-=+*#), `width` cells at most: values[] resampled (last
+ * value of each bucket), scaled between lo and hi. Values equal to CTL_UNKNOWN print as a space. */
 char *ctl_sparkline(const uint64_t *values, size_t n, uint64_t lo, uint64_t hi, size_t width);
 
-/* A chart `height` rows by at most `width` columns (y labels included) of target (T),
- * actual (A) and estimate (E); '*' where two or more meet. Estimate 0 is not drawn. */
+/* A chart `height` rows by at most `width` columns (y labels included, axes drawn with
+ * ctl_glyph()) of target (T), actual (A) and estimate (E); '*' where two or more meet.
+ * Estimate 0 is not drawn. */
 int ctl_print_chart(FILE *f, const CtlHistoryPoint *h, size_t n, size_t width, size_t height);
 
 /* ---- JSON (documented in ctl/README.md) ---- */

@@ -5,12 +5,16 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <langinfo.h>
+#include <locale.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,6 +22,7 @@
 #include "common/macro.h"
 #include "common/size.h"
 #include "ctl/ctl-format.h"
+#include "ctl/ctl-pager.h"
 
 #define DEFAULT_ENABLE_POLICY "balanced"
 
@@ -25,9 +30,17 @@
 
 static CtlJsonMode arg_json = CTL_JSON_OFF;
 static bool arg_names;
+static bool arg_no_pager;
 static const char *arg_policy;
 
+/* Long text output goes through a pager on a terminal; never JSON. */
+static void pager_open(void) {
+        if (!arg_json)
+                ctl_pager_open(arg_no_pager);
+}
+
 static void help(void) {
+        pager_open();
         printf("Usage: rightsizectl [OPTIONS] COMMAND [ARGS]\n"
                "\n"
                "Ask rightsized what it knows about its guests, and steer it.\n"
@@ -51,12 +64,15 @@ static void help(void) {
                "                        Opt a libvirt domain in (metadata, live and persistent;\n"
                "                        policy " DEFAULT_ENABLE_POLICY " unless given)\n"
                "  disable DOMAIN        Opt a libvirt domain out\n"
+               "  monitor [GUEST]       Follow estimate changes as they happen, one line each (with\n"
+               "                        --json: one JSON object a line), until interrupted\n"
                "\n"
                "Options:\n"
                "  -j --json[=pretty|short]\n"
                "                        Machine-readable output (shapes in rightsizectl(1)):\n"
                "                        indented (pretty, the default) or on one line (short)\n"
                "     --name             With list: guest names only, one a line\n"
+               "     --no-pager         Do not pipe long output into a pager\n"
                "  -p --policy NAME      The policy `enable` writes\n"
                "  -h --help             Show this help\n"
                "     --version          Show the version\n"
@@ -70,7 +86,8 @@ static void help(void) {
                "  5  permission denied (changes need root or polkit's yes; reads need the read group)\n"
                "  6  status: a guest is faulty (a skipped libvirt domain does not count)\n"
                "\n"
-               "The bus is the system bus, or $DBUS_SYSTEM_BUS_ADDRESS when set.\n");
+               "The bus is the system bus, or $DBUS_SYSTEM_BUS_ADDRESS when set. Unicode glyphs\n"
+               "need a UTF-8 locale, colours a terminal (NO_COLOR=1 or SYSTEMD_COLORS=0: none).\n");
 }
 
 static size_t terminal_width(void) {
@@ -359,6 +376,7 @@ static int cmd_list(sd_bus *bus) {
                 printf("No guests.\n");
                 return EXIT_OK;
         }
+        pager_open();
         if (ctl_print_guest_table(stdout, l.guests, l.n) < 0)
                 return EXIT_FAIL;
         size_t faulty = 0;
@@ -398,8 +416,10 @@ static int cmd_show(sd_bus *bus, const char *name, bool history_only) {
                         json_object_object_add(o, "history", ctl_history_to_json(h, n));
                 return print_json(o);
         }
-        int r = history_only ? ctl_print_history(stdout, name, h, n, terminal_width())
-                             : ctl_print_guest_details(stdout, &g, h, n, terminal_width());
+        size_t width = terminal_width(); /* the terminal's, before the pager has stdout */
+        pager_open();
+        int r = history_only ? ctl_print_history(stdout, name, h, n, width)
+                             : ctl_print_guest_details(stdout, &g, h, n, width);
         return r < 0 ? EXIT_FAIL : EXIT_OK;
 }
 
@@ -481,6 +501,7 @@ static int cmd_report(sd_bus *bus) {
                 json_object_object_add(o, "guest-list", top);
                 return print_json(o);
         }
+        pager_open();
         return ctl_print_report(stdout, &r, l.guests, l.n, REPORT_TOP) < 0 ? EXIT_FAIL : EXIT_OK;
 }
 
@@ -526,7 +547,9 @@ static int cmd_status(sd_bus *bus) {
         }
         char buf[FORMAT_SIZE_MAX];
         _cleanup_free_ char *clean = ctl_sanitize(version);
-        printf("● rightsized %s\n", clean ?: "?");
+        bool faulty = ctl_status_exit_code(&c) != EXIT_OK;
+        printf("%s%s%s rightsized %s\n", ctl_color(faulty ? CTL_COLOR_RED : CTL_COLOR_GREEN),
+               ctl_glyph(CTL_GLYPH_BULLET), ctl_color(CTL_COLOR_NORMAL), clean ?: "?");
         printf("%14s: %zu (%u managed, %zu faulty", "Guests", c.guests, managed, c.faulty);
         if (c.skipped > 0)
                 printf(" of which %zu skipped", c.skipped);
@@ -537,6 +560,169 @@ static int cmd_status(sd_bus *bus) {
                format_size(buf, sizeof(buf), rep.reclaimable), rep.with_estimate, rep.with_estimate == 1 ? "" : "s");
         print_api_outage(bus);
         return ctl_status_exit_code(&c);
+}
+
+/* ---- monitor ---- */
+
+typedef struct Monitor {
+        sd_bus *bus;
+        sd_event *event;   /* its own pointer: a closed bus forgets its event loop */
+        const char *guest; /* only this one's signals, or every guest's */
+} Monitor;
+
+static uint64_t now_realtime_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+}
+
+/* EstimateChanged(s name, t estimate, t lower, t upper), 0 for unknown (daemon/dbus-api.md). It
+ * carries no target or state: those are what GetGuest says right after it. */
+static int monitor_estimate_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error _unused_) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(ctl_guest_done) CtlGuest g;
+        Monitor *mon = userdata;
+        const char *name;
+        uint64_t estimate, lower, upper;
+        int r;
+
+        ctl_guest_init(&g);
+        r = sd_bus_message_read(m, "sttt", &name, &estimate, &lower, &upper);
+        if (r < 0) {
+                fprintf(stderr, "rightsizectl: monitor: an EstimateChanged signal that cannot be read: %s\n",
+                        strerror(-r));
+                return 0;
+        }
+        if (mon->guest && strcmp(mon->guest, name) != 0)
+                return 0;
+
+        CtlEstimateEvent e = {
+                .usec = now_realtime_usec(),
+                .name = name,
+                .estimate = estimate > 0 ? estimate : CTL_UNKNOWN,
+                .lower = lower > 0 ? lower : CTL_UNKNOWN,
+                .upper = upper > 0 ? upper : CTL_UNKNOWN,
+                .target = CTL_UNKNOWN,
+        };
+        /* Quietly: a guest gone since, or a daemon that does not answer, leaves them unknown. */
+        if (sd_bus_call_method(mon->bus, RS_BUS_NAME, RS_BUS_PATH, RS_BUS_INTERFACE, "GetGuest", NULL, &reply, "s",
+                               name) >= 0 &&
+            read_guest(reply, &g) >= 0) {
+                e.target = g.target;
+                e.state = g.state;
+                e.fault = g.fault && !ctl_guest_skipped(&g);
+                e.paused = g.paused > 0;
+        }
+        if (arg_json) {
+                json_object *o = ctl_estimate_event_to_json(&e);
+                r = o ? ctl_print_json_mode(stdout, o, CTL_JSON_SHORT) : -ENOMEM; /* one object a line */
+                json_object_put(o);
+        } else
+                r = ctl_print_estimate_event(stdout, &e);
+        /* Each line as it happens, also into a pipe or a file. */
+        if (r < 0 || fflush(stdout) != 0 || ferror(stdout)) {
+                fprintf(stderr, "rightsizectl: monitor: cannot write: %s\n", strerror(r < 0 ? -r : errno));
+                return sd_event_exit(mon->event, EXIT_FAIL);
+        }
+        return 0;
+}
+
+/* Said on stderr, so that stdout stays one line per change: the daemon stopped or came back. The
+ * match stays, so a restarted daemon's signals are followed too. */
+static int monitor_owner_changed(sd_bus_message *m, void *userdata _unused_, sd_bus_error *ret_error _unused_) {
+        const char *name, *old_owner, *new_owner;
+
+        if (sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner) < 0 || strcmp(name, RS_BUS_NAME) != 0)
+                return 0;
+        if (new_owner[0] == '\0')
+                fprintf(stderr, "rightsizectl: monitor: rightsized left the bus; waiting for it to come back\n");
+        else if (old_owner[0] == '\0')
+                fprintf(stderr, "rightsizectl: monitor: rightsized is back\n");
+        return 0;
+}
+
+static int monitor_disconnected(sd_bus_message *m _unused_, void *userdata, sd_bus_error *ret_error _unused_) {
+        Monitor *mon = userdata;
+        fprintf(stderr, "rightsizectl: monitor: the connection to the bus was lost\n");
+        return sd_event_exit(mon->event, EXIT_NO_DAEMON);
+}
+
+static int monitor_signal(sd_event_source *s, const struct signalfd_siginfo *si _unused_, void *userdata _unused_) {
+        return sd_event_exit(sd_event_source_get_event(s), EXIT_OK);
+}
+
+static int cmd_monitor(sd_bus *bus, const char *guest) {
+        _cleanup_(sd_event_unrefp) sd_event *event = NULL;
+        _cleanup_free_ char *version = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        Monitor mon = { .bus = bus, .guest = guest };
+        sigset_t mask;
+        int r, code;
+
+        /* SIGINT and SIGTERM end it with exit status 0: through the event loop, so that a line is
+         * never cut off. */
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGTERM);
+        r = sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ? -errno : sd_event_new(&event);
+        mon.event = event;
+        if (r >= 0)
+                r = sd_event_add_signal(event, NULL, SIGINT, monitor_signal, NULL);
+        if (r >= 0)
+                r = sd_event_add_signal(event, NULL, SIGTERM, monitor_signal, NULL);
+        if (r >= 0)
+                r = sd_bus_attach_event(bus, event, SD_EVENT_PRIORITY_NORMAL);
+        /* The matches first, then the check that the daemon is there: no change falls in between. */
+        if (r >= 0)
+                r = sd_bus_match_signal(bus, NULL, RS_BUS_NAME, RS_BUS_PATH, RS_BUS_INTERFACE, "EstimateChanged",
+                                        monitor_estimate_changed, &mon);
+        if (r >= 0)
+                r = sd_bus_add_match(bus, NULL,
+                                     "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
+                                     "interface='org.freedesktop.DBus',member='NameOwnerChanged',"
+                                     "arg0='" RS_BUS_NAME "'",
+                                     monitor_owner_changed, &mon);
+        if (r >= 0)
+                r = sd_bus_match_signal(bus, NULL, "org.freedesktop.DBus.Local", "/org/freedesktop/DBus/Local",
+                                        "org.freedesktop.DBus.Local", "Disconnected", monitor_disconnected, &mon);
+        if (r < 0) {
+                sd_bus_detach_event(bus);
+                return report_bus_error("monitor", &error, r);
+        }
+
+        /* Whether rightsized runs and lets us read (the bus policy sends its signals only to those
+         * who may): the same exit statuses as every other command. */
+        r = sd_bus_get_property_string(bus, RS_BUS_NAME, RS_BUS_PATH, RS_BUS_INTERFACE, "Version", &error, &version);
+        if (r < 0) {
+                code = report_bus_error("monitor", &error, r);
+                sd_bus_error_free(&error);
+                sd_bus_detach_event(bus);
+                return code;
+        }
+        if (guest) {
+                CtlGuest g;
+                ctl_guest_init(&g);
+                code = fetch_guest(bus, guest, &g);
+                ctl_guest_done(&g);
+                if (code != EXIT_OK) {
+                        sd_bus_detach_event(bus);
+                        return code;
+                }
+        }
+
+        /* On stderr, as busctl monitor says it: stdout has only the changes. Also the sign that no
+         * change from now on is missed. */
+        _cleanup_free_ char *clean_version = ctl_sanitize(version), *clean_guest = ctl_sanitize(guest);
+        fprintf(stderr, "Monitoring the estimates of %s (rightsized %s); Ctrl-C to stop.\n",
+                guest ? clean_guest ?: "?" : "every guest", clean_version ?: "?");
+
+        r = sd_event_loop(event);
+        sd_bus_detach_event(bus);
+        if (r < 0) {
+                fprintf(stderr, "rightsizectl: monitor: %s\n", strerror(-r));
+                return EXIT_FAIL;
+        }
+        return r;
 }
 
 /* The commands (systemd's Verb pattern): name, arguments allowed, what runs it. */
@@ -596,11 +782,16 @@ static int verb_disable(sd_bus *bus, int n_args _unused_, char **args) {
         return call(bus, "disable", "SetDomainPolicy", NULL, "ss", args[0], "");
 }
 
+static int verb_monitor(sd_bus *bus, int n_args, char **args) {
+        return cmd_monitor(bus, n_args > 0 ? args[0] : NULL);
+}
+
 static const Verb verbs[] = {
         { "list", 0, 0, verb_list },       { "show", 1, 1, verb_show },     { "history", 1, 1, verb_history },
         { "set", 2, 2, verb_set },         { "pause", 0, 1, verb_pause },   { "resume", 0, 1, verb_resume },
         { "probe", 1, 1, verb_probe },     { "reload", 0, 0, verb_reload }, { "status", 0, 0, verb_status },
         { "enable", 1, 1, verb_enable },   { "disable", 1, 1, verb_disable }, { "report", 0, 0, verb_report },
+        { "monitor", 0, 1, verb_monitor },
 };
 
 /* For the shell completions (contrib/completion/), which take the commands and options from
@@ -658,10 +849,19 @@ static void list_policies(void) {
 }
 
 int main(int argc, char *argv[]) {
-        enum { ARG_VERSION = 0x100, ARG_JSON, ARG_NAME, ARG_LIST_VERBS, ARG_LIST_OPTIONS, ARG_LIST_POLICIES };
+        enum {
+                ARG_VERSION = 0x100,
+                ARG_JSON,
+                ARG_NAME,
+                ARG_NO_PAGER,
+                ARG_LIST_VERBS,
+                ARG_LIST_OPTIONS,
+                ARG_LIST_POLICIES,
+        };
         static const struct option options[] = {
                 { "json", optional_argument, NULL, ARG_JSON },
                 { "name", no_argument, NULL, ARG_NAME },
+                { "no-pager", no_argument, NULL, ARG_NO_PAGER },
                 { "policy", required_argument, NULL, 'p' },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -671,7 +871,18 @@ int main(int argc, char *argv[]) {
                 {},
         };
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        bool show_help = false;
         int c, code;
+
+        /* The user's locale, for its character set: wcswidth() measures guest names in it, and
+         * glyphs are UTF-8 only in a UTF-8 locale. Numbers stay C's: sizes typed to `set` and the
+         * JSON's decimals always have a '.'. */
+        (void) setlocale(LC_ALL, "");
+        (void) setlocale(LC_NUMERIC, "C");
+        /* Decided once, while stdout is still what the user gave us (a pager may take it later). */
+        const char *term = getenv("TERM");
+        ctl_set_terminal(ctl_utf8_wanted(nl_langinfo(CODESET), term),
+                         ctl_colors_wanted(getenv("SYSTEMD_COLORS"), getenv("NO_COLOR"), term, isatty(STDOUT_FILENO)));
 
         while ((c = getopt_long(argc, argv, "jhp:", options, NULL)) >= 0)
                 switch (c) {
@@ -687,6 +898,9 @@ int main(int argc, char *argv[]) {
                 case ARG_NAME:
                         arg_names = true;
                         break;
+                case ARG_NO_PAGER:
+                        arg_no_pager = true;
+                        break;
                 case ARG_LIST_VERBS:
                         list_verbs();
                         return EXIT_OK;
@@ -700,8 +914,8 @@ int main(int argc, char *argv[]) {
                         arg_policy = optarg;
                         break;
                 case 'h':
-                        help();
-                        return EXIT_OK;
+                        show_help = true; /* after the other options: --help --no-pager */
+                        break;
                 case ARG_VERSION:
                         printf("rightsizectl %s\n", RIGHTSIZECTL_VERSION);
                         return EXIT_OK;
@@ -709,6 +923,11 @@ int main(int argc, char *argv[]) {
                         fprintf(stderr, "Try 'rightsizectl --help'.\n");
                         return EXIT_USAGE;
                 }
+
+        if (show_help) {
+                help();
+                return EXIT_OK;
+        }
 
         const char *verb = optind < argc ? argv[optind] : "list";
         int n_args = optind < argc ? argc - optind - 1 : 0;

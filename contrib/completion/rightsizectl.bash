@@ -103,7 +103,7 @@ _rightsizectl() {
         fi
 
         case $verb in
-        show | history | probe | pause | resume | enable | disable)
+        show | history | probe | pause | resume | enable | disable | monitor)
                 ((n_args == 0)) && __rightsizectl_reply "$(__rightsizectl list --name)"
                 ;;
         set)

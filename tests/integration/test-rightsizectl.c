@@ -2,14 +2,18 @@
 /* The real rightsizectl binary against a stand-in org.rightsize.Manager1 on a private
  * dbus-daemon. The stand-in (below, test code only) serves three canned guests; it checks
  * callers the way daemon/dbus-api.md says the daemon does (changes need root), so the CLI's
- * parsing, printing and every documented exit code are exercised. The end-to-end test against
- * rightsized itself lives elsewhere. */
+ * parsing, printing and every documented exit code are exercised, and it sends EstimateChanged for
+ * three of its guests ten times a second, for `rightsizectl monitor`. Output is checked on files
+ * and, for colours and the pager, on a pseudo-terminal. One test runs `monitor` against the real
+ * rightsized with a simulated guest (tests/sim/fake-qemu): the signal as the daemon sends it. */
 
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <json-c/json.h>
+#include <locale.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -17,17 +21,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <systemd/sd-bus.h>
+#include <time.h>
 #include <unistd.h>
+#include <wchar.h>
 
 #include "common/bus-api.h"
 #include "common/macro.h"
 #include "tests/lib/bus-fixture.h"
 #include "tests/lib/check-run.h"
+#include "tests/lib/daemon-fixture.h"
 
 #define HOSTILE "evil\x1b]0;owned\x07\x1b[2J"
+#define WIDE "gäst-東京" /* 2-byte and 3-byte UTF-8; the CJK characters two columns wide */
+#define WIDE_C "g?st-??"  /* what a C locale shows of it */
+#define DEADLINE_SEC 60
 #define N_HISTORY 30
 
 static BusFixture private_bus;
@@ -35,6 +46,12 @@ static const char *dir, *address; /* the bus's: the stand-in's call log and the 
 static pid_t server_pid = -1;
 
 /* ---- the stand-in service ---- */
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+}
 
 static void log_call(const char *fmt, ...) {
         char path[256];
@@ -50,7 +67,7 @@ static void log_call(const char *fmt, ...) {
         fclose(f);
 }
 
-static const char *const guest_names[] = { "web1", HOSTILE, "broken" };
+static const char *const guest_names[] = { "web1", HOSTILE, "broken", WIDE };
 
 static bool known_guest(const char *name) {
         for (size_t i = 0; i < ARRAY_SIZE(guest_names); i++)
@@ -194,7 +211,7 @@ static int get_version(sd_bus *bus, const char *path, const char *interface, con
 }
 static int get_managed(sd_bus *bus, const char *path, const char *interface, const char *property,
                        sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        return sd_bus_message_append(reply, "u", (uint32_t) 2);
+        return sd_bus_message_append(reply, "u", (uint32_t) 3);
 }
 static int get_reclaimed(sd_bus *bus, const char *path, const char *interface, const char *property,
                          sd_bus_message *reply, void *userdata, sd_bus_error *error) {
@@ -227,11 +244,29 @@ static void run_server(int ready_fd) {
         if (write(ready_fd, "R", 1) != 1)
                 _exit(1);
         close(ready_fd);
+        /* Every 100 ms an EstimateChanged, for web1, the hostile name and the wide one in turn; the
+         * hostile one's bounds unknown (0). */
+        static const char *const changing[] = { "web1", HOSTILE, WIDE };
+        uint64_t next = 0, n = 0;
         for (;;) {
                 int r = sd_bus_process(bus, NULL);
                 if (r < 0)
                         _exit(2);
-                if (r == 0 && sd_bus_wait(bus, UINT64_MAX) < 0)
+                if (r > 0)
+                        continue;
+                uint64_t now = now_usec();
+                if (now >= next) {
+                        const char *name = changing[n % ARRAY_SIZE(changing)];
+                        bool bounds = strcmp(name, HOSTILE) != 0;
+                        if (sd_bus_emit_signal(bus, RS_BUS_PATH, RS_BUS_INTERFACE, "EstimateChanged", "sttt", name,
+                                               (uint64_t) 1200 * MIB + (n % 5) * 16 * MIB, bounds ? (uint64_t) GIB : 0,
+                                               bounds ? (uint64_t) 1536 * MIB : 0) < 0)
+                                _exit(4);
+                        n++;
+                        next = now + 100 * USEC_PER_MSEC;
+                        continue;
+                }
+                if (sd_bus_wait(bus, next - now) < 0)
                         _exit(3);
         }
 }
@@ -306,55 +341,187 @@ static void run_done(Run *r) {
         free(r->err);
 }
 
-/* Runs rightsizectl as uid (0: as we are) with the given arguments, NULL-terminated. */
-static Run run_ctl_as(uid_t uid, const char *bus_address, ...) {
+/* In a child: the environment rightsizectl runs in, then rightsizectl itself. By default a UTF-8
+ * locale and an ordinary terminal type (what the output checks below assume, whatever the harness
+ * has), no colour settings and no pager settings of the caller's; then `env`: "NAME=VALUE" sets,
+ * "NAME" unsets. */
+_Noreturn static void exec_ctl(uid_t uid, const char *bus_address, const char *const *env, const char *const *argv) {
         const char *builddir = getenv("top_builddir") ?: ".";
-        char binary[512], out_path[256], err_path[256];
-        const char *argv[16] = { "rightsizectl" };
-        size_t argc = 1;
-        va_list ap;
-        Run run = {};
-        int status;
+        char binary[512];
 
-        va_start(ap, bus_address);
-        for (const char *a; (a = va_arg(ap, const char *)) && argc < ARRAY_SIZE(argv) - 1;)
-                argv[argc++] = a;
-        va_end(ap);
-        argv[argc] = NULL;
+        if (uid != 0) {
+                struct passwd *pw = getpwuid(uid);
+                if (!pw || setgroups(0, NULL) < 0 || setgid(pw->pw_gid) < 0 || setuid(uid) < 0)
+                        _exit(121);
+        }
+        setenv("DBUS_SYSTEM_BUS_ADDRESS", bus_address, 1);
+        setenv("COLUMNS", "100", 1);
+        setenv("LC_ALL", "C.UTF-8", 1);
+        setenv("TERM", "xterm", 1);
+        static const char *const cleared[] = { "NO_COLOR", "SYSTEMD_COLORS", "SYSTEMD_PAGER", "PAGER",
+                                                "SYSTEMD_PAGERSECURE", "SYSTEMD_LESS", "LESS" };
+        for (size_t i = 0; i < ARRAY_SIZE(cleared); i++)
+                unsetenv(cleared[i]);
+        for (size_t i = 0; env && env[i]; i++) {
+                const char *eq = strchr(env[i], '=');
+                if (!eq) {
+                        unsetenv(env[i]);
+                        continue;
+                }
+                _cleanup_free_ char *name = strndup(env[i], (size_t) (eq - env[i]));
+                if (!name || setenv(name, eq + 1, 1) < 0)
+                        _exit(123);
+        }
         snprintf(binary, sizeof(binary), "%s/rightsizectl", builddir);
-        snprintf(out_path, sizeof(out_path), "%s/out", dir);
-        snprintf(err_path, sizeof(err_path), "%s/err", dir);
+        execv(binary, (char *const *) argv);
+        _exit(122);
+}
 
+static void build_argv(const char **argv, size_t max, const char *const *args) {
+        size_t argc = 0;
+        argv[argc++] = "rightsizectl";
+        for (size_t i = 0; args[i] && argc < max - 1; i++)
+                argv[argc++] = args[i];
+        argv[argc] = NULL;
+}
+
+static void path_in_dir(char *buf, size_t size, const char *name) {
+        snprintf(buf, size, "%s/%s", dir, name);
+}
+
+/* Starts rightsizectl with stdout and stderr into the files dir/OUT and dir/ERR. */
+static pid_t spawn_ctl(uid_t uid, const char *bus_address, const char *const *env, const char *out_name,
+                       const char *err_name, const char *const *args) {
+        char out_path[256], err_path[256];
+        const char *argv[16];
+
+        build_argv(argv, ARRAY_SIZE(argv), args);
+        path_in_dir(out_path, sizeof(out_path), out_name);
+        path_in_dir(err_path, sizeof(err_path), err_name);
         pid_t pid = fork();
         ck_assert_int_ge(pid, 0);
         if (pid == 0) {
                 test_child_init();
                 int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
                 int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-                if (out < 0 || err < 0 || dup2(out, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0)
+                int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                if (out < 0 || err < 0 || in < 0 || dup2(out, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0 ||
+                    dup2(in, STDIN_FILENO) < 0)
                         _exit(120);
-                if (uid != 0) {
-                        struct passwd *pw = getpwuid(uid);
-                        if (!pw || setgroups(0, NULL) < 0 || setgid(pw->pw_gid) < 0 || setuid(uid) < 0)
-                                _exit(121);
-                }
-                setenv("DBUS_SYSTEM_BUS_ADDRESS", bus_address, 1);
-                setenv("COLUMNS", "100", 1);
-                execv(binary, (char *const *) argv);
-                _exit(122);
+                exec_ctl(uid, bus_address, env, argv);
         }
+        return pid;
+}
+
+static Run finish(pid_t pid, const char *what) {
+        Run run = {};
+        int status;
+
         ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-        ck_assert(WIFEXITED(status));
+        ck_assert_msg(WIFEXITED(status), "rightsizectl %s: killed by signal %d", what, WTERMSIG(status));
         run.code = WEXITSTATUS(status);
-        ck_assert_msg(run.code < 120, "could not run %s (%d)", binary, run.code);
+        ck_assert_msg(run.code < 120, "could not run rightsizectl (%d)", run.code);
         run.out = read_file("out");
         run.err = read_file("err");
         if (getenv("TEST_DEBUG"))
-                fprintf(stderr, "== %s %s → %d\n%s%s", argv[1], argc > 2 ? argv[2] : "", run.code, run.out, run.err);
+                fprintf(stderr, "== %s → %d\n%s%s", what, run.code, run.out, run.err);
         return run;
 }
 
+/* Runs rightsizectl with the environment changes `env` (may be NULL) and the arguments args. */
+static Run run_ctl_env_argv(uid_t uid, const char *bus_address, const char *const *env, const char *const *args) {
+        return finish(spawn_ctl(uid, bus_address, env, "out", "err", args), args[0] ?: "");
+}
+
+/* Runs rightsizectl as uid (0: as we are) with the given arguments, NULL-terminated. */
+static Run run_ctl_as(uid_t uid, const char *bus_address, ...) {
+        const char *args[16];
+        size_t n = 0;
+        va_list ap;
+
+        va_start(ap, bus_address);
+        for (const char *a; (a = va_arg(ap, const char *)) && n < ARRAY_SIZE(args) - 1;)
+                args[n++] = a;
+        va_end(ap);
+        args[n] = NULL;
+        return run_ctl_env_argv(uid, bus_address, NULL, args);
+}
+
 #define run_ctl(...) run_ctl_as(0, address, __VA_ARGS__, (const char *) NULL)
+#define ARGS(...) ((const char *const[]) { __VA_ARGS__, NULL })
+#define run_ctl_env(env, ...) run_ctl_env_argv(0, address, (env), ARGS(__VA_ARGS__))
+
+/* Runs rightsizectl with stdout on a pseudo-terminal of 100x40 (stdin /dev/null, stderr into
+ * dir/err); out is what came through the terminal, its "\r\n" turned back into "\n". */
+static Run run_ctl_pty(const char *const *env, const char *const *args) {
+        const char *argv[16];
+        char slave_name[128], err_path[256];
+        struct winsize ws = { .ws_row = 40, .ws_col = 100 };
+        char *buf = NULL;
+        size_t size = 0;
+        Run run = {};
+        int status;
+
+        build_argv(argv, ARRAY_SIZE(argv), args);
+        path_in_dir(err_path, sizeof(err_path), "err");
+        int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+        ck_assert_int_ge(master, 0);
+        ck_assert_int_eq(grantpt(master), 0);
+        ck_assert_int_eq(unlockpt(master), 0);
+        ck_assert_int_eq(ptsname_r(master, slave_name, sizeof(slave_name)), 0);
+        ck_assert_int_eq(ioctl(master, TIOCSWINSZ, &ws), 0);
+        /* Opened here, so that a writer is there from the start (no early EIO on the master). */
+        int tty = open(slave_name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+        ck_assert_int_ge(tty, 0);
+
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                test_child_init();
+                /* A session of its own with the terminal as its controlling one, as a login has. */
+                if (setsid() < 0 || ioctl(tty, TIOCSCTTY, 0) < 0)
+                        _exit(120);
+                int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+                int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                if (tty < 0 || err < 0 || in < 0 || dup2(tty, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0 ||
+                    dup2(in, STDIN_FILENO) < 0)
+                        _exit(120);
+                exec_ctl(0, address, env, argv);
+        }
+        close(tty);
+
+        /* Everything until the last writer (rightsizectl, and a pager it started) is gone. */
+        FILE *out = open_memstream(&buf, &size);
+        ck_assert_ptr_nonnull(out);
+        uint64_t deadline = now_usec() + DEADLINE_SEC * USEC_PER_SEC;
+        for (;;) {
+                struct pollfd p = { .fd = master, .events = POLLIN };
+                char chunk[4096];
+                ck_assert_msg(now_usec() < deadline, "rightsizectl %s on a terminal: still writing after %d s",
+                              args[0], DEADLINE_SEC);
+                if (poll(&p, 1, 1000) <= 0)
+                        continue;
+                ssize_t n = read(master, chunk, sizeof(chunk));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break; /* EIO: no writer left */
+                for (ssize_t i = 0; i < n; i++)
+                        if (chunk[i] != '\r')
+                                fputc(chunk[i], out);
+        }
+        fclose(out);
+        close(master);
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_msg(WIFEXITED(status), "rightsizectl %s: killed by signal %d", args[0], WTERMSIG(status));
+        run.code = WEXITSTATUS(status);
+        ck_assert_msg(run.code < 120, "could not run rightsizectl (%d)", run.code);
+        run.out = buf;
+        run.err = read_file("err");
+        if (getenv("TEST_DEBUG"))
+                fprintf(stderr, "== %s (terminal) → %d\n%s%s", args[0], run.code, run.out, run.err);
+        return run;
+}
 
 static json_object *parse_json(const char *text) {
         json_object *o = json_tokener_parse(text);
@@ -389,7 +556,7 @@ START_TEST(test_list_names) {
         /* One name a line, in the daemon's order, defanged, and nothing else. */
         _cleanup_(run_done) Run r = run_ctl("list", "--name");
         ck_assert_int_eq(r.code, 0);
-        ck_assert_str_eq(r.out, "web1\nevil?]0;owned??[2J\nbroken\n");
+        ck_assert_str_eq(r.out, "web1\nevil?]0;owned??[2J\nbroken\n" WIDE "\n");
         ck_assert_str_eq(r.err, "");
         _cleanup_(run_done) Run d = run_ctl("--name"); /* list is the default */
         ck_assert_int_eq(d.code, 0);
@@ -426,7 +593,7 @@ START_TEST(test_list_json) {
 
         ck_assert_int_eq(r.code, 0);
         ck_assert(json_object_object_get_ex(o, "guests", &guests));
-        ck_assert_uint_eq(json_object_array_length(guests), 3);
+        ck_assert_uint_eq(json_object_array_length(guests), 4);
         json_object *web = json_object_array_get_idx(guests, 0), *hostile = json_object_array_get_idx(guests, 1),
                     *broken = json_object_array_get_idx(guests, 2);
         ck_assert(json_object_object_get_ex(web, "estimate", &v));
@@ -557,7 +724,7 @@ START_TEST(test_status) {
         _cleanup_(run_done) Run s = run_ctl("status");
         ck_assert_int_eq(s.code, 6);
         ck_assert_ptr_nonnull(strstr(s.out, "rightsized 0.1-stub"));
-        ck_assert_ptr_nonnull(strstr(s.out, "3 (2 managed, 1 faulty, 0 paused)"));
+        ck_assert_ptr_nonnull(strstr(s.out, "4 (3 managed, 1 faulty, 0 paused)"));
         ck_assert_ptr_nonnull(strstr(s.out, "Reclaimed: 5 GiB"));
         _cleanup_(run_done) Run j = run_ctl("--json", "status");
         ck_assert_int_eq(j.code, 6);
@@ -600,6 +767,9 @@ START_TEST(test_no_daemon) {
         ck_assert_ptr_nonnull(strstr(a.err, "not running"));
         _cleanup_(run_done) Run b = run_ctl("status");
         ck_assert_int_eq(b.code, 4);
+        _cleanup_(run_done) Run m = run_ctl("monitor");
+        ck_assert_int_eq(m.code, 4);
+        ck_assert_ptr_nonnull(strstr(m.err, "not running"));
         /* What the completions call: nothing on stdout, the reason on stderr. */
         _cleanup_(run_done) Run n = run_ctl("list", "--name");
         ck_assert_int_eq(n.code, 4);
@@ -613,12 +783,416 @@ START_TEST(test_no_daemon) {
 }
 END_TEST
 
+/* ---- the terminal: locale, display width, colours, pager ---- */
+
+static bool has_high_byte(const char *s) {
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++)
+                if (*p >= 0x80)
+                        return true;
+        return false;
+}
+
+/* The line of text that contains needle, malloc'd; NULL when none does. */
+static char *line_with(const char *text, const char *needle) {
+        const char *p = strstr(text, needle);
+        if (!p)
+                return NULL;
+        while (p > text && p[-1] != '\n')
+                p--;
+        return strndup(p, strcspn(p, "\n"));
+}
+
+/* Terminal columns from the start of line to needle in it, by the C library's wcswidth() in a
+ * UTF-8 locale (this process's: set by the caller). */
+static size_t display_column(const char *line, const char *needle) {
+        const char *p = strstr(line, needle);
+        ck_assert_msg(p != NULL, "\"%s\" not in \"%s\"", needle, line);
+        _cleanup_free_ char *prefix = strndup(line, (size_t) (p - line));
+        wchar_t wide[512];
+        size_t n = mbstowcs(wide, prefix, ARRAY_SIZE(wide));
+        ck_assert_msg(n != (size_t) -1, "\"%s\" is not text of this locale", prefix);
+        int w = wcswidth(wide, n);
+        ck_assert_int_ge(w, 0);
+        return (size_t) w;
+}
+
+START_TEST(test_wide_names_line_up) {
+        if (!setlocale(LC_ALL, "C.UTF-8")) {
+                check_cannot_set_up("test_wide_names_line_up", "no C.UTF-8 locale");
+                return;
+        }
+        _cleanup_(run_done) Run r = run_ctl("list");
+        ck_assert_int_eq(r.code, 0);
+        _cleanup_free_ char *h = line_with(r.out, "NAME"), *wide = line_with(r.out, WIDE),
+                            *web = line_with(r.out, "web1"), *broken = line_with(r.out, "broken");
+        ck_assert_ptr_nonnull(wide);
+        /* gäst-東京 is 9 columns, 13 bytes, 7 code points: each column starts where its header does
+         * (left) or ends where it ends (right), on the terminal. */
+        ck_assert_uint_eq(display_column(wide, "hold"), display_column(h, "STATE"));
+        ck_assert_uint_eq(display_column(web, "hold"), display_column(h, "STATE"));
+        ck_assert_uint_eq(display_column(broken, "faulty"), display_column(h, "STATE"));
+        ck_assert_uint_eq(display_column(wide, "balanced"), display_column(h, "POLICY"));
+        ck_assert_uint_eq(display_column(wide, "1.2 GiB") + strlen("1.2 GiB"),
+                          display_column(h, "ESTIMATE") + strlen("ESTIMATE"));
+        ck_assert_uint_eq(display_column(wide, "held: refaults low"), display_column(h, "REASON/FAULT"));
+        setlocale(LC_ALL, "C");
+}
+END_TEST
+
+START_TEST(test_ascii_without_utf8_locale) {
+        static const char *const commands[][3] = {
+                { "list", NULL }, { "show", "web1", NULL }, { "show", WIDE, NULL }, { "history", "web1", NULL },
+                { "history", WIDE, NULL }, { "status", NULL }, { "report", NULL }, { "--help", NULL },
+        };
+        static const char *const lang_c[] = { "LC_ALL", "LC_CTYPE", "LANG=C", NULL };
+        static const char *const lc_all_c[] = { "LC_ALL=C", "LANG=C.UTF-8", NULL };
+        static const char *const dumb[] = { "TERM=dumb", NULL };
+        static const char *const *const ascii_envs[] = { lang_c, lc_all_c, dumb };
+        bool utf8_seen = false;
+
+        for (size_t i = 0; i < ARRAY_SIZE(commands); i++) {
+                /* The control: in C.UTF-8 the glyphs and the name are there (so the check below can fail). */
+                _cleanup_(run_done) Run u = run_ctl_env_argv(0, address, NULL, commands[i]);
+                ck_assert_msg(u.code == 0 || (u.code == 6 && strcmp(commands[i][0], "status") == 0), "%s: %d",
+                              commands[i][0], u.code);
+                utf8_seen = utf8_seen || has_high_byte(u.out);
+                for (size_t e = 0; e < ARRAY_SIZE(ascii_envs); e++) {
+                        _cleanup_(run_done) Run a = run_ctl_env_argv(0, address, ascii_envs[e], commands[i]);
+                        ck_assert_int_eq(a.code, u.code);
+                        ck_assert_msg(!has_high_byte(a.out) && !has_high_byte(a.err), "%s %s with %s: not ASCII:\n%s%s",
+                                      commands[i][0], commands[i][1] ?: "", ascii_envs[e][0], a.out, a.err);
+                        ck_assert_msg(strlen(a.out) > 0, "%s printed nothing", commands[i][0]);
+                }
+        }
+        ck_assert(utf8_seen);
+
+        /* What stands in for them. */
+        _cleanup_(run_done) Run l = run_ctl_env(lang_c, "list");
+        ck_assert_ptr_nonnull(strstr(l.out, WIDE_C "  "));
+        _cleanup_(run_done) Run h = run_ctl_env(lang_c, "history", "web1");
+        ck_assert_ptr_nonnull(strstr(h.out, "target    #"));
+        ck_assert_ptr_nonnull(strstr(h.out, " +---"));
+        _cleanup_(run_done) Run s = run_ctl_env(lang_c, "show", "broken");
+        ck_assert_ptr_nonnull(strstr(s.out, "x broken\n"));
+        _cleanup_(run_done) Run w = run_ctl_env(lang_c, "--json", "list");
+        /* JSON is not for a terminal: the name exactly, JSON-escaped or not, never replaced. */
+        json_object *o = parse_json(w.out), *guests, *v;
+        ck_assert(json_object_object_get_ex(o, "guests", &guests));
+        ck_assert(json_object_object_get_ex(json_object_array_get_idx(guests, 3), "name", &v));
+        ck_assert_str_eq(json_object_get_string(v), WIDE);
+        json_object_put(o);
+}
+END_TEST
+
+static bool has_escape(const char *s) {
+        return strchr(s, '\x1b') != NULL;
+}
+
+START_TEST(test_colors) {
+        static const char *const no_color[] = { "NO_COLOR=1", NULL };
+        static const char *const no_color_empty[] = { "NO_COLOR=", NULL };
+        static const char *const systemd_colors_off[] = { "SYSTEMD_COLORS=0", NULL };
+        static const char *const systemd_colors_on[] = { "SYSTEMD_COLORS=1", NULL };
+        static const char *const dumb[] = { "TERM=dumb", NULL };
+
+        /* On a terminal: colours (the fault in red, the header underlined). */
+        _cleanup_(run_done) Run t = run_ctl_pty(NULL, ARGS("--no-pager", "list"));
+        ck_assert_int_eq(t.code, 0);
+        ck_assert_msg(strstr(t.out, "\x1b[0;1;31mfault: QMP connection closed mid-reply\x1b[0m"), "%s", t.out);
+        ck_assert_ptr_nonnull(strstr(t.out, "\x1b[0;4mNAME\x1b[0m"));
+        _cleanup_(run_done) Run te = run_ctl_pty(no_color_empty, ARGS("--no-pager", "status"));
+        ck_assert_int_eq(te.code, 6);
+        ck_assert_msg(strstr(te.out, "\x1b[0;1;31m●\x1b[0m rightsized"), "%s", te.out); /* empty NO_COLOR: not set */
+
+        /* NO_COLOR, SYSTEMD_COLORS=0, TERM=dumb: not one escape, whatever the command. */
+        static const char *const *const off[] = { no_color, systemd_colors_off, dumb };
+        static const char *const commands[][4] = {
+                { "--no-pager", "list", NULL }, { "--no-pager", "show", "broken", NULL },
+                { "--no-pager", "status", NULL }, { "--no-pager", "history", "web1", NULL },
+        };
+        for (size_t e = 0; e < ARRAY_SIZE(off); e++)
+                for (size_t i = 0; i < ARRAY_SIZE(commands); i++) {
+                        _cleanup_(run_done) Run r = run_ctl_pty(off[e], commands[i]);
+                        ck_assert_int_le(r.code, 6);
+                        ck_assert_msg(strlen(r.out) > 0 && !has_escape(r.out), "%s with %s:\n%s", commands[i][1],
+                                      off[e][0], r.out);
+                }
+
+        /* Not a terminal: none; unless SYSTEMD_COLORS=1 insists (as with systemctl), but NO_COLOR
+         * does not then take it back. */
+        _cleanup_(run_done) Run f = run_ctl("list");
+        ck_assert(!has_escape(f.out));
+        _cleanup_(run_done) Run fn = run_ctl_env(no_color, "list");
+        ck_assert(!has_escape(fn.out));
+        _cleanup_(run_done) Run fc = run_ctl_env(systemd_colors_on, "list");
+        ck_assert(has_escape(fc.out));
+        /* The JSON never has colours. */
+        _cleanup_(run_done) Run j = run_ctl_pty(systemd_colors_on, ARGS("--json", "list"));
+        ck_assert_int_eq(j.code, 0);
+        ck_assert(!has_escape(j.out));
+}
+END_TEST
+
+/* A pager that says it ran (and with what less would be told), keeps what it was given, and
+ * says when it saw the end of it. */
+static void write_pager(char *path, size_t size) {
+        path_in_dir(path, size, "pager");
+        FILE *f = fopen(path, "we");
+        ck_assert_ptr_nonnull(f);
+        fprintf(f,
+                "#!/bin/sh\n"
+                "echo \"LESS=$LESS LESSCHARSET=$LESSCHARSET LESSSECURE=$LESSSECURE\" >'%s/pager-ran'\n"
+                "cat >'%s/paged'\n"
+                "touch '%s/pager-done'\n",
+                dir, dir, dir);
+        ck_assert_int_eq(fclose(f), 0);
+        ck_assert_int_eq(chmod(path, 0755), 0);
+}
+
+static bool exists_in_dir(const char *name) {
+        char path[256];
+        path_in_dir(path, sizeof(path), name);
+        return access(path, F_OK) == 0;
+}
+
+static void remove_pager_traces(void) {
+        static const char *const names[] = { "pager-ran", "paged", "pager-done" };
+        for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+                char path[256];
+                path_in_dir(path, sizeof(path), names[i]);
+                (void) unlink(path);
+        }
+}
+
+START_TEST(test_pager) {
+        char pager[256], pager_env[300];
+
+        write_pager(pager, sizeof(pager));
+        snprintf(pager_env, sizeof(pager_env), "PAGER=%s", pager);
+        /* SYSTEMD_PAGERSECURE set: $PAGER runs in either mode (without it, and with no login
+         * session as here, only less would). */
+        const char *const env[] = { pager_env, "SYSTEMD_PAGERSECURE=0", NULL };
+
+        /* Not a terminal: never a pager. */
+        remove_pager_traces();
+        _cleanup_(run_done) Run file = run_ctl_env(env, "history", "web1");
+        ck_assert_int_eq(file.code, 0);
+        ck_assert_ptr_nonnull(strstr(file.out, "30 samples"));
+        ck_assert_msg(!exists_in_dir("pager-ran"), "a pager ran with stdout not a terminal");
+
+        /* A terminal, but --no-pager, or JSON, or monitor's live lines: no pager either. */
+        _cleanup_(run_done) Run np = run_ctl_pty(env, ARGS("--no-pager", "history", "web1"));
+        ck_assert_int_eq(np.code, 0);
+        ck_assert_ptr_nonnull(strstr(np.out, "30 samples"));
+        ck_assert_msg(!exists_in_dir("pager-ran"), "a pager ran despite --no-pager");
+        _cleanup_(run_done) Run js = run_ctl_pty(env, ARGS("--json", "history", "web1"));
+        ck_assert_int_eq(js.code, 0);
+        ck_assert_ptr_nonnull(strstr(js.out, "\"history\""));
+        ck_assert_msg(!exists_in_dir("pager-ran"), "a pager ran for JSON");
+        const char *const cat_env[] = { "PAGER=cat", "SYSTEMD_PAGERSECURE=0", NULL };
+        _cleanup_(run_done) Run cat = run_ctl_pty(cat_env, ARGS("history", "web1"));
+        ck_assert_ptr_nonnull(strstr(cat.out, "30 samples"));
+
+        /* The control: on a terminal the pager runs, gets the whole output (the terminal none of
+         * it), less's options, and rightsizectl waits for it before it exits. */
+        _cleanup_(run_done) Run paged = run_ctl_pty(env, ARGS("history", "web1"));
+        ck_assert_int_eq(paged.code, 0);
+        ck_assert_msg(exists_in_dir("pager-ran"), "no pager on a terminal");
+        ck_assert_msg(exists_in_dir("pager-done"), "rightsizectl exited before its pager");
+        ck_assert_ptr_null(strstr(paged.out, "30 samples"));
+        _cleanup_free_ char *ran = read_file("pager-ran"), *text = read_file("paged");
+        ck_assert_msg(strstr(ran, "LESS=FRSXMK LESSCHARSET=utf-8 LESSSECURE=\n"), "%s", ran);
+        ck_assert_ptr_nonnull(strstr(text, "30 samples"));
+        ck_assert_ptr_nonnull(strstr(text, "TIME"));
+
+        /* Secure mode (sudo): LESSSECURE=1 for less; a $PAGER the user vouched for still runs. */
+        remove_pager_traces();
+        const char *const secure_env[] = { pager_env, "SYSTEMD_PAGERSECURE=1", NULL };
+        _cleanup_(run_done) Run sec = run_ctl_pty(secure_env, ARGS("list"));
+        ck_assert_int_eq(sec.code, 0);
+        _cleanup_free_ char *sec_ran = read_file("pager-ran");
+        ck_assert_msg(strstr(sec_ran, "LESSSECURE=1\n"), "%s", sec_ran);
+}
+END_TEST
+
+/* ---- monitor ---- */
+
+/* Waits until the file dir/NAME holds `n` lines that contain needle (and satisfy pred, unless
+ * NULL), with a deadline of DEADLINE_SEC; returns the file. */
+static char *wait_for_lines_if(const char *name, const char *needle, bool (*pred)(const char *line), unsigned n,
+                               pid_t pid) {
+        uint64_t deadline = now_usec() + DEADLINE_SEC * USEC_PER_SEC;
+        for (;;) {
+                char *text = read_file(name);
+                unsigned found = 0;
+                for (const char *l = text; *l; l += strcspn(l, "\n") + (l[strcspn(l, "\n")] != '\0')) {
+                        _cleanup_free_ char *line = strndup(l, strcspn(l, "\n"));
+                        found += strstr(line, needle) && (!pred || pred(line));
+                }
+                if (found >= n)
+                        return text;
+                ck_assert_msg(now_usec() < deadline, "no %u lines with \"%s\" in %s after %d s:\n%s", n, needle, name,
+                              DEADLINE_SEC, text);
+                free(text);
+                int status;
+                ck_assert_msg(waitpid(pid, &status, WNOHANG) == 0, "rightsizectl monitor exited early");
+                nanosleep(&(struct timespec) { .tv_nsec = 50 * 1000 * 1000 }, NULL);
+        }
+}
+
+static char *wait_for_lines(const char *name, const char *needle, unsigned n, pid_t pid) {
+        return wait_for_lines_if(name, needle, NULL, n, pid);
+}
+
+/* Sends sig, waits: exit status 0, and every line complete. */
+static Run stop_monitor(pid_t pid, int sig) {
+        ck_assert_int_eq(kill(pid, sig), 0);
+        Run r = finish(pid, "monitor");
+        ck_assert_msg(r.code == 0, "monitor exited with %d after signal %d: %s", r.code, sig, r.err);
+        ck_assert(r.out[0] == '\0' || r.out[strlen(r.out) - 1] == '\n');
+        return r;
+}
+
+START_TEST(test_monitor) {
+        /* Every guest: web1's lines carry the estimate of the signal and the target and state of
+         * GetGuest; the hostile name is defanged; the wide one is padded by its columns. */
+        pid_t pid = spawn_ctl(0, address, NULL, "out", "err", ARGS("monitor"));
+        free(wait_for_lines("out", "web1", 2, pid));
+        free(wait_for_lines("out", WIDE, 2, pid));
+        free(wait_for_lines("out", "evil?]0;owned??[2J", 2, pid));
+        _cleanup_(run_done) Run r = stop_monitor(pid, SIGTERM);
+        ck_assert(!has_escape(r.out));
+        ck_assert_ptr_nonnull(strstr(r.err, "Monitoring the estimates of every guest (rightsized 0.1-stub)"));
+        _cleanup_free_ char *web = line_with(r.out, "web1"), *wide = line_with(r.out, WIDE),
+                            *hostile = line_with(r.out, "evil?");
+        ck_assert_msg(strstr(web, " (1 GiB .. 1.5 GiB)  target 1.5 GiB  hold"), "%s", web);
+        ck_assert_msg(strstr(web, "  estimate 1.") || strstr(web, "  estimate 1200 MiB"), "%s", web);
+        ck_assert_ptr_null(strstr(hostile, "(")); /* bounds unknown: not printed */
+        if (setlocale(LC_ALL, "C.UTF-8")) {
+                /* (the hostile name is longer than the 16 columns names are padded to) */
+                ck_assert_uint_eq(display_column(web, "estimate"), display_column(wide, "estimate"));
+                setlocale(LC_ALL, "C");
+        }
+
+        /* One guest; SIGINT (Ctrl-C) ends it as well. */
+        pid = spawn_ctl(0, address, NULL, "out", "err", ARGS("monitor", WIDE));
+        free(wait_for_lines("out", WIDE, 3, pid));
+        _cleanup_(run_done) Run one = stop_monitor(pid, SIGINT);
+        for (const char *l = one.out; *l; l = strchr(l, '\n') + 1) {
+                _cleanup_free_ char *line = strndup(l, strcspn(l, "\n"));
+                ck_assert_msg(strstr(line, WIDE), "monitor " WIDE " printed: %s", line);
+        }
+
+        /* --json: one object a line, the name exact, null for what is not known. */
+        pid = spawn_ctl(0, address, NULL, "out", "err", ARGS("--json", "monitor"));
+        free(wait_for_lines("out", "\"web1\"", 1, pid));
+        free(wait_for_lines("out", "\\u001b", 1, pid)); /* the hostile name, escaped */
+        _cleanup_(run_done) Run j = stop_monitor(pid, SIGTERM);
+        unsigned n_web = 0, n_hostile = 0;
+        for (const char *l = j.out; *l; l = strchr(l, '\n') + 1) {
+                _cleanup_free_ char *line = strndup(l, strcspn(l, "\n"));
+                json_object *o = parse_json(line), *v;
+                ck_assert(json_object_is_type(o, json_type_object));
+                ck_assert(json_object_object_get_ex(o, "time", &v));
+                ck_assert_uint_gt(json_object_get_uint64(v), 1700000000ULL * USEC_PER_SEC);
+                ck_assert(json_object_object_get_ex(o, "name", &v));
+                const char *name = json_object_get_string(v);
+                ck_assert(json_object_object_get_ex(o, "estimate", &v));
+                ck_assert_uint_ge(json_object_get_uint64(v), 1200 * MIB);
+                if (strcmp(name, "web1") == 0) {
+                        n_web++;
+                        ck_assert(json_object_object_get_ex(o, "estimate-lower", &v));
+                        ck_assert_uint_eq(json_object_get_uint64(v), GIB);
+                        ck_assert(json_object_object_get_ex(o, "target", &v));
+                        ck_assert_uint_eq(json_object_get_uint64(v), 1536 * MIB);
+                        ck_assert(json_object_object_get_ex(o, "state", &v));
+                        ck_assert_str_eq(json_object_get_string(v), "hold");
+                } else if (strcmp(name, HOSTILE) == 0) {
+                        n_hostile++;
+                        ck_assert(json_object_object_get_ex(o, "estimate-upper", &v));
+                        ck_assert_ptr_null(v);
+                }
+                json_object_put(o);
+        }
+        ck_assert_uint_ge(n_web, 1);
+        ck_assert_uint_ge(n_hostile, 1);
+
+        /* A guest the daemon does not know: at once, as show says it. */
+        _cleanup_(run_done) Run nosuch = run_ctl("monitor", "nosuch");
+        ck_assert_int_eq(nosuch.code, 3);
+        _cleanup_(run_done) Run two = run_ctl("monitor", "web1", "broken");
+        ck_assert_int_eq(two.code, 2);
+}
+END_TEST
+
+START_TEST(test_monitor_daemon_restart) {
+        pid_t pid = spawn_ctl(0, address, NULL, "out", "err", ARGS("monitor", "web1"));
+        free(wait_for_lines("out", "web1", 1, pid));
+
+        /* The daemon stops: monitor says so and waits; it comes back: followed again. */
+        stop(&server_pid);
+        free(wait_for_lines("err", "rightsized left the bus; waiting for it to come back", 1, pid));
+        _cleanup_free_ char *before = read_file("out");
+        unsigned n = 0;
+        for (const char *p = before; (p = strstr(p, "web1")); p++)
+                n++;
+        start_server();
+        free(wait_for_lines("err", "rightsized is back", 1, pid));
+        free(wait_for_lines("out", "web1", n + 2, pid));
+
+        /* The bus goes away: exit status 4, as for a daemon that is not there. */
+        ck_assert_int_eq(kill(private_bus.pid, SIGTERM), 0);
+        ck_assert_int_eq(waitpid(private_bus.pid, NULL, 0), private_bus.pid);
+        private_bus.pid = -1;
+        _cleanup_(run_done) Run r = finish(pid, "monitor");
+        ck_assert_msg(r.code == 4, "monitor exited with %d: %s", r.code, r.err);
+        ck_assert_ptr_nonnull(strstr(r.err, "connection to the bus was lost"));
+}
+END_TEST
+
+/* monitor against rightsized itself: a simulated guest started after monitor is listening, whose
+ * estimate is learned from nothing, is in monitor's output. */
+static DaemonFixture daemon_fixture;
+static const char *const sim_args[] = { "--scenario", "steady", "--time-scale", "20", NULL };
+
+static void setup_with_daemon(void) {
+        start_bus();
+        daemon_fixture_init(&daemon_fixture, &private_bus);
+        daemon_fixture_write_config(&daemon_fixture, BUS_FIXTURE_READ_GROUP, NULL);
+        daemon_fixture_write_policy(&daemon_fixture, "fast", daemon_fixture_fast_policy);
+        daemon_fixture_start(&daemon_fixture);
+}
+
+static void teardown_with_daemon(void) {
+        daemon_fixture_done(&daemon_fixture);
+        teardown();
+}
+
+/* "  estimate " followed by a size, not "-" (unknown); and a target. */
+static bool estimate_known(const char *line) {
+        const char *e = strstr(line, "  estimate ");
+        return e && e[strlen("  estimate ")] >= '1' && e[strlen("  estimate ")] <= '9' && strstr(line, "  target ");
+}
+
+START_TEST(test_monitor_daemon) {
+        pid_t pid = spawn_ctl(0, address, NULL, "out", "err", ARGS("monitor"));
+        /* Listening (it says so once its matches are in place): only now the guest comes. */
+        free(wait_for_lines("err", "Monitoring the estimates", 1, pid));
+        daemon_fixture_start_sim(&daemon_fixture, 0, 0, 1, sim_args);
+        /* Its estimate, learned from nothing: EstimateChanged says what it became. */
+        free(wait_for_lines_if("out", "sim-0 ", estimate_known, 1, pid));
+        _cleanup_(run_done) Run r = stop_monitor(pid, SIGTERM);
+        ck_assert(!has_escape(r.out));
+        ck_assert(daemon_fixture_alive(&daemon_fixture));
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("rightsizectl");
         TCase *tc = tcase_create("with-service"), *none = tcase_create("without-service");
 
         tcase_add_checked_fixture(tc, setup_with_service, teardown);
-        tcase_set_timeout(tc, 60);
+        tcase_set_timeout(tc, 180); /* monitor waits up to DEADLINE_SEC, three times */
         tcase_add_test(tc, test_list);
         tcase_add_test(tc, test_list_json);
         tcase_add_test(tc, test_list_names);
@@ -629,7 +1203,19 @@ int main(void) {
         tcase_add_test(tc, test_invalid_arguments);
         tcase_add_test(tc, test_status);
         tcase_add_test(tc, test_permission_denied);
+        tcase_add_test(tc, test_wide_names_line_up);
+        tcase_add_test(tc, test_ascii_without_utf8_locale);
+        tcase_add_test(tc, test_colors);
+        tcase_add_test(tc, test_pager);
+        tcase_add_test(tc, test_monitor);
+        tcase_add_test(tc, test_monitor_daemon_restart);
         suite_add_tcase(s, tc);
+
+        TCase *with_daemon = tcase_create("with-daemon");
+        tcase_add_checked_fixture(with_daemon, setup_with_daemon, teardown_with_daemon);
+        tcase_set_timeout(with_daemon, 120);
+        tcase_add_test(with_daemon, test_monitor_daemon);
+        suite_add_tcase(s, with_daemon);
 
         tcase_add_checked_fixture(none, start_bus, teardown);
         tcase_set_timeout(none, 60);

@@ -4,6 +4,7 @@
  * keeps its documented shape. */
 
 #include <check.h>
+#include <locale.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -435,6 +436,271 @@ START_TEST(test_json_modes) {
 }
 END_TEST
 
+/* ---- the terminal: display width, glyphs, colours ---- */
+
+static void assert_widths(void) {
+        ck_assert_uint_eq(ctl_display_width(""), 0);
+        ck_assert_uint_eq(ctl_display_width("web1"), 4);
+        ck_assert_uint_eq(ctl_display_width("gäst-ü"), 6);        /* two bytes each, one column */
+        ck_assert_uint_eq(ctl_display_width("東京"), 4);           /* CJK: two columns each */
+        ck_assert_uint_eq(ctl_display_width("gäst-東京-ü"), 11);
+        ck_assert_uint_eq(ctl_display_width("한국"), 4);           /* Hangul */
+        ck_assert_uint_eq(ctl_display_width("ｗｅｂ"), 6);         /* fullwidth forms */
+        ck_assert_uint_eq(ctl_display_width("e\xcc\x81t\xc3\xa9"), 3); /* e + combining acute, t, é */
+        ck_assert_uint_eq(ctl_display_width("a?b"), 3);
+}
+
+START_TEST(test_display_width) {
+        /* Without a UTF-8 locale (the test starts in C's): the built-in table. */
+        ck_assert_ptr_nonnull(setlocale(LC_ALL, "C"));
+        assert_widths();
+        /* In a UTF-8 locale, as rightsizectl runs on a UTF-8 terminal: mbstowcs() and wcswidth(). */
+        if (!setlocale(LC_ALL, "C.UTF-8") && !setlocale(LC_ALL, "en_US.UTF-8")) {
+                check_cannot_set_up("test_display_width", "no UTF-8 locale (C.UTF-8, en_US.UTF-8) for wcswidth()");
+                return;
+        }
+        assert_widths();
+        ck_assert_ptr_nonnull(setlocale(LC_ALL, "C"));
+}
+END_TEST
+
+START_TEST(test_table_wide_names) {
+        static const char *const headers[] = { "NAME", "STATE", "SIZE" };
+        static const char *const rows[][3] = {
+                { "web1", "hold", "1 GiB" },
+                { "gäst-ü", "probe", "512 MiB" },
+                { "東京-db", "learn", "2 GiB" },
+                { "ｗｅｂ-東", "hold", "3.5 GiB" },
+        };
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        CtlTable *t = ctl_table_new(3, headers);
+        ck_assert_ptr_nonnull(t);
+        ctl_table_align_right(t, 2);
+        for (size_t i = 0; i < ARRAY_SIZE(rows); i++)
+                ck_assert_int_eq(ctl_table_add_row(t, rows[i]), 0);
+        capture_begin(&f, &size, &buf);
+        ck_assert_int_eq(ctl_table_print(t, f), 0);
+        capture_end(f, buf);
+        ctl_table_free(t);
+
+        _cleanup_free_ char *h = nth_line(buf, 0);
+        size_t state_col = column_of(h, "STATE"), size_end = column_of(h, "SIZE") + strlen("SIZE");
+        /* The widest name is "ｗｅｂ-東": 9 columns, 13 bytes, 5 code points. */
+        ck_assert_uint_eq(state_col, 9 + 2);
+        for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+                _cleanup_free_ char *l = nth_line(buf, i + 1);
+                ck_assert_uint_eq(column_of(l, rows[i][1]), state_col);
+                ck_assert_uint_eq(column_of(l, rows[i][2]) + strlen(rows[i][2]), size_end);
+                /* The padding is blanks: the name, then exactly the columns it lacks. */
+                size_t name_len = strlen(rows[i][0]);
+                ck_assert(strncmp(l, rows[i][0], name_len) == 0);
+                ck_assert_uint_eq(strspn(l + name_len, " "), state_col - ctl_display_width(rows[i][0]));
+        }
+        free(buf);
+}
+END_TEST
+
+static bool all_ascii(const char *s) {
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++)
+                if (*p >= 0x80)
+                        return false;
+        return true;
+}
+
+START_TEST(test_ascii_fallback) {
+        CtlHistoryPoint h[12];
+        CtlGuest g;
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        ctl_set_terminal(false, false);
+        for (CtlGlyph i = 0; i < _CTL_GLYPH_MAX; i++)
+                ck_assert_msg(all_ascii(ctl_glyph(i)) && ctl_glyph(i)[0] != '\0', "glyph %d: \"%s\"", (int) i,
+                              ctl_glyph(i));
+        /* Names from the daemon: every non-ASCII character is a '?' (an 8-bit terminal could take
+         * a UTF-8 continuation byte for a C1 control). */
+        _cleanup_free_ char *name = ctl_sanitize("gäst-東京\x1b[1m");
+        ck_assert_str_eq(name, "g?st-???[1m");
+        const uint64_t series[] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+        _cleanup_free_ char *spark = ctl_sparkline(series, 8, 0, 7, 80);
+        ck_assert_str_eq(spark, "_.:-=+*#");
+
+        for (size_t i = 0; i < ARRAY_SIZE(h); i++)
+                h[i] = (CtlHistoryPoint) { 1700000000ULL * 1000000 + i * 10 * 1000000, i < 6 ? 4 * GIB : 2 * GIB,
+                                           4 * GIB - i * 100 * MIB, i < 2 ? 0 : GIB };
+        guest_fill(&g, "gäst-東京", "hold", 2 * GIB);
+        ck_assert_int_eq(ctl_guest_set_string(&g, ctl_guest_field_find("fault"), "QMP: gone → away"), 0);
+        capture_begin(&f, &size, &buf);
+        ck_assert_int_eq(ctl_print_guest_table(f, &g, 1), 0);
+        ck_assert_int_eq(ctl_print_guest_details(f, &g, h, ARRAY_SIZE(h), 80), 0);
+        ck_assert_int_eq(ctl_print_history(f, g.name, h, ARRAY_SIZE(h), 80), 0);
+        capture_end(f, buf);
+        ck_assert_msg(all_ascii(buf), "not ASCII:\n%s", buf);
+        ck_assert_ptr_nonnull(strstr(buf, "x g?st-??\n"));   /* the cross of a faulty guest */
+        ck_assert_ptr_nonnull(strstr(buf, " |"));             /* the chart's axes */
+        ck_assert_ptr_nonnull(strstr(buf, " +---"));
+        ck_assert_ptr_nonnull(strstr(buf, "target    #"));     /* the sparklines */
+        ck_assert_ptr_nonnull(strstr(buf, "QMP: gone ? away"));
+        free(buf);
+        ctl_guest_done(&g);
+        ctl_set_terminal(true, false);
+}
+END_TEST
+
+/* Without the SGR escapes (ESC [ ... m). */
+static char *strip_sgr(const char *s) {
+        char *out = malloc(strlen(s) + 1), *o = out;
+        ck_assert_ptr_nonnull(out);
+        while (*s) {
+                if (s[0] == '\x1b' && s[1] == '[') {
+                        s += 2 + strcspn(s + 2, "m");
+                        if (*s)
+                                s++;
+                        continue;
+                }
+                *o++ = *s++;
+        }
+        *o = '\0';
+        return out;
+}
+
+START_TEST(test_colors) {
+        CtlGuest g[3];
+        char *plain = NULL, *colored = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        guest_fill(&g[0], "web1", "hold", 2 * GIB);
+        guest_fill(&g[1], "東京-db", "faulty", GIB);
+        ck_assert_int_eq(ctl_guest_set_string(&g[1], ctl_guest_field_find("fault"), "QMP connection closed"), 0);
+        guest_fill(&g[2], "gäst-ü", "hold", GIB);
+        ctl_guest_set_bool(&g[2], ctl_guest_field_find("paused"), true);
+
+        /* Off (the default): no escape at all. */
+        ck_assert(!ctl_colors());
+        ck_assert_str_eq(ctl_color(CTL_COLOR_RED), "");
+        capture_begin(&f, &size, &plain);
+        ck_assert_int_eq(ctl_print_guest_table(f, g, 3), 0);
+        ck_assert_int_eq(ctl_print_guest_details(f, &g[1], NULL, 0, 80), 0);
+        capture_end(f, plain);
+        ck_assert_ptr_null(strchr(plain, '\x1b'));
+
+        /* On: the fault red, the paused state yellow, the header underlined; and without the
+         * escapes, the very same text (they take no columns). */
+        ctl_set_terminal(true, true);
+        capture_begin(&f, &size, &colored);
+        ck_assert_int_eq(ctl_print_guest_table(f, g, 3), 0);
+        ck_assert_int_eq(ctl_print_guest_details(f, &g[1], NULL, 0, 80), 0);
+        capture_end(f, colored);
+        ctl_set_terminal(true, false);
+        ck_assert_ptr_nonnull(strstr(colored, "\x1b[0;1;31mfault: QMP connection closed\x1b[0m"));
+        ck_assert_ptr_nonnull(strstr(colored, "\x1b[0;1;31mfaulty\x1b[0m"));
+        ck_assert_ptr_nonnull(strstr(colored, "\x1b[0;1;33mhold\x1b[0m"));
+        ck_assert_ptr_nonnull(strstr(colored, "\x1b[0;4mNAME\x1b[0m"));
+        ck_assert_ptr_nonnull(strstr(colored, "\x1b[0;1;31m×\x1b[0m 東京-db"));
+        _cleanup_free_ char *stripped = strip_sgr(colored);
+        ck_assert_str_eq(stripped, plain);
+        free(plain);
+        free(colored);
+        for (size_t i = 0; i < ARRAY_SIZE(g); i++)
+                ctl_guest_done(&g[i]);
+}
+END_TEST
+
+START_TEST(test_terminal_detection) {
+        /* Glyphs: a UTF-8 codeset, and a TERM that can show it. */
+        ck_assert(ctl_utf8_wanted("UTF-8", "xterm-256color"));
+        ck_assert(ctl_utf8_wanted("utf8", NULL));
+        ck_assert(!ctl_utf8_wanted("ANSI_X3.4-1968", "xterm-256color")); /* LANG=C */
+        ck_assert(!ctl_utf8_wanted("ISO-8859-1", "xterm"));
+        ck_assert(!ctl_utf8_wanted(NULL, "xterm"));
+        ck_assert(!ctl_utf8_wanted("UTF-8", "dumb"));
+        ck_assert(!ctl_utf8_wanted("UTF-8", "vt220")); /* a serial console */
+        ck_assert(!ctl_utf8_wanted("UTF-8", "vt100"));
+        ck_assert(ctl_utf8_wanted("UTF-8", "linux"));
+        ck_assert(ctl_utf8_wanted("UTF-8", "vte-256color"));
+
+        /* Colours: on a terminal that is not dumb, unless NO_COLOR (not empty); SYSTEMD_COLORS wins. */
+        ck_assert(ctl_colors_wanted(NULL, NULL, "xterm", true));
+        ck_assert(!ctl_colors_wanted(NULL, NULL, "xterm", false));
+        ck_assert(!ctl_colors_wanted(NULL, NULL, "dumb", true));
+        ck_assert(!ctl_colors_wanted(NULL, "1", "xterm", true));
+        ck_assert(ctl_colors_wanted(NULL, "", "xterm", true));
+        ck_assert(!ctl_colors_wanted("0", NULL, "xterm", true));
+        ck_assert(!ctl_colors_wanted("no", NULL, "xterm", true));
+        ck_assert(ctl_colors_wanted("1", NULL, "dumb", false));
+        ck_assert(ctl_colors_wanted("256", "1", "xterm", false));
+        ck_assert(ctl_colors_wanted("bogus", NULL, "xterm", true));
+        ck_assert(!ctl_colors_wanted("bogus", NULL, "xterm", false));
+
+        ck_assert_int_eq(ctl_parse_boolean("Yes"), 1);
+        ck_assert_int_eq(ctl_parse_boolean("off"), 0);
+        ck_assert_int_eq(ctl_parse_boolean("2"), -1);
+        ck_assert_int_eq(ctl_parse_boolean(NULL), -1);
+}
+END_TEST
+
+START_TEST(test_estimate_event) {
+        char *buf = NULL, *buf2;
+        size_t size = 0;
+        FILE *f;
+        CtlEstimateEvent e = {
+                .usec = 1700000000ULL * 1000000,
+                .name = "東京\x1b[2J",
+                .estimate = 1200 * MIB,
+                .lower = GIB,
+                .upper = 1536 * MIB,
+                .target = 1536 * MIB,
+                .state = "hold",
+        };
+
+        capture_begin(&f, &size, &buf);
+        ck_assert_int_eq(ctl_print_estimate_event(f, &e), 0);
+        e.name = "web1";
+        e.lower = e.upper = e.target = CTL_UNKNOWN;
+        e.state = NULL;
+        ck_assert_int_eq(ctl_print_estimate_event(f, &e), 0);
+        capture_end(f, buf);
+        ck_assert_ptr_null(strchr(buf, '\x1b'));
+        _cleanup_free_ char *l0 = nth_line(buf, 0), *l1 = nth_line(buf, 1), *l2 = nth_line(buf, 2);
+        ck_assert_str_eq(l2, "");
+        ck_assert_ptr_nonnull(strstr(l0, "東京?[2J"));
+        ck_assert_ptr_nonnull(strstr(l0, "estimate 1.2 GiB (1 GiB .. 1.5 GiB)  target 1.5 GiB  hold"));
+        ck_assert_ptr_nonnull(strstr(l1, "web1"));
+        ck_assert_ptr_nonnull(strstr(l1, "estimate 1.2 GiB  target -"));
+        /* While probing only the upper bound is known. */
+        buf2 = NULL;
+        e.upper = 2 * GIB;
+        capture_begin(&f, &size, &buf2);
+        ck_assert_int_eq(ctl_print_estimate_event(f, &e), 0);
+        capture_end(f, buf2);
+        ck_assert_ptr_nonnull(strstr(buf2, "estimate 1.2 GiB (- .. 2 GiB)  target -\n"));
+        free(buf2);
+        e.upper = CTL_UNKNOWN;
+        /* The names are padded by display width: what follows starts in the same column. */
+        ck_assert_uint_eq(column_of(l0, "estimate"), column_of(l1, "estimate"));
+
+        json_object *o = ctl_estimate_event_to_json(&e), *v;
+        ck_assert(json_object_object_get_ex(o, "name", &v));
+        ck_assert_str_eq(json_object_get_string(v), "web1");
+        ck_assert(json_object_object_get_ex(o, "estimate", &v));
+        ck_assert_uint_eq(json_object_get_uint64(v), 1200 * MIB);
+        ck_assert(json_object_object_get_ex(o, "time", &v));
+        ck_assert_uint_eq(json_object_get_uint64(v), 1700000000ULL * 1000000);
+        static const char *const nulls[] = { "estimate-lower", "estimate-upper", "target", "state" };
+        for (size_t i = 0; i < ARRAY_SIZE(nulls); i++) {
+                ck_assert_msg(json_object_object_get_ex(o, nulls[i], &v), "%s missing", nulls[i]);
+                ck_assert_ptr_null(v);
+        }
+        json_object_put(o);
+        free(buf);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("ctl-format");
         TCase *tc = tcase_create("format");
@@ -449,6 +715,12 @@ int main(void) {
         tcase_add_test(tc, test_status_exit_code);
         tcase_add_test(tc, test_json_modes);
         tcase_add_test(tc, test_report);
+        tcase_add_test(tc, test_display_width);
+        tcase_add_test(tc, test_table_wide_names);
+        tcase_add_test(tc, test_ascii_fallback);
+        tcase_add_test(tc, test_colors);
+        tcase_add_test(tc, test_terminal_detection);
+        tcase_add_test(tc, test_estimate_event);
         suite_add_tcase(s, tc);
         return check_run_suite(s);
 }
