@@ -733,6 +733,18 @@ static int dropin_dir_error(const char *path _unused_, int error) {
         return error != ENOENT && error != ENOTDIR;
 }
 
+int config_fail(char **ret_error, int code, const char *format, ...) {
+        va_list ap;
+
+        if (!ret_error)
+                return code;
+        va_start(ap, format);
+        if (vasprintf(ret_error, format, ap) < 0)
+                *ret_error = NULL;
+        va_end(ap);
+        return code;
+}
+
 static int config_parse_path(Config *c, const char *path, bool missing_ok, char **ret_error) {
         FILE *f;
         int r;
@@ -742,9 +754,7 @@ static int config_parse_path(Config *c, const char *path, bool missing_ok, char 
                 r = -errno;
                 if (r == -ENOENT && missing_ok)
                         return 0;
-                if (ret_error && asprintf(ret_error, "%s: cannot open: %s", path, strerror(-r)) < 0)
-                        *ret_error = NULL;
-                return r;
+                return config_fail(ret_error, r, "%s: cannot open: %s", path, strerror(-r));
         }
         r = config_parse(c, f, path, ret_error);
         fclose(f);
@@ -779,9 +789,7 @@ int config_load(const char *path, bool missing_ok, Config **ret, char **ret_erro
         if (r == GLOB_ABORTED) {
                 /* A drop-in directory that exists but cannot be read must not be skipped silently. */
                 globfree(&files);
-                if (ret_error && asprintf(ret_error, "%s.d: cannot read the directory", path) < 0)
-                        *ret_error = NULL;
-                return -EIO;
+                return config_fail(ret_error, -EIO, "%s.d: cannot read the directory", path);
         }
         for (size_t i = 0; r == 0 && i < files.gl_pathc; i++) {
                 r = config_parse_path(c, files.gl_pathv[i], false, ret_error);

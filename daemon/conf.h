@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/macro.h"
 #include "common/size.h"
 
 /* What guests are left at when the daemon stops. */
@@ -78,6 +79,10 @@ int config_load(const char *path, bool missing_ok, Config **ret, char **ret_erro
 
 /* The same from an open stream; `name` is used in messages. */
 int config_load_file(FILE *f, const char *name, Config **ret, char **ret_error);
+
+/* For the loaders' `return config_fail(ret_error, -errno, ...)`: sets *ret_error (when ret_error
+ * is given) to the message, or to NULL without memory, and returns code. */
+int config_fail(char **ret_error, int code, const char *format, ...) _printf_(3, 4);
 
 /* Writes every setting, defaults included, in the syntax config_load() reads back; with
  * `origins`, a comment line "# FILE:LINE" above each key a file set. */

@@ -217,6 +217,22 @@ static void guest_update_size(Guest *g) {
                 g->actual = g->balloon_actual + (g->vmem_id ? g->vmem_size : 0);
 }
 
+/* ---- the balloon watch (BalloonWatch) ---- */
+
+/* A new balloon target, ours sent or theirs taken over: the balloon must reach it again before a
+ * drop below it counts as someone else's. */
+static void balloon_watch_target(Guest *g, uint64_t bytes) {
+        g->balloon_target = bytes;
+        g->balloon_watch.reached = false;
+        g->balloon_watch.outside_samples = 0;
+}
+
+/* The balloon moved toward its target (or had no need to): a stall is counted from here. */
+static void balloon_watch_moved(BalloonWatch *w, uint64_t actual) {
+        w->stall_count = 0;
+        w->prev_actual = actual;
+}
+
 static int guest_send_balloon(Guest *g, uint64_t bytes) {
         int r;
 
@@ -234,9 +250,7 @@ static int guest_send_balloon(Guest *g, uint64_t bytes) {
                 g->actuator_failures[GUEST_ACTUATOR_BALLOON]++;
                 return r;
         }
-        g->balloon_target = bytes;
-        g->balloon_reached = false;
-        g->outside_count = 0;
+        balloon_watch_target(g, bytes);
         g->resizes[GUEST_ACTUATOR_BALLOON]++;
         return 0;
 }
@@ -251,22 +265,18 @@ static bool guest_balloon_driver_pending(Guest *g, uint64_t now) {
         return !g->balloon_driver_seen && now < g->running_since + BALLOON_DRIVER_GRACE_USEC;
 }
 
-/* A balloon away from its target that no longer moves: the guest cannot give (or take) more.
- * Returns true when the guest is (still) stalled. */
 static void guest_pause_outside(Guest *g) {
         char b1[FORMAT_SIZE_MAX], b2[FORMAT_SIZE_MAX];
 
         g->paused = true;
-        g->paused_outside = true;
+        g->balloon_watch.paused_outside = true;
         snprintf(g->reason, sizeof(g->reason),
                  "balloon set from outside: %s, below the %s rightsize asked for (virsh setmem, another "
                  "controller or an operator?): paused; rightsizectl resume takes the guest back",
                  fmt_size(b1, sizeof(b1), g->actual), fmt_size(b2, sizeof(b2), g->balloon_target));
         /* What is set now is theirs: a resume sends ours again. */
-        g->balloon_target = g->actual;
-        g->balloon_reached = false;
-        g->stall_count = 0;
-        g->stall_prev_actual = g->actual;
+        balloon_watch_target(g, g->actual);
+        balloon_watch_moved(&g->balloon_watch, g->actual);
         LogEvent event = {
                 .message_id = LOG_MESSAGE_OUTSIDE,
                 .guest_uuid = g->uuid,
@@ -285,71 +295,72 @@ static void guest_pause_outside(Guest *g) {
  * in a row, so that a reading taken as our own command lands cannot count; the first already
  * holds our actuators back (true: do not actuate this cycle), or we would answer the other
  * controller's change before knowing it was one. */
-static bool guest_check_outside(Guest *g) {
+static bool balloon_set_from_outside(Guest *g) {
+        BalloonWatch *w = &g->balloon_watch;
         uint64_t plugged = g->vmem_id ? MIN(g->vmem_requested, g->balloon_target) : 0;
         uint64_t ours = g->balloon_target - plugged;
         uint64_t tolerance = MAX(OUTSIDE_MIN_BYTES, ours / 50);
 
         if (g->balloon_target == 0 || g->balloon_actual == 0 || g->balloon_target <= plugged) {
-                g->outside_count = 0;
+                w->outside_samples = 0;
                 return false;
         }
         if (g->balloon_actual + 4 * MIB >= ours && g->balloon_actual <= ours + 4 * MIB)
-                g->balloon_reached = true;
-        if (!g->balloon_reached || g->balloon_actual + tolerance >= ours) {
-                g->outside_count = 0;
+                w->reached = true;
+        if (!w->reached || g->balloon_actual + tolerance >= ours) {
+                w->outside_samples = 0;
                 return false;
         }
-        if (++g->outside_count < OUTSIDE_SAMPLES)
+        if (++w->outside_samples < OUTSIDE_SAMPLES)
                 return true;
-        g->outside_count = 0;
         guest_pause_outside(g);
         return true;
 }
 
-static bool guest_check_stall(Guest *g, uint64_t now) {
+/* A balloon away from its target that no longer moves: the guest cannot give (or take) more.
+ * Returns true when the guest is (still) stalled. */
+static bool balloon_stalled(Guest *g, uint64_t now) {
+        BalloonWatch *w = &g->balloon_watch;
         uint64_t tolerance = MAX(4 * MIB, g->balloon_target / 200);
         char b1[FORMAT_SIZE_MAX], b2[FORMAT_SIZE_MAX];
 
-        if (g->stalled) {
+        if (w->stalled) {
                 /* Pushing resumes when the core asks for no less than where it stuck, or when
                  * the hold time has passed (the guest may have freed memory since). */
-                if (g->want >= g->stall_size || now >= g->stall_until) {
+                if (g->want >= w->stall_size || now >= w->stall_until) {
                         /* The fault stays on show until the balloon moves away from where it stuck:
                          * a balloon that never moves stays reported. */
-                        g->stalled = false;
-                        g->stall_count = 0;
+                        w->stalled = false;
+                        w->stall_count = 0;
                         log_guest_info(g, "Balloon no longer held back");
                         return false;
                 }
                 return true;
         }
-        if (g->stall_size > 0 && g->actual > 0 &&
-            (g->actual + 2 * STALL_MOVE_BYTES <= g->stall_size || g->actual >= g->stall_size + 2 * STALL_MOVE_BYTES)) {
+        if (w->stall_size > 0 && g->actual > 0 &&
+            (g->actual + 2 * STALL_MOVE_BYTES <= w->stall_size || g->actual >= w->stall_size + 2 * STALL_MOVE_BYTES)) {
                 if (strncmp(g->fault, "balloon stopped", strlen("balloon stopped")) == 0)
                         g->fault[0] = '\0';
-                g->stall_size = 0;
+                w->stall_size = 0;
         }
 
         if (g->balloon_target == 0 || g->actual == 0 ||
             (g->actual <= g->balloon_target + tolerance && g->actual + tolerance >= g->balloon_target)) {
-                g->stall_count = 0;
-                g->stall_prev_actual = g->actual;
+                balloon_watch_moved(w, g->actual);
                 return false;
         }
-        bool toward = g->actual > g->balloon_target ? g->stall_prev_actual >= g->actual + STALL_MOVE_BYTES
-                                                     : g->actual >= g->stall_prev_actual + STALL_MOVE_BYTES;
-        if (toward || g->stall_prev_actual == 0) {
-                g->stall_count = 0;
-                g->stall_prev_actual = g->actual;
+        bool toward = g->actual > g->balloon_target ? w->prev_actual >= g->actual + STALL_MOVE_BYTES
+                                                     : g->actual >= w->prev_actual + STALL_MOVE_BYTES;
+        if (toward || w->prev_actual == 0) {
+                balloon_watch_moved(w, g->actual);
                 return false;
         }
-        if (++g->stall_count < STALL_CYCLES)
+        if (++w->stall_count < STALL_CYCLES)
                 return false;
 
-        g->stalled = true;
-        g->stall_size = g->actual;
-        g->stall_until = now + g->policy.hold_usec;
+        w->stalled = true;
+        w->stall_size = g->actual;
+        w->stall_until = now + g->policy.hold_usec;
         snprintf(g->reason, sizeof(g->reason),
                  "balloon stopped at %s short of its target %s: the guest cannot give more; stopped pushing",
                  fmt_size(b1, sizeof(b1), g->actual), fmt_size(b2, sizeof(b2), g->balloon_target));
@@ -358,6 +369,19 @@ static bool guest_check_stall(Guest *g, uint64_t now) {
         /* Stop pushing: ask for what the guest has. */
         if (g->actual > g->balloon_target)
                 (void) guest_send_balloon(g, g->actual);
+        return true;
+}
+
+/* The watch, each cycle before the actuators: false when they must not run this cycle (a change
+ * from outside, being confirmed or just found); a stalled balloon keeps *target from going below
+ * where it stopped. Nothing is judged before the balloon driver shows. */
+static bool guest_watch_balloon(Guest *g, uint64_t now, uint64_t *target) {
+        if (guest_balloon_driver_pending(g, now))
+                return true;
+        if (balloon_set_from_outside(g))
+                return false;
+        if (balloon_stalled(g, now))
+                *target = MAX(*target, g->balloon_watch.stall_size);
         return true;
 }
 
@@ -378,7 +402,7 @@ void guest_actuator_failed(Guest *g, GuestActuator which, int error, const char 
                 break;
         case GUEST_ACTUATOR_VIRTIO_MEM:
                 g->vmem_requested = previous;
-                g->balloon_reached = false; /* the balloon's own target moved with it */
+                g->balloon_watch.reached = false; /* the balloon's own target moved with it */
                 break;
         case GUEST_ACTUATOR_DIMM:
                 guest_dimm_refused(g, error, why);
@@ -418,10 +442,8 @@ static void guest_actuate(Guest *g, uint64_t target, bool urgent, bool fine, uin
 
         if (g->paused || g->policy.mode == RS_MODE_OBSERVE || g->actual == 0)
                 return;
-        if (!guest_balloon_driver_pending(g, now) && guest_check_outside(g))
+        if (!guest_watch_balloon(g, now, &target))
                 return;
-        if (!guest_balloon_driver_pending(g, now) && guest_check_stall(g, now) && target < g->stall_size)
-                target = g->stall_size;
 
         RsActuationInput in = {
                 .current = g->actual,
@@ -465,7 +487,7 @@ static void guest_actuate(Guest *g, uint64_t target, bool urgent, bool fine, uin
                         log_guest_warning_errno(g, r, "virtio-mem resize: %m");
                 } else {
                         g->vmem_requested = requested;
-                        g->balloon_reached = false; /* the balloon's own target moved with it */
+                        g->balloon_watch.reached = false; /* the balloon's own target moved with it */
                         g->resizes[GUEST_ACTUATOR_VIRTIO_MEM]++;
                 }
         }
@@ -608,7 +630,7 @@ static void guest_report_data_problem(Guest *g) {
         if (g->data_problem[0]) {
                 bool news = !g->data_fault || strcmp(g->fault, g->data_problem) != 0;
                 uint64_t episodes = g->faults;
-                if (!g->stalled) {
+                if (!g->balloon_watch.stalled) {
                         guest_set_fault(g, "%s", g->data_problem);
                         g->data_fault = true;
                 }
@@ -617,7 +639,7 @@ static void guest_report_data_problem(Guest *g) {
                         log_guest_warning(g, "%s", g->data_problem);
                 g->data_clean_cycles = 0;
         } else if (g->data_fault && ++g->data_clean_cycles >= DATA_CLEAN_CYCLES) {
-                if (!g->stalled)
+                if (!g->balloon_watch.stalled)
                         g->fault[0] = '\0';
                 g->data_fault = false;
         }
@@ -733,7 +755,7 @@ static uint64_t cycle_decide(Guest *g, uint64_t now) {
         bool host_capped = !g->paused && g->policy.mode != RS_MODE_OBSERVE && target < d.target;
         rs_guest_set_grant(g->core, host_capped ? target : RS_UNKNOWN);
 
-        if (!g->stalled && !g->paused_outside) {
+        if (!g->balloon_watch.stalled && !g->balloon_watch.paused_outside) {
                 size_t n = (size_t) snprintf(g->reason, sizeof(g->reason), "%s", d.reason);
                 if (g->agent_problem[0] && n < sizeof(g->reason))
                         (void) snprintf(g->reason + n, sizeof(g->reason) - n, "; %s", g->agent_problem);
@@ -986,7 +1008,7 @@ void guest_set_paused(Guest *g, bool paused) {
         if (g->paused == paused)
                 return;
         g->paused = paused;
-        g->paused_outside = false;
+        g->balloon_watch.paused_outside = false;
         log_guest_info(g, paused ? "Paused by the operator" : "Resumed by the operator");
 }
 

@@ -109,6 +109,21 @@ typedef struct GuestResources {
         unsigned dimm_count;
 } GuestResources;
 
+/* The balloon against the target last sent to it (Guest.balloon_target), watched each cycle before
+ * the actuators run (guest.c): one that stays short of its target has stalled (the guest cannot
+ * give more: pushing stops for a while, and the fault says so); one that came to its target and
+ * then went below it was set from outside (another controller: the guest is paused). */
+typedef struct BalloonWatch {
+        bool reached;             /* it came to balloon_target since that was sent */
+        unsigned outside_samples; /* samples in a row below the target it had reached */
+        bool paused_outside;      /* the guest is paused for that (the reason says) */
+        uint64_t prev_actual;     /* where it was when it last moved toward its target (0: not yet) */
+        unsigned stall_count;     /* cycles since then, away from its target */
+        bool stalled;             /* pushing is held back */
+        uint64_t stall_size;      /* where it stopped; 0 once it moved away (the fault goes then) */
+        uint64_t stall_until;     /* pushing resumes by then at the latest */
+} BalloonWatch;
+
 /* The connection's phase; the decision core's state takes over once RUNNING. */
 typedef enum GuestPhase {
         GUEST_PHASE_CONNECTING,
@@ -135,9 +150,6 @@ struct Guest {
         char fault[256];       /* "" when healthy */
         char reason[RS_REASON_MAX + 2 + GUEST_AGENT_PROBLEM_MAX]; /* the core's, "; " and the agent's */
         bool paused;
-        bool paused_outside;   /* paused because the balloon was set from outside (the reason says) */
-        bool balloon_reached;  /* the balloon came to balloon_target since it was last sent */
-        unsigned outside_count; /* samples in a row below the target it had reached */
         bool probe_requested;
 
         unsigned cycle_pending;
@@ -178,6 +190,7 @@ struct Guest {
         uint64_t want;         /* the estimator's target */
         uint64_t target;       /* after arbitration: what was last applied (0: nothing yet) */
         uint64_t balloon_target; /* last "balloon" sent, 0: never */
+        BalloonWatch balloon_watch;
         uint64_t actual;       /* query-balloon, 0 until known */
         uint64_t updated_realtime;
 
@@ -186,13 +199,6 @@ struct Guest {
         uint64_t running_since;  /* CLOCK_MONOTONIC when managing began */
         uint64_t first_actual;
         bool balloon_driver_seen;
-
-        /* A balloon that stopped moving. */
-        uint64_t stall_prev_actual;
-        unsigned stall_count;
-        bool stalled;
-        uint64_t stall_size;
-        uint64_t stall_until;
 
         /* This cycle's readings. */
         RsSample sample;

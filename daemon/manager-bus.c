@@ -83,23 +83,49 @@ static Guest *find_guest(Manager *m, const char *name, sd_bus_error *error) {
         return g;
 }
 
+/* The guest a read method names in its one argument, once the caller may read: 0, or <0 with the
+ * error set (NoSuchGuest, access denied) or the message unreadable. */
+static int read_named_guest(Manager *m, sd_bus_message *msg, sd_bus_error *error, Guest **ret) {
+        const char *name;
+        int r;
+
+        r = check_read_access(m, msg, error);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(msg, "s", &name);
+        if (r < 0)
+                return r;
+        *ret = find_guest(m, name, error);
+        return *ret ? 0 : -ENOENT;
+}
+
 /* ---- guest records ---- */
 
-static int append_str(sd_bus_message *r, const char *key, const char *value) {
-        return value ? sd_bus_message_append(r, "{sv}", key, "s", value) : 0;
+/* A guest's a{sv} record as it is appended: one line a property, the first error sticks and the
+ * appends after it do nothing. A property whose value is unknown is absent, never 0 or "". */
+typedef struct Record {
+        sd_bus_message *m;
+        int r;
+} Record;
+
+static void record_str(Record *rec, const char *key, const char *value) {
+        if (rec->r >= 0 && value)
+                rec->r = sd_bus_message_append(rec->m, "{sv}", key, "s", value);
 }
 
-static int append_u64(sd_bus_message *r, const char *key, uint64_t value) {
-        /* Unknown values are absent, never 0. */
-        return value != UINT64_MAX ? sd_bus_message_append(r, "{sv}", key, "t", value) : 0;
+static void record_u64(Record *rec, const char *key, uint64_t value) {
+        if (rec->r >= 0 && value != UINT64_MAX)
+                rec->r = sd_bus_message_append(rec->m, "{sv}", key, "t", value);
 }
 
-static int append_double(sd_bus_message *r, const char *key, double value) {
-        return isfinite(value) ? sd_bus_message_append(r, "{sv}", key, "d", value) : 0;
+static void record_double(Record *rec, const char *key, double value) {
+        if (rec->r >= 0 && isfinite(value))
+                rec->r = sd_bus_message_append(rec->m, "{sv}", key, "d", value);
 }
 
-static int append_bool(sd_bus_message *r, const char *key, bool value) {
-        return sd_bus_message_append(r, "{sv}", key, "b", (int) value);
+static void record_bool(Record *rec, const char *key, bool value) {
+        if (rec->r >= 0)
+                rec->r = sd_bus_message_append(rec->m, "{sv}", key, "b", (int) value);
 }
 
 static uint64_t known_or_unknown(uint64_t v) {
@@ -108,49 +134,59 @@ static uint64_t known_or_unknown(uint64_t v) {
 
 static int append_guest(sd_bus_message *reply, Guest *g) {
         const RsEstimate *e = guest_estimate(g);
-        int r;
+        Record rec = { reply, sd_bus_message_open_container(reply, 'a', "{sv}") };
 
-        r = sd_bus_message_open_container(reply, 'a', "{sv}");
-        if (r < 0)
-                return r;
-        if ((r = append_str(reply, "name", g->name)) < 0 || (r = append_str(reply, "uuid", g->uuid)) < 0 ||
-            (r = append_str(reply, "source", g->source == GUEST_SOURCE_LIBVIRT ? "libvirt" : "qemu")) < 0 ||
-            (r = append_str(reply, "policy", g->policy.name)) < 0 ||
-            (r = append_str(reply, "mode", rs_mode_to_string(g->policy.mode))) < 0 ||
-            (r = append_str(reply, "state", guest_state_string(g))) < 0 ||
-            (r = append_str(reply, "tier", guest_tier_string(g))) < 0 ||
-            (r = append_u64(reply, "target", known_or_unknown(g->target))) < 0 ||
-            (r = append_u64(reply, "actual", known_or_unknown(g->actual))) < 0 ||
-            (r = append_u64(reply, "floor", known_or_unknown(guest_floor(g)))) < 0 ||
-            (r = append_u64(reply, "max", known_or_unknown(guest_max(g)))) < 0 ||
-            (r = append_u64(reply, "host-rss", g->host_rss)) < 0 ||
-            (r = append_u64(reply, "reclaimable", guest_reclaimable(g))) < 0 ||
-            (r = append_u64(reply, "probe-cycles", g->probe_cycles)) < 0 ||
-            (r = append_u64(reply, "probe-refaults", g->probe_refaults)) < 0 ||
-            (r = append_bool(reply, "agent", guest_agent_answers(g))) < 0 ||
-            (r = append_bool(reply, "paused", g->paused)) < 0 ||
-            (r = append_str(reply, "reason", g->reason[0] ? g->reason : NULL)) < 0 ||
-            (r = append_str(reply, "fault", g->fault[0] ? g->fault : NULL)) < 0 ||
-            (r = append_double(reply, "refault-rate", g->refault_rate)) < 0 ||
-            (r = append_double(reply, "major-fault-rate", g->major_fault_rate)) < 0 ||
-            (r = append_u64(reply, "updated", known_or_unknown(g->updated_realtime))) < 0)
-                return r;
-        if (g->fpr_known && (r = append_bool(reply, "free-page-reporting", g->free_page_reporting)) < 0)
-                return r;
-        if (g->vmem_id && (r = append_u64(reply, "virtio-mem-size", g->vmem_size)) < 0)
-                return r;
+        record_str(&rec, "name", g->name);
+        record_str(&rec, "uuid", g->uuid);
+        record_str(&rec, "source", g->source == GUEST_SOURCE_LIBVIRT ? "libvirt" : "qemu");
+        record_str(&rec, "policy", g->policy.name);
+        record_str(&rec, "mode", rs_mode_to_string(g->policy.mode));
+        record_str(&rec, "state", guest_state_string(g));
+        record_str(&rec, "tier", guest_tier_string(g));
+        record_u64(&rec, "target", known_or_unknown(g->target));
+        record_u64(&rec, "actual", known_or_unknown(g->actual));
+        record_u64(&rec, "floor", known_or_unknown(guest_floor(g)));
+        record_u64(&rec, "max", known_or_unknown(guest_max(g)));
+        record_u64(&rec, "host-rss", g->host_rss);
+        record_u64(&rec, "reclaimable", guest_reclaimable(g));
+        record_u64(&rec, "probe-cycles", g->probe_cycles);
+        record_u64(&rec, "probe-refaults", g->probe_refaults);
+        record_bool(&rec, "agent", guest_agent_answers(g));
+        record_bool(&rec, "paused", g->paused);
+        record_str(&rec, "reason", g->reason[0] ? g->reason : NULL);
+        record_str(&rec, "fault", g->fault[0] ? g->fault : NULL);
+        record_double(&rec, "refault-rate", g->refault_rate);
+        record_double(&rec, "major-fault-rate", g->major_fault_rate);
+        record_u64(&rec, "updated", known_or_unknown(g->updated_realtime));
+        if (g->fpr_known)
+                record_bool(&rec, "free-page-reporting", g->free_page_reporting);
+        if (g->vmem_id)
+                record_u64(&rec, "virtio-mem-size", g->vmem_size);
         if (e) {
-                if ((r = append_double(reply, "confidence", e->confidence)) < 0 ||
-                    (r = append_u64(reply, "estimate", e->estimate)) < 0 ||
-                    (r = append_u64(reply, "estimate-lower", e->lower)) < 0 ||
-                    (r = append_u64(reply, "estimate-upper", e->upper)) < 0 ||
-                    (r = append_u64(reply, "scan-onset", e->scan_onset)) < 0)
-                        return r;
+                record_double(&rec, "confidence", e->confidence);
+                record_u64(&rec, "estimate", e->estimate);
+                record_u64(&rec, "estimate-lower", e->lower);
+                record_u64(&rec, "estimate-upper", e->upper);
+                record_u64(&rec, "scan-onset", e->scan_onset);
         }
-        return sd_bus_message_close_container(reply);
+        return rec.r < 0 ? rec.r : sd_bus_message_close_container(reply);
 }
 
 /* ---- methods ---- */
+
+/* A method's reply that is one array of `contents`: opened here (<0: it could not be), filled by
+ * the caller while r stays >= 0, then closed and sent by reply_close_send(reply, r), which
+ * returns r if it is an error. */
+static int reply_open_array(sd_bus_message *msg, const char *contents, sd_bus_message **ret) {
+        int r = sd_bus_message_new_method_return(msg, ret);
+        return r < 0 ? r : sd_bus_message_open_container(*ret, 'a', contents);
+}
+
+static int reply_close_send(sd_bus_message *reply, int r) {
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+}
 
 static int method_list_guests(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
@@ -160,35 +196,20 @@ static int method_list_guests(sd_bus_message *msg, void *userdata, sd_bus_error 
         r = check_read_access(m, msg, error);
         if (r < 0)
                 return r;
-        if ((r = sd_bus_message_new_method_return(msg, &reply)) < 0 ||
-            (r = sd_bus_message_open_container(reply, 'a', "a{sv}")) < 0)
-                return r;
-        for (size_t i = 0; i < m->n_guests; i++) {
+        r = reply_open_array(msg, "a{sv}", &reply);
+        for (size_t i = 0; r >= 0 && i < m->n_guests; i++)
                 r = append_guest(reply, m->guests[i]);
-                if (r < 0)
-                        return r;
-        }
-        r = sd_bus_message_close_container(reply);
-        if (r < 0)
-                return r;
-        return sd_bus_send(NULL, reply, NULL);
+        return reply_close_send(reply, r);
 }
 
 static int method_get_guest(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        Manager *m = userdata;
-        const char *name;
         Guest *g;
         int r;
 
-        r = check_read_access(m, msg, error);
+        r = read_named_guest(userdata, msg, error, &g);
         if (r < 0)
                 return r;
-        r = sd_bus_message_read(msg, "s", &name);
-        if (r < 0)
-                return r;
-        if (!(g = find_guest(m, name, error)))
-                return -ENOENT;
         if ((r = sd_bus_message_new_method_return(msg, &reply)) < 0 || (r = append_guest(reply, g)) < 0)
                 return r;
         return sd_bus_send(NULL, reply, NULL);
@@ -197,35 +218,22 @@ static int method_get_guest(sd_bus_message *msg, void *userdata, sd_bus_error *e
 static int method_get_history(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_free_ GuestHistoryPoint *points = NULL;
-        Manager *m = userdata;
-        const char *name;
         Guest *g;
         size_t n;
         int r;
 
-        r = check_read_access(m, msg, error);
+        r = read_named_guest(userdata, msg, error, &g);
         if (r < 0)
                 return r;
-        r = sd_bus_message_read(msg, "s", &name);
-        if (r < 0)
-                return r;
-        if (!(g = find_guest(m, name, error)))
-                return -ENOENT;
         points = calloc(GUEST_HISTORY_MAX, sizeof(*points));
         if (!points)
                 return -ENOMEM;
         n = guest_history(g, points, GUEST_HISTORY_MAX);
-        if ((r = sd_bus_message_new_method_return(msg, &reply)) < 0 ||
-            (r = sd_bus_message_open_container(reply, 'a', "(tttt)")) < 0)
-                return r;
-        for (size_t i = 0; i < n; i++)
-                if ((r = sd_bus_message_append(reply, "(tttt)", points[i].realtime_usec, points[i].target,
-                                               points[i].actual, points[i].estimate)) < 0)
-                        return r;
-        r = sd_bus_message_close_container(reply);
-        if (r < 0)
-                return r;
-        return sd_bus_send(NULL, reply, NULL);
+        r = reply_open_array(msg, "(tttt)", &reply);
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = sd_bus_message_append(reply, "(tttt)", points[i].realtime_usec, points[i].target, points[i].actual,
+                                          points[i].estimate);
+        return reply_close_send(reply, r);
 }
 
 static int method_set_guest(sd_bus_message *msg, void *userdata, sd_bus_error *error) {

@@ -81,9 +81,7 @@ int manager_load_policies(const char *dir, RsPolicySet *ret, char **ret_error) {
         if (r < 0) {
                 rs_policy_set_clear(&set);
                 free(pe.first);
-                if (ret_error && asprintf(ret_error, "%s: cannot read the policy directory: %s", dir, strerror(-r)) < 0)
-                        *ret_error = NULL;
-                return r;
+                return config_fail(ret_error, r, "%s: cannot read the policy directory: %s", dir, strerror(-r));
         }
         if (ret_error)
                 *ret_error = TAKE_PTR(pe.first);
@@ -105,30 +103,25 @@ static int policy_by_name(const RsPolicySet *set, const char *policy_name, RsPol
         return 0;
 }
 
-static int find_policy(Manager *m, const char *policy_name, RsPolicy *ret) {
-        return policy_by_name(&m->policies, policy_name, ret);
-}
-
 int manager_check_unmatched_policy(const RsPolicySet *set, const Config *config, char **ret_error) {
         RsPolicy p;
         if (policy_by_name(set, config->unmatched_policy, &p) >= 0)
                 return 0;
-        if (ret_error && asprintf(ret_error, "unmatched-policy = %s: no such policy in %s, nor a preset "
-                                  "(observe-only, conservative, balanced, aggressive)",
-                                  config->unmatched_policy, config->policy_dir) < 0)
-                *ret_error = NULL;
-        return -ENOENT;
+        return config_fail(ret_error, -ENOENT,
+                           "unmatched-policy = %s: no such policy in %s, nor a preset "
+                           "(observe-only, conservative, balanced, aggressive)",
+                           config->unmatched_policy, config->policy_dir);
 }
 
 /* The guest's policy: the first file that matches it, else unmatched-policy (checked when the
  * configuration was taken, so the preset below is only a last resort). */
-static void select_policy_full(Manager *m, const char *name, const char *uuid, RsPolicy *ret) {
+static void select_policy(Manager *m, const char *name, const char *uuid, RsPolicy *ret) {
         const RsPolicy *p = rs_policy_set_select(&m->policies, name, uuid);
         if (p) {
                 *ret = *p;
                 return;
         }
-        if (find_policy(m, m->config->unmatched_policy, ret) >= 0)
+        if (policy_by_name(&m->policies, m->config->unmatched_policy, ret) >= 0)
                 return;
         (void) rs_policy_preset("observe-only", ret);
         snprintf(ret->name, sizeof(ret->name), "observe-only");
@@ -136,14 +129,10 @@ static void select_policy_full(Manager *m, const char *name, const char *uuid, R
 
 int manager_resolve_policy(Manager *m, const char *policy_name, const char *guest_name, const char *uuid,
                            RsPolicy *ret) {
-        if (policy_name && find_policy(m, policy_name, ret) >= 0)
+        if (policy_name && policy_by_name(&m->policies, policy_name, ret) >= 0)
                 return 0;
-        select_policy_full(m, guest_name, uuid, ret);
+        select_policy(m, guest_name, uuid, ret);
         return policy_name ? -ENOENT : 0;
-}
-
-static void select_policy(Manager *m, const char *name, RsPolicy *ret) {
-        select_policy_full(m, name, NULL, ret);
 }
 
 /* ---- host and arbitration ---- */
@@ -496,7 +485,7 @@ static void on_guest_added(Discovery *d _unused_, const char *path, const char *
         if (r < 0)
                 log_warning_errno(r, "%s: cannot derive the agent socket path, going without: %m", name);
 
-        select_policy(m, name, &policy);
+        select_policy(m, name, NULL, &policy);
         r = guest_qmp_new(m->event, name, path, agent, m->config->state_dir, &policy, &guest_hooks, m, &g);
         if (r >= 0) {
                 r = manager_add_guest(m, g);
@@ -649,7 +638,7 @@ int manager_reload(Manager *m, char **ret_error) {
                 RsPolicy p;
                 if (g->source != GUEST_SOURCE_QEMU)
                         continue; /* below */
-                select_policy(m, g->name, &p);
+                select_policy(m, g->name, NULL, &p);
                 if (guest_set_policy(g, &p) < 0)
                         log_guest_warning(g, "Policy %s not applicable, keeping %s",
                                           p.name, g->policy.name);

@@ -54,22 +54,7 @@ static void name_of(unsigned index, char *buf, size_t size) {
 
 /* The fixture's config turns the agent off; these tests want it beside every QMP socket. */
 static void enable_agent_sockets(void) {
-        _cleanup_free_ char *text = NULL, *patched = NULL;
-        FILE *f = fopen(d.config_path, "re");
-        size_t size = 0;
-        static const char off[] = "agent-socket-pattern =\n";
-
-        ck_assert_ptr_nonnull(f);
-        text = calloc(1, 65536);
-        ck_assert_ptr_nonnull(text);
-        size = fread(text, 1, 65535, f);
-        fclose(f);
-        ck_assert_uint_gt(size, 0);
-        char *at = strstr(text, off);
-        ck_assert_msg(at, "the fixture's config has no agent-socket-pattern line:\n%s", text);
-        *at = '\0';
-        ck_assert_int_ge(asprintf(&patched, "%sagent-socket-pattern = %%d/%%n.qga\n%s", text, at + strlen(off)), 0);
-        test_write_file(d.config_path, patched);
+        daemon_fixture_replace_config_line(&d, "agent-socket-pattern =\n", "agent-socket-pattern = %d/%n.qga\n");
 }
 
 /* `rightsizectl --json show NAME`, parsed (put it). */
@@ -119,29 +104,20 @@ static void setup_agents(void) {
                 NULL,
         };
         static const char *const plain[] = { "--scenario", "steady", "--time-scale", "20", NULL };
-        char name[32];
 
-        ck_assert_int_eq(bus_fixture_start(&bus, BUS_POLICY_OPEN), 0);
-        daemon_fixture_init(&d, &bus);
-        daemon_fixture_write_config(&d, "", NULL);
+        daemon_fixture_setup(&d, &bus, BUS_POLICY_OPEN);
         enable_agent_sockets();
         daemon_fixture_write_policy(&d, "fast", daemon_fixture_fast_policy);
-        daemon_fixture_start_sim(&d, 0, 0, N_AGENT_GUESTS, agents);
         daemon_fixture_start_sim(&d, 1, G_NO_AGENT, 1, plain);
-        daemon_fixture_start(&d);
-        for (unsigned i = 0; i < N_AGENT_GUESTS; i++) {
-                name_of(i, name, sizeof(name));
-                ck_assert_msg(guest_view_wait_running(&d, name, WAIT_SEC), "%s never became managed", name);
-        }
-        ck_assert(guest_view_wait_running(&d, "sim-10", WAIT_SEC));
+        daemon_fixture_start_sims(&d, N_AGENT_GUESTS, agents, WAIT_SEC);
+        guest_view_assert_sims_running(&d, G_NO_AGENT, 1, WAIT_SEC);
         wait_tier(G_OK0, "agent");
         wait_tier(G_OK1, "agent");
         rss_managed_kib = daemon_fixture_rss_kib(&d);
 }
 
 static void teardown_agents(void) {
-        daemon_fixture_done(&d);
-        bus_fixture_stop(&bus);
+        daemon_fixture_teardown(&d, &bus);
 }
 
 /* ---- what every test checks ---- */
@@ -181,6 +157,10 @@ static void assert_others_fine(void) {
         json_object_put(doc);
 }
 
+static bool reason_says(const GuestView *v, const void *what) {
+        return strstr(v->reason, what);
+}
+
 /* The broken agent's guest: its reason names the problem (D-Bus and rightsizectl), the log says
  * it too, it has no fault, it goes on being managed on balloon stats. */
 static void assert_agent_problem(unsigned index, const char *what) {
@@ -188,13 +168,8 @@ static void assert_agent_problem(unsigned index, const char *what) {
         GuestView v;
 
         name_of(index, name, sizeof(name));
-        for (uint64_t start = monotonic_sec();; usleep(250 * 1000)) {
-                ck_assert_int_eq(guest_view_get(&d, name, &v), 0);
-                if (strstr(v.reason, what))
-                        break;
-                ck_assert_msg(monotonic_sec() < start + WAIT_SEC, "%s: reason '%s' (state %s, fault '%s'), expected '%s'",
-                              name, v.reason, v.state, v.fault, what);
-        }
+        ck_assert_msg(guest_view_wait(&d, name, reason_says, what, WAIT_SEC, &v),
+                      "%s: reason '%s' (state %s, fault '%s'), expected '%s'", name, v.reason, v.state, v.fault, what);
         ck_assert_msg(v.fault[0] == '\0', "%s: the agent made the guest faulty: %s", name, v.fault);
 
         _cleanup_free_ char *log = daemon_fixture_log(&d);

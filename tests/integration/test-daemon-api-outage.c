@@ -79,9 +79,7 @@ static bool metrics_show_guest(void) {
 static void start_fixtures(BusPolicy policy) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
 
-        ck_assert_int_eq(bus_fixture_start(&bus, policy), 0);
-        daemon_fixture_init(&d, &bus);
-        daemon_fixture_write_config(&d, "", NULL);
+        daemon_fixture_setup(&d, &bus, policy);
         daemon_fixture_write_policy(&d, "fast", daemon_fixture_fast_policy);
         daemon_fixture_start_sim(&d, 0, 0, 1, NULL);
 
@@ -95,8 +93,7 @@ static void start_fixtures(BusPolicy policy) {
 }
 
 static void teardown(void) {
-        daemon_fixture_done(&d);
-        bus_fixture_stop(&bus);
+        daemon_fixture_teardown(&d, &bus);
         if (notify_fd >= 0)
                 close(notify_fd);
         notify_fd = -1;

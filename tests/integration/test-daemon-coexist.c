@@ -31,50 +31,42 @@ static void setup(void) {
         static const char *const sim[] = { "--scenario", "steady", "--time-scale", "20", "--fault",
                                            "0:outside-balloon@usr2", NULL };
 
-        ck_assert_int_eq(bus_fixture_start(&bus, BUS_POLICY_OPEN), 0);
-        daemon_fixture_init(&d, &bus);
-        daemon_fixture_write_config(&d, "", NULL);
+        daemon_fixture_setup(&d, &bus, BUS_POLICY_OPEN);
         /* A floor above the simulated working set, so that it holds soon, and a long hold: once
          * it holds, nothing of the daemon's moves the balloon. */
         daemon_fixture_write_policy(&d, "hold", "[policy]\nmatch = *\npoll-interval = 1s\nfloor = 768M\n"
                                                 "floor-percent = 0\nhold-time = 1h\n");
-        daemon_fixture_start_sim(&d, 0, 0, 1, sim);
-        daemon_fixture_start(&d);
-        ck_assert_msg(guest_view_wait_running(&d, GUEST, WAIT_SEC), GUEST " never became managed");
+        daemon_fixture_start_sims(&d, 1, sim, WAIT_SEC);
 }
 
 static void teardown(void) {
-        daemon_fixture_done(&d);
-        bus_fixture_stop(&bus);
+        daemon_fixture_teardown(&d, &bus);
 }
 
-typedef bool (*ViewPredicate)(const GuestView *v, uint64_t arg);
-
-static GuestView wait_view(ViewPredicate ok, uint64_t arg, const char *what) {
-        GuestView v = {};
-        for (uint64_t start = monotonic_sec(); monotonic_sec() < start + WAIT_SEC; usleep(200 * 1000))
-                if (guest_view_get(&d, GUEST, &v) == 0 && ok(&v, arg))
-                        return v;
-        ck_abort_msg("%s: not within %d s (state %s, target %" PRIu64 ", actual %" PRIu64 ", reason '%s')", what,
-                     WAIT_SEC, v.state, v.target, v.actual, v.reason);
+static GuestView wait_view(GuestViewPredicate ok, const void *data, const char *what) {
+        GuestView v;
+        ck_assert_msg(guest_view_wait(&d, GUEST, ok, data, WAIT_SEC, &v),
+                      "%s: not within %d s (state %s, target %" PRIu64 ", actual %" PRIu64 ", reason '%s')", what,
+                      WAIT_SEC, v.state, v.target, v.actual, v.reason);
         return v;
 }
 
-static bool holding_at_target(const GuestView *v, uint64_t arg _unused_) {
+static bool holding_at_target(const GuestView *v, const void *data _unused_) {
         return strcmp(v->state, "hold") == 0 && v->target > 0 && v->actual + 8 * MIB >= v->target &&
                v->actual <= v->target + 8 * MIB;
 }
 
-static bool paused_from_outside(const GuestView *v, uint64_t arg _unused_) {
+static bool paused_from_outside(const GuestView *v, const void *data _unused_) {
         return v->paused && strstr(v->reason, "set from outside");
 }
 
-static bool back_at(const GuestView *v, uint64_t size) {
+static bool back_at(const GuestView *v, const void *data) {
+        uint64_t size = *(const uint64_t *) data;
         return !v->paused && v->actual + 8 * MIB >= size && v->actual <= size + 8 * MIB;
 }
 
 START_TEST(test_outside_change_pauses_then_resume_takes_back) {
-        GuestView held = wait_view(holding_at_target, 0, "holding at its target");
+        GuestView held = wait_view(holding_at_target, NULL, "holding at its target");
         uint64_t ours = held.actual;
 
         /* What rightsizing gives this host, from the real daemon: the guest would give back its
@@ -93,17 +85,13 @@ START_TEST(test_outside_change_pauses_then_resume_takes_back) {
 
         /* The other controller sets the balloon to 85 % of where it is. */
         ck_assert_int_eq(kill(d.sims[0], SIGUSR2), 0);
-        GuestView v = wait_view(paused_from_outside, 0, "paused, naming the outside change");
+        GuestView v = wait_view(paused_from_outside, NULL, "paused, naming the outside change");
         ck_assert_msg(v.actual + 16 * MIB < ours, "paused, yet the balloon was not moved: %" PRIu64 " vs %" PRIu64,
                       v.actual, ours);
 
         /* Paused: the daemon leaves the balloon where the other controller put it. */
         uint64_t theirs = v.actual;
-        int before = guest_history_count(&d, GUEST);
-        for (uint64_t start = monotonic_sec(); guest_history_count(&d, GUEST) < before + 5;) {
-                ck_assert_msg(monotonic_sec() < start + WAIT_SEC, "no decisions while paused");
-                usleep(200 * 1000);
-        }
+        guest_history_wait(&d, GUEST, 5, WAIT_SEC);
         ck_assert_int_eq(guest_view_get(&d, GUEST, &v), 0);
         ck_assert_msg(v.paused, "resumed by itself");
         ck_assert_msg(v.actual + 8 * MIB >= theirs && v.actual <= theirs + 8 * MIB,
@@ -112,7 +100,7 @@ START_TEST(test_outside_change_pauses_then_resume_takes_back) {
         /* The operator gives the guest back: the daemon's size returns. */
         _cleanup_(ctl_run_done) CtlRun resume = ctl_run(&d, "resume", GUEST);
         ck_assert_msg(resume.code == 0, "resume: %d %s", resume.code, resume.err);
-        wait_view(back_at, ours, "back at the daemon's size after resume");
+        wait_view(back_at, &ours, "back at the daemon's size after resume");
 }
 END_TEST
 

@@ -34,13 +34,12 @@ static void setup_dirs(void) {
 }
 
 static void setup_bus_and_dirs(void) {
-        ck_assert_int_eq(bus_fixture_start(&bus, BUS_POLICY_OPEN), 0);
-        setup_dirs();
+        daemon_fixture_setup(&d, &bus, BUS_POLICY_OPEN);
+        daemon_fixture_write_policy(&d, "fast", daemon_fixture_fast_policy);
 }
 
 static void teardown(void) {
-        daemon_fixture_done(&d);
-        bus_fixture_stop(&bus);
+        daemon_fixture_teardown(&d, &bus);
 }
 
 typedef struct Run {
@@ -265,26 +264,21 @@ static void hup_and_wait(const char *needle) {
         }
 }
 
+static bool new_sample_without_fault(const GuestView *v, const void *updated) {
+        return guest_view_updated_after(v, updated) && v->fault[0] == '\0';
+}
+
 static void assert_still_managed(const char *name) {
         GuestView first = view(name), v;
-        for (uint64_t start = monotonic_sec();; usleep(200 * 1000)) {
-                v = view(name);
-                if (v.updated > first.updated && v.fault[0] == '\0')
-                        break;
-                ck_assert_msg(monotonic_sec() < start + WAIT_SEC, "%s is no longer managed (fault '%s')", name,
-                              v.fault);
-        }
+        ck_assert_msg(guest_view_wait(&d, name, new_sample_without_fault, &first.updated, WAIT_SEC, &v),
+                      "%s is no longer managed (fault '%s')", name, v.fault);
 }
 
 START_TEST(test_sighup) {
         static const char *const sim[] = { "--scenario", "steady", "--time-scale", "20", NULL };
         _cleanup_free_ char *policy_path = NULL, *expected = NULL;
 
-        daemon_fixture_write_config(&d, "", NULL);
-        daemon_fixture_start_sim(&d, 0, 0, 2, sim);
-        daemon_fixture_start(&d);
-        ck_assert(guest_view_wait_running(&d, "sim-0", WAIT_SEC));
-        ck_assert(guest_view_wait_running(&d, "sim-1", WAIT_SEC));
+        daemon_fixture_start_sims(&d, 2, sim, WAIT_SEC);
         ck_assert_uint_eq(view("sim-0").floor, 768 * MIB);
 
         /* A good change is taken. */

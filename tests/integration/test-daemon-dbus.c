@@ -72,42 +72,33 @@ static GuestView view(unsigned index) {
 
 /* Waits for the guest's next sample (its `updated` time moves). */
 static GuestView next_sample(unsigned index) {
+        char name[32];
         GuestView first = view(index), v;
-        for (uint64_t start = monotonic_sec();; usleep(200 * 1000)) {
-                v = view(index);
-                if (v.updated > first.updated)
-                        return v;
-                ck_assert_msg(monotonic_sec() < start + WAIT_SEC, "sim-%u: no new sample", index);
-        }
+        name_of(index, name, sizeof(name));
+        ck_assert_msg(guest_view_wait(&d, name, guest_view_updated_after, &first.updated, WAIT_SEC, &v),
+                      "%s: no new sample", name);
+        return v;
 }
 
 /* ---- the fixture: one daemon, N_GUESTS guests ---- */
 
-static void start_fleet(BusPolicy policy, const char *read_group) {
-        ck_assert_int_eq(bus_fixture_start(&bus, policy), 0);
-        daemon_fixture_init(&d, &bus);
-        daemon_fixture_write_config(&d, read_group, NULL);
+static void start_fleet(BusPolicy policy) {
+        daemon_fixture_setup(&d, &bus, policy);
+        daemon_fixture_write_config(&d, BUS_FIXTURE_READ_GROUP, NULL);
         daemon_fixture_write_policy(&d, "fast", fast_policy);
-        daemon_fixture_start_sim(&d, 0, 0, N_GUESTS, sim_args);
-        daemon_fixture_start(&d);
-        for (unsigned i = 0; i < N_GUESTS; i++) {
-                char name[32];
-                name_of(i, name, sizeof(name));
-                ck_assert_msg(guest_view_wait_running(&d, name, WAIT_SEC), "%s never became managed", name);
-        }
+        daemon_fixture_start_sims(&d, N_GUESTS, sim_args, WAIT_SEC);
 }
 
 static void setup_open(void) {
-        start_fleet(BUS_POLICY_OPEN, BUS_FIXTURE_READ_GROUP);
+        start_fleet(BUS_POLICY_OPEN);
 }
 
 static void setup_system_bus(void) {
-        start_fleet(BUS_POLICY_SYSTEM, BUS_FIXTURE_READ_GROUP);
+        start_fleet(BUS_POLICY_SYSTEM);
 }
 
 static void teardown_fleet(void) {
-        daemon_fixture_done(&d);
-        bus_fixture_stop(&bus);
+        daemon_fixture_teardown(&d, &bus);
 }
 
 /* ---- reads ---- */
@@ -297,6 +288,10 @@ START_TEST(test_pause_resume) {
 }
 END_TEST
 
+static bool holds_above_256m(const GuestView *v, const void *data _unused_) {
+        return strcmp(v->state, "hold") == 0 && v->has_estimate && v->estimate > 256 * MIB;
+}
+
 START_TEST(test_probe) {
         GuestView v, held;
         CallResult r;
@@ -305,12 +300,8 @@ START_TEST(test_probe) {
         r = call("SetGuest", 3, "sim-0", "floor", "256M");
         assert_ok(&r, "SetGuest floor=256M");
         /* Wait until it holds (4 s hold time), then force a probe before the hold ends. */
-        for (uint64_t start = monotonic_sec();; usleep(100 * 1000)) {
-                held = view(G_READ);
-                if (strcmp(held.state, "hold") == 0 && held.has_estimate && held.estimate > 256 * MIB)
-                        break;
-                ck_assert_msg(monotonic_sec() < start + 90, "sim-0 never held (state %s)", held.state);
-        }
+        ck_assert_msg(guest_view_wait(&d, "sim-0", holds_above_256m, NULL, 90, &held), "sim-0 never held (state %s)",
+                      held.state);
         r = call("Probe", 1, "sim-0", NULL, NULL);
         assert_ok(&r, "Probe(sim-0)");
         v = next_sample(G_READ);

@@ -73,16 +73,12 @@ static void name_of(unsigned index, char *buf, size_t size) {
 }
 
 static void start_daemon_with_policy(void) {
-        ck_assert_int_eq(bus_fixture_start(&bus, BUS_POLICY_OPEN), 0);
-        daemon_fixture_init(&d, &bus);
-        daemon_fixture_write_config(&d, "", NULL);
+        daemon_fixture_setup(&d, &bus, BUS_POLICY_OPEN);
         daemon_fixture_write_policy(&d, "fast", daemon_fixture_fast_policy);
 }
 
 static void wait_running(unsigned index) {
-        char name[32];
-        name_of(index, name, sizeof(name));
-        ck_assert_msg(guest_view_wait_running(&d, name, WAIT_SEC), "%s never became managed", name);
+        guest_view_assert_sims_running(&d, index, 1, WAIT_SEC);
 }
 
 static void setup_fleet(void) {
@@ -121,8 +117,7 @@ static void setup_fleet(void) {
 }
 
 static void teardown_all(void) {
-        daemon_fixture_done(&d);
-        bus_fixture_stop(&bus);
+        daemon_fixture_teardown(&d, &bus);
 }
 
 /* ---- what every test checks ---- */
@@ -154,19 +149,18 @@ static json_object *json_guest(json_object *list, const char *name) {
         return NULL;
 }
 
+static bool fault_says(const GuestView *v, const void *what) {
+        return strstr(v->fault, what);
+}
+
 /* The faulty guest's fault names what happened, over D-Bus, in `list` and in `--json list`. */
 static void assert_fault_reported(unsigned index, const char *what) {
         char name[32], line_start[64];
         GuestView v;
 
         name_of(index, name, sizeof(name));
-        for (uint64_t start = monotonic_sec();; usleep(250 * 1000)) {
-                ck_assert_int_eq(guest_view_get(&d, name, &v), 0);
-                if (strstr(v.fault, what))
-                        break;
-                ck_assert_msg(monotonic_sec() < start + WAIT_SEC, "%s: fault '%s' (state %s, reason '%s'), expected '%s'",
-                              name, v.fault, v.state, v.reason, what);
-        }
+        ck_assert_msg(guest_view_wait(&d, name, fault_says, what, WAIT_SEC, &v),
+                      "%s: fault '%s' (state %s, reason '%s'), expected '%s'", name, v.fault, v.state, v.reason, what);
 
         /* Faults stay while the cause lasts, so the CLI sees what D-Bus said. */
         _cleanup_(ctl_run_done) CtlRun list = ctl_run(&d, "list");
@@ -258,11 +252,7 @@ START_TEST(test_event_flood) {
         /* The flooded guest itself is still managed: its samples keep coming. */
         GuestView a, b;
         ck_assert_int_eq(guest_view_get(&d, "sim-8", &a), 0);
-        for (uint64_t start = monotonic_sec(); monotonic_sec() < start + WAIT_SEC; usleep(250 * 1000)) {
-                ck_assert_int_eq(guest_view_get(&d, "sim-8", &b), 0);
-                if (b.updated > a.updated)
-                        break;
-        }
+        guest_view_wait(&d, "sim-8", guest_view_updated_after, &a.updated, WAIT_SEC, &b);
         ck_assert_uint_gt(b.updated, a.updated);
 }
 END_TEST
@@ -300,20 +290,24 @@ START_TEST(test_random_lies) {
 }
 END_TEST
 
+static bool target_is_actual(const GuestView *v, const void *data _unused_) {
+        return v->target == v->actual;
+}
+
 START_TEST(test_stuck_balloon) {
         check_fault(G_STUCK, "balloon stopped");
         /* It stopped pushing: the target went back to where the balloon is. */
         GuestView v;
-        for (uint64_t start = monotonic_sec(); monotonic_sec() < start + WAIT_SEC; usleep(250 * 1000)) {
-                ck_assert_int_eq(guest_view_get(&d, "sim-14", &v), 0);
-                if (v.target == v.actual)
-                        break;
-        }
+        guest_view_wait(&d, "sim-14", target_is_actual, NULL, WAIT_SEC, &v);
         ck_assert_uint_eq(v.target, v.actual);
 }
 END_TEST
 
 /* ---- QEMU killed with -9, restarted under the same socket path ---- */
+
+static bool connection_lost(const GuestView *v, const void *data _unused_) {
+        return strstr(v->fault, "QMP connection lost") || strstr(v->fault, "cannot connect");
+}
 
 START_TEST(test_kill_9_and_restart) {
         static const char *const healthy[] = { "--scenario", "steady", "--time-scale", "20", NULL };
@@ -327,12 +321,8 @@ START_TEST(test_kill_9_and_restart) {
         snprintf(path, sizeof(path), "%s/sim-%d.qmp", d.qmp_dir, G_RESTART);
         ck_assert_int_eq(access(path, F_OK), 0); /* a dead QEMU leaves its socket behind */
 
-        for (uint64_t start = monotonic_sec();; usleep(200 * 1000)) {
-                ck_assert_int_eq(guest_view_get(&d, "sim-20", &v), 0);
-                if (strstr(v.fault, "QMP connection lost") || strstr(v.fault, "cannot connect"))
-                        break;
-                ck_assert_msg(monotonic_sec() < start + WAIT_SEC, "no fault after kill -9: '%s'", v.fault);
-        }
+        ck_assert_msg(guest_view_wait(&d, "sim-20", connection_lost, NULL, WAIT_SEC, &v), "no fault after kill -9: '%s'",
+                      v.fault);
         ck_assert_str_eq(v.state, "faulty");
         assert_guest_managed(G_OK0);
 

@@ -184,11 +184,7 @@ static GuestView view(const char *name) {
 
 static void start_daemon(void) {
         daemon_fixture_start(&d);
-        for (unsigned i = 0; i < N_GUESTS; i++) {
-                char name[32];
-                snprintf(name, sizeof(name), "sim-%u", i);
-                ck_assert_msg(guest_view_wait_running(&d, name, WAIT_SEC), "%s never became managed", name);
-        }
+        guest_view_assert_sims_running(&d, 0, N_GUESTS, WAIT_SEC);
 }
 
 static void setup(void) {
@@ -197,18 +193,10 @@ static void setup(void) {
         polkitd_start();
         daemon_fixture_init(&d, &bus);
         daemon_fixture_write_config(&d, BUS_FIXTURE_READ_GROUP, NULL);
-        if (getenv("TEST_DEBUG")) { /* the daemon's polkit queries in its log */
-                _cleanup_free_ char *text = test_read_file(d.config_path), *debug = NULL;
-                char *level = text ? strstr(text, "log-level = info\n") : NULL;
-                ck_assert_ptr_nonnull(level);
-                *level = '\0';
-                ck_assert_int_ge(asprintf(&debug, "%slog-level = debug\n%s", text, level + strlen("log-level = info\n")),
-                                 0);
-                test_write_file(d.config_path, debug);
-        }
+        if (getenv("TEST_DEBUG")) /* the daemon's polkit queries in its log */
+                daemon_fixture_replace_config_line(&d, "log-level = info\n", "log-level = debug\n");
         daemon_fixture_write_policy(&d, "fast", daemon_fixture_fast_policy);
-        daemon_fixture_start_sim(&d, 0, 0, N_GUESTS, sim_args);
-        start_daemon();
+        daemon_fixture_start_sims(&d, N_GUESTS, sim_args, WAIT_SEC);
 }
 
 static void teardown(void) {

@@ -28,62 +28,40 @@ static DaemonFixture d;
 /* The fixture's config with its "unmatched-policy = balanced" line replaced by `line` ("" for
  * none: the compiled-in default). */
 static void write_config_unmatched(const char *line) {
-        static const char fixture_line[] = "unmatched-policy = balanced\n";
         daemon_fixture_write_config(&d, "", NULL);
-        _cleanup_free_ char *text = test_read_file(d.config_path), *patched = NULL;
-        ck_assert_ptr_nonnull(text);
-        char *at = strstr(text, fixture_line);
-        ck_assert_msg(at, "the fixture's config has no '%s':\n%s", fixture_line, text);
-        *at = '\0';
-        ck_assert_int_ge(asprintf(&patched, "%s%s%s", text, line, at + strlen(fixture_line)), 0);
-        test_write_file(d.config_path, patched);
+        daemon_fixture_replace_config_line(&d, "unmatched-policy = balanced\n", line);
+}
+
+static bool has_policy(const GuestView *v, const void *policy) {
+        return strcmp(v->policy, policy) == 0;
 }
 
 /* Waits until GetGuest shows the policy; returns the view. */
 static GuestView wait_policy(const char *policy) {
-        GuestView v = {};
-        for (uint64_t start = monotonic_sec(); monotonic_sec() < start + WAIT_SEC; usleep(100 * 1000))
-                if (guest_view_get(&d, GUEST, &v) == 0 && strcmp(v.policy, policy) == 0)
-                        return v;
-        ck_abort_msg("%s never got policy %s (has '%s')", GUEST, policy, v.policy);
+        GuestView v;
+        ck_assert_msg(guest_view_wait(&d, GUEST, has_policy, policy, WAIT_SEC, &v), "%s never got policy %s (has '%s')",
+                      GUEST, policy, v.policy);
         return v;
 }
 
-/* Waits for n more decisions (history points) of the guest. */
-static void wait_decisions(int n) {
-        uint64_t newest = 0, start = monotonic_sec();
-        ck_assert_int_ge(guest_history_since(&d, GUEST, 0, &newest), 0);
-        int seen = 0;
-        while (seen < n) {
-                ck_assert_msg(monotonic_sec() < start + WAIT_SEC, "only %d of %d decisions in %d s", seen, n, WAIT_SEC);
-                usleep(200 * 1000);
-                uint64_t t = 0;
-                int k = guest_history_since(&d, GUEST, newest, &t);
-                if (k > 0) {
-                        seen += k;
-                        newest = t;
-                }
-        }
+static bool target_below(const GuestView *v, const void *size) {
+        return v->target < *(const uint64_t *) size;
 }
 
 static void setup(void) {
         static const char *const sim[] = { "--scenario", "steady", "--time-scale", "20", NULL };
 
-        ck_assert_int_eq(bus_fixture_start(&bus, BUS_POLICY_OPEN), 0);
-        daemon_fixture_init(&d, &bus);
+        daemon_fixture_setup(&d, &bus, BUS_POLICY_OPEN);
         write_config_unmatched("");
         /* A policy that matches other guests only, and one that matches none (chosen by name
          * below): sim-0 is unmatched. */
         daemon_fixture_write_policy(&d, "web", "[policy]\nmatch = web-*\npoll-interval = 1s\n");
         daemon_fixture_write_policy(&d, "resize", "[policy]\npoll-interval = 1s\nhold-time = 5s\n");
-        daemon_fixture_start_sim(&d, 0, 0, 1, sim);
-        daemon_fixture_start(&d);
-        ck_assert_msg(guest_view_wait_running(&d, GUEST, WAIT_SEC), GUEST " never became managed");
+        daemon_fixture_start_sims(&d, 1, sim, WAIT_SEC);
 }
 
 static void teardown(void) {
-        daemon_fixture_done(&d);
-        bus_fixture_stop(&bus);
+        daemon_fixture_teardown(&d, &bus);
 }
 
 START_TEST(test_unmatched_guest_is_observed_then_resized) {
@@ -92,7 +70,7 @@ START_TEST(test_unmatched_guest_is_observed_then_resized) {
         ck_assert_str_eq(v.mode, "observe");
         uint64_t max = v.max;
         ck_assert_uint_gt(max, 0);
-        wait_decisions(3);
+        guest_history_wait(&d, GUEST, 3, WAIT_SEC);
         ck_assert_int_eq(guest_view_get(&d, GUEST, &v), 0);
         ck_assert_msg(v.target == max && v.actual == max, "observed guest resized: target %" PRIu64 " actual %" PRIu64
                       " max %" PRIu64, v.target, v.actual, max);
@@ -102,7 +80,7 @@ START_TEST(test_unmatched_guest_is_observed_then_resized) {
         _cleanup_(ctl_run_done) CtlRun bad = ctl_run(&d, "reload");
         ck_assert_msg(bad.code != 0, "reload with a missing unmatched-policy succeeded");
         ck_assert_msg(strstr(bad.err, "no-such-policy"), "the refusal does not name the policy: %s", bad.err);
-        wait_decisions(1);
+        guest_history_wait(&d, GUEST, 1, WAIT_SEC);
         ck_assert_int_eq(guest_view_get(&d, GUEST, &v), 0);
         ck_assert_str_eq(v.policy, "observe-only");
         ck_assert_uint_eq(v.target, max);
@@ -114,12 +92,8 @@ START_TEST(test_unmatched_guest_is_observed_then_resized) {
         ck_assert_msg(good.code == 0, "reload: %d %s", good.code, good.err);
         v = wait_policy("resize");
         ck_assert_str_eq(v.mode, "rightsize");
-        uint64_t start = monotonic_sec();
-        while (v.target >= max) {
-                ck_assert_msg(monotonic_sec() < start + WAIT_SEC, "the policy never moved the target below %" PRIu64, max);
-                usleep(200 * 1000);
-                ck_assert_int_eq(guest_view_get(&d, GUEST, &v), 0);
-        }
+        ck_assert_msg(guest_view_wait(&d, GUEST, target_below, &max, WAIT_SEC, NULL),
+                      "the policy never moved the target below %" PRIu64, max);
 }
 END_TEST
 

@@ -54,6 +54,17 @@ void daemon_fixture_init(DaemonFixture *d, const BusFixture *bus) {
         ck_assert_int_eq(mkdir(d->qmp_dir, 0755), 0);
 }
 
+void daemon_fixture_setup(DaemonFixture *d, BusFixture *bus, BusPolicy policy) {
+        ck_assert_int_eq(bus_fixture_start(bus, policy), 0);
+        daemon_fixture_init(d, bus);
+        daemon_fixture_write_config(d, "", NULL);
+}
+
+void daemon_fixture_teardown(DaemonFixture *d, BusFixture *bus) {
+        daemon_fixture_done(d);
+        bus_fixture_stop(bus);
+}
+
 static void kill_wait(pid_t *pid, int sig) {
         if (*pid > 0) {
                 (void) kill(*pid, sig);
@@ -131,6 +142,16 @@ void daemon_fixture_write_config(DaemonFixture *d, const char *read_group, const
         test_write_file(d->config_path, text);
 }
 
+void daemon_fixture_replace_config_line(DaemonFixture *d, const char *line, const char *with) {
+        _cleanup_free_ char *text = test_read_file(d->config_path), *patched = NULL;
+        char *at = text ? strstr(text, line) : NULL;
+
+        ck_assert_msg(at, "the config has no line '%s':\n%s", line, text ?: "(unreadable)");
+        *at = '\0';
+        ck_assert_int_ge(asprintf(&patched, "%s%s%s", text, with, at + strlen(line)), 0);
+        test_write_file(d->config_path, patched);
+}
+
 void daemon_fixture_write_policy(DaemonFixture *d, const char *name, const char *text) {
         _cleanup_free_ char *path = NULL;
         ck_assert_int_ge(asprintf(&path, "%s/%s.conf", d->policy_dir, name), 0);
@@ -174,6 +195,12 @@ void daemon_fixture_start_sim(DaemonFixture *d, unsigned slot, unsigned first, u
 void daemon_fixture_kill_sim(DaemonFixture *d, unsigned slot, int sig) {
         ck_assert_uint_lt(slot, ARRAY_SIZE(d->sims));
         kill_wait(&d->sims[slot], sig);
+}
+
+void daemon_fixture_start_sims(DaemonFixture *d, unsigned n, const char *const *extra, unsigned timeout_sec) {
+        daemon_fixture_start_sim(d, 0, 0, n, extra);
+        daemon_fixture_start(d);
+        guest_view_assert_sims_running(d, 0, n, timeout_sec);
 }
 
 bool daemon_fixture_owns_name(const DaemonFixture *d) {
@@ -488,14 +515,42 @@ int guest_view_list(const DaemonFixture *d, GuestView *ret, size_t max) {
         return (int) n;
 }
 
-bool guest_view_wait_running(const DaemonFixture *d, const char *name, unsigned timeout_sec) {
-        for (uint64_t start = monotonic_sec(); monotonic_sec() < start + timeout_sec; usleep(200 * 1000)) {
-                GuestView v;
-                if (guest_view_get(d, name, &v) == 0 && v.updated > 0 && strcmp(v.state, "connecting") != 0 &&
-                    strcmp(v.state, "faulty") != 0)
-                        return true;
+bool guest_view_wait(const DaemonFixture *d, const char *name, GuestViewPredicate pred, const void *data,
+                     unsigned timeout_sec, GuestView *ret) {
+        GuestView v, last = {};
+        bool held = false;
+
+        for (uint64_t start = monotonic_sec();; usleep(200 * 1000)) {
+                if (guest_view_get(d, name, &v) == 0) {
+                        last = v;
+                        held = pred(&v, data);
+                }
+                if (held || monotonic_sec() >= start + timeout_sec)
+                        break;
         }
-        return false;
+        if (ret)
+                *ret = last;
+        return held;
+}
+
+bool guest_view_updated_after(const GuestView *v, const void *data) {
+        return v->updated > *(const uint64_t *) data;
+}
+
+static bool guest_view_managed(const GuestView *v, const void *data _unused_) {
+        return v->updated > 0 && strcmp(v->state, "connecting") != 0 && strcmp(v->state, "faulty") != 0;
+}
+
+bool guest_view_wait_running(const DaemonFixture *d, const char *name, unsigned timeout_sec) {
+        return guest_view_wait(d, name, guest_view_managed, NULL, timeout_sec, NULL);
+}
+
+void guest_view_assert_sims_running(const DaemonFixture *d, unsigned first, unsigned n, unsigned timeout_sec) {
+        for (unsigned i = first; i < first + n; i++) {
+                char name[32];
+                snprintf(name, sizeof(name), "sim-%u", i);
+                ck_assert_msg(guest_view_wait_running(d, name, timeout_sec), "%s never became managed", name);
+        }
 }
 
 void guest_assert_managed(const DaemonFixture *d, const char *name, unsigned timeout_sec) {
@@ -577,4 +632,22 @@ int guest_history_since(const DaemonFixture *d, const char *name, uint64_t after
 
 int guest_history_count(const DaemonFixture *d, const char *name) {
         return guest_history_since(d, name, 0, NULL);
+}
+
+void guest_history_wait(const DaemonFixture *d, const char *name, int n, unsigned timeout_sec) {
+        uint64_t newest = 0, start = monotonic_sec();
+        int seen = 0;
+
+        ck_assert_int_ge(guest_history_since(d, name, 0, &newest), 0);
+        while (seen < n) {
+                ck_assert_msg(monotonic_sec() < start + timeout_sec, "%s: only %d of %d decisions in %u s", name, seen,
+                              n, timeout_sec);
+                usleep(200 * 1000);
+                uint64_t t = 0;
+                int k = guest_history_since(d, name, newest, &t);
+                if (k > 0) {
+                        seen += k;
+                        newest = t;
+                }
+        }
 }

@@ -26,6 +26,11 @@ typedef struct DaemonFixture {
 
 /* Creates the directories (mode 0755, so unprivileged callers reach the bus and files). */
 void daemon_fixture_init(DaemonFixture *d, const BusFixture *bus);
+/* Where most daemon tests start: the bus started with `policy`, daemon_fixture_init() on it and
+ * the fixture's config (read group root only); the policies are the caller's to write. */
+void daemon_fixture_setup(DaemonFixture *d, BusFixture *bus, BusPolicy policy);
+/* Its teardown: daemon_fixture_done(), then the bus stopped. */
+void daemon_fixture_teardown(DaemonFixture *d, BusFixture *bus);
 /* Stops the daemon with SIGTERM, kills everything else that still runs and removes the directory
  * (unless TEST_KEEP is set); fails the test if the daemon did not exit with status 0 (under ASan,
  * a leak makes it exit non-zero), after printing its log. */
@@ -37,6 +42,9 @@ bool daemon_fixture_release(DaemonFixture *d);
 /* Writes rightsized.conf: the directories above, log level info, no host reserve, no libvirt,
  * read-group as given ("" for root only), plus extra lines appended to [daemon] (may be NULL). */
 void daemon_fixture_write_config(DaemonFixture *d, const char *read_group, const char *extra_daemon);
+/* Replaces the config's first `line` (a whole line, its newline included) with `with` (lines,
+ * or "" for none); fails the test when the config has no such line. */
+void daemon_fixture_replace_config_line(DaemonFixture *d, const char *line, const char *with);
 /* Writes policies/NAME.conf with the given text. */
 void daemon_fixture_write_policy(DaemonFixture *d, const char *name, const char *text);
 
@@ -45,6 +53,10 @@ void daemon_fixture_write_policy(DaemonFixture *d, const char *name, const char 
  * (0..3) names the process for daemon_fixture_kill_sim(). */
 void daemon_fixture_start_sim(DaemonFixture *d, unsigned slot, unsigned first, unsigned n, const char *const *extra);
 void daemon_fixture_kill_sim(DaemonFixture *d, unsigned slot, int sig);
+/* Simulated guests running: fake-qemu in slot 0 serving sim-0 .. sim-(n-1) with the extra
+ * arguments, then rightsized; returns once every one of them is managed, failing the test if one
+ * is not within timeout_sec. */
+void daemon_fixture_start_sims(DaemonFixture *d, unsigned n, const char *const *extra, unsigned timeout_sec);
 
 /* Starts rightsized and waits until it owns its bus name. */
 void daemon_fixture_start(DaemonFixture *d);
@@ -105,8 +117,19 @@ typedef struct GuestView {
 int guest_view_get(const DaemonFixture *d, const char *name, GuestView *ret);
 /* ListGuests into ret (up to max); the number of guests, or -errno. */
 int guest_view_list(const DaemonFixture *d, GuestView *ret, size_t max);
+/* A condition on a guest's view, with the caller's data, for guest_view_wait(). */
+typedef bool (*GuestViewPredicate)(const GuestView *v, const void *data);
+/* Reads the guest's view (GetGuest) every 200 ms until pred(view, data) holds, for up to
+ * timeout_sec: whether it held. The last view read goes to *ret (may be NULL; zeroed when none
+ * could be read), for the caller's verdict or its message. */
+bool guest_view_wait(const DaemonFixture *d, const char *name, GuestViewPredicate pred, const void *data,
+                     unsigned timeout_sec, GuestView *ret);
+/* A predicate: a sample newer than *(const uint64_t *) data, a view's `updated`. */
+bool guest_view_updated_after(const GuestView *v, const void *data);
 /* Waits until the guest is managed (state neither connecting nor faulty, and updated known). */
 bool guest_view_wait_running(const DaemonFixture *d, const char *name, unsigned timeout_sec);
+/* The same for sim-first .. sim-(first+n-1), failing the test for the first that is not. */
+void guest_view_assert_sims_running(const DaemonFixture *d, unsigned first, unsigned n, unsigned timeout_sec);
 /* Asserts the guest is still managed: a new sample (its `updated` time and history advance) with
  * no fault within timeout_sec (a command timing out on a busy machine is a fault for a few
  * intervals: it is waited out), and it is neither faulty nor connecting. */
@@ -128,5 +151,8 @@ int guest_history_count(const DaemonFixture *d, const char *name);
 /* Number of GetHistory points newer than after_usec (their realtime µs; 0 counts all), or -errno;
  * the newest point's time goes to *ret_newest (0 when there is none; may be NULL). */
 int guest_history_since(const DaemonFixture *d, const char *name, uint64_t after_usec, uint64_t *ret_newest);
+/* Waits for n more decisions of the guest (GetHistory points newer than its newest now), failing
+ * the test if they do not come within timeout_sec. */
+void guest_history_wait(const DaemonFixture *d, const char *name, int n, unsigned timeout_sec);
 
 uint64_t monotonic_sec(void);
