@@ -331,7 +331,7 @@ static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
          * guest fights for those pages: file thrashing through read() shows nothing else).
          * The size it cannot reach refaults; where it stopped is clean: the bracket closed. */
         if ((o->verdict == RS_VERDICT_CLEAN || o->verdict == RS_VERDICT_SCAN) && rs_known(g->last_step) &&
-            g->target < g->size && g->size - g->target > g->last_step / 2) {
+            !o->inflating && g->target < g->size && g->size - g->target > g->last_step / 2) {
                 if (++g->short_steps < sp->confirm) {
                         set_reason(g, "the balloon stops short of the probe's step at %.0f MiB (%u/%u)", mib(g->size),
                                    g->short_steps, sp->confirm);

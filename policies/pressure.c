@@ -197,8 +197,15 @@ void rs_observe(const RsSample *s,
                 uint64_t target = s->level[RS_LEVEL_BALLOON_TARGET];
                 /* Half a percent or 4 MiB above the target: more than the balloon's
                  * rounding, less than a step. */
-                if (rs_known(target) && size > target + MAX(4 * MIB, size / 200))
-                        o.pushback = true;
+                if (rs_known(target) && size > target + MAX(4 * MIB, size / 200)) {
+                        /* A balloon still on its way down is slow, not refused: a busy
+                         * vCPU inflates 40-60 MiB a second. Pushback is a balloon that
+                         * stopped short. */
+                        if (prev && rs_known(prev->size) && size + MAX(1 * MIB, size / 1000) < prev->size)
+                                o.inflating = true;
+                        else
+                                o.pushback = true;
+                }
                 if (rs_known(o.available)) {
                         o.available_low = o.available < MAX(32 * MIB, size / 25);
                         o.available_critical = o.available < MAX(4 * MIB, size / 200);
@@ -236,8 +243,15 @@ void rs_observe(const RsSample *s,
         o.swapout = swapout;
         o.swapin_only = refaulting && swap_known && swapin > 0 && swapout <= SWAPOUT_SHARE * swapin &&
                         o.useful - swapin <= o.threshold;
+        /* The balloon's own inflation stalls in reclaim, and PSI counts that stall: when the
+         * balloon moved down this interval, PSI says the guest is short only beside refaults
+         * rising toward the threshold, not beside a page or two (a database's page cache
+         * still sorting its LRU after a step: tests/bench/bench-pgbench). */
+        bool balloon_moved = prev && rs_known(prev->size) && rs_known(o.size) &&
+                             o.size + MAX(1 * MIB, o.size / 1000) < prev->size;
+        double psi_refaults = base_useful + (balloon_moved ? SUBTHRESHOLD_SHARE * (o.threshold - base_useful) : 0);
         bool psi_up = o.have_rates && o.psi_some >= 0 && baseline && baseline->known &&
-                      o.psi_some > baseline->psi_some + sp->psi_points && o.useful > base_useful;
+                      o.psi_some > baseline->psi_some + sp->psi_points && o.useful > psi_refaults;
 
         /* Signs that show before refaults do (issue 13: stop on leading signals). Reclaim
          * reaching anonymous memory pushes pages to swap before the workload misses them;

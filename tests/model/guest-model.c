@@ -142,6 +142,8 @@ void guest_model_step(GuestModel *m) {
         double base = (double) c->kernel_bytes + (double) c->min_free_bytes;
         double must = anon_must_stay(m) + MIN_CACHE;
         double actual = balloon_reach(m, (double) m->target);
+        if (c->inflate_bytes_per_sec > 0)
+                actual = MAX(actual, (double) m->actual - c->inflate_bytes_per_sec * dt);
         if (must > (double) m->actual - base) {
                 if (c->deflate_on_oom)
                         m->deflate_on_oom_events++;

@@ -84,6 +84,10 @@ typedef struct GuestModelConfig {
          * pages dropped come back the same way (the default rate) as file refaults. */
         double swap_recovery_bytes_per_sec;
         unsigned swap_recovery_every;
+        /* How fast the balloon inflates, bytes per second; 0: it reaches its target within the
+         * interval. A guest whose vCPUs are busy (a database under load, under TCG) inflates
+         * 40-60 MiB a second: a step bigger than that is still under way a sample later. */
+        double inflate_bytes_per_sec;
         GuestModelPhase phases[GUEST_MODEL_PHASES_MAX];
         unsigned n_phases;
 } GuestModelConfig;

@@ -349,18 +349,22 @@ START_TEST(test_pushback_is_refault) {
         Fake f;
         RsGuest *g = learned_guest(&f);
         RsSample s;
-        for (int i = 0; i < 2; i++) {
+        /* The first sample sees the balloon on its way down (from the learned size), the
+         * next two see it where it stopped: 100 MiB short of the target. */
+        uint64_t stuck = f.target + 100 * MIB;
+        for (int i = 0; i < 3; i++) {
                 rs_sample_init(&s);
                 f.now += STEP;
                 f.majflt += 10;
                 s.level[RS_LEVEL_BALLOON_TARGET] = f.target;
-                s.level[RS_LEVEL_BALLOON_ACTUAL] = f.target + 100 * MIB; /* stops short */
+                s.level[RS_LEVEL_BALLOON_ACTUAL] = stuck;
                 s.level[RS_LEVEL_AVAILABLE] = 500 * MIB;
                 s.counter[RS_COUNTER_MAJOR_FAULTS] = f.majflt;
                 rs_guest_feed(g, &s, f.now);
-                ck_assert(rs_guest_observation(g)->pushback);
-                ck_assert_int_eq(rs_guest_observation(g)->verdict, RS_VERDICT_REFAULT);
+                ck_assert(rs_guest_observation(g)->pushback == (i > 0));
+                ck_assert(rs_guest_observation(g)->inflating == (i == 0));
         }
+        ck_assert_int_eq(rs_guest_observation(g)->verdict, RS_VERDICT_REFAULT);
         ck_assert_int_ne(rs_guest_state(g), RS_STATE_PROBE);
         rs_guest_free(g);
 }

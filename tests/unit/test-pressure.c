@@ -49,7 +49,7 @@ static void quiet_baseline(RsBaseline *b) {
 
 /* One agent-tier interval: activations and PSI some (percent), against a baseline of
  * 5 activations/s at 1 % PSI. */
-static void observe_agent(double activations, double psi, RsObservation *ret) {
+static void observe_agent_after(double activations, double psi, const RsObservation *prev, RsObservation *ret) {
         RsSample s;
         RsRates r = { .event = RS_RATE_NONE, .interval_sec = 10 };
         RsPolicy p;
@@ -62,7 +62,11 @@ static void observe_agent(double activations, double psi, RsObservation *ret) {
         r.per_sec[RS_COUNTER_ACTIVATE_FILE] = activations;
         r.known[RS_COUNTER_PSI_SOME_TOTAL] = true;
         r.per_sec[RS_COUNTER_PSI_SOME_TOTAL] = psi * 1e4; /* us stalled per s */
-        rs_observe(&s, &r, NULL, &b, &p, ret);
+        rs_observe(&s, &r, prev, &b, &p, ret);
+}
+
+static void observe_agent(double activations, double psi, RsObservation *ret) {
+        observe_agent_after(activations, psi, NULL, ret);
 }
 
 /* PSI up while useful refaults stay at their usual level is a stream (or I/O), not the hot
@@ -75,6 +79,24 @@ START_TEST(test_psi_is_a_leading_sign_only_with_refaults) {
         observe_agent(15, 12, &o);
         ck_assert(o.leading && o.rising);
         ck_assert_str_eq(o.leading_why, "memory PSI rising");
+}
+END_TEST
+
+/* The balloon's inflation stalls in reclaim and PSI counts it: with the balloon moving down
+ * this interval, PSI up beside a trickle of refaults (6/s against a threshold of 60) is not
+ * the guest short; the same PSI with the balloon standing still is. */
+START_TEST(test_psi_of_the_balloons_own_inflation) {
+        RsObservation before, o;
+        observe_agent(5, 1, &before);
+        before.size += 64 * MIB; /* the last sample saw the balloon 64 MiB bigger */
+        observe_agent_after(6, 12, &before, &o);
+        ck_assert_int_ne(o.verdict, RS_VERDICT_REFAULT);
+        observe_agent_after(6, 12, NULL, &o);
+        ck_assert_int_eq(o.verdict, RS_VERDICT_REFAULT);
+        ck_assert_str_eq(o.why, "memory PSI above baseline");
+        before.size = o.size;
+        observe_agent_after(6, 12, &before, &o);
+        ck_assert_int_eq(o.verdict, RS_VERDICT_REFAULT);
 }
 END_TEST
 
@@ -164,6 +186,7 @@ int main(void) {
         TCase *tc = tcase_create("host-reads");
         tcase_add_test(tc, test_quiet_is_clean);
         tcase_add_test(tc, test_psi_is_a_leading_sign_only_with_refaults);
+        tcase_add_test(tc, test_psi_of_the_balloons_own_inflation);
         tcase_add_test(tc, test_hidden_reads_are_refaults);
         tcase_add_test(tc, test_reported_refaults_are_not_hidden);
         tcase_add_test(tc, test_readahead_noise_is_not_hidden);
