@@ -52,6 +52,7 @@ EXTRA_DIST += \
 	contrib/build-tree \
 	contrib/run-tests \
 	contrib/demo \
+	contrib/dashboard-plot \
 	contrib/test-report \
 	contrib/check-under-hog \
 	contrib/static-check \
