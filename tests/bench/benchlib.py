@@ -234,6 +234,39 @@ STREAM_RE = re.compile(r" stream_mib=(\d+)(?: stream_ms=(\d+))?")
 OOM_RE = re.compile(r"Out of memory|oom-kill:|Killed process")
 
 
+def tail_lines(path, stop, on_line):
+    """Follows a console log until stop (a threading.Event) is set, calling on_line(host
+    monotonic time, line) for every complete line as it shows up (polled every 0.2 s)."""
+    pos, partial = 0, ""
+    while not stop.is_set():
+        try:
+            with open(path, "rb") as f:
+                f.seek(pos)
+                data = f.read()
+                pos += len(data)
+        except OSError:
+            data = b""
+        if data:
+            now = time.monotonic()
+            lines = (partial + data.decode("utf-8", "replace")).split("\n")
+            partial = lines.pop()
+            for line in lines:
+                on_line(now, line.strip("\r"))
+        stop.wait(0.2)
+
+
+def process_rss(pid):
+    """A process's resident set in bytes (None when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
 class Guest:
     """One QEMU guest from contrib/boot-guest, with a thread that reads its console log and
     timestamps every workload line with the host's monotonic clock when it shows up."""
@@ -283,24 +316,7 @@ class Guest:
         self._thread.start()
 
     def _tail(self):
-        path = os.path.join(self.rundir, "console.log")
-        pos, partial = 0, ""
-        while not self._stop.is_set():
-            try:
-                with open(path, "rb") as f:
-                    f.seek(pos)
-                    data = f.read()
-                    pos += len(data)
-            except OSError:
-                data = b""
-            if data:
-                now = time.monotonic()
-                text = partial + data.decode("utf-8", "replace")
-                lines = text.split("\n")
-                partial = lines.pop()
-                for line in lines:
-                    self._parse(now, line.strip("\r"))
-            self._stop.wait(0.2)
+        tail_lines(os.path.join(self.rundir, "console.log"), self._stop, self._parse)
 
     def _parse(self, now, line):
         m = PASS_RE.search(line)
@@ -333,14 +349,7 @@ class Guest:
             time.sleep(0.3)
 
     def rss(self):
-        try:
-            with open(f"/proc/{self.pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        return int(line.split()[1]) * 1024
-        except OSError:
-            pass
-        return None
+        return process_rss(self.pid)
 
     def qmp(self):
         return Qmp(self.qmp_path)
