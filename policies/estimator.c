@@ -829,6 +829,46 @@ const RsPolicy *rs_guest_policy(const RsGuest *g) {
         return &g->policy;
 }
 
+/* Refaults (or a storm of them) that are pages coming back, not a guest short at its size:
+ * why, or NULL when they are a verdict.
+ *
+ * Right after a deflation, pages coming back from swap with none going out, or refaults with
+ * next to nothing reclaimed to make room for them (refilling), are the guest recovering what
+ * it lost while short, not a working set that grew: the size is judged again once that is
+ * over. However fast they come (a storm of them, and the stall time they cost), a guest with
+ * nothing to push out is not short at this size. A set revisited once a minute (a database)
+ * takes that long to come back, at any size it is given.
+ *
+ * Probing, a balloon step's burst of reclaim takes pages the workload will want again,
+ * whatever the size (a database's pages, revisited once a minute, are deactivated with the
+ * cold ones: tests/bench/bench-pgbench refaulted 225 MiB above its set). They come back into
+ * the room the burst left: the probe waits for them (SETTLE_MIN_USEC at most: refaults that
+ * never stop are a verdict) and steps on once they are in. The guest's word alone (the free
+ * memory it reports) is not believed over a refault there: the scan counters must agree, and
+ * the refaults must be its own, not the host's reads (refilling_proven). */
+static const char *reading_back(RsGuest *g, const RsObservation *o, uint64_t now) {
+        bool refaulting = o->verdict == RS_VERDICT_REFAULT || (o->verdict == RS_VERDICT_STORM && !o->oom);
+        bool probing = g->state == RS_STATE_PROBE;
+
+        bool probe_refill = probing && o->verdict == RS_VERDICT_REFAULT && o->refilling_proven && !o->pushback;
+        if (!probe_refill)
+                g->refill_wait_since = 0;
+        else if (g->refill_wait_since == 0)
+                g->refill_wait_since = MAX(now, 1);
+        else if (now - g->refill_wait_since >= SETTLE_MIN_USEC)
+                probe_refill = false;
+        if (probe_refill)
+                return "refaults into free memory, nothing reclaimed for them: reading back";
+
+        if (!refaulting || o->pushback || now >= g->settle_until)
+                return NULL;
+        if (o->swapin_only)
+                return "swap-in after a deflation, the guest paging back in";
+        if (o->refilling && !probing)
+                return "refaults after a deflation with nothing reclaimed, the guest reading back in";
+        return NULL;
+}
+
 void rs_guest_feed(RsGuest *g, const RsSample *sample, uint64_t now) {
         RsSample s = *sample;
         RsRates rates;
@@ -842,15 +882,10 @@ void rs_guest_feed(RsGuest *g, const RsSample *sample, uint64_t now) {
         if (!rs_known(o.size))
                 o.size = g->target;
         g->size = MIN(o.size, g->guest_max);
-        if ((o.verdict == RS_VERDICT_REFAULT || (o.verdict == RS_VERDICT_STORM && !o.oom)) && o.swapin_only &&
-            !o.pushback && now < g->settle_until) {
-                /* Right after a deflation, pages coming back from swap with none going out
-                 * are the guest recovering what it lost while short, not a working set
-                 * that grew: judge the size again once that is over. However fast they come
-                 * (a storm of them, and the stall time they cost), a guest with nothing to
-                 * push out is not short at this size. */
+        const char *back = reading_back(g, &o, now);
+        if (back) {
                 o.verdict = RS_VERDICT_UNKNOWN;
-                o.why = "swap-in after a deflation, the guest paging back in";
+                o.why = back;
         }
         if (o.verdict == RS_VERDICT_STORM && o.storm_by_rate &&
             (g->state == RS_STATE_PROBE || g->state == RS_STATE_BACKOFF)) {

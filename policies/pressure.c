@@ -24,6 +24,15 @@ static const RsSensitivityParams sensitivity_params[_RS_SENSITIVITY_MAX] = {
  * memory: the first thing a guest squeezed below its anonymous set shows, before the
  * swap-ins of what it pushed out. */
 #define SWAPOUT_ABS_MIN 256.0
+/* Scanning at under this share of the refaults: next to nothing is reclaimed to make room
+ * for what comes back (a guest short of memory evicts about a page for each page it reads
+ * back). Not measured against the baseline: a guest that streams scans all the time, and
+ * what it evicts may be hot pages as well as the stream's. */
+#define REFILL_SCAN_SHARE 0.25
+/* Free memory above this share of the guest (1/24, well above the level below which the
+ * levels say reclaim runs, and several times the kernel's high watermark): no reclaim is
+ * needed to make room. A 1 GiB distro guest kept 60-110 MiB free after each balloon step. */
+#define REFILL_FREE_DIVISOR 24
 /* Useful refaults above baseline plus this share of the threshold, though not yet over it:
  * the hot set starts to be reclaimed. */
 #define SUBTHRESHOLD_SHARE 0.25
@@ -124,6 +133,27 @@ static const RsCounter agent_refault[] = { RS_COUNTER_REFAULT_ANON, RS_COUNTER_R
 static const RsCounter agent_scan[] = { RS_COUNTER_PGSCAN_KSWAPD, RS_COUNTER_PGSCAN_DIRECT };
 static const RsCounter balloon_scan[] = { RS_COUNTER_ASYNC_SCANS, RS_COUNTER_DIRECT_SCANS };
 
+/* What the guest reclaimed in an interval, against what came back. */
+typedef struct Reclaim {
+        bool scan_known;
+        double scan;       /* pages/s scanned */
+        bool free_plenty;  /* free memory well above the watermarks, caches not shrinking */
+        double swapout, base_swapout;
+        bool stall;
+} Reclaim;
+
+/* Next to nothing reclaimed or pushed to swap for `refaults` pages/s coming back: they went
+ * into free memory. A guest whose set no longer fits has to evict to read back; one that
+ * reads back what a squeeze took, after a deflation, does not (a database that revisits its
+ * pages once a minute takes that long to recover, and the activations look like growth:
+ * tests/bench/bench-pgbench). Without scan counters (QEMU before 9.2 and no agent), free
+ * memory well above the watermarks says the same. */
+static bool nothing_reclaimed_for(const Reclaim *r, double refaults) {
+        if (r->stall || r->swapout > 2 * r->base_swapout + SWAPOUT_SHARE * refaults)
+                return false;
+        return r->scan_known ? r->scan <= REFILL_SCAN_SHARE * refaults : r->free_plenty;
+}
+
 static double host_read_threshold(const RsBaseline *b, const RsSensitivityParams *sp) {
         return b->host_reads * sp->ratio + HOST_READ_NOISE_FACTOR * sp->abs_min;
 }
@@ -180,6 +210,8 @@ void rs_observe(const RsSample *s,
                 o.scan = sum_known(rates, agent_scan, ARRAY_SIZE(agent_scan));
         else
                 o.scan = sum_known(rates, balloon_scan, ARRAY_SIZE(balloon_scan));
+        bool scan_known = any_known(rates, agent_scan, ARRAY_SIZE(agent_scan)) ||
+                          any_known(rates, balloon_scan, ARRAY_SIZE(balloon_scan));
 
         if (rates->known[RS_COUNTER_PSI_SOME_TOTAL])
                 o.psi_some = MIN(100.0, rates->per_sec[RS_COUNTER_PSI_SOME_TOTAL] / 1e4);
@@ -212,9 +244,7 @@ void rs_observe(const RsSample *s,
                 }
                 /* Without scan counters, the levels tell: caches shrinking as the guest
                  * shrinks, or free memory down at the reclaim watermarks. */
-                bool scan_counters = any_known(rates, agent_scan, ARRAY_SIZE(agent_scan)) ||
-                                     any_known(rates, balloon_scan, ARRAY_SIZE(balloon_scan));
-                if (!scan_counters) {
+                if (!scan_known) {
                         if (rs_known(o.caches) && prev && rs_known(prev->caches) && rs_known(prev->size) &&
                             size <= prev->size && o.caches + MAX(8 * MIB, size / 50) < prev->caches)
                                 o.scanning = true;
@@ -243,6 +273,22 @@ void rs_observe(const RsSample *s,
         o.swapout = swapout;
         o.swapin_only = refaulting && swap_known && swapin > 0 && swapout <= SWAPOUT_SHARE * swapin &&
                         o.useful - swapin <= o.threshold;
+        /* Pages coming back into free memory: refaults above baseline while next to nothing
+         * is reclaimed or pushed to swap (nothing_reclaimed_for()). */
+        double base_swapout = baseline && baseline->known ? baseline->swapout : 0;
+        Reclaim reclaim = {
+                .scan_known = scan_known,
+                .scan = o.scan,
+                .free_plenty = rs_known(s->level[RS_LEVEL_FREE]) && rs_known(o.size) &&
+                               s->level[RS_LEVEL_FREE] >= o.size / REFILL_FREE_DIVISOR && !o.scanning,
+                .swapout = swapout,
+                .base_swapout = base_swapout,
+                .stall = o.stall,
+        };
+        o.refilling = o.have_rates && o.useful > base_useful && nothing_reclaimed_for(&reclaim, o.raw_refault);
+        /* Both measures agree (the guest's own refaults, scan counters and free memory): what
+         * a balloon step's burst of reclaim took comes back into the room it left. */
+        o.refilling_proven = o.refilling && reclaim.scan_known && reclaim.free_plenty;
         /* The balloon's own inflation stalls in reclaim, and PSI counts that stall: when the
          * balloon moved down this interval, PSI says the guest is short only beside refaults
          * rising toward the threshold, not beside a page or two (a database's page cache
@@ -256,7 +302,6 @@ void rs_observe(const RsSample *s,
         /* Signs that show before refaults do (issue 13: stop on leading signals). Reclaim
          * reaching anonymous memory pushes pages to swap before the workload misses them;
          * a file set's cache is scanned before it is re-read; PSI rises with both. */
-        double base_swapout = baseline && baseline->known ? baseline->swapout : 0;
         if (o.have_rates) {
                 /* PSI with useful refaults no higher than usual is a stream's, or I/O's: a
                  * stream keeps PSI up at every size (a real guest streaming 2 GiB through 1 GiB
@@ -316,6 +361,9 @@ void rs_observe(const RsSample *s,
                 o.useful = o.host_reads;
                 o.threshold = host_read_threshold(baseline, sp);
                 o.why = "disk reads above baseline that the guest's stats do not show";
+                /* read() refaults no balloon stat counts come back into free memory too */
+                o.refilling = nothing_reclaimed_for(&reclaim, o.host_reads);
+                o.refilling_proven = false; /* the guest's stats do not show these */
         } else if (o.scanning) {
                 o.verdict = RS_VERDICT_SCAN;
                 o.why = "reclaim running, no refaults";

@@ -112,6 +112,13 @@ struct RsObservation {
         bool swapin_only;    /* the refaults above the threshold are swap-ins with no swap-out
                               * to match: pages coming back, none pushed out (a guest paging in
                               * after a deflation rather than one short of memory) */
+        bool refilling;      /* refaults above baseline while next to nothing is reclaimed or
+                              * swapped out: pages coming back into free memory (a guest
+                              * reading back what a squeeze took, not one short at this size);
+                              * judged by the scan counters when known, else by free memory
+                              * well above the watermarks */
+        bool refilling_proven; /* refilling, by the guest's own refaults, with scan counters known
+                                * and free memory well above the watermarks both saying so */
         const char *why;     /* the deciding signal, a static string */
 };
 

@@ -70,7 +70,7 @@ static void apply_phase(GuestModel *m) {
 }
 
 void guest_model_init(GuestModel *m, const GuestModelConfig *cfg) {
-        *m = (GuestModel) { .cfg = *cfg };
+        *m = (GuestModel) { .cfg = *cfg, .cold_cache_b = -1 };
         m->rng = cfg->seed * UINT64_C(0x9E3779B97F4A7C15) + 1;
         if (m->cfg.n_phases == 0)
                 m->cfg.n_phases = 1;
@@ -171,6 +171,9 @@ void guest_model_step(GuestModel *m) {
                 d_file = MIN(d - d_anon, m->file_hot);
         }
         double cold_cache = m->stream_rate > 0 ? spare : MIN(m->file_cold, spare);
+        if (c->cold_refill_bytes_per_sec > 0 && m->stream_rate <= 0 && m->cold_cache_b >= 0)
+                cold_cache = MIN(cold_cache, m->cold_cache_b + c->cold_refill_bytes_per_sec * dt);
+        m->cold_cache_b = cold_cache;
         spare -= cold_cache;
         double hot_file_resident = m->file_hot - d_file;
 
@@ -232,6 +235,10 @@ void guest_model_step(GuestModel *m) {
                 recovered_file = back / PAGE / dt;
         }
         m->prev_cold_resident = cold_cache + resident_anon_cold;
+        /* Hot pages not read back yet leave their room free until they are. */
+        double unrecovered = (m->file_dropped - d_file) + (c->swap_bytes > 0 ? MAX(0.0, m->anon_on_swap - d_anon) : 0);
+        m->free_b += unrecovered;
+        m->cache_b -= m->file_dropped - d_file;
         m->swapped_b += MAX(m->anon_on_swap, d_anon);
 
         /* Ground truth: what this interval cost the workload. */
@@ -246,7 +253,9 @@ void guest_model_step(GuestModel *m) {
 
         double refault_file = refault_file_hot + recovered_file + 0.9 * stream + background;
         double activate_file = 0.95 * (refault_file_hot + recovered_file) + 0.002 * stream + background / 2;
-        double steal = refault_anon + refault_file + cold_dropped;
+        /* Pages read back after a squeeze go into the room the deflation freed: nothing is
+         * evicted for them (the recovered swap-ins neither). */
+        double steal = refault_anon + (refault_file - recovered_file) + cold_dropped;
         double severe = hot > 0 ? (d_anon + d_file) / hot : 0;
         double direct = severe > 0.2 ? 0.3 * steal : 0;
         double stalls = severe > 0.2 ? 0.01 * (refault_anon + refault_file_hot) : 0;

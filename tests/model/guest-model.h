@@ -88,6 +88,11 @@ typedef struct GuestModelConfig {
          * interval. A guest whose vCPUs are busy (a database under load, under TCG) inflates
          * 40-60 MiB a second: a step bigger than that is still under way a sample later. */
         double inflate_bytes_per_sec;
+        /* How fast cold page cache fills memory a deflation freed, bytes per second (the guest
+         * reading files it has not read lately); 0: at once. A real guest leaves most of it
+         * free for a while, and pages it reads back after a squeeze go there, with nothing
+         * reclaimed for them. */
+        double cold_refill_bytes_per_sec;
         GuestModelPhase phases[GUEST_MODEL_PHASES_MAX];
         unsigned n_phases;
 } GuestModelConfig;
@@ -107,6 +112,7 @@ typedef struct GuestModel {
         double free_b, cache_b, available_b, swapped_b;
         double hot_deficit_file, hot_deficit_anon;
         double prev_cold_resident;
+        double cold_cache_b;         /* cold page cache resident, < 0 before the first step */
         double anon_on_swap;         /* hot anonymous bytes on swap (deficit plus not yet recovered) */
         double file_dropped;         /* hot file bytes dropped (deficit plus not yet read back) */
 

@@ -26,6 +26,10 @@ typedef struct Fake {
         uint64_t want;         /* the core's last target (target is what the balloon was given) */
         bool swap_out_known;   /* report swap-outs (swapout), not only swap-ins */
         uint64_t swapout;      /* bytes */
+        bool free_plenty;      /* report half the available memory free even while refaulting */
+        bool scans_known;      /* report the balloon's scan counter (QEMU 9.2+) */
+        double scan_rate;      /* pages/s it grows by */
+        uint64_t scans;
 } Fake;
 
 /* One interval: the guest got the target, faults grew by rate/s. */
@@ -39,12 +43,18 @@ static void step(RsGuest *g, Fake *f, double majflt_rate, uint64_t available) {
         if (f->stats) {
                 s.level[RS_LEVEL_TOTAL] = MAXMEM;
                 s.level[RS_LEVEL_AVAILABLE] = available;
-                s.level[RS_LEVEL_FREE] = available / 2;
+                /* A guest refaulting for want of memory has its free memory down at the
+                 * watermarks: with plenty free, refaults after a deflation are pages coming
+                 * back into it (pressure.c: refilling), not a guest short of memory. */
+                s.level[RS_LEVEL_FREE] = majflt_rate > 20 && !f->free_plenty ? MIN(available / 2, 16 * MIB) : available / 2;
                 s.counter[RS_COUNTER_MAJOR_FAULTS] = f->majflt;
                 s.counter[RS_COUNTER_SWAP_IN] = f->majflt * 4096;
                 if (f->swap_out_known)
                         s.counter[RS_COUNTER_SWAP_OUT] = f->swapout;
                 s.counter[RS_COUNTER_OOM_KILLS] = f->oom;
+                f->scans += (uint64_t) (f->scan_rate * 10);
+                if (f->scans_known)
+                        s.counter[RS_COUNTER_ASYNC_SCANS] = f->scans;
         }
         rs_guest_feed(g, &s, f->now);
         RsDecision d;
@@ -227,6 +237,86 @@ START_TEST(test_storm_is_emergency) {
         ck_assert_uint_lt(f.target, MAXMEM);
         ck_assert_uint_gt(f.target, stormy);
         rs_guest_free(g);
+}
+END_TEST
+
+/* Backed off above a size that ran clean, refaults with plenty of memory free are pages coming
+ * back into the room the deflation gave, not a set that grew: however long they last (a
+ * database revisits its pages about once a minute, tests/bench/bench-pgbench), the estimate
+ * stays and the cycle goes on once they stop. The same refaults with free memory at the
+ * watermarks are growth (test_backoff_refaults_confirmed_before_growth). */
+START_TEST(test_backoff_recovery_into_free_memory_is_not_growth) {
+        Fake f;
+        RsGuest *g = learned_guest(&f);
+        step(g, &f, 1, GIB);
+        uint64_t clean = f.target;
+        step(g, &f, 1, GIB);
+        step(g, &f, 800, GIB); /* refaults one step below a clean size: back off at once */
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_BACKOFF);
+        uint64_t backed_off = f.target;
+        f.free_plenty = true;
+        for (int i = 0; i < 6; i++) {
+                step(g, &f, 800 - 100 * i, GIB);
+                ck_assert_int_eq(rs_guest_state(g), RS_STATE_BACKOFF);
+                ck_assert_uint_eq(f.target, backed_off);
+        }
+        step(g, &f, 1, GIB); /* read back: clean, and the descent goes on (it was a refine) */
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_PROBE);
+        ck_assert_uint_le(f.target, backed_off);
+        ck_assert_uint_eq(rs_guest_estimate(g)->upper, clean);
+        rs_guest_free(g);
+}
+END_TEST
+
+/* Probing, refaults that come back into free memory with nothing reclaimed for them are what
+ * the last step's burst of reclaim took early (a database's pages, revisited once a minute,
+ * go with the cold ones: tests/bench/bench-pgbench refaulted 300 MiB above its set): the
+ * probe waits at its size for them (two minutes at most) and steps on once they are in. The
+ * same refaults with
+ * reclaim running, or with free memory down at the watermarks, or with no scan counters to
+ * say nothing was reclaimed, stop the descent. */
+START_TEST(test_probe_waits_for_refaults_into_free_memory) {
+        for (int variant = 0; variant < 5; variant++) {
+                Fake f;
+                RsGuest *g = learned_guest(&f);
+                f.scans_known = variant != 3;
+                step(g, &f, 1, GIB);
+                step(g, &f, 1, GIB);
+                ck_assert_int_eq(rs_guest_state(g), RS_STATE_PROBE);
+                uint64_t at = f.target;
+                f.free_plenty = variant != 2;
+                f.scan_rate = variant == 1 ? 700 : 0;
+                step(g, &f, 500, GIB);
+                uint64_t waited_from = f.now;
+                RsDecision d;
+                rs_guest_decide(g, f.now, &d);
+                if (variant == 4)
+                        ck_assert_int_eq(d.state, RS_STATE_PROBE);
+                if (variant == 0) {
+                        ck_assert_int_eq(d.state, RS_STATE_PROBE);
+                        ck_assert_uint_eq(d.target, at); /* waits where it is */
+                        ck_assert_ptr_nonnull(strstr(d.reason, "reading back"));
+                        step(g, &f, 300, GIB);
+                        ck_assert_int_eq(rs_guest_state(g), RS_STATE_PROBE);
+                        ck_assert_uint_eq(f.target, at);
+                        step(g, &f, 1, GIB); /* all back: on down */
+                        ck_assert_int_eq(rs_guest_state(g), RS_STATE_PROBE);
+                        ck_assert_uint_lt(f.target, at);
+                        ck_assert(!rs_known(rs_guest_estimate(g)->lower));
+                } else if (variant == 4) {
+                        /* refaults that never stop are not a step's pages coming back: after
+                         * two minutes of waiting they are a verdict */
+                        for (int i = 0; i < 30 && rs_guest_state(g) == RS_STATE_PROBE; i++)
+                                step(g, &f, 500, GIB);
+                        ck_assert_int_eq(rs_guest_state(g), RS_STATE_BACKOFF);
+                        ck_assert_uint_eq(rs_guest_estimate(g)->lower, at);
+                        ck_assert_uint_ge(f.now - waited_from, 120 * USEC_PER_SEC);
+                } else {
+                        ck_assert_int_eq(d.state, RS_STATE_BACKOFF);
+                        ck_assert_uint_eq(rs_guest_estimate(g)->lower, at);
+                }
+                rs_guest_free(g);
+        }
 }
 END_TEST
 
@@ -1067,6 +1157,8 @@ int main(void) {
         tcase_add_test(tc, test_closing_size_is_confirmed_clean);
         tcase_add_test(tc, test_probe_step_never_lunges);
         tcase_add_test(tc, test_backoff_refaults_confirmed_before_growth);
+        tcase_add_test(tc, test_backoff_recovery_into_free_memory_is_not_growth);
+        tcase_add_test(tc, test_probe_waits_for_refaults_into_free_memory);
         tcase_add_test(tc, test_swapin_storm_after_backoff_is_recovery);
         tcase_add_test(tc, test_oom_kill_is_emergency);
         tcase_add_test(tc, test_storm_is_emergency);

@@ -100,6 +100,60 @@ START_TEST(test_psi_of_the_balloons_own_inflation) {
 }
 END_TEST
 
+/* One agent-tier interval of a guest reading back 600 pages/s (500 of them activated), with
+ * `scan` pages/s scanned and `swapout` pushed to swap. */
+static void observe_reading_back(double scan, double swapout, RsObservation *ret) {
+        RsSample s;
+        RsRates r = { .event = RS_RATE_NONE, .interval_sec = 1 };
+        RsPolicy p;
+        RsBaseline b = { .known = true, .useful = 5, .scan = 20, .psi_some = 1, .n = 3 };
+
+        rs_policy_init(&p);
+        guest_levels(&s);
+        r.known[RS_COUNTER_REFAULT_FILE] = r.known[RS_COUNTER_ACTIVATE_FILE] = true;
+        r.per_sec[RS_COUNTER_REFAULT_FILE] = 600;
+        r.per_sec[RS_COUNTER_ACTIVATE_FILE] = 500;
+        r.known[RS_COUNTER_PGSCAN_KSWAPD] = r.known[RS_COUNTER_PGSCAN_DIRECT] = true;
+        r.per_sec[RS_COUNTER_PGSCAN_KSWAPD] = scan;
+        r.known[RS_COUNTER_PSWPIN] = r.known[RS_COUNTER_PSWPOUT] = true;
+        r.per_sec[RS_COUNTER_PSWPOUT] = swapout;
+        rs_observe(&s, &r, NULL, &b, &p, ret);
+}
+
+/* Refaults with next to nothing reclaimed for them come back into free memory: the guest is
+ * reading back what a squeeze took (the estimator's settle window then waits), not short at
+ * its size; a guest short of memory evicts about a page for each one it reads back. */
+START_TEST(test_refaults_into_free_memory_are_refilling) {
+        RsObservation o;
+        observe_reading_back(40, 0, &o);
+        ck_assert_int_eq(o.verdict, RS_VERDICT_REFAULT);
+        ck_assert(o.refilling);
+        observe_reading_back(700, 0, &o); /* evicting as much as it reads */
+        ck_assert_int_eq(o.verdict, RS_VERDICT_REFAULT);
+        ck_assert(!o.refilling);
+        observe_reading_back(40, 400, &o); /* pushing anonymous pages out for them */
+        ck_assert(!o.refilling);
+
+        /* Balloon stats without scan counters: free memory tells. */
+        RsBaseline b;
+        quiet_baseline(&b);
+        observe(&b, 500, -1, &o);
+        ck_assert_int_eq(o.verdict, RS_VERDICT_REFAULT);
+        ck_assert(o.refilling); /* 200 MiB free of 1 GiB */
+        RsSample s;
+        RsRates r = { .event = RS_RATE_NONE, .interval_sec = 10 };
+        RsPolicy p;
+        rs_policy_init(&p);
+        guest_levels(&s);
+        s.level[RS_LEVEL_FREE] = 20 * MIB; /* at the watermarks */
+        r.known[RS_COUNTER_MAJOR_FAULTS] = true;
+        r.per_sec[RS_COUNTER_MAJOR_FAULTS] = 500;
+        rs_observe(&s, &r, NULL, &b, &p, &o);
+        ck_assert_int_eq(o.verdict, RS_VERDICT_REFAULT);
+        ck_assert(!o.refilling);
+}
+END_TEST
+
 START_TEST(test_quiet_is_clean) {
         RsBaseline b;
         RsObservation o;
@@ -187,6 +241,7 @@ int main(void) {
         tcase_add_test(tc, test_quiet_is_clean);
         tcase_add_test(tc, test_psi_is_a_leading_sign_only_with_refaults);
         tcase_add_test(tc, test_psi_of_the_balloons_own_inflation);
+        tcase_add_test(tc, test_refaults_into_free_memory_are_refilling);
         tcase_add_test(tc, test_hidden_reads_are_refaults);
         tcase_add_test(tc, test_reported_refaults_are_not_hidden);
         tcase_add_test(tc, test_readahead_noise_is_not_hidden);
