@@ -137,7 +137,9 @@ static const RsCounter balloon_scan[] = { RS_COUNTER_ASYNC_SCANS, RS_COUNTER_DIR
 typedef struct Reclaim {
         bool scan_known;
         double scan;       /* pages/s scanned */
-        bool free_plenty;  /* free memory well above the watermarks, caches not shrinking */
+        bool free_room;    /* free memory well above the watermarks */
+        bool scanning;     /* reclaim running (scan counters, or the levels without them) */
+        bool inflated;     /* the balloon moved down in the interval: the scanning is its own */
         double swapout, base_swapout;
         bool stall;
 } Reclaim;
@@ -147,11 +149,21 @@ typedef struct Reclaim {
  * reads back what a squeeze took, after a deflation, does not (a database that revisits its
  * pages once a minute takes that long to recover, and the activations look like growth:
  * tests/bench/bench-pgbench). Without scan counters (QEMU before 9.2 and no agent), free
- * memory well above the watermarks says the same. */
+ * memory well above the watermarks, with the levels showing no reclaim, says the same. In
+ * an interval where the balloon inflated, the scanning is the balloon's own burst (a 2 MiB
+ * step scanned 3,500 pages there, and the pages it took early came back in the same
+ * second), and its allocations stall: free memory left well above the watermarks after it
+ * is what tells. */
 static bool nothing_reclaimed_for(const Reclaim *r, double refaults) {
-        if (r->stall || r->swapout > 2 * r->base_swapout + SWAPOUT_SHARE * refaults)
+        if (r->swapout > 2 * r->base_swapout + SWAPOUT_SHARE * refaults)
                 return false;
-        return r->scan_known ? r->scan <= REFILL_SCAN_SHARE * refaults : r->free_plenty;
+        if (r->inflated && r->free_room)
+                return true; /* the balloon's own burst: its scans and allocation stalls */
+        if (r->stall)
+                return false;
+        if (!r->scan_known)
+                return r->free_room && !r->scanning;
+        return r->scan <= REFILL_SCAN_SHARE * refaults;
 }
 
 static double host_read_threshold(const RsBaseline *b, const RsSensitivityParams *sp) {
@@ -276,11 +288,17 @@ void rs_observe(const RsSample *s,
         /* Pages coming back into free memory: refaults above baseline while next to nothing
          * is reclaimed or pushed to swap (nothing_reclaimed_for()). */
         double base_swapout = baseline && baseline->known ? baseline->swapout : 0;
+        /* The balloon's own inflation stalls in reclaim, and scans: PSI and the scan counters
+         * of an interval in which it moved down count that too. */
+        bool balloon_moved = prev && rs_known(prev->size) && rs_known(o.size) &&
+                             o.size + MAX(1 * MIB, o.size / 1000) < prev->size;
         Reclaim reclaim = {
                 .scan_known = scan_known,
                 .scan = o.scan,
-                .free_plenty = rs_known(s->level[RS_LEVEL_FREE]) && rs_known(o.size) &&
-                               s->level[RS_LEVEL_FREE] >= o.size / REFILL_FREE_DIVISOR && !o.scanning,
+                .free_room = rs_known(s->level[RS_LEVEL_FREE]) && rs_known(o.size) &&
+                             s->level[RS_LEVEL_FREE] >= o.size / REFILL_FREE_DIVISOR,
+                .scanning = o.scanning,
+                .inflated = balloon_moved,
                 .swapout = swapout,
                 .base_swapout = base_swapout,
                 .stall = o.stall,
@@ -288,13 +306,11 @@ void rs_observe(const RsSample *s,
         o.refilling = o.have_rates && o.useful > base_useful && nothing_reclaimed_for(&reclaim, o.raw_refault);
         /* Both measures agree (the guest's own refaults, scan counters and free memory): what
          * a balloon step's burst of reclaim took comes back into the room it left. */
-        o.refilling_proven = o.refilling && reclaim.scan_known && reclaim.free_plenty;
+        o.refilling_proven = o.refilling && reclaim.scan_known && reclaim.free_room;
         /* The balloon's own inflation stalls in reclaim, and PSI counts that stall: when the
          * balloon moved down this interval, PSI says the guest is short only beside refaults
          * rising toward the threshold, not beside a page or two (a database's page cache
          * still sorting its LRU after a step: tests/bench/bench-pgbench). */
-        bool balloon_moved = prev && rs_known(prev->size) && rs_known(o.size) &&
-                             o.size + MAX(1 * MIB, o.size / 1000) < prev->size;
         double psi_refaults = base_useful + (balloon_moved ? SUBTHRESHOLD_SHARE * (o.threshold - base_useful) : 0);
         bool psi_up = o.have_rates && o.psi_some >= 0 && baseline && baseline->known &&
                       o.psi_some > baseline->psi_some + sp->psi_points && o.useful > psi_refaults;

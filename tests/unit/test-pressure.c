@@ -102,7 +102,7 @@ END_TEST
 
 /* One agent-tier interval of a guest reading back 600 pages/s (500 of them activated), with
  * `scan` pages/s scanned and `swapout` pushed to swap. */
-static void observe_reading_back(double scan, double swapout, RsObservation *ret) {
+static void observe_reading_back_after(double scan, double swapout, const RsObservation *prev, RsObservation *ret) {
         RsSample s;
         RsRates r = { .event = RS_RATE_NONE, .interval_sec = 1 };
         RsPolicy p;
@@ -117,7 +117,11 @@ static void observe_reading_back(double scan, double swapout, RsObservation *ret
         r.per_sec[RS_COUNTER_PGSCAN_KSWAPD] = scan;
         r.known[RS_COUNTER_PSWPIN] = r.known[RS_COUNTER_PSWPOUT] = true;
         r.per_sec[RS_COUNTER_PSWPOUT] = swapout;
-        rs_observe(&s, &r, NULL, &b, &p, ret);
+        rs_observe(&s, &r, prev, &b, &p, ret);
+}
+
+static void observe_reading_back(double scan, double swapout, RsObservation *ret) {
+        observe_reading_back_after(scan, swapout, NULL, ret);
 }
 
 /* Refaults with next to nothing reclaimed for them come back into free memory: the guest is
@@ -132,6 +136,17 @@ START_TEST(test_refaults_into_free_memory_are_refilling) {
         ck_assert_int_eq(o.verdict, RS_VERDICT_REFAULT);
         ck_assert(!o.refilling);
         observe_reading_back(40, 400, &o); /* pushing anonymous pages out for them */
+        ck_assert(!o.refilling);
+
+        /* A balloon step's own burst of reclaim scans, and what it took early comes back in
+         * the same interval: with free memory well above the watermarks after it (200 MiB of
+         * 1 GiB), that is refilling; the same scanning with the balloon still is not. */
+        RsObservation before;
+        observe_reading_back(0, 0, &before);
+        before.size += 2 * MIB;
+        observe_reading_back_after(3500, 0, &before, &o);
+        ck_assert(o.refilling && o.refilling_proven);
+        observe_reading_back(3500, 0, &o);
         ck_assert(!o.refilling);
 
         /* Balloon stats without scan counters: free memory tells. */
