@@ -100,6 +100,7 @@ struct RsObservation {
                               * scales that threshold to the working set's size) */
         bool pushback;       /* the balloon stays clearly above the target asked for */
         bool inflating;      /* above the target, but still shrinking toward it since the last sample */
+        bool balloon_moved;  /* the balloon moved down since the last sample */
         bool available_low;  /* near the floor of available memory: probe gently */
         bool available_critical;
         bool oom;            /* an OOM kill happened */

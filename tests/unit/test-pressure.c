@@ -97,6 +97,12 @@ START_TEST(test_psi_of_the_balloons_own_inflation) {
         before.size = o.size;
         observe_agent_after(6, 12, &before, &o);
         ck_assert_int_eq(o.verdict, RS_VERDICT_REFAULT);
+        /* the sample after a step, the balloon at rest: kswapd and PSI's average still
+         * carry the step's own reclaim */
+        before.balloon_moved = true;
+        observe_agent_after(6, 12, &before, &o);
+        ck_assert_int_ne(o.verdict, RS_VERDICT_REFAULT);
+        ck_assert(!o.balloon_moved);
 }
 END_TEST
 
