@@ -3,21 +3,23 @@
 # common/, qmp/, policies/, daemon/, daemon/libvirt/ and ctl/ local.mk.) Every test links
 # tests/lib/libtest.a and the tree's libraries (tests/lib/local.mk): one line each here.
 
+# The simulated-guest tests first, side by side (contrib/timed-test: they share the machine,
+# two at a time under make -j2), then the ones that need the machine to themselves.
 integration_tests = \
+	tests/integration/test-daemon-dbus \
+	tests/integration/test-daemon-faults \
+	tests/integration/test-daemon-unmatched \
+	tests/integration/test-daemon-agent-faults \
+	tests/integration/test-daemon-coexist \
+	tests/integration/test-daemon-api-outage \
+	tests/integration/test-daemon-config \
 	tests/integration/test-qmp-real-guest \
 	tests/integration/test-daemon-real-guest \
-	tests/integration/test-daemon-faults \
-	tests/integration/test-daemon-dbus \
-	tests/integration/test-daemon-config \
-	tests/integration/test-daemon-agent-faults \
 	tests/integration/test-daemon-polkit \
 	tests/integration/test-daemon-libvirt \
 	tests/integration/test-daemon-libvirtd-hang \
 	tests/integration/test-daemon-dimm \
-	tests/integration/test-daemon-qemu-kill \
-	tests/integration/test-daemon-unmatched \
-	tests/integration/test-daemon-coexist \
-	tests/integration/test-daemon-api-outage
+	tests/integration/test-daemon-qemu-kill
 check_PROGRAMS += $(integration_tests)
 INTEGRATION_TESTS += $(integration_tests)
 
