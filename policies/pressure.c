@@ -152,13 +152,13 @@ typedef struct Reclaim {
  * memory well above the watermarks, with the levels showing no reclaim, says the same. In
  * an interval where the balloon inflated, the scanning is the balloon's own burst (a 2 MiB
  * step scanned 3,500 pages there, and the pages it took early came back in the same
- * second), and its allocations stall: free memory left well above the watermarks after it
- * is what tells. */
+ * second), its allocations stall, and it pushes some anonymous pages to swap: free memory
+ * left well above the watermarks after it is what tells. */
 static bool nothing_reclaimed_for(const Reclaim *r, double refaults) {
+        if (r->inflated && r->free_room)
+                return true; /* the balloon's own burst: its scans, swap-outs and allocation stalls */
         if (r->swapout > 2 * r->base_swapout + SWAPOUT_SHARE * refaults)
                 return false;
-        if (r->inflated && r->free_room)
-                return true; /* the balloon's own burst: its scans and allocation stalls */
         if (r->stall)
                 return false;
         if (!r->scan_known)

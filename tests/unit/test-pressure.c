@@ -152,6 +152,8 @@ START_TEST(test_refaults_into_free_memory_are_refilling) {
         before.size += 2 * MIB;
         observe_reading_back_after(3500, 0, &before, &o);
         ck_assert(o.refilling && o.refilling_proven);
+        observe_reading_back_after(3500, 250, &before, &o); /* the burst swapped some out */
+        ck_assert(o.refilling && o.refilling_proven);
         observe_reading_back(3500, 0, &o);
         ck_assert(!o.refilling);
 
