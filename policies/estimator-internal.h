@@ -61,6 +61,7 @@ struct RsGuest {
         uint64_t hold_avail_min; /* lowest available memory seen in this hold */
         uint64_t upper_avail;    /* available memory at est.upper when it was judged clean */
         unsigned shrink_signs;   /* consecutive held samples with available well above it */
+        unsigned eaten_signs;    /* consecutive held samples with the margin eaten while reclaiming */
 
         char reason[RS_REASON_MAX];
 };

@@ -218,6 +218,7 @@ static void enter_hold(RsGuest *g, uint64_t now) {
         g->hold_until = now + hold_time(g);
         g->hold_avail_min = RS_UNKNOWN;
         g->shrink_signs = 0;
+        g->eaten_signs = 0;
         g->urgent = false;
 }
 
@@ -550,17 +551,20 @@ static void hold(RsGuest *g, const RsObservation *o, uint64_t now) {
 
         /* Growth without refaults yet (anonymous memory filling the margin, no swap):
          * the headroom granted (by us, or less by the host) is being eaten while reclaim
-         * runs. */
+         * runs, for `confirm` samples in a row: the first sample after a backoff may still
+         * carry the levels of the squeeze (a real guest under a CPU hog, re-probed to where
+         * available memory was nearly gone, "grew" to +16 % on its first held sample). */
         uint64_t held = granted(g, g->target);
+        bool eaten = false;
         if (rs_known(o->available) && rs_known(g->est.estimate) && held > g->est.estimate && o->scanning &&
-            reached_or_above(g, held)) {
-                uint64_t headroom = held - g->est.estimate;
-                if (o->available < headroom / 3) {
-                        RsObservation grow = *o;
-                        grow.why = "available memory eaten while reclaiming";
-                        enter_grow(g, &grow, now);
-                        return;
-                }
+            reached_or_above(g, held))
+                eaten = o->available < (held - g->est.estimate) / 3;
+        g->eaten_signs = eaten ? g->eaten_signs + 1 : 0;
+        if (g->eaten_signs >= sp->confirm) {
+                RsObservation grow = *o;
+                grow.why = "available memory eaten while reclaiming";
+                enter_grow(g, &grow, now);
+                return;
         }
 
         g->target = hold_target(g);

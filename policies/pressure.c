@@ -139,7 +139,7 @@ typedef struct Reclaim {
         double scan;       /* pages/s scanned */
         bool free_room;    /* free memory well above the watermarks */
         bool scanning;     /* reclaim running (scan counters, or the levels without them) */
-        bool inflated;     /* the balloon moved down in the interval: the scanning is its own */
+        bool inflated;     /* the balloon moved down in this interval or the last: the scanning is its own */
         double swapout, base_swapout;
         bool stall;
 } Reclaim;

@@ -567,6 +567,28 @@ static RsGuest *held_guest(Fake *f) {
         return g;
 }
 
+/* Held, the margin eaten while reclaim runs is growth without refaults yet, once it lasts
+ * `confirm` samples: one sample of it (the levels of the squeeze just before, still in the
+ * first held sample) is not. */
+START_TEST(test_hold_margin_eaten_is_growth_once_confirmed) {
+        Fake f;
+        RsGuest *g = held_guest(&f);
+        uint64_t held = f.target;
+        const RsEstimate *e = rs_guest_estimate(g);
+        ck_assert_uint_gt(held, e->estimate);
+        uint64_t eaten = (held - e->estimate) / 4; /* available under a third of the margin */
+        step(g, &f, 1, eaten);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_HOLD);
+        step(g, &f, 1, GIB / 4); /* it was the squeeze's levels: room again */
+        step(g, &f, 1, eaten);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_HOLD);
+        step(g, &f, 1, eaten);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_GROW);
+        ck_assert_uint_gt(f.target, held);
+        rs_guest_free(g);
+}
+END_TEST
+
 /* A guest with a working set of about 1 GiB in an emergency (a storm at its held size): it
  * asks for max, the host grants `grant`. */
 static RsGuest *emergency_guest(Fake *f, uint64_t grant, bool hide_grant) {
@@ -1169,6 +1191,7 @@ int main(void) {
         tcase_add_test(tc, test_backoff_refaults_confirmed_before_growth);
         tcase_add_test(tc, test_backoff_recovery_into_free_memory_is_not_growth);
         tcase_add_test(tc, test_probe_waits_for_refaults_into_free_memory);
+        tcase_add_test(tc, test_hold_margin_eaten_is_growth_once_confirmed);
         tcase_add_test(tc, test_swapin_storm_after_backoff_is_recovery);
         tcase_add_test(tc, test_oom_kill_is_emergency);
         tcase_add_test(tc, test_storm_is_emergency);
