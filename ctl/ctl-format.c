@@ -250,7 +250,31 @@ bool ctl_colors_wanted(const char *systemd_colors, const char *no_color, const c
 
 /* ---- text ---- */
 
-/* Length of a valid UTF-8 sequence at s, or 0; *control tells a C1 control (CSI is U+009B). */
+/* The format characters that are invisible and yet change what a line reads as: the bidi
+ * controls (Unicode's Bidi_Control: U+202E turns "evil\u202Egpj.exe" into "evilexe.jpg", and an
+ * override left open reverses the rest of the line, the columns after the name too), and the
+ * zero-width characters, which make two different names look the same. A name from an untrusted
+ * source may not carry them to the operator's terminal, so they count as controls. */
+static bool invisible_format(uint32_t cp) {
+        static const uint32_t ranges[][2] = {
+                { 0x061c, 0x061c }, /* ARABIC LETTER MARK */
+                { 0x180e, 0x180e }, /* MONGOLIAN VOWEL SEPARATOR */
+                { 0x200b, 0x200f }, /* ZERO WIDTH SPACE, NON-JOINER, JOINER; LRM, RLM */
+                { 0x202a, 0x202e }, /* LRE, RLE, PDF, LRO, RLO */
+                { 0x2060, 0x2064 }, /* WORD JOINER, the invisible operators */
+                { 0x2066, 0x2069 }, /* LRI, RLI, FSI, PDI */
+                { 0x206a, 0x206f }, /* the deprecated shaping and swapping controls */
+                { 0xfeff, 0xfeff }, /* ZERO WIDTH NO-BREAK SPACE (BOM) */
+        };
+
+        for (size_t i = 0; i < ARRAY_SIZE(ranges); i++)
+                if (cp >= ranges[i][0] && cp <= ranges[i][1])
+                        return true;
+        return false;
+}
+
+/* Length of a valid UTF-8 sequence at s, or 0; *control tells a character that must not reach
+ * the terminal: a C0 or C1 control (CSI is U+009B), DEL, or an invisible_format() one. */
 static size_t utf8_valid_length(const unsigned char *s, bool *control) {
         size_t len;
         uint32_t cp;
@@ -278,7 +302,7 @@ static size_t utf8_valid_length(const unsigned char *s, bool *control) {
         if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
             (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
                 return 0;
-        *control = cp >= 0x80 && cp <= 0x9f;
+        *control = (cp >= 0x80 && cp <= 0x9f) || invisible_format(cp);
         return len;
 }
 
@@ -741,9 +765,20 @@ int ctl_print_guest_details(FILE *f, const CtlGuest *g, const CtlHistoryPoint *h
 
 /* ---- monitor ---- */
 
-#define MONITOR_NAME_WIDTH 16
+/* Columns a name takes once sanitised, as ctl_print_padded() prints it. */
+static size_t name_width(const char *name) {
+        _cleanup_free_ char *clean = ctl_sanitize(name);
+        return clean ? ctl_display_width(clean) : 0;
+}
 
-int ctl_print_estimate_event(FILE *f, const CtlEstimateEvent *e) {
+size_t ctl_guest_name_width(const CtlGuest *guests, size_t n) {
+        size_t w = 0;
+        for (size_t i = 0; i < n; i++)
+                w = MAX(w, name_width(guests[i].name));
+        return w;
+}
+
+int ctl_print_estimate_event(FILE *f, const CtlEstimateEvent *e, size_t *column) {
         char when[64] = "-", est[FORMAT_SIZE_MAX], lo[FORMAT_SIZE_MAX], hi[FORMAT_SIZE_MAX], tgt[FORMAT_SIZE_MAX];
         time_t sec = (time_t) (e->usec / USEC_PER_SEC);
         struct tm tm;
@@ -751,7 +786,10 @@ int ctl_print_estimate_event(FILE *f, const CtlEstimateEvent *e) {
         if (localtime_r(&sec, &tm))
                 strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
         fprintf(f, "%s  ", when);
-        int r = ctl_print_padded(f, e->name, MONITOR_NAME_WIDTH);
+        /* A name wider than the column (a guest that came after monitor started) widens it: its
+         * line and the ones before it cannot line up, the ones after it do. */
+        *column = MAX(*column, name_width(e->name));
+        int r = ctl_print_padded(f, e->name, *column);
         if (r < 0)
                 return r;
         fprintf(f, "  estimate %s", ctl_format_size(est, sizeof(est), e->estimate));

@@ -140,9 +140,11 @@ int ctl_parse_boolean(const char *s);
 
 /* ---- text ---- */
 
-/* A copy safe to print: C0 and C1 control characters, DEL and bytes that are not valid
- * UTF-8 become '?'; without UTF-8 output (ctl_utf8()) every non-ASCII character does too.
- * NULL in gives "". NULL only when out of memory. */
+/* A copy safe to print: C0 and C1 control characters, DEL, the bidi controls (U+061C,
+ * U+200E-U+200F, U+202A-U+202E, U+2066-U+2069), the zero-width and other invisible format
+ * characters (U+180E, U+200B-U+200D, U+2060-U+2064, U+206A-U+206F, U+FEFF) and bytes that are
+ * not valid UTF-8 become '?'; without UTF-8 output (ctl_utf8()) every non-ASCII character does
+ * too. NULL in gives "". NULL only when out of memory. */
 char *ctl_sanitize(const char *s);
 /* Terminal columns a sanitised string occupies: wcswidth() of it in a UTF-8 locale (CJK and
  * other wide characters count two, combining marks none); elsewhere, or for what the locale does
@@ -206,8 +208,12 @@ typedef struct CtlEstimateEvent {
         const char *state;                 /* NULL when GetGuest failed */
         bool fault, paused;
 } CtlEstimateEvent;
-/* "2026-01-02 03:04:05  NAME  estimate 1.2 GiB (1 GiB .. 1.5 GiB)  target 1.5 GiB  hold", one line. */
-int ctl_print_estimate_event(FILE *f, const CtlEstimateEvent *e);
+/* The display width of the widest of the guests' names, sanitised: monitor's name column. */
+size_t ctl_guest_name_width(const CtlGuest *guests, size_t n);
+/* "2026-01-02 03:04:05  NAME  estimate 1.2 GiB (1 GiB .. 1.5 GiB)  target 1.5 GiB  hold", one line;
+ * NAME padded to *column display columns (ctl_guest_name_width() of the guests followed), and
+ * *column widened when the name is wider, so that the lines after it stay aligned. */
+int ctl_print_estimate_event(FILE *f, const CtlEstimateEvent *e, size_t *column);
 /* {"time", "name", "estimate", "estimate-lower", "estimate-upper", "target", "state"}, unknown: null. */
 json_object *ctl_estimate_event_to_json(const CtlEstimateEvent *e);
 

@@ -568,6 +568,7 @@ typedef struct Monitor {
         sd_bus *bus;
         sd_event *event;   /* its own pointer: a closed bus forgets its event loop */
         const char *guest; /* only this one's signals, or every guest's */
+        size_t name_width; /* the name column: the widest name of the guests followed */
 } Monitor;
 
 static uint64_t now_realtime_usec(void) {
@@ -576,8 +577,9 @@ static uint64_t now_realtime_usec(void) {
         return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
 }
 
-/* EstimateChanged(s name, t estimate, t lower, t upper), 0 for unknown (daemon/dbus-api.md). It
- * carries no target or state: those are what GetGuest says right after it. */
+/* EstimateChanged(s name, t estimate, t lower, t upper), 0 for unknown (the estimate: only before
+ * the guest's first; daemon/dbus-api.md). It carries no target or state: those are what GetGuest
+ * says right after it. */
 static int monitor_estimate_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error _unused_) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(ctl_guest_done) CtlGuest g;
@@ -618,7 +620,7 @@ static int monitor_estimate_changed(sd_bus_message *m, void *userdata, sd_bus_er
                 r = o ? ctl_print_json_mode(stdout, o, CTL_JSON_SHORT) : -ENOMEM; /* one object a line */
                 json_object_put(o);
         } else
-                r = ctl_print_estimate_event(stdout, &e);
+                r = ctl_print_estimate_event(stdout, &e, &mon->name_width);
         /* Each line as it happens, also into a pipe or a file. */
         if (r < 0 || fflush(stdout) != 0 || ferror(stdout)) {
                 fprintf(stderr, "rightsizectl: monitor: cannot write: %s\n", strerror(r < 0 ? -r : errno));
@@ -699,15 +701,22 @@ static int cmd_monitor(sd_bus *bus, const char *guest) {
                 sd_bus_detach_event(bus);
                 return code;
         }
+        /* The guests followed now: their widest name sizes the name column, as list's table does,
+         * so that the lines line up from the first one on. */
         if (guest) {
                 CtlGuest g;
                 ctl_guest_init(&g);
                 code = fetch_guest(bus, guest, &g);
+                mon.name_width = ctl_guest_name_width(&g, 1);
                 ctl_guest_done(&g);
-                if (code != EXIT_OK) {
-                        sd_bus_detach_event(bus);
-                        return code;
-                }
+        } else {
+                _cleanup_(guest_list_done) GuestList l = {};
+                code = fetch_guests(bus, &l);
+                mon.name_width = ctl_guest_name_width(l.guests, l.n);
+        }
+        if (code != EXIT_OK) {
+                sd_bus_detach_event(bus);
+                return code;
         }
 
         /* On stderr, as busctl monitor says it: stdout has only the changes. Also the sign that no

@@ -605,23 +605,7 @@ static void guest_update_counts(Guest *g, RsState before, RsState after) {
 }
 
 static bool estimate_changed(Guest *g) {
-        const RsEstimate *e = rs_guest_estimate(g->core);
-        uint64_t old = g->signalled_estimate;
-        bool changed;
-
-        if (e->estimate == RS_UNKNOWN && old == RS_UNKNOWN)
-                changed = false;
-        else if (e->estimate == RS_UNKNOWN || old == RS_UNKNOWN)
-                changed = true;
-        else
-                changed = (e->estimate > old ? e->estimate - old : old - e->estimate) * 100 > old;
-        changed = changed || e->lower != g->signalled_lower || e->upper != g->signalled_upper;
-        if (changed) {
-                g->signalled_estimate = e->estimate;
-                g->signalled_lower = e->lower;
-                g->signalled_upper = e->upper;
-        }
-        return changed;
+        return estimate_signal_update(&g->signalled, rs_guest_estimate(g->core));
 }
 
 /* The cycle's sign of untrusted input becomes the fault (a stalled balloon's reason goes first),
@@ -942,7 +926,7 @@ int guest_new(sd_event *event, GuestSource source, const char *name, const char 
         g->host_rss = UINT64_MAX;
         g->prev_major = RS_UNKNOWN;
         g->major_fault_rate = g->refault_rate = NAN;
-        g->signalled_estimate = g->signalled_lower = g->signalled_upper = RS_UNKNOWN;
+        estimate_signal_init(&g->signalled);
         metrics_counter_init(&g->refaults_anon);
         metrics_counter_init(&g->refaults_file);
         metrics_counter_init(&g->major_faults);
@@ -1069,6 +1053,10 @@ const char *guest_tier_string(const Guest *g) {
 
 const RsEstimate *guest_estimate(const Guest *g) {
         return g->core ? rs_guest_estimate(g->core) : NULL;
+}
+
+const EstimateSignal *guest_estimate_signal(const Guest *g) {
+        return &g->signalled;
 }
 
 uint64_t guest_reclaimable(const Guest *g) {

@@ -19,6 +19,7 @@
 
 #include "common/macro.h"
 #include "daemon/conf.h"
+#include "daemon/estimate-signal.h"
 #include "daemon/host.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
@@ -227,7 +228,7 @@ struct Guest {
         bool fault_counted;        /* fault[] is counted in faults (not a connecting guest's note) */
 
         /* What EstimateChanged last reported, and when the state file was last written. */
-        uint64_t signalled_estimate, signalled_lower, signalled_upper;
+        EstimateSignal signalled;
         uint64_t saved_usec;
         RsState saved_state;
         uint64_t saved_estimate;
@@ -320,6 +321,9 @@ const char *guest_state_string(const Guest *g);
         log_named_guest_error_errno((g)->name, guest_state_string(g), error, __VA_ARGS__)
 const char *guest_tier_string(const Guest *g);
 const RsEstimate *guest_estimate(const Guest *g); /* NULL before the core exists */
+/* What the EstimateChanged signal carries: the estimate the last one said (the last known while
+ * the core re-measures) and the bounds; RS_UNKNOWN for what is not known. */
+const EstimateSignal *guest_estimate_signal(const Guest *g);
 /* What the guest would give back if held at its estimate plus margin (the size HOLD keeps it
  * at, within floor and max): max minus that, 0 when none; UINT64_MAX before an estimate. */
 uint64_t guest_reclaimable(const Guest *g);

@@ -654,8 +654,10 @@ void manager_bus_close(Manager *m) {
 }
 
 void manager_bus_emit_estimate_changed(Manager *m, Guest *g) {
-        const RsEstimate *e = guest_estimate(g);
-        if (!m->bus_owned || !e)
+        /* What the guest decided the signal says, not the core's estimate now: while the core
+         * re-measures, that is unknown, and the signal keeps the last known one (dbus-api.md). */
+        const EstimateSignal *e = guest_estimate_signal(g);
+        if (!m->bus_owned || !guest_estimate(g))
                 return;
         (void) sd_bus_emit_signal(m->bus, RS_BUS_PATH, RS_BUS_INTERFACE, "EstimateChanged", "sttt", g->name,
                                   e->estimate == RS_UNKNOWN ? 0 : e->estimate, e->lower == RS_UNKNOWN ? 0 : e->lower,

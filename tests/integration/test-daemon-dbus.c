@@ -355,6 +355,7 @@ END_TEST
 typedef struct Signals {
         unsigned n;
         uint64_t estimate, lower, upper;
+        unsigned zero_after_known; /* signals with estimate 0 after one with an estimate */
 } Signals;
 
 static int on_estimate_changed(sd_bus_message *m, void *userdata, sd_bus_error *error _unused_) {
@@ -363,6 +364,9 @@ static int on_estimate_changed(sd_bus_message *m, void *userdata, sd_bus_error *
         uint64_t e, lo, hi;
         if (sd_bus_message_read(m, "sttt", &name, &e, &lo, &hi) < 0 || strcmp(name, "sim-9") != 0)
                 return 0;
+        /* 0 says "no estimate yet": once there was one, the signal keeps the last known. */
+        if (e == 0 && s->estimate > 0)
+                s->zero_after_known++;
         s->n++;
         s->estimate = e;
         s->lower = lo;
@@ -395,6 +399,7 @@ START_TEST(test_estimate_changed) {
         ck_assert_uint_le(s.estimate, GUEST_MAX);
         if (s.lower && s.upper)
                 ck_assert_uint_le(s.lower, s.upper);
+        ck_assert_uint_eq(s.zero_after_known, 0);
 }
 END_TEST
 

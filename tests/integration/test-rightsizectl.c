@@ -1055,7 +1055,8 @@ static Run stop_monitor(pid_t pid, int sig) {
 
 START_TEST(test_monitor) {
         /* Every guest: web1's lines carry the estimate of the signal and the target and state of
-         * GetGuest; the hostile name is defanged; the wide one is padded by its columns. */
+         * GetGuest; the hostile name is defanged; the names are padded by their columns to the
+         * widest. */
         pid_t pid = spawn_ctl(0, address, NULL, "out", "err", ARGS("monitor"));
         free(wait_for_lines("out", "web1", 2, pid));
         free(wait_for_lines("out", WIDE, 2, pid));
@@ -1069,8 +1070,11 @@ START_TEST(test_monitor) {
         ck_assert_msg(strstr(web, "  estimate 1.") || strstr(web, "  estimate 1200 MiB"), "%s", web);
         ck_assert_ptr_null(strstr(hostile, "(")); /* bounds unknown: not printed */
         if (setlocale(LC_ALL, "C.UTF-8")) {
-                /* (the hostile name is longer than the 16 columns names are padded to) */
+                /* The name column is as wide as the widest name ListGuests gave, the hostile one's
+                 * (18 columns, sanitised): every line lines up. */
                 ck_assert_uint_eq(display_column(web, "estimate"), display_column(wide, "estimate"));
+                ck_assert_uint_eq(display_column(web, "estimate"), display_column(hostile, "estimate"));
+                ck_assert_ptr_nonnull(strstr(hostile, "evil?]0;owned??[2J  estimate "));
                 setlocale(LC_ALL, "C");
         }
 

@@ -67,6 +67,30 @@ START_TEST(test_sanitize) {
         _cleanup_free_ char *e = ctl_sanitize(NULL);
         ck_assert_str_eq(e, "");
         ck_assert_uint_eq(ctl_display_width("gäst-€"), 6);
+
+        /* The invisible characters that reorder or hide text: U+202E would show "evil" + "exe.jpg"
+         * for this name, and turn the rest of the line around with it. */
+        _cleanup_free_ char *f = ctl_sanitize("evil\u202Egpj.exe");
+        ck_assert_str_eq(f, "evil?gpj.exe");
+        static const struct {
+                const char *in, *out;
+        } invisible[] = {
+                { "a\u061Cb", "a?b" },                                 /* ARABIC LETTER MARK */
+                { "a\u180Eb", "a?b" },                                 /* MONGOLIAN VOWEL SEPARATOR */
+                { "\u200Ba\u200Cb\u200Dc\u200Ed\u200F", "?a?b?c?d?" }, /* zero width; LRM, RLM */
+                { "\u202Aa\u202Bb\u202Cc\u202Dd", "?a?b?c?d" },        /* embeddings, PDF, LRO */
+                { "a\u2060b\u2064c", "a?b?c" },                        /* WORD JOINER .. INVISIBLE PLUS */
+                { "\u2066a\u2067b\u2068c\u2069", "?a?b?c?" },          /* the isolates, PDI */
+                { "a\u206Ab\u206Fc", "a?b?c" },                        /* deprecated format controls */
+                { "\uFEFFweb1", "?web1" },                             /* BOM / ZERO WIDTH NO-BREAK SPACE */
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(invisible); i++) {
+                _cleanup_free_ char *clean = ctl_sanitize(invisible[i].in);
+                ck_assert_str_eq(clean, invisible[i].out);
+        }
+        /* Their neighbours are ordinary text: NBSP, the hyphens, the ellipsis, the narrow NBSP. */
+        _cleanup_free_ char *g = ctl_sanitize("a\u00A0b\u2010c\u2026d\u202Fe\u2070");
+        ck_assert_str_eq(g, "a\u00A0b\u2010c\u2026d\u202Fe\u2070");
 }
 END_TEST
 
@@ -646,7 +670,7 @@ END_TEST
 
 START_TEST(test_estimate_event) {
         char *buf = NULL, *buf2;
-        size_t size = 0;
+        size_t size = 0, column = 0;
         FILE *f;
         CtlEstimateEvent e = {
                 .usec = 1700000000ULL * 1000000,
@@ -659,11 +683,11 @@ START_TEST(test_estimate_event) {
         };
 
         capture_begin(&f, &size, &buf);
-        ck_assert_int_eq(ctl_print_estimate_event(f, &e), 0);
+        ck_assert_int_eq(ctl_print_estimate_event(f, &e, &column), 0);
         e.name = "web1";
         e.lower = e.upper = e.target = CTL_UNKNOWN;
         e.state = NULL;
-        ck_assert_int_eq(ctl_print_estimate_event(f, &e), 0);
+        ck_assert_int_eq(ctl_print_estimate_event(f, &e, &column), 0);
         capture_end(f, buf);
         ck_assert_ptr_null(strchr(buf, '\x1b'));
         _cleanup_free_ char *l0 = nth_line(buf, 0), *l1 = nth_line(buf, 1), *l2 = nth_line(buf, 2);
@@ -676,7 +700,7 @@ START_TEST(test_estimate_event) {
         buf2 = NULL;
         e.upper = 2 * GIB;
         capture_begin(&f, &size, &buf2);
-        ck_assert_int_eq(ctl_print_estimate_event(f, &e), 0);
+        ck_assert_int_eq(ctl_print_estimate_event(f, &e, &column), 0);
         capture_end(f, buf2);
         ck_assert_ptr_nonnull(strstr(buf2, "estimate 1.2 GiB (- .. 2 GiB)  target -\n"));
         free(buf2);
@@ -701,6 +725,70 @@ START_TEST(test_estimate_event) {
 }
 END_TEST
 
+START_TEST(test_estimate_event_name_column) {
+        /* Longer than the 16 columns monitor once padded every name to, a wide one, a hostile one. */
+        static const char *const names[] = { "web1", "db-primary-eu-west-1a.example", "gäst-東京-東京-東京-東京",
+                                             "evil\x1b]0;owned\x07\u202Eexe" };
+        CtlGuest guests[ARRAY_SIZE(names)];
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+                guest_fill(&guests[i], names[i], "hold", 2 * GIB);
+        size_t column = ctl_guest_name_width(guests, ARRAY_SIZE(guests));
+        ck_assert_uint_eq(column, strlen("db-primary-eu-west-1a.example"));
+        ck_assert_uint_eq(ctl_guest_name_width(guests, 1), 4);
+        ck_assert_uint_eq(ctl_guest_name_width(NULL, 0), 0);
+
+        capture_begin(&f, &size, &buf);
+        for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+                CtlEstimateEvent e = {
+                        .usec = 1700000000ULL * 1000000,
+                        .name = names[i],
+                        .estimate = 1200 * MIB,
+                        .lower = CTL_UNKNOWN,
+                        .upper = 1536 * MIB,
+                        .target = 1536 * MIB,
+                        .state = "probe",
+                };
+                ck_assert_int_eq(ctl_print_estimate_event(f, &e, &column), 0);
+        }
+        /* A guest that came after monitor started, wider than them all: its line starts a wider
+         * column, which the lines after it keep. */
+        CtlEstimateEvent late = {
+                .usec = 1700000000ULL * 1000000,
+                .name = "a-guest-that-came-later-with-a-long-name",
+                .estimate = GIB,
+                .lower = CTL_UNKNOWN,
+                .upper = CTL_UNKNOWN,
+                .target = CTL_UNKNOWN,
+        };
+        ck_assert_int_eq(ctl_print_estimate_event(f, &late, &column), 0);
+        ck_assert_uint_eq(column, strlen(late.name));
+        late.name = "web1";
+        ck_assert_int_eq(ctl_print_estimate_event(f, &late, &column), 0);
+        ck_assert_uint_eq(column, strlen("a-guest-that-came-later-with-a-long-name"));
+        capture_end(f, buf);
+
+        _cleanup_free_ char *l0 = nth_line(buf, 0), *l1 = nth_line(buf, 1), *l2 = nth_line(buf, 2),
+                            *l3 = nth_line(buf, 3), *l4 = nth_line(buf, 4), *l5 = nth_line(buf, 5);
+        /* What follows the names starts in one column, two blanks after the widest name. */
+        size_t at = column_of(l1, "estimate");
+        ck_assert_uint_eq(at, column_of(l1, "db-primary") + strlen("db-primary-eu-west-1a.example") + 2);
+        ck_assert_uint_eq(column_of(l0, "estimate"), at);
+        ck_assert_uint_eq(column_of(l2, "estimate"), at);
+        ck_assert_uint_eq(column_of(l3, "estimate"), at);
+        ck_assert_ptr_nonnull(strstr(l3, "evil?]0;owned??exe")); /* sanitised, then padded */
+        ck_assert_uint_eq(column_of(l5, "estimate"), column_of(l4, "estimate"));
+        ck_assert_uint_gt(column_of(l4, "estimate"), at);
+        ck_assert_ptr_nonnull(strstr(l4, "long-name  estimate 1 GiB  target -"));
+        free(buf);
+        for (size_t i = 0; i < ARRAY_SIZE(guests); i++)
+                ctl_guest_done(&guests[i]);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("ctl-format");
         TCase *tc = tcase_create("format");
@@ -721,6 +809,7 @@ int main(void) {
         tcase_add_test(tc, test_colors);
         tcase_add_test(tc, test_terminal_detection);
         tcase_add_test(tc, test_estimate_event);
+        tcase_add_test(tc, test_estimate_event_name_column);
         suite_add_tcase(s, tc);
         return check_run_suite(s);
 }
