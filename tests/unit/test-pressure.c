@@ -108,6 +108,8 @@ END_TEST
 
 /* One agent-tier interval of a guest reading back 600 pages/s (500 of them activated), with
  * `scan` pages/s scanned and `swapout` pushed to swap. */
+static double swapins_beside; /* pages/s swapped in beside the file refaults */
+
 static void observe_reading_back_after(double scan, double swapout, const RsObservation *prev, RsObservation *ret) {
         RsSample s;
         RsRates r = { .event = RS_RATE_NONE, .interval_sec = 1 };
@@ -123,6 +125,7 @@ static void observe_reading_back_after(double scan, double swapout, const RsObse
         r.per_sec[RS_COUNTER_PGSCAN_KSWAPD] = scan;
         r.known[RS_COUNTER_PSWPIN] = r.known[RS_COUNTER_PSWPOUT] = true;
         r.per_sec[RS_COUNTER_PSWPOUT] = swapout;
+        r.per_sec[RS_COUNTER_PSWPIN] = swapins_beside;
         rs_observe(&s, &r, prev, &b, &p, ret);
 }
 
@@ -154,6 +157,10 @@ START_TEST(test_refaults_into_free_memory_are_refilling) {
         ck_assert(o.refilling && o.refilling_proven);
         observe_reading_back_after(3500, 250, &before, &o); /* the burst swapped some out */
         ck_assert(o.refilling && o.refilling_proven);
+        swapins_beside = 200; /* ... but anonymous pages come back as others go: short */
+        observe_reading_back_after(3500, 250, &before, &o);
+        swapins_beside = 0;
+        ck_assert(!o.refilling);
         observe_reading_back(3500, 0, &o);
         ck_assert(!o.refilling);
 
