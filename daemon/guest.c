@@ -721,14 +721,16 @@ static uint64_t cycle_decide(Guest *g, uint64_t now) {
         RsState before = rs_guest_state(g->core);
         rs_guest_feed(g->core, &g->sample, now);
         rs_guest_decide(g->core, now, &d);
-        /* What the decision was made on, for whoever asks why (log-level = debug). */
+        /* What the decision was made on, for whoever asks why (log-level = debug; formatted
+         * only then: this runs for every guest every interval). */
         const RsObservation *o = rs_guest_observation(g->core);
-        log_guest_debug(g, "sample at %s: %s (%s); refaults %.0f/s useful %.0f/s (threshold %.0f), scan %.0f/s, "
-                        "PSI %.1f %%, free %s%s%s",
-                        fmt_size(b1, sizeof(b1), o->size), rs_verdict_to_string(o->verdict), o->why, o->raw_refault,
-                        o->useful, o->threshold, o->scan, o->psi_some,
-                        fmt_size(b2, sizeof(b2), g->sample.level[RS_LEVEL_FREE]), o->refilling ? ", refilling" : "",
-                        o->inflating ? ", balloon inflating" : "");
+        if (log_get_max_level() >= LOG_DEBUG)
+                log_guest_debug(g, "sample at %s: %s (%s); refaults %.0f/s useful %.0f/s (threshold %.0f), scan %.0f/s, "
+                                "PSI %.1f %%, free %s%s%s",
+                                fmt_size(b1, sizeof(b1), o->size), rs_verdict_to_string(o->verdict), o->why,
+                                o->raw_refault, o->useful, o->threshold, o->scan, o->psi_some,
+                                fmt_size(b2, sizeof(b2), g->sample.level[RS_LEVEL_FREE]),
+                                o->refilling ? ", refilling" : "", o->inflating ? ", balloon inflating" : "");
         g->decision = d;
         g->have_decision = true;
         g->want = d.target;

@@ -47,22 +47,34 @@ static void quiet_baseline(RsBaseline *b) {
         ck_assert_double_eq_tol(b->host_reads, 10, 1e-9);
 }
 
-/* One agent-tier interval: activations and PSI some (percent), against a baseline of
- * 5 activations/s at 1 % PSI. */
-static void observe_agent_after(double activations, double psi, const RsObservation *prev, RsObservation *ret) {
+/* An agent-tier interval's rates: file refaults and activations, pages/s. */
+static void agent_rates(RsRates *r, double interval_sec, double refaults, double activations) {
+        *r = (RsRates) { .event = RS_RATE_NONE, .interval_sec = interval_sec };
+        r->known[RS_COUNTER_REFAULT_FILE] = r->known[RS_COUNTER_ACTIVATE_FILE] = true;
+        r->per_sec[RS_COUNTER_REFAULT_FILE] = refaults;
+        r->per_sec[RS_COUNTER_ACTIVATE_FILE] = activations;
+}
+
+/* Judges the rates of the 1 GiB guest of guest_levels() against baseline b. */
+static void observe_rates(const RsRates *r, const RsBaseline *b, const RsObservation *prev, RsObservation *ret) {
         RsSample s;
-        RsRates r = { .event = RS_RATE_NONE, .interval_sec = 10 };
         RsPolicy p;
-        RsBaseline b = { .known = true, .useful = 5, .psi_some = 1, .n = 3 };
 
         rs_policy_init(&p);
         guest_levels(&s);
-        r.known[RS_COUNTER_REFAULT_FILE] = r.known[RS_COUNTER_ACTIVATE_FILE] = true;
-        r.per_sec[RS_COUNTER_REFAULT_FILE] = 20000; /* a stream: refaults galore */
-        r.per_sec[RS_COUNTER_ACTIVATE_FILE] = activations;
+        rs_observe(&s, r, prev, b, &p, ret);
+}
+
+/* One agent-tier interval: activations and PSI some (percent), against a baseline of
+ * 5 activations/s at 1 % PSI. */
+static void observe_agent_after(double activations, double psi, const RsObservation *prev, RsObservation *ret) {
+        RsRates r;
+        RsBaseline b = { .known = true, .useful = 5, .psi_some = 1, .n = 3 };
+
+        agent_rates(&r, 10, 20000, activations); /* a stream: refaults galore */
         r.known[RS_COUNTER_PSI_SOME_TOTAL] = true;
         r.per_sec[RS_COUNTER_PSI_SOME_TOTAL] = psi * 1e4; /* us stalled per s */
-        rs_observe(&s, &r, prev, &b, &p, ret);
+        observe_rates(&r, &b, prev, ret);
 }
 
 static void observe_agent(double activations, double psi, RsObservation *ret) {
@@ -107,30 +119,23 @@ START_TEST(test_psi_of_the_balloons_own_inflation) {
 END_TEST
 
 /* One agent-tier interval of a guest reading back 600 pages/s (500 of them activated), with
- * `scan` pages/s scanned and `swapout` pushed to swap. */
-static double swapins_beside; /* pages/s swapped in beside the file refaults */
-
-static void observe_reading_back_after(double scan, double swapout, const RsObservation *prev, RsObservation *ret) {
-        RsSample s;
-        RsRates r = { .event = RS_RATE_NONE, .interval_sec = 1 };
-        RsPolicy p;
+ * `scan` pages/s scanned, `swapout` pushed to swap and `swapin` swapped in. */
+static void observe_reading_back_after(double scan, double swapout, double swapin, const RsObservation *prev,
+                                       RsObservation *ret) {
+        RsRates r;
         RsBaseline b = { .known = true, .useful = 5, .scan = 20, .psi_some = 1, .n = 3 };
 
-        rs_policy_init(&p);
-        guest_levels(&s);
-        r.known[RS_COUNTER_REFAULT_FILE] = r.known[RS_COUNTER_ACTIVATE_FILE] = true;
-        r.per_sec[RS_COUNTER_REFAULT_FILE] = 600;
-        r.per_sec[RS_COUNTER_ACTIVATE_FILE] = 500;
+        agent_rates(&r, 1, 600, 500);
         r.known[RS_COUNTER_PGSCAN_KSWAPD] = r.known[RS_COUNTER_PGSCAN_DIRECT] = true;
         r.per_sec[RS_COUNTER_PGSCAN_KSWAPD] = scan;
         r.known[RS_COUNTER_PSWPIN] = r.known[RS_COUNTER_PSWPOUT] = true;
         r.per_sec[RS_COUNTER_PSWPOUT] = swapout;
-        r.per_sec[RS_COUNTER_PSWPIN] = swapins_beside;
-        rs_observe(&s, &r, prev, &b, &p, ret);
+        r.per_sec[RS_COUNTER_PSWPIN] = swapin;
+        observe_rates(&r, &b, prev, ret);
 }
 
 static void observe_reading_back(double scan, double swapout, RsObservation *ret) {
-        observe_reading_back_after(scan, swapout, NULL, ret);
+        observe_reading_back_after(scan, swapout, 0, NULL, ret);
 }
 
 /* Refaults with next to nothing reclaimed for them come back into free memory: the guest is
@@ -153,13 +158,11 @@ START_TEST(test_refaults_into_free_memory_are_refilling) {
         RsObservation before;
         observe_reading_back(0, 0, &before);
         before.size += 2 * MIB;
-        observe_reading_back_after(3500, 0, &before, &o);
+        observe_reading_back_after(3500, 0, 0, &before, &o);
         ck_assert(o.refilling && o.refilling_proven);
-        observe_reading_back_after(3500, 250, &before, &o); /* the burst swapped some out */
+        observe_reading_back_after(3500, 250, 0, &before, &o); /* the burst swapped some out */
         ck_assert(o.refilling && o.refilling_proven);
-        swapins_beside = 200; /* ... but anonymous pages come back as others go: short */
-        observe_reading_back_after(3500, 250, &before, &o);
-        swapins_beside = 0;
+        observe_reading_back_after(3500, 250, 200, &before, &o); /* ... but some come back: short */
         ck_assert(!o.refilling);
         observe_reading_back(3500, 0, &o);
         ck_assert(!o.refilling);
