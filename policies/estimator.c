@@ -398,9 +398,9 @@ static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
         rs_baseline_track(&g->baseline, o);
 
         /* A re-probe just above the estimate it re-checks (rs_probe_check_point()), and the guest tight
-         * there (available memory nearly gone, or refaults or PSI rising under the threshold;
-         * not reclaim or swap-out alone, which a guest whose slack is page cache shows at every
-         * step): the knee is still right below, as it was. The estimate is confirmed
+         * there (available memory nearly gone, refaults or PSI rising under the threshold, or
+         * pages pushed to swap: reclaim has reached anonymous memory; not reclaim alone, which a
+         * guest whose slack is page cache shows at every step): the knee is still right below, as it was. The estimate is confirmed
          * without going near it: a step below a working set the workload sweeps costs it every
          * page of the sweep, not just the step (LRU misses all of a loop larger than memory): a
          * real guest re-probed onto its knee paid 1-2 s of workload time for a 2 MiB crossing,
@@ -409,7 +409,7 @@ static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
          * whose knee is known less closely than a fine step (after the first cycle), is probed
          * further, with fine steps. */
         if (g->reprobe && rs_known(g->reprobe_from) && g->size <= rs_probe_check_point(g) + FINE_MIN &&
-            (o->available_low || o->rising) && rs_probe_bracket_closed(g, g->reprobe_from)) {
+            (o->available_low || o->rising || o->swapping_out) && rs_probe_bracket_closed(g, g->reprobe_from)) {
                 uint64_t at = g->size;
                 g->est.upper = g->reprobe_from;
                 finish_cycle(g, now);

@@ -337,11 +337,12 @@ void rs_observe(const RsSample *s,
                 bool refaults_rising = o.useful > 0 &&
                                        o.useful > base_useful + SUBTHRESHOLD_SHARE * (o.threshold - base_useful);
                 o.rising = psi_rising || refaults_rising;
+                o.swapping_out = swapout > 2 * base_swapout + SWAPOUT_ABS_MIN;
                 if (refaults_rising)
                         o.leading_why = "refaults rising";
                 else if (psi_rising)
                         o.leading_why = "memory PSI rising";
-                else if (swapout > 2 * base_swapout + SWAPOUT_ABS_MIN)
+                else if (o.swapping_out)
                         o.leading_why = "pages pushed to swap";
                 else if (o.scanning)
                         o.leading_why = "reclaim running";

@@ -95,6 +95,8 @@ struct RsObservation {
                               * then takes fine steps (estimator.c) */
         bool rising;         /* of the leading signs, the ones that say hot pages come back:
                               * useful refaults rising under the threshold, or PSI some up */
+        bool swapping_out;   /* pages pushed to swap above the baseline: reclaim has reached
+                              * anonymous memory, which a guest with page-cache slack keeps */
         const char *leading_why; /* the first leading sign, a static string, or NULL */
         bool storm_by_rate;  /* the storm verdict came from the refault rate alone (the estimator
                               * scales that threshold to the working set's size) */

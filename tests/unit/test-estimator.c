@@ -1081,6 +1081,55 @@ START_TEST(test_reprobe_starts_at_estimate_with_fine_steps) {
 }
 END_TEST
 
+/* A re-probe of a guest whose slack is page cache (plenty available at its check point): pages
+ * pushed to swap there say reclaim has reached its anonymous set, and confirm the estimate
+ * without going nearer (CI's anonymous guest under a CPU hog went on past that and swapped
+ * 6,854 pages back in); reclaim running alone, which such a guest shows at every step, does not. */
+START_TEST(test_reprobe_check_point_tight_on_swap_out_not_on_reclaim) {
+        for (int swap = 0; swap <= 1; swap++) {
+                Fake f;
+                RsGuest *g = learned_guest(&f);
+                f.swap_out_known = true;
+                f.scans_known = true;
+                ReprobeLog log = { .small_steps = true };
+                run_knee(g, &f, KNEE, 60, &log);
+                ck_assert_int_eq(rs_guest_state(g), RS_STATE_HOLD);
+                uint64_t est = rs_guest_estimate(g)->estimate;
+                uint64_t check = est + MAX(4 * MIB, 2 * (est / 100));
+
+                /* held with 200 MiB of page cache above the set, until the re-probe's target
+                 * reaches the check point */
+                bool at_check = false;
+                for (int i = 0; i < 400 && !at_check; i++) {
+                        step(g, &f, 1, f.actual - KNEE + 200 * MIB);
+                        at_check = rs_guest_state(g) == RS_STATE_PROBE && f.target <= check;
+                }
+                ck_assert(at_check);
+                ck_assert_uint_gt(f.target, est);
+
+                if (swap)
+                        f.swapout += 10 * 1000 * 4096; /* 1,000 pages/s out */
+                else
+                        f.scan_rate = 5000;
+                uint64_t at = f.actual;
+                step(g, &f, 1, f.actual - KNEE + 200 * MIB);
+                RsDecision d;
+                rs_guest_decide(g, f.now, &d);
+                if (swap) {
+                        ck_assert_msg(d.state == RS_STATE_BACKOFF, "%s", d.reason); /* back to its hold size */
+                        ck_assert_ptr_nonnull(strstr(d.reason, "pages pushed to swap"));
+                        ck_assert_uint_eq(rs_guest_estimate(g)->estimate, est);
+                        ck_assert_uint_gt(d.target, check);
+                } else {
+                        ck_assert_int_eq(d.state, RS_STATE_PROBE);
+                        ck_assert_ptr_null(strstr(d.reason, "tight"));
+                        ck_assert_msg(d.target < at, "%s", d.reason);
+                }
+                rs_guest_free(g);
+        }
+}
+END_TEST
+
 START_TEST(test_hold_doubles_while_estimate_confirmed) {
         Fake f;
         RsGuest *g = learned_guest(&f);
@@ -1180,6 +1229,7 @@ int main(void) {
         tcase_add_test(tc, test_learn_then_probe_shrinks);
         tcase_add_test(tc, test_first_refault_below_clean_backs_off_at_once);
         tcase_add_test(tc, test_reprobe_starts_at_estimate_with_fine_steps);
+        tcase_add_test(tc, test_reprobe_check_point_tight_on_swap_out_not_on_reclaim);
         tcase_add_test(tc, test_hold_doubles_while_estimate_confirmed);
         tcase_add_test(tc, test_hold_resets_when_available_rises);
         tcase_add_test(tc, test_storm_rate_scales_with_the_set);
