@@ -3,8 +3,8 @@
 # common/, qmp/, policies/, daemon/, daemon/libvirt/ and ctl/ local.mk.) Every test links
 # tests/lib/libtest.a and the tree's libraries (tests/lib/local.mk): one line each here.
 
-# The simulated-guest tests first, side by side (contrib/timed-test: they share the machine,
-# two at a time under make -j2), then the ones that need the machine to themselves.
+# The simulated-guest tests first, side by side (tests/integration/shares-machine: they share
+# the machine, two at a time under make -j2), then the ones that need the machine to themselves.
 integration_tests = \
 	tests/integration/test-daemon-dbus \
 	tests/integration/test-daemon-faults \
@@ -22,6 +22,7 @@ integration_tests = \
 	tests/integration/test-daemon-qemu-kill
 check_PROGRAMS += $(integration_tests)
 INTEGRATION_TESTS += $(integration_tests)
+EXTRA_DIST += tests/integration/shares-machine
 
 # The tests that run rightsized, rightsizectl or tests/sim/fake-qemu need no rule for them:
 # `make check` builds every program (and check program) before it runs a test.
