@@ -21,6 +21,7 @@ GOAL_MEDIAN = 1.05         # pass time managed / twin, median, workloads 1-5
 GOAL_MEAN = 1.25           # and mean
 GOAL_AMORTIZED = 0.01      # cost per re-probe cycle / the shipped hold-time, workloads 1-5
 GOAL_RETURNED = 0.90       # memory returned / (1024 - the oracle's working set)
+PRESET_MARGIN = 0.10       # the balanced preset's margin (etc/policies/balanced.conf), which every part keeps
 GOAL_SLOWDOWN = 0.02       # workload 8's worst pass-time ratio against no rightsizing
 CONVERGED = 0.10
 CYCLE_AFTER_S = 60         # a probe cycle's cost window lasts at most this long after it reaches hold
@@ -200,7 +201,7 @@ Reproduce: {repro(a)}; the guest command line of each oracle run is in `{a.name}
 # ---- workloads 1-7 ------------------------------------------------------------------------
 
 # Parts that run a workload under another policy: part name -> (workload, policy).
-VARIANTS = {"shipped": ("anon", "shipped")}
+VARIANTS = {"shipped": ("anon", "shipped"), "shipped-file": ("file", "shipped")}
 
 
 def first_stable(samples, key, t_from, t_to, pred):
@@ -483,7 +484,8 @@ def workload_main(name, argv):
     wl = variant[0] if variant else name
     shipped = bool(variant and variant[1] == "shipped")
     w = bl.WORKLOADS[wl]
-    title = (f"1, shipped preset. {w['title'].split('. ', 1)[1]}, the balanced preset as shipped "
+    number, what = w["title"].split(". ", 1)
+    title = (f"{number}, shipped preset. {what}, the balanced preset as shipped "
              f"({bl.SHIPPED_POLL_S} s interval, {bl.SHIPPED_HOLD_S // 60} min hold)" if shipped else w["title"])
     poll_s = bl.SHIPPED_POLL_S if shipped else bl.BENCH_POLL_S
     hold_s = bl.SHIPPED_HOLD_S if shipped else bl.BENCH_HOLD_S
@@ -572,6 +574,10 @@ def workload_main(name, argv):
     reclaimable = GUEST_MIB - phases[-1]["oracle"]
     returned = GUEST_MIB - final_target if final_target else None
     returned_share = returned / reclaimable if returned is not None and reclaimable > 0 else None
+    # What a hold at exactly the oracle's set plus the preset's margin returns: the most the
+    # margin lets any estimate give back (under the returned goal for a set above ~500 MiB).
+    ceiling = GUEST_MIB - phases[-1]["oracle"] * (1 + PRESET_MARGIN)
+    returned_ceiling = ceiling / reclaimable if reclaimable > 0 else None
 
     error_goal = wl in ERROR_GOAL_WORKLOADS
     slow_goal = wl in SLOW_GOAL_WORKLOADS
@@ -585,7 +591,7 @@ def workload_main(name, argv):
         "oom": r["oom"]["rightsize"] == 0,
     }
     summary = {
-        "label": title.split(" (")[0] if not shipped else "1. Steady anonymous set, preset as shipped",
+        "label": title.split(" (")[0] if not shipped else f"{number}. {what.split(' (')[0]}, preset as shipped",
         "oracle": [p["oracle"] for p in phases], "estimate": [p["estimate"] for p in phases],
         "error": errors, "cycles": len(cycles) if cycles is not None else None,
         "extra_s": amort and amort["extra_s"], "refaults": amort and amort["refaults"],
@@ -594,7 +600,8 @@ def workload_main(name, argv):
         "interval_factor": interval_factor,
         "median": None if idle else med_ratio, "mean": None if idle else ratio,
         "gain_end": gain_end, "gain_30": gain_30, "returned": returned, "reclaimable": reclaimable,
-        "returned_share": returned_share, "oom": r["oom"]["rightsize"], "checks": checks,
+        "returned_share": returned_share, "returned_ceiling": returned_ceiling,
+        "oom": r["oom"]["rightsize"], "checks": checks,
     }
     result = {**r, "workload": wl, "part": a.name, "title": title,
               "oracles": {k: v["ws_mib"] for k, v in oracles.items()},
@@ -654,7 +661,8 @@ def workload_main(name, argv):
                   "twin RSS at end", "host's real gain at the end; mean of the last 30 s",
                   f"pass time managed / twin: median (≤ {GOAL_MEDIAN}); mean (≤ {GOAL_MEAN})",
                   "extra major faults", "extra refaults", "extra swap-ins", "OOM kills (goal 0)"],
-                 [[f"{fmt(returned)} MiB = {pc(returned_share, 0)} of {reclaimable} MiB{mark('returned')}",
+                 [[f"{fmt(returned)} MiB = {pc(returned_share, 0)} of {reclaimable} MiB{mark('returned')} (a hold "
+                   f"at the oracle + the {pc(PRESET_MARGIN, 0)} margin: {pc(returned_ceiling, 0)})",
                    f"{fmt(mib(rss0['rightsize']))} → {fmt(mib(rss1['rightsize']))} MiB "
                    f"({fmt(mib((rss1['rightsize'] or 0) - (rss0['rightsize'] or 0)), '{:+.0f}')})",
                    f"{fmt(mib(rss1['twin']))} MiB",

@@ -34,4 +34,4 @@ EXTRA_DIST += tests/bench/run-all tests/bench/smoke tests/bench/benchlib.py test
 	tests/bench/bench-oracle tests/bench/bench-anon tests/bench/bench-file tests/bench/bench-mixed \
 	tests/bench/bench-grow tests/bench/bench-shrink tests/bench/bench-stream tests/bench/bench-idle \
 	tests/bench/bench-shipped tests/bench/bench-multi tests/bench/bench-reclaim tests/bench/bench-lrugen tests/bench/bench-scale \
-	tests/bench/bench-pgbench
+	tests/bench/bench-pgbench tests/bench/bench-calibrate tests/bench/bench-shipped-file
