@@ -282,6 +282,18 @@ def cycle_costs(r, samples, oracle_at):
     growth minus the twin's; the lowest balloon size in the window against the oracle."""
     t_end = samples[-1]["t"] if samples else 0
     cycles = probe_cycles(samples, t_end)
+    # A phased workload's set jumps once: the first cycle that starts after the jump finds the new
+    # set (growth, or a set that shrank), and the cycle whose window the jump fell in carries the
+    # change's first seconds at the old size: the reaction to a change, paid once per change, not
+    # the cost of re-checking a known set on a timer.
+    jump = r.get("jump")
+    if jump is not None:
+        for c in cycles:
+            if c["start"] <= jump <= c["window_end"]:
+                c["after_jump"] = True
+        reaction = next((c for c in cycles if c["start"] > jump), None)
+        if reaction is not None:
+            reaction["after_jump"] = True
     mp, tp = r["passes"]["managed"], r["passes"]["twin"]
     mv, tv = r["vmstat"]["managed"], r["vmstat"]["twin"]
     twin_all = [ms for _, ms in tp]
@@ -341,10 +353,11 @@ def amortize(cycles, interval_factor, hold_s=bl.SHIPPED_HOLD_S):
     run); the time a cycle spends below the working set scales with it, so cost x factor is an
     upper bound of the cost at the shipped interval."""
     usable = [c for c in cycles if c.get("extra_s") is not None]
-    chosen = [c for c in usable[1:] if c["complete"]]
+    reprobes = [c for c in usable[1:] if not c.get("after_jump")]
+    chosen = [c for c in reprobes if c["complete"]]
     basis = "re-probe"
-    if not chosen and usable[1:]:
-        chosen, basis = usable[1:], "re-probe (window cut by the end of the run)"
+    if not chosen and reprobes:
+        chosen, basis = reprobes, "re-probe (window cut by the end of the run)"
     if not chosen and usable:
         chosen, basis = usable[:1], "first descent (no re-probe in this run)"
     if not chosen:
@@ -704,7 +717,9 @@ def cost_markdown(cycles, amort, interval_factor, poll_s, shipped):
           f"serial consoles, timestamped on the host when they arrive). Refaults (`workingset_refault_anon` + "
           f"`_file`) and swap-ins (`pswpin`) are the managed guest's growth over the window minus the twin's, "
           f"from the vmstat line the workload prints after every pass. Lowest: the smallest balloon size in the "
-          f"window, and how far below the oracle's working set it went.\n"]
+          f"window, and how far below the oracle's working set it went. In a phased workload the cycle the jump "
+          f"falls in and the one that finds the new set after it are the reaction to the change, shown but not "
+          f"amortized: that is paid once per change, not once per hold-time.\n"]
     if cycles is None:
         md.append("\nNot recorded: this part's JSON predates the per-pass record (rerun the part).\n")
         return md
@@ -713,7 +728,8 @@ def cost_markdown(cycles, amort, interval_factor, poll_s, shipped):
         return md
     rows = []
     for c in cycles:
-        rows.append([c["n"], "first descent" if c["n"] == 1 else "re-probe",
+        kind = "first descent" if c["n"] == 1 else "the jump: old set to new" if c.get("after_jump") else "re-probe"
+        rows.append([c["n"], kind,
                      f"{c['start']:.0f} → {fmt(c['end'], '{:.0f}', 'no hold')}",
                      f"{c['window_end'] - c['start']:.0f}" + ("" if c["complete"] else " (cut by the end of the run)"),
                      f"{c['managed_passes']} / {c['twin_passes']}",
