@@ -77,8 +77,9 @@ static uint64_t now_monotonic(LibvirtGuests *lg) {
  * balloon leaves of the boot memory plus the plugged virtio-mem memory; that is libvirt's
  * current memory (balloon.current, `virsh dominfo`). QEMU's balloon, and so
  * virDomainSetMemoryFlags, only covers the boot memory (measured with QEMU 7.2 and libvirt 9.0:
- * with 256 MiB plugged, `setmem 700M` leaves 956 MiB), as for plain QEMU guests: guest.c
- * takes what virtio-mem was asked for away from a total before it reaches set_balloon. */
+ * with 256 MiB plugged, `setmem 700M` leaves 956 MiB), as for plain QEMU guests:
+ * guest-actuate.c takes what virtio-mem was asked for away from a total before it reaches
+ * set_balloon. */
 
 /* Actuation runs on the backend's worker: 0 means queued, and the guest records the new target
  * at once (as for a QMP command in flight). A failure comes back later and puts back what the
@@ -104,7 +105,7 @@ static int driver_set_balloon(Guest *g, uint64_t balloon_bytes, void *userdata) 
         r = libvirt_backend_set_balloon_async(d->owner->backend, d->uuid, balloon_bytes, on_balloon_done, d->owner);
         if (r >= 0 && !d->balloon_queued) {
                 d->balloon_queued = true;
-                d->balloon_prev = g->balloon_target;
+                d->balloon_prev = guest_balloon_target(g);
         }
         return r;
 }
@@ -124,20 +125,21 @@ static int driver_set_virtio_mem(Guest *g, uint64_t requested, uint64_t *ret_req
         uint64_t aligned;
         int r;
 
+        const char *vmem_id = guest_vmem_id(g);
         if (owner_stopping(d->owner))
-                r = libvirt_backend_set_virtio_mem(d->owner->backend, d->uuid, g->vmem_id, requested, &aligned);
+                r = libvirt_backend_set_virtio_mem(d->owner->backend, d->uuid, vmem_id, requested, &aligned);
         else {
-                r = libvirt_backend_set_virtio_mem_async(d->owner->backend, d->uuid, g->vmem_id, requested, &aligned,
+                r = libvirt_backend_set_virtio_mem_async(d->owner->backend, d->uuid, vmem_id, requested, &aligned,
                                                          on_vmem_done, d->owner);
                 if (r >= 0 && !d->vmem_queued) {
                         d->vmem_queued = true;
-                        d->vmem_prev = g->vmem_requested;
+                        d->vmem_prev = guest_vmem_requested(g);
                 }
         }
         if (r < 0)
                 return r;
         *ret_requested = aligned;
-        log_guest_debug(g, "virtio-mem %s requested %" PRIu64 " MiB", g->vmem_id,
+        log_guest_debug(g, "virtio-mem %s requested %" PRIu64 " MiB", vmem_id,
                         aligned / MIB);
         return 0;
 }
@@ -157,7 +159,7 @@ static int driver_add_dimm(Guest *g, uint64_t bytes, void *userdata) {
         log_guest_info(g, "Hot-plugging DIMM of %s", format_size(b, sizeof(b), bytes));
         /* libvirt puts memory devices in a NUMA cell, and wants one for hotplug at all. */
         return libvirt_backend_attach_dimm_async(d->owner->backend, d->uuid, bytes, info && info->numa ? 0 : -1,
-                                                 g->policy.allow_dimm, on_dimm_done, d->owner);
+                                                 guest_policy(g)->allow_dimm, on_dimm_done, d->owner);
 }
 
 static const GuestDriver libvirt_driver = {
@@ -206,7 +208,7 @@ static void domain_attach(LibvirtGuests *lg, Domain *d, const LibvirtDomainInfo 
                 /* The balloon's ceiling counts the DIMMs; the boot memory does not. */
                 .base_memory = info->maximum > info->dimm_bytes ? info->maximum - info->dimm_bytes : info->maximum,
                 /* The total: the balloon's part plus what virtio-mem has plugged. */
-                .actual = g->actual ?: info->actual + (qmp_value_is_known(info->virtio_mem_current) ?
+                .actual = guest_actual(g) ?: info->actual + (qmp_value_is_known(info->virtio_mem_current) ?
                                                                info->virtio_mem_current : 0),
                 .vmem_id = info->virtio_mem_alias,
                 .vmem_size = qmp_value_is_known(info->virtio_mem_current) ? info->virtio_mem_current : 0,
@@ -280,7 +282,7 @@ static void on_domain_added(LibvirtBackend *b _unused_, const LibvirtDomainInfo 
                 if (guest_set_policy(d->guest, &policy) < 0)
                         log_named_guest_warning(info->name, guest_state_string(d->guest),
                                           "Policy %s not applicable, keeping %s", policy.name,
-                                          d->guest->policy.name);
+                                          guest_policy(d->guest)->name);
                 else
                         log_named_guest_info(info->name, guest_state_string(d->guest), "Policy now %s", policy.name);
         }
@@ -313,8 +315,9 @@ static void on_domain_removed(LibvirtBackend *b _unused_, const char *uuid, cons
 static void on_memory_device_changed(LibvirtBackend *b _unused_, const char *uuid, const char *alias, uint64_t size,
                                      void *userdata) {
         Domain *d = domain_find(userdata, uuid);
+        const char *vmem_id = d ? guest_vmem_id(d->guest) : NULL;
 
-        if (d && d->guest->vmem_id && strcmp(d->guest->vmem_id, alias) == 0)
+        if (vmem_id && strcmp(vmem_id, alias) == 0)
                 guest_set_vmem_size(d->guest, size);
 }
 
@@ -378,10 +381,11 @@ static int on_agent_deadline(sd_event_source *s _unused_, uint64_t usec _unused_
 
 static void domain_start_agent(LibvirtGuests *lg, Domain *d, uint64_t now) {
         Guest *g = d->guest;
+        const RsPolicy *p = guest_policy(g);
         virDomainPtr dom;
-        uint64_t timeout = CLAMP(g->policy.poll_interval_usec * 3 / 4, 500 * USEC_PER_MSEC, 10 * USEC_PER_SEC);
+        uint64_t timeout = CLAMP(p->poll_interval_usec * 3 / 4, 500 * USEC_PER_MSEC, 10 * USEC_PER_SEC);
 
-        if (!lg->agent || !g->policy.guest_agent || !d->agent_channel || d->job || !lg->worker)
+        if (!lg->agent || !p->guest_agent || !d->agent_channel || d->job || !lg->worker)
                 return;
         dom = libvirt_backend_get_domain_ptr(lg->backend, d->uuid);
         if (!dom || libvirt_agent_submit(lg->worker, dom, on_agent_done, d, &d->job) < 0)
@@ -430,8 +434,8 @@ static void add_monitor_stats(Domain *d, const LibvirtDomainStats *s, QmpGuestSt
 /* The domain's guest is still in the cycle the stats call was made for. */
 static bool domain_cycle_current(Domain *d) {
         Guest *g = d->guest;
-        return d->in_cycle && g->phase == GUEST_PHASE_RUNNING && g->cycle_pending > 0 &&
-               g->cycle_started == d->cycle_started;
+        /* d->cycle_started is never 0 while in_cycle: a guest without a cycle under way (0) fails. */
+        return d->in_cycle && guest_phase(g) == GUEST_PHASE_RUNNING && guest_cycle_started(g) == d->cycle_started;
 }
 
 static void domain_apply_stats(Domain *d, const LibvirtDomainStats *s) {
@@ -443,7 +447,7 @@ static void domain_apply_stats(Domain *d, const LibvirtDomainStats *s) {
                 guest_set_actual(g, stats->actual);
         guest_set_host_rss(g, qmp_value_is_known(stats->rss) ? stats->rss : UINT64_MAX);
         QmpGuestStats guest_stats = stats->guest;
-        if (g->policy.qemu_monitor && s->want_monitor)
+        if (guest_policy(g)->qemu_monitor && s->want_monitor)
                 add_monitor_stats(d, s, &guest_stats);
         guest_sample_add_stats(g, &guest_stats);
         /* A balloon in motion, read directly (balloon.current lags it by up to an interval, and
@@ -461,7 +465,9 @@ static void guests_answering_again(LibvirtGuests *lg) {
         for (size_t i = 0; i < lg->n_domains; i++) {
                 Domain *d = lg->domains[i];
                 const LibvirtDomainInfo *info = libvirt_backend_get_domain(lg->backend, d->uuid);
-                if (info && d->guest->phase == GUEST_PHASE_FAULTY && strstr(d->guest->fault, NOT_ANSWERING_FAULT))
+                const char *fault = guest_fault(d->guest);
+                if (info && guest_phase(d->guest) == GUEST_PHASE_FAULTY && fault &&
+                    strstr(fault, NOT_ANSWERING_FAULT))
                         domain_attach(lg, d, info);
         }
 }
@@ -514,7 +520,7 @@ static void stats_call_late(LibvirtGuests *lg) {
         snprintf(fault, sizeof(fault), NOT_ANSWERING_FAULT " %u s", lg->busy_ticks);
         for (size_t i = 0; i < lg->n_domains; i++) {
                 Domain *d = lg->domains[i];
-                if (d->skipped || d->guest->phase == GUEST_PHASE_CONNECTING)
+                if (d->skipped || guest_phase(d->guest) == GUEST_PHASE_CONNECTING)
                         continue;
                 /* Keeps the guest at the size it was given: a faulty guest is not actuated. */
                 domain_cancel_agent(d);
@@ -554,12 +560,12 @@ static int on_tick(sd_event_source *s, uint64_t usec _unused_, void *userdata) {
                 if (r < 0)
                         continue;
                 /* Ticks are 1 s apart: stay on the guest's interval within that. */
-                d->next_due = now + g->policy.poll_interval_usec - TICK_USEC / 2;
+                d->next_due = now + guest_policy(g)->poll_interval_usec - TICK_USEC / 2;
                 d->in_cycle = true;
-                d->cycle_started = g->cycle_started;
+                d->cycle_started = guest_cycle_started(g);
                 memcpy(requests[n_due].uuid, d->uuid, sizeof(d->uuid));
-                requests[n_due].want_monitor = g->policy.qemu_monitor;
-                requests[n_due].balloon_target = g->balloon_target;
+                requests[n_due].want_monitor = guest_policy(g)->qemu_monitor;
+                requests[n_due].balloon_target = guest_balloon_target(g);
                 n_due++;
                 domain_start_agent(lg, d, now);
         }
@@ -669,9 +675,10 @@ void libvirt_guests_reload(LibvirtGuests *lg, const Config *config) {
         for (size_t i = 0; i < lg->n_domains; i++) {
                 Domain *d = lg->domains[i];
                 RsPolicy p;
-                domain_select_policy(lg, d, d->guest->name, &p);
+                domain_select_policy(lg, d, guest_name(d->guest), &p);
                 if (guest_set_policy(d->guest, &p) < 0)
-                        log_guest_warning(d->guest, "Policy %s not applicable, keeping %s", p.name, d->guest->policy.name);
+                        log_guest_warning(d->guest, "Policy %s not applicable, keeping %s", p.name,
+                                          guest_policy(d->guest)->name);
                 (void) guest_set_state_dir(d->guest, lg->config->state_dir);
         }
 }

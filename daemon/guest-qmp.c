@@ -61,11 +61,11 @@ static void agent_schedule_reconnect(GuestQmp *q);
 /* Each QMP call gets the poll interval as its timeout, within limits: a guest slower than
  * that would miss the next tick anyway. */
 static uint64_t command_timeout(const Guest *g) {
-        return CLAMP(g->policy.poll_interval_usec, 1 * USEC_PER_SEC, 10 * USEC_PER_SEC);
+        return CLAMP(guest_policy(g)->poll_interval_usec, 1 * USEC_PER_SEC, 10 * USEC_PER_SEC);
 }
 
 static uint64_t agent_timeout(const Guest *g) {
-        return CLAMP(g->policy.poll_interval_usec * 3 / 4, 500 * USEC_PER_MSEC, 10 * USEC_PER_SEC);
+        return CLAMP(guest_policy(g)->poll_interval_usec * 3 / 4, 500 * USEC_PER_MSEC, 10 * USEC_PER_SEC);
 }
 
 static bool qmp_ready(const GuestQmp *q) {
@@ -101,7 +101,8 @@ static int qmp_set_balloon(Guest *g, uint64_t balloon_bytes, void *userdata) {
 
 static int qmp_set_virtio_mem(Guest *g, uint64_t requested, uint64_t *ret_requested, void *userdata) {
         GuestQmp *q = userdata;
-        int r = qmp_virtio_mem_set_requested_size(q->qmp, g->vmem_id, requested, command_timeout(g), on_vmem_set, q);
+        int r = qmp_virtio_mem_set_requested_size(q->qmp, guest_vmem_id(g), requested, command_timeout(g), on_vmem_set,
+                                                  q);
         if (r >= 0)
                 *ret_requested = requested;
         return r;
@@ -130,7 +131,7 @@ typedef struct ShutdownCall {
 static void on_shutdown_balloon(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
         ShutdownCall *call = userdata;
         if (reply->error < 0)
-                log_named_guest_warning(call->guest->name, NULL, "Leaving the guest at its size failed: %s",
+                log_named_guest_warning(guest_name(call->guest), NULL, "Leaving the guest at its size failed: %s",
                                         reply->error_desc ?: strerror(-reply->error));
         call->done(call->guest, call->userdata);
 }
@@ -166,13 +167,13 @@ static bool qmp_connected(const Guest *g _unused_, void *userdata) {
 
 static void qmp_policy_changed(Guest *g, uint64_t old_interval_usec, void *userdata) {
         GuestQmp *q = userdata;
-        uint64_t interval = g->policy.poll_interval_usec;
+        uint64_t interval = guest_policy(g)->poll_interval_usec;
         if (interval == old_interval_usec)
                 return;
         if (qmp_ready(q))
                 (void) qmp_set_stats_polling_interval(q->qmp, NULL, (unsigned) MAX(interval / USEC_PER_SEC, 1),
                                                       command_timeout(g), on_stats_polling_set, q);
-        if (q->timer && g->phase == GUEST_PHASE_RUNNING)
+        if (q->timer && guest_phase(g) == GUEST_PHASE_RUNNING)
                 guest_tick_arm(q, interval);
 }
 
@@ -238,8 +239,9 @@ static void on_memory_devices(QmpClient *c _unused_, const QmpReply *reply, cons
                               void *userdata) {
         GuestQmp *q = userdata;
         Guest *g = q->guest;
-        if (reply->error >= 0 && g->vmem_id) {
-                const QmpMemoryDevice *d = qmp_memory_device_list_find(list, g->vmem_id);
+        const char *vmem_id = guest_vmem_id(g);
+        if (reply->error >= 0 && vmem_id) {
+                const QmpMemoryDevice *d = qmp_memory_device_list_find(list, vmem_id);
                 if (d && d->type == QMP_MEMORY_DEVICE_VIRTIO_MEM)
                         guest_set_vmem_size(g, d->size);
         }
@@ -272,7 +274,7 @@ static void on_agent_vmstat(QgaClient *c, const QmpReply *reply, const GuestVmst
         GuestQmp *q = userdata;
         Guest *g = q->guest;
         if (reply->error < 0 || !vmstat) {
-                char problem[sizeof(g->agent_problem)];
+                char problem[GUEST_AGENT_PROBLEM_MAX];
                 snprintf(problem, sizeof(problem), "guest agent: %s", reply->error_desc ?: strerror(-reply->error));
                 guest_set_agent_problem(g, problem);
                 q->agent_busy = false;
@@ -296,8 +298,8 @@ static int on_tick(sd_event_source *s _unused_, uint64_t usec, void *userdata) {
 
         /* The next tick one interval after this one was due, not after it ran: otherwise
          * every late wake-up stretches the interval. Fallen behind: one interval from now. */
-        (void) sd_event_now(g->event, CLOCK_MONOTONIC, &now);
-        uint64_t interval = g->policy.poll_interval_usec;
+        (void) sd_event_now(guest_event(g), CLOCK_MONOTONIC, &now);
+        uint64_t interval = guest_policy(g)->poll_interval_usec;
         guest_tick_arm(q, usec + interval > now ? usec + interval - now : interval);
         if (!qmp_ready(q))
                 return 0;
@@ -319,16 +321,16 @@ static int on_tick(sd_event_source *s _unused_, uint64_t usec, void *userdata) {
                 guest_cycle_hold(g);
         if (qmp_query_balloon(q->qmp, t, on_balloon_info, q) >= 0)
                 guest_cycle_hold(g);
-        if (g->vmem_id && qmp_query_memory_devices(q->qmp, t, on_memory_devices, q) >= 0)
+        if (guest_vmem_id(g) && qmp_query_memory_devices(q->qmp, t, on_memory_devices, q) >= 0)
                 guest_cycle_hold(g);
         if (!q->no_blockstats && qmp_query_blockstats_read_bytes(q->qmp, t, on_blockstats, q) >= 0)
                 guest_cycle_hold(g);
-        if (!g->policy.guest_agent)
+        if (!guest_policy(g)->guest_agent)
                 guest_set_agent_problem(g, ""); /* not asked, so nothing to complain about */
         else if (q->qga && !qga_client_is_ready(q->qga) && !qga_client_is_closed(q->qga) && q->agent_connected > 0 &&
                  now > q->agent_connected + AGENT_SILENT_USEC)
                 guest_set_agent_problem(g, "guest agent: no answer to guest-sync-delimited");
-        if (g->policy.guest_agent && q->qga && qga_client_is_ready(q->qga) && !q->agent_busy &&
+        if (guest_policy(g)->guest_agent && q->qga && qga_client_is_ready(q->qga) && !q->agent_busy &&
             qga_read_vmstat(q->qga, agent_timeout(g), on_agent_vmstat, q) >= 0) {
                 q->agent_busy = true;
                 guest_cycle_hold(g);
@@ -345,10 +347,10 @@ static void guest_tick_arm(GuestQmp *q, uint64_t usec) {
                 return;
         /* sd-event's default accuracy (250 ms) would stretch short intervals and line every
          * guest's tick up with the others: 1 % of the interval, within 1-50 ms. */
-        uint64_t accuracy = CLAMP(g->policy.poll_interval_usec / 100, USEC_PER_MSEC, 50 * USEC_PER_MSEC);
-        (void) sd_event_now(g->event, CLOCK_MONOTONIC, &now);
+        uint64_t accuracy = CLAMP(guest_policy(g)->poll_interval_usec / 100, USEC_PER_MSEC, 50 * USEC_PER_MSEC);
+        (void) sd_event_now(guest_event(g), CLOCK_MONOTONIC, &now);
         if (!q->timer) {
-                if (sd_event_add_time(g->event, &q->timer, CLOCK_MONOTONIC, now + usec, accuracy, on_tick, q) < 0)
+                if (sd_event_add_time(guest_event(g), &q->timer, CLOCK_MONOTONIC, now + usec, accuracy, on_tick, q) < 0)
                         return;
                 (void) sd_event_source_set_description(q->timer, "guest-tick");
                 return;
@@ -391,7 +393,7 @@ static void guest_setup_done(GuestQmp *q) {
 static void on_polling_set(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
         GuestQmp *q = userdata;
         if (reply->error < 0)
-                log_named_guest_warning(q->guest->name, NULL, "Could not enable balloon stats polling: %s",
+                log_named_guest_warning(guest_name(q->guest), NULL, "Could not enable balloon stats polling: %s",
                                         reply->error_desc ?: strerror(-reply->error));
         guest_setup_done(q);
 }
@@ -457,7 +459,7 @@ static void on_setup_machine_memory(QmpClient *c _unused_, const QmpReply *reply
                 q->res.mem_max_size = max_size;
                 q->res.mem_slots = (unsigned) slots;
         } else
-                log_named_guest_info(q->guest->name, NULL,
+                log_named_guest_info(guest_name(q->guest), NULL,
                                      "allow-dimm: QEMU does not tell maxmem and slots (%s): no DIMM hotplug",
                                      reply->error < 0 ? reply->error_desc ?: strerror(-reply->error)
                                                       : "no max-size and slots: -m without maxmem");
@@ -489,7 +491,7 @@ static void on_qmp_ready(QmpClient *c, void *userdata) {
         GuestQmp *q = userdata;
         Guest *g = q->guest;
         uint64_t t = command_timeout(g);
-        unsigned interval = (unsigned) MAX(g->policy.poll_interval_usec / USEC_PER_SEC, 1);
+        unsigned interval = (unsigned) MAX(guest_policy(g)->poll_interval_usec / USEC_PER_SEC, 1);
 
         free(q->vmem_id);
         q->vmem_id = NULL;
@@ -507,7 +509,7 @@ static void on_qmp_ready(QmpClient *c, void *userdata) {
         if (qmp_query_memory_devices(c, t, on_setup_devices, q) >= 0)
                 q->setup_pending++;
         /* Only asked when DIMMs may be added: -m's maxmem and slots (QEMU 7.1+). */
-        if (g->policy.allow_dimm && qmp_qom_get(c, "/machine", "memory", t, on_setup_machine_memory, q) >= 0)
+        if (guest_policy(g)->allow_dimm && qmp_qom_get(c, "/machine", "memory", t, on_setup_machine_memory, q) >= 0)
                 q->setup_pending++;
         guest_setup_done(q);
 }
@@ -569,7 +571,7 @@ static int guest_connect(GuestQmp *q) {
         pid_t pid;
         q->qemu_pid = host_peer_pid(fd, &pid) >= 0 ? pid : 0;
 
-        r = qmp_client_new(&q->qmp, g->event);
+        r = qmp_client_new(&q->qmp, guest_event(g));
         if (r < 0) {
                 close(fd);
                 return r;
@@ -608,12 +610,12 @@ static int on_reconnect(sd_event_source *s _unused_, uint64_t usec _unused_, voi
 }
 
 static void guest_schedule_reconnect(GuestQmp *q) {
-        Guest *g = q->guest;
+        sd_event *event = guest_event(q->guest);
         uint64_t now;
         q->backoff_usec = q->backoff_usec ? MIN(q->backoff_usec * 2, RECONNECT_MAX_USEC) : RECONNECT_MIN_USEC;
-        (void) sd_event_now(g->event, CLOCK_MONOTONIC, &now);
+        (void) sd_event_now(event, CLOCK_MONOTONIC, &now);
         if (!q->reconnect) {
-                if (sd_event_add_time(g->event, &q->reconnect, CLOCK_MONOTONIC, now + q->backoff_usec, 0, on_reconnect,
+                if (sd_event_add_time(event, &q->reconnect, CLOCK_MONOTONIC, now + q->backoff_usec, 0, on_reconnect,
                                       q) >= 0)
                         (void) sd_event_source_set_description(q->reconnect, "guest-reconnect");
                 return;
@@ -636,8 +638,8 @@ static void on_agent_disconnect(QgaClient *c _unused_, int error, const char *re
         log_guest_debug(g, "Guest agent connection lost: %s", reason ?: strerror(-error));
         guest_set_agent_answers(g, false);
         q->agent_busy = false;
-        if (g->policy.guest_agent && !g->agent_problem[0]) { /* a failed read that broke it said more */
-                char problem[sizeof(g->agent_problem)];
+        if (guest_policy(g)->guest_agent && !guest_agent_problem(g)) { /* a failed read that broke it said more */
+                char problem[GUEST_AGENT_PROBLEM_MAX];
                 snprintf(problem, sizeof(problem), "guest agent: connection lost: %s", reason ?: strerror(-error));
                 guest_set_agent_problem(g, problem);
         }
@@ -654,7 +656,7 @@ static int agent_connect(GuestQmp *q) {
 
         q->qga = qga_client_free(q->qga);
         q->agent_busy = false;
-        r = qga_client_new(&q->qga, q->guest->event);
+        r = qga_client_new(&q->qga, guest_event(q->guest));
         if (r < 0)
                 return r;
         qga_client_set_callbacks(q->qga, &callbacks, q);
@@ -675,7 +677,7 @@ static int on_agent_reconnect(sd_event_source *s _unused_, uint64_t usec _unused
 }
 
 static void agent_schedule_reconnect(GuestQmp *q) {
-        sd_event *event = q->guest->event;
+        sd_event *event = guest_event(q->guest);
         uint64_t now;
         (void) sd_event_now(event, CLOCK_MONOTONIC, &now);
         if (!q->agent_reconnect) {
@@ -714,8 +716,8 @@ int guest_qmp_new(sd_event *event, const char *name, const char *qmp_path, const
 }
 
 int guest_qmp_start(Guest *g) {
-        GuestQmp *q = g->driver_data;
-        if (g->driver != &qmp_driver)
+        GuestQmp *q = guest_driver_data(g, &qmp_driver);
+        if (!q)
                 return -EINVAL;
         int r = guest_connect(q);
         if (r < 0)

@@ -30,9 +30,11 @@
 #include "qmp/qmp-commands.h"
 
 #define GUEST_HISTORY_MAX 360
-/* An agent problem fits whole beside the core's reason (see guest.reason). */
+/* An agent problem fits whole beside the core's reason (see guest_reason()). */
 #define GUEST_AGENT_PROBLEM_MAX 96
 
+/* Opaque: its fields are guest.c's and guest-actuate.c's (guest-internal.h); everyone else reads
+ * it through the views below and changes it through the functions that say what happens. */
 typedef struct Guest Guest;
 
 typedef struct GuestHistoryPoint {
@@ -110,21 +112,6 @@ typedef struct GuestResources {
         unsigned dimm_count;
 } GuestResources;
 
-/* The balloon against the target last sent to it (Guest.balloon_target), watched each cycle before
- * the actuators run (guest.c): one that stays short of its target has stalled (the guest cannot
- * give more: pushing stops for a while, and the fault says so); one that came to its target and
- * then went below it was set from outside (another controller: the guest is paused). */
-typedef struct BalloonWatch {
-        bool reached;             /* it came to balloon_target since that was sent */
-        unsigned outside_samples; /* samples in a row below the target it had reached */
-        bool paused_outside;      /* the guest is paused for that (the reason says) */
-        uint64_t prev_actual;     /* where it was when it last moved toward its target (0: not yet) */
-        unsigned stall_count;     /* cycles since then, away from its target */
-        bool stalled;             /* pushing is held back */
-        uint64_t stall_size;      /* where it stopped; 0 once it moved away (the fault goes then) */
-        uint64_t stall_until;     /* pushing resumes by then at the latest */
-} BalloonWatch;
-
 /* The connection's phase; the decision core's state takes over once RUNNING. */
 typedef enum GuestPhase {
         GUEST_PHASE_CONNECTING,
@@ -132,110 +119,16 @@ typedef enum GuestPhase {
         GUEST_PHASE_FAULTY,
 } GuestPhase;
 
-struct Guest {
-        char *name;
-        GuestSource source;
-        char *uuid;            /* NULL when unknown (QMP guests) */
-        char *qmp_path;        /* NULL for driven guests */
-        char *agent_path;      /* NULL: no agent */
-        char *state_dir;       /* NULL: no state file */
-        sd_event *event;
-        const GuestHooks *hooks;
-        void *userdata;
-
-        RsPolicy base_policy;  /* as selected from the policy directory */
-        RsPolicy policy;       /* with the operator's overrides applied */
-        uint64_t override_floor, override_max; /* 0: none */
-
-        GuestPhase phase;
-        char fault[256];       /* "" when healthy */
-        char reason[RS_REASON_MAX + 2 + GUEST_AGENT_PROBLEM_MAX]; /* the core's, "; " and the agent's */
-        bool paused;
-        bool probe_requested;
-
-        unsigned cycle_pending;
-        uint64_t cycle_started;
-
-        char agent_problem[GUEST_AGENT_PROBLEM_MAX]; /* why the agent gives nothing (shown in the reason), "" if fine */
-
-        /* Its driver, and the driver's data. */
-        const GuestDriver *driver;
-        void *driver_data;
-        bool driven_agent;     /* the agent is read through the driver (libvirt) */
-        bool agent_ok;         /* the agent answered last */
-
-        /* What the guest has. */
-        uint64_t base_memory;  /* boot memory (query-memory-size-summary) */
-        char *vmem_id;         /* the first virtio-mem device, NULL if none */
-        uint64_t vmem_size, vmem_max, vmem_block;
-        uint64_t vmem_requested; /* the requested-size last asked for (or found) */
-        uint64_t balloon_actual; /* QMP guests: query-balloon's actual, which leaves virtio-mem out */
-        bool fpr_known, free_page_reporting;
-        uint64_t host_rss;     /* UINT64_MAX when unknown */
-        uint64_t guest_max;
-
-        /* DIMM hotplug (policy allow-dimm): -m's maxmem and slots (QMP guests: qom-get
-         * /machine memory; libvirt: <maxMemory slots>), what memory devices take of them,
-         * and the DIMM size to add. */
-        uint64_t mem_max_size;   /* 0: unknown or no hotplug */
-        unsigned mem_slots;
-        uint64_t devices_bytes;  /* all memory devices, virtio-mem at its maximum */
-        uint64_t dimm_bytes;     /* DIMMs plugged (ours or not) */
-        unsigned dimm_count;     /* DIMM and NVDIMM devices: each holds a slot */
-        uint64_t dimm_slot_bytes; /* 0: no DIMM hotplug */
-
-        /* The decision core. */
-        RsGuest *core;
-        RsDecision decision;
-        bool have_decision;
-        uint64_t want;         /* the estimator's target */
-        uint64_t target;       /* after arbitration: what was last applied (0: nothing yet) */
-        uint64_t balloon_target; /* last "balloon" sent, 0: never */
-        BalloonWatch balloon_watch;
-        uint64_t actual;       /* query-balloon, 0 until known */
-        uint64_t updated_realtime;
-
-        /* The balloon driver: not seen until the guest reports stats or its balloon moves
-         * (a booting guest has none yet). */
-        uint64_t running_since;  /* CLOCK_MONOTONIC when managing began */
-        uint64_t first_actual;
-        bool balloon_driver_seen;
-
-        /* This cycle's readings. */
-        RsSample sample;
-        bool cycle_qmp_failed;
-        char cycle_error[160];
-
-        /* Untrusted input noticed in a cycle (stats that lie or never update, an event flood,
-         * commands failing): shown as the fault until a few clean cycles have passed. */
-        char data_problem[192];   /* this cycle's, "" when none */
-        bool data_fault;          /* fault[] holds a data problem */
-        unsigned data_clean_cycles;
-        uint64_t stats_last_update;
-        unsigned stats_stale_cycles, major_backwards_cycles;
-
-        /* Rates for the API and metrics (NaN when unknown). */
-        uint64_t prev_major, prev_major_usec;
-        double major_fault_rate, refault_rate;
-
-        /* Counters for the metrics, since the daemon started (not kept in the state file). */
+/* What the metrics count for a guest since the daemon started (not kept in the state file):
+ * read together, so handed out as one view (guest_counters()). */
+typedef struct GuestCounters {
         MetricsCounter refaults_anon, refaults_file, major_faults, oom_kills;
         uint64_t probe_refaults;   /* refaults in intervals spent in PROBE or BACKOFF */
         uint64_t probe_cycles;     /* entries into PROBE from LEARN or HOLD, as the bench counts */
         uint64_t resizes[_GUEST_ACTUATOR_MAX];          /* changes sent (or queued) */
         uint64_t actuator_failures[_GUEST_ACTUATOR_MAX]; /* changes refused, at once or later */
         uint64_t faults;           /* times the guest went from no fault to a fault */
-        bool fault_counted;        /* fault[] is counted in faults (not a connecting guest's note) */
-
-        /* What EstimateChanged last reported, and when the state file was last written. */
-        EstimateSignal signalled;
-        uint64_t saved_usec;
-        RsState saved_state;
-        uint64_t saved_estimate;
-
-        GuestHistoryPoint history[GUEST_HISTORY_MAX];
-        size_t history_head, history_n;
-};
+} GuestCounters;
 
 /* A guest and its driver (QMP: guest_qmp_new(), libvirt: guest-libvirt.c). qmp_path and
  * agent_path name where a QMP guest is reached (NULL otherwise), uuid a libvirt domain. The
@@ -304,21 +197,6 @@ int guest_set_state_dir(Guest *g, const char *dir);
 /* "learn" ... "observe", or "paused", "faulty", "connecting" (the D-Bus API's words). */
 const char *guest_state_string(const Guest *g);
 
-/* Messages about a guest, with its name and state in the journal fields (GUEST=, STATE=) and
- * the stderr prefix: systemd's log_unit_* (log.h has the forms for a name alone). */
-#define log_guest_debug(g, ...) log_named_guest_debug((g)->name, guest_state_string(g), __VA_ARGS__)
-#define log_guest_info(g, ...) log_named_guest_info((g)->name, guest_state_string(g), __VA_ARGS__)
-#define log_guest_notice(g, ...) log_named_guest_notice((g)->name, guest_state_string(g), __VA_ARGS__)
-#define log_guest_warning(g, ...) log_named_guest_warning((g)->name, guest_state_string(g), __VA_ARGS__)
-#define log_guest_error(g, ...) log_named_guest_error((g)->name, guest_state_string(g), __VA_ARGS__)
-#define log_guest_debug_errno(g, error, ...) \
-        log_named_guest_debug_errno((g)->name, guest_state_string(g), error, __VA_ARGS__)
-#define log_guest_info_errno(g, error, ...) \
-        log_named_guest_info_errno((g)->name, guest_state_string(g), error, __VA_ARGS__)
-#define log_guest_warning_errno(g, error, ...) \
-        log_named_guest_warning_errno((g)->name, guest_state_string(g), error, __VA_ARGS__)
-#define log_guest_error_errno(g, error, ...) \
-        log_named_guest_error_errno((g)->name, guest_state_string(g), error, __VA_ARGS__)
 const char *guest_tier_string(const Guest *g);
 const RsEstimate *guest_estimate(const Guest *g); /* NULL before the core exists */
 /* What the EstimateChanged signal carries: the estimate the last one said (the last known while
@@ -342,3 +220,65 @@ void guest_stop(Guest *g);
 /* Leaves the guest at the size the shutdown action asks for. Returns 1 when a command went out
  * (done is called when it completes), 0 when nothing was needed, -errno otherwise. */
 int guest_shutdown(Guest *g, ShutdownAction action, void (*done)(Guest *g, void *userdata), void *userdata);
+
+/* ---- what the guest is and has: read-only views for the manager, the bus and the drivers ---- */
+
+const char *guest_name(const Guest *g);
+const char *guest_uuid(const Guest *g);          /* NULL when unknown (QMP guests) */
+GuestSource guest_source(const Guest *g);
+const char *guest_qmp_path(const Guest *g);      /* NULL: not reached over its own QMP socket */
+sd_event *guest_event(const Guest *g);
+/* The data given to guest_new() when `driver` drives the guest, NULL otherwise: a driver tells
+ * its own guests from the others'. */
+void *guest_driver_data(const Guest *g, const GuestDriver *driver);
+GuestPhase guest_phase(const Guest *g);
+/* The policy in force: the selected one with the operator's overrides applied. */
+const RsPolicy *guest_policy(const Guest *g);
+/* The operator's floor and max (0: none), as guest_set_overrides() took them. */
+void guest_overrides(const Guest *g, uint64_t *ret_floor, uint64_t *ret_max);
+bool guest_is_paused(const Guest *g);
+/* The fault on show (a lost connection, untrusted data, a stalled balloon, or what a connecting
+ * guest waits for); NULL when there is none. */
+const char *guest_fault(const Guest *g);
+/* Why the guest is where it is (the core's reason, and the agent's problem); NULL while there is none. */
+const char *guest_reason(const Guest *g);
+/* Why the agent gives nothing; NULL while its reads work. */
+const char *guest_agent_problem(const Guest *g);
+
+/* Sizes in bytes: 0 while unknown (or, for the targets, before any was set). */
+uint64_t guest_actual(const Guest *g);           /* the guest's size now, virtio-mem included */
+uint64_t guest_want(const Guest *g);             /* the core's last target, before arbitration */
+bool guest_has_decision(const Guest *g);         /* the core decided at least once */
+uint64_t guest_target(const Guest *g);           /* after arbitration: what was last applied */
+uint64_t guest_balloon_target(const Guest *g);   /* the last balloon size sent */
+const char *guest_vmem_id(const Guest *g);       /* NULL: no virtio-mem */
+uint64_t guest_vmem_size(const Guest *g);        /* virtio-mem's plugged size */
+uint64_t guest_vmem_requested(const Guest *g);   /* its requested-size last asked for (or found) */
+uint64_t guest_host_rss(const Guest *g);         /* UINT64_MAX when unknown */
+/* Free page reporting: 1 on, 0 off, -ENODATA while unknown. */
+int guest_free_page_reporting(const Guest *g);
+/* CLOCK_REALTIME µs of the last decision, 0: none yet. */
+uint64_t guest_updated_realtime(const Guest *g);
+/* Per second, NaN when unknown. */
+double guest_refault_rate(const Guest *g);
+double guest_major_fault_rate(const Guest *g);
+const GuestCounters *guest_counters(const Guest *g);
+/* CLOCK_MONOTONIC µs at which the cycle under way began, 0 when none is: a driver whose replies
+ * come back late tells its cycle from a newer one. */
+uint64_t guest_cycle_started(const Guest *g);
+
+/* Messages about a guest, with its name and state in the journal fields (GUEST=, STATE=) and
+ * the stderr prefix: systemd's log_unit_* (log.h has the forms for a name alone). */
+#define log_guest_debug(g, ...) log_named_guest_debug(guest_name(g), guest_state_string(g), __VA_ARGS__)
+#define log_guest_info(g, ...) log_named_guest_info(guest_name(g), guest_state_string(g), __VA_ARGS__)
+#define log_guest_notice(g, ...) log_named_guest_notice(guest_name(g), guest_state_string(g), __VA_ARGS__)
+#define log_guest_warning(g, ...) log_named_guest_warning(guest_name(g), guest_state_string(g), __VA_ARGS__)
+#define log_guest_error(g, ...) log_named_guest_error(guest_name(g), guest_state_string(g), __VA_ARGS__)
+#define log_guest_debug_errno(g, error, ...) \
+        log_named_guest_debug_errno(guest_name(g), guest_state_string(g), error, __VA_ARGS__)
+#define log_guest_info_errno(g, error, ...) \
+        log_named_guest_info_errno(guest_name(g), guest_state_string(g), error, __VA_ARGS__)
+#define log_guest_warning_errno(g, error, ...) \
+        log_named_guest_warning_errno(guest_name(g), guest_state_string(g), error, __VA_ARGS__)
+#define log_guest_error_errno(g, error, ...) \
+        log_named_guest_error_errno(guest_name(g), guest_state_string(g), error, __VA_ARGS__)

@@ -41,7 +41,8 @@ rightsized_SOURCES = \
 	daemon/manager.c daemon/manager.h \
 	daemon/manager-bus.c daemon/manager-bus.h \
 	daemon/bus-polkit.c daemon/bus-polkit.h \
-	daemon/guest.c daemon/guest.h \
+	daemon/guest.c daemon/guest.h daemon/guest-internal.h \
+	daemon/guest-actuate.c \
 	daemon/guest-qmp.c daemon/guest-qmp.h \
 	daemon/host.c daemon/host.h \
 	daemon/guest-libvirt.c daemon/guest-libvirt.h

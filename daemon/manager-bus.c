@@ -134,34 +134,36 @@ static uint64_t known_or_unknown(uint64_t v) {
 
 static int append_guest(sd_bus_message *reply, Guest *g) {
         const RsEstimate *e = guest_estimate(g);
+        const RsPolicy *p = guest_policy(g);
+        int fpr = guest_free_page_reporting(g);
         Record rec = { reply, sd_bus_message_open_container(reply, 'a', "{sv}") };
 
-        record_str(&rec, "name", g->name);
-        record_str(&rec, "uuid", g->uuid);
-        record_str(&rec, "source", g->source == GUEST_SOURCE_LIBVIRT ? "libvirt" : "qemu");
-        record_str(&rec, "policy", g->policy.name);
-        record_str(&rec, "mode", rs_mode_to_string(g->policy.mode));
+        record_str(&rec, "name", guest_name(g));
+        record_str(&rec, "uuid", guest_uuid(g));
+        record_str(&rec, "source", guest_source_string(guest_source(g)));
+        record_str(&rec, "policy", p->name);
+        record_str(&rec, "mode", rs_mode_to_string(p->mode));
         record_str(&rec, "state", guest_state_string(g));
         record_str(&rec, "tier", guest_tier_string(g));
-        record_u64(&rec, "target", known_or_unknown(g->target));
-        record_u64(&rec, "actual", known_or_unknown(g->actual));
+        record_u64(&rec, "target", known_or_unknown(guest_target(g)));
+        record_u64(&rec, "actual", known_or_unknown(guest_actual(g)));
         record_u64(&rec, "floor", known_or_unknown(guest_floor(g)));
         record_u64(&rec, "max", known_or_unknown(guest_max(g)));
-        record_u64(&rec, "host-rss", g->host_rss);
+        record_u64(&rec, "host-rss", guest_host_rss(g));
         record_u64(&rec, "reclaimable", guest_reclaimable(g));
-        record_u64(&rec, "probe-cycles", g->probe_cycles);
-        record_u64(&rec, "probe-refaults", g->probe_refaults);
+        record_u64(&rec, "probe-cycles", guest_counters(g)->probe_cycles);
+        record_u64(&rec, "probe-refaults", guest_counters(g)->probe_refaults);
         record_bool(&rec, "agent", guest_agent_answers(g));
-        record_bool(&rec, "paused", g->paused);
-        record_str(&rec, "reason", g->reason[0] ? g->reason : NULL);
-        record_str(&rec, "fault", g->fault[0] ? g->fault : NULL);
-        record_double(&rec, "refault-rate", g->refault_rate);
-        record_double(&rec, "major-fault-rate", g->major_fault_rate);
-        record_u64(&rec, "updated", known_or_unknown(g->updated_realtime));
-        if (g->fpr_known)
-                record_bool(&rec, "free-page-reporting", g->free_page_reporting);
-        if (g->vmem_id)
-                record_u64(&rec, "virtio-mem-size", g->vmem_size);
+        record_bool(&rec, "paused", guest_is_paused(g));
+        record_str(&rec, "reason", guest_reason(g));
+        record_str(&rec, "fault", guest_fault(g));
+        record_double(&rec, "refault-rate", guest_refault_rate(g));
+        record_double(&rec, "major-fault-rate", guest_major_fault_rate(g));
+        record_u64(&rec, "updated", known_or_unknown(guest_updated_realtime(g)));
+        if (fpr >= 0)
+                record_bool(&rec, "free-page-reporting", fpr);
+        if (guest_vmem_id(g))
+                record_u64(&rec, "virtio-mem-size", guest_vmem_size(g));
         if (e) {
                 record_double(&rec, "confidence", e->confidence);
                 record_u64(&rec, "estimate", e->estimate);
@@ -263,8 +265,11 @@ static int method_set_guest(sd_bus_message *msg, void *userdata, sd_bus_error *e
                 if (parse_size(value, &bytes) < 0)
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Invalid size for %s: '%s'", key,
                                                  value);
+                /* One of the two changes; the other stays as the operator left it. */
+                uint64_t floor, max;
+                guest_overrides(g, &floor, &max);
                 bool is_floor = key[0] == 'f';
-                r = guest_set_overrides(g, is_floor ? bytes : g->override_floor, is_floor ? g->override_max : bytes);
+                r = guest_set_overrides(g, is_floor ? bytes : floor, is_floor ? max : bytes);
                 if (r < 0)
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                                  "%s=%s is not valid for '%s' (floor above max?)", key, value, name);
@@ -659,7 +664,7 @@ void manager_bus_emit_estimate_changed(Manager *m, Guest *g) {
         const EstimateSignal *e = guest_estimate_signal(g);
         if (!m->bus_owned || !guest_estimate(g))
                 return;
-        (void) sd_bus_emit_signal(m->bus, RS_BUS_PATH, RS_BUS_INTERFACE, "EstimateChanged", "sttt", g->name,
+        (void) sd_bus_emit_signal(m->bus, RS_BUS_PATH, RS_BUS_INTERFACE, "EstimateChanged", "sttt", guest_name(g),
                                   e->estimate == RS_UNKNOWN ? 0 : e->estimate, e->lower == RS_UNKNOWN ? 0 : e->lower,
                                   e->upper == RS_UNKNOWN ? 0 : e->upper);
 }

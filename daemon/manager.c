@@ -147,19 +147,21 @@ static void manager_read_host(Manager *m) {
 }
 
 static bool guest_arbitrated(const Guest *g) {
-        return g->phase == GUEST_PHASE_RUNNING && g->have_decision && g->actual > 0;
+        return guest_phase(g) == GUEST_PHASE_RUNNING && guest_has_decision(g) && guest_actual(g) > 0;
 }
 
 /* What a guest brings to the arbitration. A paused guest stays where it is. */
 static RsArbiterGuest arbiter_input(const Guest *g) {
         const RsEstimate *e = guest_estimate(g);
+        bool paused = guest_is_paused(g);
+        uint64_t actual = guest_actual(g);
         RsArbiterGuest in = {
-                .want = g->paused ? g->actual : g->want,
+                .want = paused ? actual : guest_want(g),
                 .estimate = e ? e->estimate : RS_UNKNOWN,
-                .floor = g->paused ? g->actual : guest_floor(g),
-                .max = g->paused ? g->actual : guest_max(g),
-                .shares = g->policy.shares,
-                .mode = g->policy.mode,
+                .floor = paused ? actual : guest_floor(g),
+                .max = paused ? actual : guest_max(g),
+                .shares = guest_policy(g)->shares,
+                .mode = guest_policy(g)->mode,
         };
         in.floor = MIN(in.floor, in.max);
         return in;
@@ -214,7 +216,7 @@ static void manager_arbitrate_all(Manager *m) {
                 if (!guest_arbitrated(g))
                         continue;
                 in[n] = arbiter_input(g);
-                held += g->actual;
+                held += guest_actual(g);
                 who[n++] = i;
         }
 
@@ -242,23 +244,23 @@ static uint64_t manager_arbitrate(Guest *self, void *userdata) {
 
         manager_read_host(m);
         if (m->host.mem_available == UINT64_MAX || !guest_arbitrated(self))
-                return self->want; /* nothing to arbitrate with, or not taking part */
+                return guest_want(self); /* nothing to arbitrate with, or not taking part */
 
         RsArbiterGuest mine = arbiter_input(self);
         ManagerShare *share = manager_share(m, self);
         if (!share)
-                return self->want;
+                return guest_want(self);
         bool cached = m->host_read_usec != 0 && share->stamp == m->host_read_usec &&
                       arbiter_input_equal(&share->in, &mine);
         if (!cached)
                 manager_arbitrate_all(m);
         if (m->host_read_usec == 0 || share->stamp != m->host_read_usec)
-                return self->want; /* the computation failed */
+                return guest_want(self); /* the computation failed */
 
         uint64_t result = share->arbitrated;
-        if (share->short_of_memory && result != self->want)
+        if (share->short_of_memory && result != guest_want(self))
                 log_guest_debug(self, "Host short of memory: arbitration gives %" PRIu64
-                                " instead of %" PRIu64, result, self->want);
+                                " instead of %" PRIu64, result, guest_want(self));
         return result;
 }
 
@@ -268,9 +270,9 @@ uint64_t manager_reclaimed(const Manager *m) {
         uint64_t sum = 0;
         for (size_t i = 0; i < m->n_guests; i++) {
                 const Guest *g = m->guests[i];
-                uint64_t max = guest_max(g);
-                if (g->actual > 0 && max > g->actual)
-                        sum += max - g->actual;
+                uint64_t max = guest_max(g), actual = guest_actual(g);
+                if (actual > 0 && max > actual)
+                        sum += max - actual;
         }
         return sum;
 }
@@ -278,7 +280,7 @@ uint64_t manager_reclaimed(const Manager *m) {
 unsigned manager_guests_managed(const Manager *m) {
         unsigned n = 0;
         for (size_t i = 0; i < m->n_guests; i++)
-                n += m->guests[i]->phase == GUEST_PHASE_RUNNING;
+                n += guest_phase(m->guests[i]) == GUEST_PHASE_RUNNING;
         return n;
 }
 
@@ -296,44 +298,47 @@ static void manager_write_metrics(Manager *m) {
         for (size_t i = 0; i < m->n_guests; i++) {
                 const Guest *g = m->guests[i];
                 const RsEstimate *e = guest_estimate(g);
-                bool refaults_known = g->refaults_anon.known || g->refaults_file.known;
+                const GuestCounters *c = guest_counters(g);
+                const RsPolicy *p = guest_policy(g);
+                bool refaults_known = c->refaults_anon.known || c->refaults_file.known;
                 mg[i] = (MetricsGuest) {
-                        .name = g->name,
+                        .name = guest_name(g),
                         /* A libvirt guest is named after its domain. */
-                        .domain = g->source == GUEST_SOURCE_LIBVIRT ? g->name : NULL,
+                        .domain = guest_source(g) == GUEST_SOURCE_LIBVIRT ? guest_name(g) : NULL,
                         .state = guest_state_string(g),
-                        .uuid = g->uuid,
-                        .source = guest_source_string(g->source),
-                        .policy = g->policy.name,
-                        .mode = rs_mode_to_string(g->policy.mode),
+                        .uuid = guest_uuid(g),
+                        .source = guest_source_string(guest_source(g)),
+                        .policy = p->name,
+                        .mode = rs_mode_to_string(p->mode),
                         .estimate_bytes = e ? e->estimate : METRICS_UNKNOWN,
                         .estimate_lower_bytes = e ? e->lower : METRICS_UNKNOWN,
                         .estimate_upper_bytes = e ? e->upper : METRICS_UNKNOWN,
-                        .target_bytes = g->target ?: METRICS_UNKNOWN,
-                        .actual_bytes = g->actual ?: METRICS_UNKNOWN,
-                        .host_rss_bytes = g->host_rss,
+                        .target_bytes = guest_target(g) ?: METRICS_UNKNOWN,
+                        .actual_bytes = guest_actual(g) ?: METRICS_UNKNOWN,
+                        .host_rss_bytes = guest_host_rss(g),
                         .max_bytes = guest_max(g) ?: METRICS_UNKNOWN,
-                        .floor_bytes = g->guest_max ? guest_floor(g) : METRICS_UNKNOWN,
+                        /* guest_max() is 0 only while the guest's size is unknown: so is the floor. */
+                        .floor_bytes = guest_max(g) ? guest_floor(g) : METRICS_UNKNOWN,
                         .reclaimable_bytes = guest_reclaimable(g),
-                        .refault_rate = g->refault_rate,
-                        .major_fault_rate = g->major_fault_rate,
+                        .refault_rate = guest_refault_rate(g),
+                        .major_fault_rate = guest_major_fault_rate(g),
                         .refaults_total = refaults_known
-                                                  ? metrics_counter_add(g->refaults_anon.total, g->refaults_file.total)
+                                                  ? metrics_counter_add(c->refaults_anon.total, c->refaults_file.total)
                                                   : METRICS_UNKNOWN,
-                        .major_faults_total = g->major_faults.known ? g->major_faults.total : METRICS_UNKNOWN,
-                        .oom_kills_total = g->oom_kills.known ? g->oom_kills.total : METRICS_UNKNOWN,
-                        .probe_cycles_total = g->probe_cycles,
-                        .probe_refaults_total = refaults_known ? g->probe_refaults : METRICS_UNKNOWN,
-                        .faults_total = g->faults,
+                        .major_faults_total = c->major_faults.known ? c->major_faults.total : METRICS_UNKNOWN,
+                        .oom_kills_total = c->oom_kills.known ? c->oom_kills.total : METRICS_UNKNOWN,
+                        .probe_cycles_total = c->probe_cycles,
+                        .probe_refaults_total = refaults_known ? c->probe_refaults : METRICS_UNKNOWN,
+                        .faults_total = c->faults,
                         .resizes_total = {
-                                [METRICS_ACTUATOR_BALLOON] = g->resizes[GUEST_ACTUATOR_BALLOON],
-                                [METRICS_ACTUATOR_VIRTIO_MEM] = g->resizes[GUEST_ACTUATOR_VIRTIO_MEM],
-                                [METRICS_ACTUATOR_DIMM] = g->resizes[GUEST_ACTUATOR_DIMM],
+                                [METRICS_ACTUATOR_BALLOON] = c->resizes[GUEST_ACTUATOR_BALLOON],
+                                [METRICS_ACTUATOR_VIRTIO_MEM] = c->resizes[GUEST_ACTUATOR_VIRTIO_MEM],
+                                [METRICS_ACTUATOR_DIMM] = c->resizes[GUEST_ACTUATOR_DIMM],
                         },
                         .resize_failures_total = {
-                                [METRICS_ACTUATOR_BALLOON] = g->actuator_failures[GUEST_ACTUATOR_BALLOON],
-                                [METRICS_ACTUATOR_VIRTIO_MEM] = g->actuator_failures[GUEST_ACTUATOR_VIRTIO_MEM],
-                                [METRICS_ACTUATOR_DIMM] = g->actuator_failures[GUEST_ACTUATOR_DIMM],
+                                [METRICS_ACTUATOR_BALLOON] = c->actuator_failures[GUEST_ACTUATOR_BALLOON],
+                                [METRICS_ACTUATOR_VIRTIO_MEM] = c->actuator_failures[GUEST_ACTUATOR_VIRTIO_MEM],
+                                [METRICS_ACTUATOR_DIMM] = c->actuator_failures[GUEST_ACTUATOR_DIMM],
                         },
                 };
         }
@@ -456,14 +461,14 @@ static const LibvirtGuestsOps libvirt_ops = {
 
 static ssize_t manager_find_path(Manager *m, const char *path) {
         for (size_t i = 0; i < m->n_guests; i++)
-                if (m->guests[i]->qmp_path && streq(m->guests[i]->qmp_path, path))
+                if (guest_qmp_path(m->guests[i]) && streq(guest_qmp_path(m->guests[i]), path))
                         return (ssize_t) i;
         return -1;
 }
 
 Guest *manager_find_guest(Manager *m, const char *name) {
         for (size_t i = 0; i < m->n_guests; i++)
-                if (streq(m->guests[i]->name, name))
+                if (streq(guest_name(m->guests[i]), name))
                         return m->guests[i];
         return NULL;
 }
@@ -636,12 +641,12 @@ int manager_reload(Manager *m, char **ret_error) {
         for (size_t i = 0; i < m->n_guests; i++) {
                 Guest *g = m->guests[i];
                 RsPolicy p;
-                if (g->source != GUEST_SOURCE_QEMU)
+                if (guest_source(g) != GUEST_SOURCE_QEMU)
                         continue; /* below */
-                select_policy(m, g->name, NULL, &p);
+                select_policy(m, guest_name(g), NULL, &p);
                 if (guest_set_policy(g, &p) < 0)
                         log_guest_warning(g, "Policy %s not applicable, keeping %s",
-                                          p.name, g->policy.name);
+                                          p.name, guest_policy(g)->name);
                 (void) guest_set_state_dir(g, m->config->state_dir);
         }
         r = discovery_set_globs(m->discovery, m->config->qmp_sockets);

@@ -1,0 +1,347 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A guest's actuators: the cycle's target through the actuation plan to the balloon, virtio-mem
+ * and DIMMs (through the driver), the balloon watched against what it was sent, and the size
+ * left at shutdown. The cycle that decides the target is guest.c's. */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/macro.h"
+#include "common/size.h"
+#include "daemon/guest-internal.h"
+#include "daemon/log.h"
+#include "policies/actuation.h"
+
+/* A balloon that moved less than this over STALL_CYCLES cycles while away from its target has
+ * stopped: the guest cannot give more (or take back) right now. */
+#define STALL_MOVE_BYTES (2 * MIB)
+#define STALL_CYCLES 4
+/* A balloon this far below the target it had reached (or 2 % of it) was set from outside. */
+#define OUTSIDE_MIN_BYTES (16 * MIB)
+#define OUTSIDE_SAMPLES 2
+/* A guest still booting has no balloon driver yet: QEMU reports no stats (last-update 0) and
+ * the balloon cannot move, which is not the guest refusing to give memory. Until the driver
+ * shows (stats, or the balloon moving), for at most this long, a balloon short of its target
+ * counts neither as pushback nor as a stall. */
+#define BALLOON_DRIVER_GRACE_USEC (60 * USEC_PER_SEC)
+
+/* ---- the balloon watch (BalloonWatch) ---- */
+
+/* A new balloon target, ours sent or theirs taken over: the balloon must reach it again before a
+ * drop below it counts as someone else's. */
+static void balloon_watch_target(Guest *g, uint64_t bytes) {
+        g->balloon_target = bytes;
+        g->balloon_watch.reached = false;
+        g->balloon_watch.outside_samples = 0;
+}
+
+/* The balloon moved toward its target (or had no need to): a stall is counted from here. */
+static void balloon_watch_moved(BalloonWatch *w, uint64_t actual) {
+        w->stall_count = 0;
+        w->prev_actual = actual;
+}
+
+static int guest_send_balloon(Guest *g, uint64_t bytes) {
+        int r;
+
+        /* Never below the floor, whatever asked for it. */
+        bytes = MAX(bytes, guest_floor(g));
+        /* The balloon's target is the boot memory's share of the size (QMP and libvirt alike:
+         * the plan sets virtio-mem before the balloon). */
+        uint64_t plugged = g->vmem_id ? g->vmem_requested : 0;
+        if (bytes <= plugged) {
+                log_guest_debug(g, "virtio-mem alone exceeds the target: balloon left alone");
+                return 0;
+        }
+        r = g->driver->set_balloon(g, bytes - plugged, g->driver_data);
+        if (r < 0) {
+                g->counters.actuator_failures[GUEST_ACTUATOR_BALLOON]++;
+                return r;
+        }
+        balloon_watch_target(g, bytes);
+        g->counters.resizes[GUEST_ACTUATOR_BALLOON]++;
+        return 0;
+}
+
+/* Whether the guest's balloon driver has not shown yet (see BALLOON_DRIVER_GRACE_USEC). */
+bool guest_balloon_driver_pending(Guest *g, uint64_t now) {
+        if (!g->balloon_driver_seen &&
+            (g->stats_last_update != 0 || (g->actual > 0 && g->first_actual > 0 &&
+                                           (g->actual + STALL_MOVE_BYTES <= g->first_actual ||
+                                            g->actual >= g->first_actual + STALL_MOVE_BYTES))))
+                g->balloon_driver_seen = true;
+        return !g->balloon_driver_seen && now < g->running_since + BALLOON_DRIVER_GRACE_USEC;
+}
+
+static void guest_pause_outside(Guest *g) {
+        char b1[FORMAT_SIZE_MAX], b2[FORMAT_SIZE_MAX];
+
+        g->paused = true;
+        g->balloon_watch.paused_outside = true;
+        snprintf(g->reason, sizeof(g->reason),
+                 "balloon set from outside: %s, below the %s rightsize asked for (virsh setmem, another "
+                 "controller or an operator?): paused; rightsizectl resume takes the guest back",
+                 fmt_size(b1, sizeof(b1), g->actual), fmt_size(b2, sizeof(b2), g->balloon_target));
+        /* What is set now is theirs: a resume sends ours again. */
+        balloon_watch_target(g, g->actual);
+        balloon_watch_moved(&g->balloon_watch, g->actual);
+        LogEvent event = {
+                .message_id = LOG_MESSAGE_OUTSIDE,
+                .guest_uuid = g->uuid,
+                .target_bytes = g->target ?: UINT64_MAX,
+                .actual_bytes = g->actual,
+                .estimate_bytes = UINT64_MAX,
+        };
+        log_named_guest_event(LOG_WARNING, g->name, "paused", &event, "%s", g->reason);
+        guest_notify(g, false);
+}
+
+/* A balloon that reached its target and then went below it, with no new target from us: a
+ * balloon never inflates past what it was asked, so someone else asked (virsh setmem, MoM,
+ * Proxmox, an operator on a second QMP socket). Two controllers fighting every interval is worse
+ * than either: the guest is paused, with the reason, until the operator resumes it. Two samples
+ * in a row, so that a reading taken as our own command lands cannot count; the first already
+ * holds our actuators back (true: do not actuate this cycle), or we would answer the other
+ * controller's change before knowing it was one. */
+static bool balloon_set_from_outside(Guest *g) {
+        BalloonWatch *w = &g->balloon_watch;
+        uint64_t plugged = g->vmem_id ? MIN(g->vmem_requested, g->balloon_target) : 0;
+        uint64_t ours = g->balloon_target - plugged;
+        uint64_t tolerance = MAX(OUTSIDE_MIN_BYTES, ours / 50);
+
+        if (g->balloon_target == 0 || g->balloon_actual == 0 || g->balloon_target <= plugged) {
+                w->outside_samples = 0;
+                return false;
+        }
+        if (g->balloon_actual + 4 * MIB >= ours && g->balloon_actual <= ours + 4 * MIB)
+                w->reached = true;
+        if (!w->reached || g->balloon_actual + tolerance >= ours) {
+                w->outside_samples = 0;
+                return false;
+        }
+        if (++w->outside_samples < OUTSIDE_SAMPLES)
+                return true;
+        guest_pause_outside(g);
+        return true;
+}
+
+/* A balloon away from its target that no longer moves: the guest cannot give (or take) more.
+ * Returns true when the guest is (still) stalled. */
+static bool balloon_stalled(Guest *g, uint64_t now) {
+        BalloonWatch *w = &g->balloon_watch;
+        uint64_t tolerance = MAX(4 * MIB, g->balloon_target / 200);
+        char b1[FORMAT_SIZE_MAX], b2[FORMAT_SIZE_MAX];
+
+        if (w->stalled) {
+                /* Pushing resumes when the core asks for no less than where it stuck, or when
+                 * the hold time has passed (the guest may have freed memory since). */
+                if (g->want >= w->stall_size || now >= w->stall_until) {
+                        /* The fault stays on show until the balloon moves away from where it stuck:
+                         * a balloon that never moves stays reported. */
+                        w->stalled = false;
+                        w->stall_count = 0;
+                        log_guest_info(g, "Balloon no longer held back");
+                        return false;
+                }
+                return true;
+        }
+        if (w->stall_size > 0 && g->actual > 0 &&
+            (g->actual + 2 * STALL_MOVE_BYTES <= w->stall_size || g->actual >= w->stall_size + 2 * STALL_MOVE_BYTES)) {
+                if (strncmp(g->fault, "balloon stopped", strlen("balloon stopped")) == 0)
+                        g->fault[0] = '\0';
+                w->stall_size = 0;
+        }
+
+        if (g->balloon_target == 0 || g->actual == 0 ||
+            (g->actual <= g->balloon_target + tolerance && g->actual + tolerance >= g->balloon_target)) {
+                balloon_watch_moved(w, g->actual);
+                return false;
+        }
+        bool toward = g->actual > g->balloon_target ? w->prev_actual >= g->actual + STALL_MOVE_BYTES
+                                                     : g->actual >= w->prev_actual + STALL_MOVE_BYTES;
+        if (toward || w->prev_actual == 0) {
+                balloon_watch_moved(w, g->actual);
+                return false;
+        }
+        if (++w->stall_count < STALL_CYCLES)
+                return false;
+
+        w->stalled = true;
+        w->stall_size = g->actual;
+        w->stall_until = now + g->policy.hold_usec;
+        snprintf(g->reason, sizeof(g->reason),
+                 "balloon stopped at %s short of its target %s: the guest cannot give more; stopped pushing",
+                 fmt_size(b1, sizeof(b1), g->actual), fmt_size(b2, sizeof(b2), g->balloon_target));
+        guest_set_fault(g, "%s", g->reason); /* logs it: a new fault */
+        g->data_fault = false;
+        /* Stop pushing: ask for what the guest has. */
+        if (g->actual > g->balloon_target)
+                (void) guest_send_balloon(g, g->actual);
+        return true;
+}
+
+/* The watch, each cycle before the actuators: false when they must not run this cycle (a change
+ * from outside, being confirmed or just found); a stalled balloon keeps *target from going below
+ * where it stopped. Nothing is judged before the balloon driver shows. */
+static bool guest_watch_balloon(Guest *g, uint64_t now, uint64_t *target) {
+        if (guest_balloon_driver_pending(g, now))
+                return true;
+        if (balloon_set_from_outside(g))
+                return false;
+        if (balloon_stalled(g, now))
+                *target = MAX(*target, g->balloon_watch.stall_size);
+        return true;
+}
+
+/* Counted when sent; a refused DIMM is not retried (slot size or maxmem do not fit). */
+static void guest_dimm_refused(Guest *g, int error, const char *why) {
+        log_guest_warning_errno(g, error, "DIMM hotplug failed: %s; no more DIMMs", why ?: strerror(-error));
+        g->dimm_count = g->dimm_count > 0 ? g->dimm_count - 1 : 0;
+        g->dimm_bytes = g->dimm_bytes >= g->dimm_slot_bytes ? g->dimm_bytes - g->dimm_slot_bytes : 0;
+        g->dimm_slot_bytes = 0;
+}
+
+void guest_actuator_failed(Guest *g, GuestActuator which, int error, const char *why, uint64_t previous) {
+        if ((unsigned) which < _GUEST_ACTUATOR_MAX)
+                g->counters.actuator_failures[which]++;
+        switch (which) {
+        case GUEST_ACTUATOR_BALLOON:
+                g->balloon_target = previous;
+                break;
+        case GUEST_ACTUATOR_VIRTIO_MEM:
+                g->vmem_requested = previous;
+                g->balloon_watch.reached = false; /* the balloon's own target moved with it */
+                break;
+        case GUEST_ACTUATOR_DIMM:
+                guest_dimm_refused(g, error, why);
+                break;
+        default:
+                break;
+        }
+}
+
+/* DIMMs are only ever added: unplugging needs the guest's cooperation and often fails (the
+ * memory holds unmovable pages); the balloon gives back what is not needed. */
+static void guest_add_dimm(Guest *g) {
+        if (g->dimm_slot_bytes == 0 || g->dimm_count >= g->mem_slots)
+                return;
+        /* The driver names the device (and says so in the log); a refusal that comes later is
+         * guest_actuator_failed(). */
+        g->dimm_count++;
+        g->dimm_bytes += g->dimm_slot_bytes;
+        int r = g->driver->add_dimm(g, g->dimm_slot_bytes, g->driver_data);
+        if (r < 0) {
+                g->counters.actuator_failures[GUEST_ACTUATOR_DIMM]++;
+                guest_dimm_refused(g, r, NULL);
+        } else
+                g->counters.resizes[GUEST_ACTUATOR_DIMM]++;
+}
+
+void guest_actuate(Guest *g, uint64_t target, bool urgent, bool fine, uint64_t now) {
+        RsActuationPlan plan;
+        char b1[FORMAT_SIZE_MAX], b2[FORMAT_SIZE_MAX];
+        const RsEstimate *e = rs_guest_estimate(g->core);
+        int r;
+
+        if (g->paused || g->policy.mode == RS_MODE_OBSERVE || g->actual == 0)
+                return;
+        if (!guest_watch_balloon(g, now, &target))
+                return;
+
+        RsActuationInput in = {
+                .current = g->actual,
+                .target = target,
+                .urgent = urgent,
+                .fine = fine,
+                .estimate = e->estimate,
+                .margin_percent = g->policy.margin_percent,
+                .boot_bytes = g->base_memory ?: g->actual,
+                .vmem_plugged = g->vmem_id ? g->vmem_size : 0,
+                .vmem_max = g->vmem_id && g->policy.actuator != RS_ACTUATOR_BALLOON ? g->vmem_max : 0,
+                .vmem_block = g->vmem_id && g->policy.actuator != RS_ACTUATOR_BALLOON ? g->vmem_block : 0,
+        };
+        if (guest_dimm_capable(g)) {
+                in.dimm_bytes = g->dimm_bytes;
+                if (g->policy.allow_dimm && g->dimm_slot_bytes > 0 && g->mem_slots > g->dimm_count) {
+                        in.dimm_slot_bytes = g->dimm_slot_bytes;
+                        in.dimm_slots_free = g->mem_slots - g->dimm_count;
+                }
+        }
+        r = rs_actuation_plan(&g->policy, &in, &plan);
+        if (r < 0) {
+                log_guest_warning_errno(g, r, "No actuation plan: %m");
+                return;
+        }
+        if (plan.skip)
+                return;
+
+        if (plan.dimms_to_add > 0 && guest_dimm_capable(g)) {
+                for (unsigned i = 0; i < plan.dimms_to_add; i++)
+                        guest_add_dimm(g);
+                /* The balloon trims next interval, once the DIMMs are in query-balloon's actual:
+                 * a target past the current size would only be clamped by QEMU. */
+                plan.set_balloon = false;
+        }
+        if (plan.set_vmem && g->vmem_id) {
+                uint64_t requested = plan.vmem_requested;
+                r = g->driver->set_virtio_mem(g, plan.vmem_requested, &requested, g->driver_data);
+                if (r < 0) {
+                        g->counters.actuator_failures[GUEST_ACTUATOR_VIRTIO_MEM]++;
+                        log_guest_warning_errno(g, r, "virtio-mem resize: %m");
+                } else {
+                        g->vmem_requested = requested;
+                        g->balloon_watch.reached = false; /* the balloon's own target moved with it */
+                        g->counters.resizes[GUEST_ACTUATOR_VIRTIO_MEM]++;
+                }
+        }
+        if (plan.set_balloon && plan.balloon_target != g->balloon_target) {
+                r = guest_send_balloon(g, plan.balloon_target);
+                if (r < 0)
+                        log_guest_warning_errno(g, r, "balloon: %m");
+                else
+                        log_guest_debug(g, "balloon %s → %s%s",
+                                        fmt_size(b1, sizeof(b1), g->actual),
+                                        fmt_size(b2, sizeof(b2), plan.balloon_target), plan.capped ? " (capped)" : "");
+        }
+}
+
+/* ---- shutdown ---- */
+
+int guest_shutdown(Guest *g, ShutdownAction action, void (*done)(Guest *g, void *userdata), void *userdata) {
+        const RsEstimate *e = guest_estimate(g);
+        char b[FORMAT_SIZE_MAX];
+        uint64_t size;
+        int r;
+
+        if (action == SHUTDOWN_ACTION_KEEP || !g->core || g->policy.mode == RS_MODE_OBSERVE ||
+            g->phase != GUEST_PHASE_RUNNING || (g->driver->connected && !g->driver->connected(g, g->driver_data)))
+                return 0;
+        if (action == SHUTDOWN_ACTION_ESTIMATE && e->estimate != RS_UNKNOWN)
+                size = e->estimate + (uint64_t) ((double) e->estimate * g->policy.margin_percent / 100.0);
+        else
+                size = guest_max(g);
+        size = CLAMP(size, guest_floor(g), guest_max(g));
+        /* Only ever grow at shutdown: nobody is left to watch a guest being squeezed. */
+        if (g->actual >= size && g->balloon_target >= size)
+                return 0;
+        size = MAX(size, MIN(g->actual, guest_max(g)));
+        /* As in guest_send_balloon(): the balloon covers the boot memory only. */
+        uint64_t plugged = g->vmem_id ? g->vmem_requested : 0;
+        if (size <= plugged)
+                return 0;
+
+        if (g->driver->shutdown_balloon) {
+                r = g->driver->shutdown_balloon(g, size - plugged, done, userdata, g->driver_data);
+                if (r < 0)
+                        return r;
+                log_guest_info(g, "Leaving the guest at %s (shutdown-action=%s)", format_size(b, sizeof(b), size),
+                               shutdown_action_to_string(action));
+                return r;
+        }
+        /* Synchronous: done when it returns. */
+        r = g->driver->set_balloon(g, size - plugged, g->driver_data);
+        if (r < 0)
+                return log_named_guest_warning_errno(g->name, NULL, r, "Leaving the guest at its size failed: %m");
+        log_guest_info(g, "Left the guest at %s (shutdown-action=%s)", format_size(b, sizeof(b), size),
+                       shutdown_action_to_string(action));
+        return 0;
+}

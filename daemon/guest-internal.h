@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The guest's insides, for the two files that make it: guest.c (life cycle, the cycle, the state
+ * file, the views guest.h hands out) and guest-actuate.c (the balloon watch and the actuators).
+ * Nothing else includes this: the manager, the bus and the drivers go through guest.h, so a
+ * field can change without them. */
+#pragma once
+
+#include <string.h>
+
+#include "common/size.h"
+#include "daemon/guest.h"
+
+/* The balloon against the target last sent to it (Guest.balloon_target), watched each cycle before
+ * the actuators run (guest-actuate.c): one that stays short of its target has stalled (the guest cannot
+ * give more: pushing stops for a while, and the fault says so); one that came to its target and
+ * then went below it was set from outside (another controller: the guest is paused). */
+typedef struct BalloonWatch {
+        bool reached;             /* it came to balloon_target since that was sent */
+        unsigned outside_samples; /* samples in a row below the target it had reached */
+        bool paused_outside;      /* the guest is paused for that (the reason says) */
+        uint64_t prev_actual;     /* where it was when it last moved toward its target (0: not yet) */
+        unsigned stall_count;     /* cycles since then, away from its target */
+        bool stalled;             /* pushing is held back */
+        uint64_t stall_size;      /* where it stopped; 0 once it moved away (the fault goes then) */
+        uint64_t stall_until;     /* pushing resumes by then at the latest */
+} BalloonWatch;
+
+struct Guest {
+        char *name;
+        GuestSource source;
+        char *uuid;            /* NULL when unknown (QMP guests) */
+        char *qmp_path;        /* NULL for driven guests */
+        char *agent_path;      /* NULL: no agent */
+        char *state_dir;       /* NULL: no state file */
+        sd_event *event;
+        const GuestHooks *hooks;
+        void *userdata;
+
+        RsPolicy base_policy;  /* as selected from the policy directory */
+        RsPolicy policy;       /* with the operator's overrides applied */
+        uint64_t override_floor, override_max; /* 0: none */
+
+        GuestPhase phase;
+        char fault[256];       /* "" when healthy */
+        char reason[RS_REASON_MAX + 2 + GUEST_AGENT_PROBLEM_MAX]; /* the core's, "; " and the agent's */
+        bool paused;
+        bool probe_requested;
+
+        unsigned cycle_pending;
+        uint64_t cycle_started;
+
+        char agent_problem[GUEST_AGENT_PROBLEM_MAX]; /* why the agent gives nothing (shown in the reason), "" if fine */
+
+        /* Its driver, and the driver's data. */
+        const GuestDriver *driver;
+        void *driver_data;
+        bool driven_agent;     /* the agent is read through the driver (libvirt) */
+        bool agent_ok;         /* the agent answered last */
+
+        /* What the guest has. */
+        uint64_t base_memory;  /* boot memory (query-memory-size-summary) */
+        char *vmem_id;         /* the first virtio-mem device, NULL if none */
+        uint64_t vmem_size, vmem_max, vmem_block;
+        uint64_t vmem_requested; /* the requested-size last asked for (or found) */
+        uint64_t balloon_actual; /* QMP guests: query-balloon's actual, which leaves virtio-mem out */
+        bool fpr_known, free_page_reporting;
+        uint64_t host_rss;     /* UINT64_MAX when unknown */
+        uint64_t guest_max;
+
+        /* DIMM hotplug (policy allow-dimm): -m's maxmem and slots (QMP guests: qom-get
+         * /machine memory; libvirt: <maxMemory slots>), what memory devices take of them,
+         * and the DIMM size to add. */
+        uint64_t mem_max_size;   /* 0: unknown or no hotplug */
+        unsigned mem_slots;
+        uint64_t devices_bytes;  /* all memory devices, virtio-mem at its maximum */
+        uint64_t dimm_bytes;     /* DIMMs plugged (ours or not) */
+        unsigned dimm_count;     /* DIMM and NVDIMM devices: each holds a slot */
+        uint64_t dimm_slot_bytes; /* 0: no DIMM hotplug */
+
+        /* The decision core. */
+        RsGuest *core;
+        RsDecision decision;
+        bool have_decision;
+        uint64_t want;         /* the estimator's target */
+        uint64_t target;       /* after arbitration: what was last applied (0: nothing yet) */
+        uint64_t balloon_target; /* last "balloon" sent, 0: never */
+        BalloonWatch balloon_watch;
+        uint64_t actual;       /* query-balloon, 0 until known */
+        uint64_t updated_realtime;
+
+        /* The balloon driver: not seen until the guest reports stats or its balloon moves
+         * (a booting guest has none yet). */
+        uint64_t running_since;  /* CLOCK_MONOTONIC when managing began */
+        uint64_t first_actual;
+        bool balloon_driver_seen;
+
+        /* This cycle's readings. */
+        RsSample sample;
+        bool cycle_qmp_failed;
+        char cycle_error[160];
+
+        /* Untrusted input noticed in a cycle (stats that lie or never update, an event flood,
+         * commands failing): shown as the fault until a few clean cycles have passed. */
+        char data_problem[192];   /* this cycle's, "" when none */
+        bool data_fault;          /* fault[] holds a data problem */
+        unsigned data_clean_cycles;
+        uint64_t stats_last_update;
+        unsigned stats_stale_cycles, major_backwards_cycles;
+
+        /* Rates for the API and metrics (NaN when unknown). */
+        uint64_t prev_major, prev_major_usec;
+        double major_fault_rate, refault_rate;
+
+        GuestCounters counters;
+        bool fault_counted;        /* fault[] is counted in counters.faults (not a connecting guest's note) */
+
+        /* What EstimateChanged last reported, and when the state file was last written. */
+        EstimateSignal signalled;
+        uint64_t saved_usec;
+        RsState saved_state;
+        uint64_t saved_estimate;
+
+        GuestHistoryPoint history[GUEST_HISTORY_MAX];
+        size_t history_head, history_n;
+};
+
+/* A size for a message: "?" while unknown. */
+static inline char *fmt_size(char *buf, size_t len, uint64_t bytes) {
+        if (bytes == RS_UNKNOWN)
+                return strncpy(buf, "?", len);
+        return format_size(buf, len, bytes);
+}
+
+/* Whether this guest can have DIMMs at all: when its driver can add them. */
+static inline bool guest_dimm_capable(const Guest *g) {
+        return g->driver->add_dimm && g->base_memory > 0;
+}
+
+/* guest.c: the hooks' updated(), and a fault on show (a new one starts an episode, counted). */
+void guest_notify(Guest *g, bool estimate_changed);
+void guest_set_fault(Guest *g, const char *fmt, ...) _printf_(2, 3);
+
+/* guest-actuate.c: whether the balloon driver has not shown yet (a booting guest: its balloon
+ * counts neither as pushback nor as a stall), and the cycle's target to the devices. */
+bool guest_balloon_driver_pending(Guest *g, uint64_t now);
+void guest_actuate(Guest *g, uint64_t target, bool urgent, bool fine, uint64_t now);
