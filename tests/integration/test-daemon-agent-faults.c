@@ -48,10 +48,6 @@ static BusFixture bus;
 static DaemonFixture d;
 static uint64_t rss_managed_kib;
 
-static void name_of(unsigned index, char *buf, size_t size) {
-        snprintf(buf, size, "sim-%u", index);
-}
-
 /* The fixture's config turns the agent off; these tests want it beside every QMP socket. */
 static void enable_agent_sockets(void) {
         daemon_fixture_replace_config_line(&d, "agent-socket-pattern =\n", "agent-socket-pattern = %d/%n.qga\n");
@@ -60,7 +56,7 @@ static void enable_agent_sockets(void) {
 /* `rightsizectl --json show NAME`, parsed (put it). */
 static json_object *ctl_show(unsigned index) {
         char name[32];
-        name_of(index, name, sizeof(name));
+        sim_name(index, name, sizeof(name));
         _cleanup_(ctl_run_done) CtlRun run = ctl_run(&d, "--json", "show", name);
         ck_assert_msg(run.code == 0, "rightsizectl --json show %s: %d %s", name, run.code, run.err);
         json_object *doc = json_tokener_parse(run.out);
@@ -122,25 +118,9 @@ static void teardown_agents(void) {
 
 /* ---- what every test checks ---- */
 
-/* The guest keeps getting samples, with no fault. */
-static void assert_guest_managed(unsigned index) {
-        char name[32];
-
-        name_of(index, name, sizeof(name));
-        guest_assert_managed(&d, name, WAIT_SEC);
-}
-
-static void assert_floors_kept(void) {
-        ck_assert_int_eq(guests_assert_floors_kept(&d, FLOOR), N_AGENT_GUESTS + 1);
-}
-
-static void assert_rss_bounded(void) {
-        daemon_fixture_assert_rss_bounded(&d, rss_managed_kib);
-}
-
 static void assert_others_fine(void) {
         for (size_t i = 0; i < ARRAY_SIZE(healthy_guests); i++)
-                assert_guest_managed(healthy_guests[i]);
+                guest_assert_sim_managed(&d, healthy_guests[i], WAIT_SEC);
         /* The healthy agents still give their guests the agent tier; the guest without one is
          * on balloon stats and has nothing to complain about. */
         for (unsigned i = G_OK0; i <= G_OK1; i++) {
@@ -167,7 +147,7 @@ static void assert_agent_problem(unsigned index, const char *what) {
         char name[32];
         GuestView v;
 
-        name_of(index, name, sizeof(name));
+        sim_name(index, name, sizeof(name));
         ck_assert_msg(guest_view_wait(&d, name, reason_says, what, WAIT_SEC, &v),
                       "%s: reason '%s' (state %s, fault '%s'), expected '%s'", name, v.reason, v.state, v.fault, what);
         ck_assert_msg(v.fault[0] == '\0', "%s: the agent made the guest faulty: %s", name, v.fault);
@@ -184,7 +164,7 @@ static void assert_agent_problem(unsigned index, const char *what) {
         }
         ck_assert_msg(logged, "no log line for %s says '%s'", name, what);
 
-        assert_guest_managed(index);
+        guest_assert_sim_managed(&d, index, WAIT_SEC);
         /* rightsizectl says it too. The reason is rewritten every sample, and on a loaded machine
          * a sample may carry another agent problem (a capped read that ran past the agent's
          * timeout, 3/4 of the interval, says "timed out"): waited for, as over D-Bus above. */
@@ -206,8 +186,8 @@ static void assert_agent_problem(unsigned index, const char *what) {
 static void check_all(void) {
         ck_assert_msg(daemon_fixture_alive(&d), "rightsized died");
         assert_others_fine();
-        assert_floors_kept();
-        assert_rss_bounded();
+        ck_assert_int_eq(guests_assert_floors_kept(&d, FLOOR), N_AGENT_GUESTS + 1);
+        daemon_fixture_assert_rss_bounded(&d, rss_managed_kib);
         ck_assert_msg(daemon_fixture_alive(&d), "rightsized died");
 }
 
@@ -222,7 +202,7 @@ START_TEST(test_healthy_agent) {
         for (unsigned i = G_OK0; i <= G_OK1; i++) {
                 char name[32];
                 GuestView v;
-                name_of(i, name, sizeof(name));
+                sim_name(i, name, sizeof(name));
                 ck_assert_int_eq(guest_view_get(&d, name, &v), 0);
                 ck_assert_str_eq(v.fault, "");
                 ck_assert_ptr_null(strstr(v.reason, "guest agent"));
@@ -273,7 +253,7 @@ START_TEST(test_agent_huge_vmstat) {
         ck_assert_int_ge(guest_history_since(&d, "sim-3", 0, &newest), 0);
         for (uint64_t start = monotonic_sec(); guest_history_since(&d, "sim-3", newest, NULL) < 5; usleep(250 * 1000))
                 ck_assert_msg(monotonic_sec() < start + WAIT_SEC, "sim-3: fewer than 5 samples in %d s", WAIT_SEC);
-        assert_guest_managed(G_HUGE);
+        guest_assert_sim_managed(&d, G_HUGE, WAIT_SEC);
         check_all();
 }
 END_TEST
@@ -286,15 +266,8 @@ END_TEST
 
 int main(void) {
         Suite *s = suite_create("daemon-agent-faults");
-        TCase *tc = tcase_create("agents");
-
-        tcase_add_unchecked_fixture(tc, setup_agents, teardown_agents);
-        tcase_set_timeout(tc, 120);
-        tcase_add_test(tc, test_healthy_agent);
-        tcase_add_test(tc, test_agent_hang);
-        tcase_add_test(tc, test_agent_huge_vmstat);
-        tcase_add_test(tc, test_agent_garbage);
-        suite_add_tcase(s, tc);
-
+        check_add_case_once(s, "agents", setup_agents, teardown_agents, 120,
+                            CHECK_TESTS(test_healthy_agent, test_agent_hang, test_agent_huge_vmstat,
+                                        test_agent_garbage));
         return check_run_suite(s);
 }

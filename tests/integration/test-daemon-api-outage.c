@@ -204,14 +204,6 @@ START_TEST(test_bus_restart_reconnects) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("daemon-api-outage");
-        TCase *tc = tcase_create("api-outage");
-
-        tcase_add_checked_fixture(tc, NULL, teardown);
-        tcase_set_timeout(tc, 400);
-        tcase_add_test(tc, test_refused_name_is_loud_then_recovered);
-        tcase_add_test(tc, test_bus_restart_reconnects);
-        suite_add_tcase(s, tc);
-
-        return check_run_suite(s);
+        return check_run_case("daemon-api-outage", "api-outage", NULL, teardown, 400,
+                              CHECK_TESTS(test_refused_name_is_loud_then_recovered, test_bus_restart_reconnects));
 }

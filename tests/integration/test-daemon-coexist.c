@@ -105,13 +105,6 @@ START_TEST(test_outside_change_pauses_then_resume_takes_back) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("daemon-coexist");
-        TCase *tc = tcase_create("coexist");
-
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 400);
-        tcase_add_test(tc, test_outside_change_pauses_then_resume_takes_back);
-        suite_add_tcase(s, tc);
-
-        return check_run_suite(s);
+        return check_run_case("daemon-coexist", "coexist", setup, teardown, 400,
+                              CHECK_TESTS(test_outside_change_pauses_then_resume_takes_back));
 }

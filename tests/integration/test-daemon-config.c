@@ -42,32 +42,16 @@ static void teardown(void) {
         daemon_fixture_teardown(&d, &bus);
 }
 
-typedef struct Run {
-        int code;
-        char *out, *err;
-} Run;
-
-static void run_done(Run *r) {
-        free(r->out);
-        free(r->err);
-}
-
-static Run check_config(const char *config_path) {
+static CtlRun check_config(const char *config_path) {
         char exe[PATH_MAX], out_path[PATH_MAX], err_path[PATH_MAX];
-        Run run = {};
+        CtlRun run = {};
         int status;
 
         snprintf(exe, sizeof(exe), "%s/rightsized", getenv("top_builddir") ?: ".");
         snprintf(out_path, sizeof(out_path), "%s/check.out", d.dir);
         snprintf(err_path, sizeof(err_path), "%s/check.err", d.dir);
-        pid_t pid = fork();
-        ck_assert_int_ge(pid, 0);
+        pid_t pid = test_fork_with_output(out_path, err_path);
         if (pid == 0) {
-                test_child_init();
-                int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-                int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-                if (out < 0 || err < 0 || dup2(out, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0)
-                        _exit(120);
                 unsetenv("JOURNAL_STREAM");
                 execl(exe, "rightsized", "--check-config", "--config", config_path, (char *) NULL);
                 _exit(121);
@@ -103,7 +87,7 @@ static void write_config_with(const char *text, size_t size) {
 
 /* Refused: exit 1, nothing on stdout, "FILE:LINE: what" on stderr. */
 static void assert_refused(const char *file, unsigned line, const char *what) {
-        _cleanup_(run_done) Run r = check_config(d.config_path);
+        _cleanup_(ctl_run_done) CtlRun r = check_config(d.config_path);
         _cleanup_free_ char *expected = NULL;
 
         if (line > 0)
@@ -167,7 +151,7 @@ START_TEST(test_bad_config_bytes) {
         /* Missing: names the file. */
         _cleanup_free_ char *missing = NULL;
         ck_assert_int_ge(asprintf(&missing, "%s/nonexistent.conf", d.dir), 0);
-        _cleanup_(run_done) Run r = check_config(missing);
+        _cleanup_(ctl_run_done) CtlRun r = check_config(missing);
         ck_assert_int_eq(r.code, 1);
         ck_assert_ptr_nonnull(strstr(r.err, missing));
         ck_assert_ptr_nonnull(strstr(r.err, "cannot open"));
@@ -181,7 +165,7 @@ START_TEST(test_good_config_round_trip) {
                                    "[qemu]\nqmp-sockets = /run/qemu/*.qmp /srv/vm/*.sock\n";
 
         write_config_with(text, strlen(text));
-        _cleanup_(run_done) Run a = check_config(d.config_path);
+        _cleanup_(ctl_run_done) CtlRun a = check_config(d.config_path);
         ck_assert_msg(a.code == 0, "refused: %s", a.err);
         ck_assert_ptr_nonnull(strstr(a.out, "log-level = debug"));
         ck_assert_ptr_nonnull(strstr(a.out, "web-* db-* batch-*"));
@@ -195,7 +179,7 @@ START_TEST(test_good_config_round_trip) {
         /* ...and what it prints reads back to the same configuration (set in another file). */
         ck_assert_int_ge(asprintf(&path2, "%s/printed.conf", d.dir), 0);
         test_write_file(path2, a.out);
-        _cleanup_(run_done) Run b = check_config(path2);
+        _cleanup_(ctl_run_done) CtlRun b = check_config(path2);
         ck_assert_msg(b.code == 0, "its own output refused: %s", b.err);
         _cleanup_free_ char *a_keys = test_without_comment_lines(a.out), *b_keys = test_without_comment_lines(b.out);
         ck_assert_str_eq(b_keys, a_keys);
@@ -325,20 +309,11 @@ END_TEST
 
 int main(void) {
         Suite *s = suite_create("daemon-config");
-        TCase *files = tcase_create("files"), *hup = tcase_create("sighup");
 
-        tcase_add_checked_fixture(files, setup_dirs, teardown);
-        tcase_set_timeout(files, 30);
+        TCase *files = check_add_case(s, "files", setup_dirs, teardown, 30,
+                                      CHECK_TESTS(test_bad_config_bytes, test_good_config_round_trip));
         tcase_add_loop_test(files, test_bad_config, 0, (int) ARRAY_SIZE(config_cases));
-        tcase_add_test(files, test_bad_config_bytes);
-        tcase_add_test(files, test_good_config_round_trip);
         tcase_add_loop_test(files, test_bad_policy, 0, (int) ARRAY_SIZE(policy_cases));
-        suite_add_tcase(s, files);
-
-        tcase_add_checked_fixture(hup, setup_bus_and_dirs, teardown);
-        tcase_set_timeout(hup, 120);
-        tcase_add_test(hup, test_sighup);
-        suite_add_tcase(s, hup);
-
+        check_add_case(s, "sighup", setup_bus_and_dirs, teardown, 120, CHECK_TESTS(test_sighup));
         return check_run_suite(s);
 }

@@ -58,14 +58,10 @@ static DaemonFixture d;
 #define assert_ok bus_call_assert_ok
 #define assert_error bus_call_assert_error
 
-static void name_of(unsigned index, char *buf, size_t size) {
-        snprintf(buf, size, "sim-%u", index);
-}
-
 static GuestView view(unsigned index) {
         char name[32];
         GuestView v;
-        name_of(index, name, sizeof(name));
+        sim_name(index, name, sizeof(name));
         ck_assert_int_eq(guest_view_get(&d, name, &v), 0);
         return v;
 }
@@ -74,7 +70,7 @@ static GuestView view(unsigned index) {
 static GuestView next_sample(unsigned index) {
         char name[32];
         GuestView first = view(index), v;
-        name_of(index, name, sizeof(name));
+        sim_name(index, name, sizeof(name));
         ck_assert_msg(guest_view_wait(&d, name, guest_view_updated_after, &first.updated, WAIT_SEC, &v),
                       "%s: no new sample", name);
         return v;
@@ -111,7 +107,7 @@ START_TEST(test_list_guests) {
         for (unsigned i = 0; i < N_GUESTS; i++) {
                 char name[32];
                 bool found = false;
-                name_of(i, name, sizeof(name));
+                sim_name(i, name, sizeof(name));
                 for (int k = 0; k < n; k++) {
                         if (strcmp(views[k].name, name) != 0)
                                 continue;
@@ -160,7 +156,7 @@ END_TEST
 
 START_TEST(test_get_history) {
         char name[32];
-        name_of(G_READ, name, sizeof(name));
+        sim_name(G_READ, name, sizeof(name));
         uint64_t newest = 0;
         ck_assert_int_gt(guest_history_since(&d, name, 0, &newest), 0);
         (void) next_sample(G_READ);
@@ -654,30 +650,13 @@ END_TEST
 
 int main(void) {
         Suite *s = suite_create("daemon-dbus");
-        TCase *api = tcase_create("api"), *access = tcase_create("access"), *system_bus = tcase_create("system-bus");
 
-        tcase_add_unchecked_fixture(api, setup_open, teardown_fleet);
-        tcase_set_timeout(api, 120);
-        tcase_add_test(api, test_list_guests);
-        tcase_add_test(api, test_get_guest);
-        tcase_add_test(api, test_get_history);
-        tcase_add_test(api, test_set_guest);
-        tcase_add_test(api, test_pause_resume);
-        tcase_add_test(api, test_probe);
-        tcase_add_test(api, test_reload);
-        tcase_add_test(api, test_estimate_changed);
-        tcase_add_test(api, test_injection);
-        suite_add_tcase(s, api);
-
-        tcase_add_checked_fixture(access, setup_open, teardown_fleet);
-        tcase_set_timeout(access, 120);
-        tcase_add_test(access, test_access_daemon_checks);
-        suite_add_tcase(s, access);
-
-        tcase_add_checked_fixture(system_bus, setup_system_bus, teardown_fleet);
-        tcase_set_timeout(system_bus, 120);
-        tcase_add_test(system_bus, test_access_system_bus_policy);
-        suite_add_tcase(s, system_bus);
-
+        check_add_case_once(s, "api", setup_open, teardown_fleet, 120,
+                            CHECK_TESTS(test_list_guests, test_get_guest, test_get_history, test_set_guest,
+                                        test_pause_resume, test_probe, test_reload, test_estimate_changed,
+                                        test_injection));
+        check_add_case(s, "access", setup_open, teardown_fleet, 120, CHECK_TESTS(test_access_daemon_checks));
+        check_add_case(s, "system-bus", setup_system_bus, teardown_fleet, 120,
+                       CHECK_TESTS(test_access_system_bus_policy));
         return check_run_suite(s);
 }

@@ -8,6 +8,7 @@
  * let go of the QMP socket), and the guest's own MemTotal through the agent, which the daemon
  * is not given. */
 #include <check.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,27 +39,18 @@ static void teardown_all(void) {
         guest_fixture_stop(&guest);
 }
 
+/* The fixture's config (shutdown-action keep: the sizes stay for the test to read), with debug
+ * logging, no metrics file, and the guest's QMP socket. No agent for the daemon: the agent socket
+ * takes one client, and the test reads MemTotal through it. */
 static void write_config(void) {
-        char text[4096];
-        /* No agent for the daemon: the agent socket takes one client, and the test reads
-         * MemTotal through it. shutdown-action keep: the sizes stay for the test to read. */
-        snprintf(text, sizeof(text),
-                 "[daemon]\n"
-                 "policy-dir = %s\n"
-                 "state-dir = %s\n"
-                 "log-level = debug\n"
-                 "host-reserve = 0\n"
-                 "shutdown-action = keep\n"
-                 "read-group =\n"
-                 "[guests]\n"
-                 "unmatched-policy = balanced\n"
-                 "[qemu]\n"
-                 "qmp-sockets = %s/qmp.sock\n"
-                 "agent-socket-pattern = %%d/no-agent.sock\n"
-                 "[libvirt]\n"
-                 "enabled = no\n",
-                 daemon_fx.policy_dir, daemon_fx.state_dir, guest.run_dir);
-        test_write_file(daemon_fx.config_path, text);
+        char qmp_sockets[PATH_MAX];
+
+        daemon_fixture_write_config(&daemon_fx, "", NULL);
+        daemon_fixture_set_config(&daemon_fx, "log-level", "debug");
+        daemon_fixture_set_config(&daemon_fx, "metrics-path", NULL);
+        snprintf(qmp_sockets, sizeof(qmp_sockets), "%s/qmp.sock", guest.run_dir);
+        daemon_fixture_set_config(&daemon_fx, "qmp-sockets", qmp_sockets);
+        daemon_fixture_set_config(&daemon_fx, "agent-socket-pattern", "%d/no-agent.sock");
 }
 
 static uint64_t guest_mem_total(void) {

@@ -43,7 +43,7 @@
 #include "tests/lib/libvirt-test-host.h"
 #include "tests/lib/test-util.h"
 
-#define URI "qemu:///system"
+#define URI LIBVIRT_TEST_URI
 #define GUEST_MEM (1024 * MIB)
 #define ANON_MIB 300
 #define FLOOR (256 * MIB)
@@ -61,30 +61,11 @@ static BusFixture bus;
 static DaemonFixture daemon_fx;
 static virConnectPtr conn;
 
-static int run(const char *cmd) {
-        int r = system(cmd);
-        return r == -1 ? -errno : WIFEXITED(r) ? WEXITSTATUS(r) : 128;
-}
-
 static void teardown_all(void) {
-        char cmd[1024];
-
         e2e_daemon_teardown(&daemon_fx);
         bus_fixture_stop(&bus);
-        if (conn) {
-                virConnectClose(conn);
-                conn = NULL;
-        }
-        if (domain_name[0] && top_srcdir) {
-                /* Leave nothing behind: the domain, libvirtd (the disk went with the daemon's directory). */
-                snprintf(cmd, sizeof(cmd),
-                         "for d in %s %s %s; do virsh -q -c " URI " destroy $d >/dev/null 2>&1; "
-                         "virsh -q -c " URI " undefine $d >/dev/null 2>&1; done; "
-                         "%s/contrib/libvirt-setup --stop >/dev/null 2>&1",
-                         domain_name, skipped_name, dimm_name, top_srcdir);
-                (void) run(cmd);
-                domain_name[0] = '\0';
-        }
+        /* Leave nothing behind: the domains, libvirtd (the disk went with the daemon's directory). */
+        libvirt_test_host_leave(&conn, (char *const[]) { domain_name, skipped_name, dimm_name, NULL });
 }
 
 static off_t file_size(const char *path) {
@@ -245,10 +226,8 @@ static void write_config(void) {
 }
 
 static void setup_all(void) {
-        e2e_teardown_on_signals(teardown_all);
-        atexit(teardown_all);
-        ck_assert_int_eq(bus_fixture_start(&bus, BUS_POLICY_OPEN), 0);
-        daemon_fixture_init(&daemon_fx, &bus);
+        top_srcdir = getenv("top_srcdir") ?: ".";
+        e2e_setup(&daemon_fx, &bus, teardown_all);
         snprintf(domain_name, sizeof(domain_name), "rightsize-e2e-%d", (int) getpid());
         snprintf(skipped_name, sizeof(skipped_name), "rightsize-e2e-%d-noballoon", (int) getpid());
         snprintf(dimm_name, sizeof(dimm_name), "rightsize-e2e-%d-dimm", (int) getpid());
@@ -391,7 +370,7 @@ START_TEST(test_daemon_libvirt) {
         int status, r;
 
         snprintf(cmd, sizeof(cmd), "%s/contrib/libvirt-setup", top_srcdir);
-        ck_assert_msg(run(cmd) == 0, "contrib/libvirt-setup failed");
+        ck_assert_msg(e2e_run(cmd) == 0, "contrib/libvirt-setup failed");
         conn = virConnectOpen(URI);
         ck_assert_ptr_nonnull(conn);
         fprintf(stderr, "[%5.1fs] libvirtd up\n", e2e_now_sec() - t0);
@@ -592,11 +571,6 @@ START_TEST(test_daemon_libvirt) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("daemon-libvirt");
-
-        top_srcdir = getenv("top_srcdir") ?: ".";
-        if (libvirt_test_host_enter("test-daemon-libvirt") < 0)
-                return EXIT_FAILURE;
-        /* No fork: the daemon, the bus and libvirtd must be cleaned up whatever failed. */
-        return e2e_run_suite(s, "real-libvirtd", test_daemon_libvirt, setup_all, teardown_all, 600);
+        return libvirt_test_host_run("daemon-libvirt", "real-libvirtd", test_daemon_libvirt, setup_all, teardown_all,
+                                     600);
 }

@@ -41,7 +41,7 @@
 #include "tests/lib/libvirt-test-host.h"
 #include "tests/lib/test-util.h"
 
-#define URI "qemu:///system"
+#define URI LIBVIRT_TEST_URI
 #define LIBVIRTD_PID_FILE "/run/rightsize-test-libvirtd.pid"
 #define CALL_TIMEOUT_SEC 5
 /* The hang: past the cut (a tick, the call timeout and the watchdog's 1 s check), with two
@@ -57,14 +57,7 @@ static DaemonFixture daemon_fx;
 static virConnectPtr conn;
 static pid_t stopped_libvirtd;
 
-static int run(const char *cmd) {
-        int r = system(cmd);
-        return r == -1 ? -errno : WIFEXITED(r) ? WEXITSTATUS(r) : 128;
-}
-
 static void teardown_all(void) {
-        char cmd[1024];
-
         /* A libvirtd this test stopped answers again, so that it can be stopped. */
         if (stopped_libvirtd > 0) {
                 (void) kill(stopped_libvirtd, SIGCONT);
@@ -72,53 +65,31 @@ static void teardown_all(void) {
         }
         e2e_daemon_teardown(&daemon_fx);
         bus_fixture_stop(&bus);
-        if (conn) {
-                virConnectClose(conn);
-                conn = NULL;
-        }
-        if (domain_name[0] && top_srcdir) {
-                snprintf(cmd, sizeof(cmd),
-                         "virsh -q -c " URI " destroy %s >/dev/null 2>&1; "
-                         "%s/contrib/libvirt-setup --stop >/dev/null 2>&1",
-                         domain_name, top_srcdir);
-                (void) run(cmd);
-                domain_name[0] = '\0';
-        }
+        libvirt_test_host_leave(&conn, (char *const[]) { domain_name, NULL });
+}
+
+/* The fixture's config, with debug logging and no metrics file; only this test's guests, whatever
+ * else runs on this libvirtd; and libvirt on, with the call timeout under test. */
+static void write_config(void) {
+        char manage[128], libvirt[256];
+
+        daemon_fixture_write_config(&daemon_fx, "", NULL);
+        daemon_fixture_set_config(&daemon_fx, "log-level", "debug");
+        daemon_fixture_set_config(&daemon_fx, "metrics-path", NULL);
+        snprintf(manage, sizeof(manage), "[guests]\nmanage = %s sim-*\n", domain_name);
+        daemon_fixture_replace_config_line(&daemon_fx, "[guests]\n", manage);
+        snprintf(libvirt, sizeof(libvirt),
+                 "enabled = yes\nuri = " URI "\nmanage-all = no\nagent = no\ncall-timeout = %ds\n", CALL_TIMEOUT_SEC);
+        daemon_fixture_replace_config_line(&daemon_fx, "enabled = no\n", libvirt);
 }
 
 static void setup_all(void) {
-        char text[4096];
-
-        e2e_teardown_on_signals(teardown_all);
-        atexit(teardown_all);
-        ck_assert_int_eq(bus_fixture_start(&bus, BUS_POLICY_OPEN), 0);
-        daemon_fixture_init(&daemon_fx, &bus);
+        top_srcdir = getenv("top_srcdir") ?: ".";
+        e2e_setup(&daemon_fx, &bus, teardown_all);
         snprintf(domain_name, sizeof(domain_name), "rightsize-hang-%d", (int) getpid());
         /* Both guests: a 1 s interval and a floor of FLOOR. */
         daemon_fixture_write_policy(&daemon_fx, "fast", daemon_fixture_fast_policy);
-        snprintf(text, sizeof(text),
-                 "[daemon]\n"
-                 "policy-dir = %s\n"
-                 "state-dir = %s\n"
-                 "log-level = debug\n"
-                 "host-reserve = 0\n"
-                 "shutdown-action = keep\n"
-                 "read-group =\n"
-                 /* Only this test's guests, whatever else runs on this libvirtd. */
-                 "[guests]\n"
-                 "manage = %s sim-*\n"
-                 "unmatched-policy = balanced\n"
-                 "[qemu]\n"
-                 "qmp-sockets = %s/*.qmp\n"
-                 "agent-socket-pattern =\n"
-                 "[libvirt]\n"
-                 "enabled = yes\n"
-                 "uri = " URI "\n"
-                 "manage-all = no\n"
-                 "agent = no\n"
-                 "call-timeout = %ds\n",
-                 daemon_fx.policy_dir, daemon_fx.state_dir, domain_name, daemon_fx.qmp_dir, CALL_TIMEOUT_SEC);
-        test_write_file(daemon_fx.config_path, text);
+        write_config();
 }
 
 static pid_t libvirtd_pid(void) {
@@ -242,17 +213,14 @@ static int check_config_with(const char *value) {
         char path[PATH_MAX], cmd[PATH_MAX * 2 + 64];
         _cleanup_free_ char *text = test_read_file(daemon_fx.config_path), *full = NULL;
         const char *builddir = getenv("top_builddir") ?: ".";
-        char *key;
 
         ck_assert_ptr_nonnull(text);
-        key = strstr(text, "call-timeout = ");
-        ck_assert_ptr_nonnull(key);
-        *key = '\0';
-        ck_assert_int_ge(asprintf(&full, "%scall-timeout = %s\n", text, value), 0);
+        full = test_config_with(text, "call-timeout", value);
+        ck_assert_ptr_nonnull(full);
         snprintf(path, sizeof(path), "%s/check.conf", daemon_fx.dir);
         test_write_file(path, full);
         snprintf(cmd, sizeof(cmd), "%s/rightsized --check-config --config %s >/dev/null 2>&1", builddir, path);
-        return run(cmd);
+        return e2e_run(cmd);
 }
 
 static void check_config_rejects(const char *value) {
@@ -285,7 +253,7 @@ START_TEST(test_libvirtd_hang) {
         check_config_rejects("fast");
 
         snprintf(cmd, sizeof(cmd), "%s/contrib/libvirt-setup", top_srcdir);
-        ck_assert_msg(run(cmd) == 0, "contrib/libvirt-setup failed");
+        ck_assert_msg(e2e_run(cmd) == 0, "contrib/libvirt-setup failed");
         conn = virConnectOpen(URI);
         ck_assert_ptr_nonnull(conn);
         fprintf(stderr, "[%5.1fs] libvirtd up\n", e2e_now_sec() - t0);
@@ -360,14 +328,14 @@ START_TEST(test_libvirtd_hang) {
         stopped_libvirtd = 0;
         t = e2e_now_sec();
         snprintf(cmd, sizeof(cmd), "%s/contrib/libvirt-setup --restart --no-install", top_srcdir);
-        ck_assert_msg(run(cmd) == 0, "libvirt-setup --restart failed");
+        ck_assert_msg(e2e_run(cmd) == 0, "libvirt-setup --restart failed");
         ck_assert_int_eq(guest_view_get(&daemon_fx, domain_name, &v), 0);
         uint64_t updated = v.updated;
         ok = false;
         for (int i = 0; i < 120 && !ok; i++) {
                 usleep(250 * 1000);
                 ok = guest_view_get(&daemon_fx, domain_name, &v) == 0 && v.updated > updated && !v.fault[0] &&
-                     strcmp(v.state, "faulty") != 0 && strcmp(v.state, "connecting") != 0;
+                     guest_view_is_managed(&v);
         }
         fprintf(stderr, "[%5.1fs] after the restart: %s, \"%s\", managed again %.1f s after it\n", e2e_now_sec() - t0,
                 v.state, v.fault, e2e_now_sec() - t);
@@ -396,11 +364,6 @@ START_TEST(test_libvirtd_hang) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("daemon-libvirtd-hang");
-
-        top_srcdir = getenv("top_srcdir") ?: ".";
-        if (libvirt_test_host_enter("test-daemon-libvirtd-hang") < 0)
-                return EXIT_FAILURE;
-        /* No fork: the daemon, the bus and libvirtd must be cleaned up whatever failed. */
-        return e2e_run_suite(s, "hung-libvirtd", test_libvirtd_hang, setup_all, teardown_all, 300);
+        return libvirt_test_host_run("daemon-libvirtd-hang", "hung-libvirtd", test_libvirtd_hang, setup_all, teardown_all,
+                                     300);
 }

@@ -257,54 +257,44 @@ static const sd_bus_vtable agent_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
+typedef struct AgentArgs {
+        pid_t subject;
+        int asked[2];
+} AgentArgs;
+
+static void run_agent(int ready_fd, void *userdata) {
+        const AgentArgs *args = userdata;
+        Agent a = { .asked_fd = args->asked[1] };
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        sd_bus *b = NULL;
+
+        close(args->asked[0]);
+        if (bus_fixture_connect(&bus, &b) < 0 ||
+            sd_bus_add_object_vtable(b, NULL, AGENT_PATH, "org.freedesktop.PolicyKit1.AuthenticationAgent",
+                                     agent_vtable, &a) < 0)
+                _exit(2);
+        if (sd_bus_call_method(b, POLKIT_BUS_NAME, POLKIT_BUS_PATH, POLKIT_BUS_INTERFACE,
+                               "RegisterAuthenticationAgent", &error, NULL, "(sa{sv})ss", "unix-process", 2, "pid",
+                               "u", (uint32_t) args->subject, "start-time", "t", (uint64_t) 0, "C", AGENT_PATH) < 0) {
+                fprintf(stderr, "RegisterAuthenticationAgent: %s\n", error.message);
+                _exit(3);
+        }
+        test_service_ready(ready_fd);
+        test_service_serve(b, &a.done);
+        sd_bus_flush(b);
+        _exit(0);
+}
+
 /* An agent (run by root, like pkttyagent --process would be) for the process `subject`: polkit
  * asks it when that process's call allowed interaction. Returns its pid; *ret_asked_fd gets a byte
  * each time polkit asked it. */
 static pid_t start_agent(pid_t subject, int *ret_asked_fd) {
-        int ready[2], asked[2];
-        pid_t pid;
-        char c;
+        AgentArgs args = { .subject = subject };
 
-        ck_assert_int_eq(pipe2(ready, O_CLOEXEC), 0);
-        ck_assert_int_eq(pipe2(asked, O_CLOEXEC | O_NONBLOCK), 0);
-        pid = fork();
-        ck_assert_int_ge(pid, 0);
-        if (pid == 0) {
-                Agent a = { .asked_fd = asked[1] };
-                sd_bus_error error = SD_BUS_ERROR_NULL;
-                sd_bus *b = NULL;
-
-                test_child_init();
-                close(ready[0]);
-                close(asked[0]);
-                if (bus_fixture_connect(&bus, &b) < 0 ||
-                    sd_bus_add_object_vtable(b, NULL, AGENT_PATH, "org.freedesktop.PolicyKit1.AuthenticationAgent",
-                                             agent_vtable, &a) < 0)
-                        _exit(2);
-                if (sd_bus_call_method(b, POLKIT_BUS_NAME, POLKIT_BUS_PATH,
-                                       POLKIT_BUS_INTERFACE, "RegisterAuthenticationAgent", &error,
-                                       NULL, "(sa{sv})ss", "unix-process", 2, "pid", "u", (uint32_t) subject,
-                                       "start-time", "t", (uint64_t) 0, "C", AGENT_PATH) < 0) {
-                        fprintf(stderr, "RegisterAuthenticationAgent: %s\n", error.message);
-                        _exit(3);
-                }
-                if (write(ready[1], "R", 1) != 1)
-                        _exit(4);
-                while (!a.done) {
-                        int r = sd_bus_process(b, NULL);
-                        if (r < 0)
-                                _exit(5);
-                        if (r == 0 && sd_bus_wait(b, UINT64_MAX) < 0)
-                                _exit(6);
-                }
-                sd_bus_flush(b);
-                _exit(0);
-        }
-        close(ready[1]);
-        close(asked[1]);
-        ck_assert_msg(read(ready[0], &c, 1) == 1, "the authentication agent could not register");
-        close(ready[0]);
-        *ret_asked_fd = asked[0];
+        ck_assert_int_eq(pipe2(args.asked, O_CLOEXEC | O_NONBLOCK), 0);
+        pid_t pid = test_service_start(run_agent, &args, "the authentication agent could not register");
+        close(args.asked[1]);
+        *ret_asked_fd = args.asked[0];
         return pid;
 }
 
@@ -536,16 +526,10 @@ int main(void) {
         }
 
         Suite *s = suite_create("daemon-polkit");
-        TCase *tc = tcase_create("polkit");
-        tcase_add_unchecked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, test_authorized_user);
-        tcase_add_test(tc, test_unauthorized_user);
-        tcase_add_test(tc, test_interactive_authorization);
-        tcase_add_test(tc, test_root_needs_no_polkit);
-        tcase_add_test(tc, test_never_blocks);
-        tcase_add_test(tc, test_daemon_stops_with_query_in_flight);
-        tcase_add_test(tc, test_polkit_absent);
-        suite_add_tcase(s, tc);
+        check_add_case_once(s, "polkit", setup, teardown, 0,
+                            CHECK_TESTS(test_authorized_user, test_unauthorized_user, test_interactive_authorization,
+                                        test_root_needs_no_polkit, test_never_blocks,
+                                        test_daemon_stops_with_query_in_flight, test_polkit_absent));
         /* One process: the tests share polkitd and the daemon, and some stop or freeze them. */
         return check_run_suite_nofork(s);
 }

@@ -59,10 +59,7 @@ static void teardown_all(void) {
 static void setup_all(void) {
         static const char *const steady[] = { "--scenario", "steady", "--time-scale", "20", NULL };
 
-        e2e_teardown_on_signals(teardown_all);
-        atexit(teardown_all);
-        ck_assert_int_eq(bus_fixture_start(&bus, BUS_POLICY_OPEN), 0);
-        daemon_fixture_init(&daemon_fx, &bus);
+        e2e_setup(&daemon_fx, &bus, teardown_all);
         daemon_fixture_write_config(&daemon_fx, "", NULL);
         daemon_fixture_write_policy(&daemon_fx, "fast", daemon_fixture_fast_policy);
         daemon_fixture_start_sim(&daemon_fx, 0, 0, 1, steady);
@@ -96,16 +93,12 @@ static int get_guest_promptly(const char *name, GuestView *v) {
         return r;
 }
 
-static bool is_managed(const GuestView *v) {
-        return v->updated > 0 && strcmp(v->state, "connecting") != 0 && strcmp(v->state, "faulty") != 0;
-}
-
 /* Waits until the daemon manages the real guest and has pulled its balloon below the boot size
  * by at least `below` (a new QEMU shrinks for no one else), and the balloon got where it was
  * asked to; v holds the last view. */
 static bool wait_balloon_driven(double t0, const char *what, uint64_t below, GuestView *v) {
         for (double start = e2e_now_sec(); e2e_now_sec() < start + BALLOON_WAIT_SEC; usleep(250 * 1000))
-                if (get_guest_promptly(REAL, v) == 0 && is_managed(v) && v->target < GUEST_MEM &&
+                if (get_guest_promptly(REAL, v) == 0 && guest_view_is_managed(v) && v->target < GUEST_MEM &&
                     v->actual + below <= GUEST_MEM && within(v->actual, v->target, 0.03)) {
                         e2e_print_view(what, t0, v, FLOOR);
                         return true;
@@ -206,7 +199,7 @@ START_TEST(test_qemu_kill_and_restart) {
         while (!managed && e2e_now_sec() < t_restart + 60) {
                 int r = get_guest_promptly(REAL, &first);
                 ck_assert(r == 0 || r == -ENOENT);
-                managed = r == 0 && is_managed(&first);
+                managed = r == 0 && guest_view_is_managed(&first);
                 if (!managed)
                         usleep(20 * 1000);
         }

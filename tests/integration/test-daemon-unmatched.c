@@ -98,13 +98,6 @@ START_TEST(test_unmatched_guest_is_observed_then_resized) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("daemon-unmatched");
-        TCase *tc = tcase_create("unmatched");
-
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 300);
-        tcase_add_test(tc, test_unmatched_guest_is_observed_then_resized);
-        suite_add_tcase(s, tc);
-
-        return check_run_suite(s);
+        return check_run_case("daemon-unmatched", "unmatched", setup, teardown, 300,
+                              CHECK_TESTS(test_unmatched_guest_is_observed_then_resized));
 }

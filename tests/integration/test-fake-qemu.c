@@ -263,19 +263,8 @@ START_TEST(test_fault_stuck_balloon) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("fake-qemu");
-        TCase *tc = tcase_create("sim");
-
-        tcase_add_checked_fixture(tc, start_sim, stop_sim);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, test_stats_evolve);
-        tcase_add_test(tc, test_balloon_follows_model);
-        tcase_add_test(tc, test_fault_garbage);
-        tcase_add_test(tc, test_fault_huge_reply);
-        tcase_add_test(tc, test_fault_hang);
-        tcase_add_test(tc, test_fault_close_mid_reply);
-        tcase_add_test(tc, test_fault_lying_stats);
-        tcase_add_test(tc, test_fault_stuck_balloon);
-        suite_add_tcase(s, tc);
-        return check_run_suite(s);
+        return check_run_case("fake-qemu", "sim", start_sim, stop_sim, 60,
+                              CHECK_TESTS(test_stats_evolve, test_balloon_follows_model, test_fault_garbage,
+                                          test_fault_huge_reply, test_fault_hang, test_fault_close_mid_reply,
+                                          test_fault_lying_stats, test_fault_stuck_balloon));
 }

@@ -34,6 +34,7 @@
 #include "tests/lib/bus-fixture.h"
 #include "tests/lib/check-run.h"
 #include "tests/lib/daemon-fixture.h"
+#include "tests/lib/test-util.h"
 
 #define HOSTILE "evil\x1b]0;owned\x07\x1b[2J"
 #define WIDE "gäst-東京" /* 2-byte and 3-byte UTF-8; the CJK characters two columns wide */
@@ -103,48 +104,41 @@ static int reply_no_such_guest(sd_bus_error *error, const char *name) {
         return sd_bus_error_setf(error, RS_BUS_ERROR_NO_SUCH_GUEST, "No guest named \"%s\"", name);
 }
 
-static int method_list(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+/* Replies to m with what append(reply, name) puts in the reply. */
+static int reply_with(sd_bus_message *m, int (*append)(sd_bus_message *reply, const char *name), const char *name) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         int r = sd_bus_message_new_method_return(m, &reply);
         if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "a{sv}");
+                r = append(reply, name);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+/* Replies to a method on the guest m names, or with NoSuchGuest. */
+static int reply_on_guest(sd_bus_message *m, sd_bus_error *error,
+                          int (*append)(sd_bus_message *reply, const char *name)) {
+        const char *name;
+        int r = sd_bus_message_read(m, "s", &name);
+        if (r < 0)
+                return r;
+        if (!known_guest(name))
+                return reply_no_such_guest(error, name);
+        return reply_with(m, append, name);
+}
+
+static int append_guest_list(sd_bus_message *reply, const char *name _unused_) {
+        int r = sd_bus_message_open_container(reply, 'a', "a{sv}");
         for (size_t i = 0; r >= 0 && i < ARRAY_SIZE(guest_names); i++)
                 r = append_guest(reply, guest_names[i]);
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
-        if (r < 0)
-                return r;
-        return sd_bus_send(NULL, reply, NULL);
+        return r;
 }
 
-static int method_get(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        const char *name;
-        int r = sd_bus_message_read(m, "s", &name);
-        if (r < 0)
-                return r;
-        if (!known_guest(name))
-                return reply_no_such_guest(error, name);
-        r = sd_bus_message_new_method_return(m, &reply);
-        if (r >= 0)
-                r = append_guest(reply, name);
-        if (r < 0)
-                return r;
-        return sd_bus_send(NULL, reply, NULL);
-}
-
-static int method_history(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        const char *name;
-        int r = sd_bus_message_read(m, "s", &name);
-        if (r < 0)
-                return r;
-        if (!known_guest(name))
-                return reply_no_such_guest(error, name);
-        r = sd_bus_message_new_method_return(m, &reply);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(tttt)");
-        /* The target steps down from 4 GiB to 1.5 GiB; the estimate appears after 5 samples. */
+/* The target steps down from 4 GiB to 1.5 GiB; the estimate appears after 5 samples. */
+static int append_history(sd_bus_message *reply, const char *name _unused_) {
+        int r = sd_bus_message_open_container(reply, 'a', "(tttt)");
         for (unsigned i = 0; r >= 0 && i < N_HISTORY; i++) {
                 uint64_t target = i < 10 ? 4 * GIB : i < 20 ? 2 * GIB : 1536 * MIB;
                 r = sd_bus_message_append(reply, "(tttt)", UINT64_C(1700000000000000) + i * 10 * USEC_PER_SEC, target,
@@ -152,9 +146,19 @@ static int method_history(sd_bus_message *m, void *userdata, sd_bus_error *error
         }
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
-        if (r < 0)
-                return r;
-        return sd_bus_send(NULL, reply, NULL);
+        return r;
+}
+
+static int method_list(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        return reply_with(m, append_guest_list, NULL);
+}
+
+static int method_get(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        return reply_on_guest(m, error, append_guest);
+}
+
+static int method_history(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        return reply_on_guest(m, error, append_history);
 }
 
 /* As the daemon will: changes need root. */
@@ -234,16 +238,14 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
-static void run_server(int ready_fd) {
+static void run_server(int ready_fd, void *userdata _unused_) {
         sd_bus *bus = NULL;
 
         if (sd_bus_new(&bus) < 0 || sd_bus_set_address(bus, address) < 0 || sd_bus_set_bus_client(bus, 1) < 0 ||
             sd_bus_start(bus) < 0 || sd_bus_request_name(bus, RS_BUS_NAME, 0) < 0 ||
             sd_bus_add_object_vtable(bus, NULL, RS_BUS_PATH, RS_BUS_NAME, manager_vtable, NULL) < 0)
                 _exit(1);
-        if (write(ready_fd, "R", 1) != 1)
-                _exit(1);
-        close(ready_fd);
+        test_service_ready(ready_fd);
         /* Every 100 ms an EstimateChanged, for web1, the hostile name and the wide one in turn; the
          * hostile one's bounds unknown (0). */
         static const char *const changing[] = { "web1", HOSTILE, WIDE };
@@ -273,20 +275,13 @@ static void run_server(int ready_fd) {
 
 /* ---- fixture ---- */
 
+/* dir/NAME, "" when there is none. */
 static char *read_file(const char *name) {
-        char path[256], *buf = NULL;
-        size_t size = 0;
+        char path[256];
         snprintf(path, sizeof(path), "%s/%s", dir, name);
-        FILE *in = fopen(path, "re"), *out = open_memstream(&buf, &size);
-        ck_assert_ptr_nonnull(out);
-        if (in) {
-                int c;
-                while ((c = fgetc(in)) != EOF)
-                        fputc(c, out);
-                fclose(in);
-        }
-        fclose(out);
-        return buf;
+        char *text = test_read_file(path) ?: strdup("");
+        ck_assert_ptr_nonnull(text);
+        return text;
 }
 
 static void start_bus(void) {
@@ -296,20 +291,7 @@ static void start_bus(void) {
 }
 
 static void start_server(void) {
-        int ready[2];
-        char c;
-
-        ck_assert_int_eq(pipe2(ready, O_CLOEXEC), 0);
-        server_pid = fork();
-        ck_assert_int_ge(server_pid, 0);
-        if (server_pid == 0) {
-                test_child_init();
-                close(ready[0]);
-                run_server(ready[1]);
-        }
-        close(ready[1]);
-        ck_assert_msg(read(ready[0], &c, 1) == 1, "the stand-in service could not take the name");
-        close(ready[0]);
+        server_pid = test_service_start(run_server, NULL, "the stand-in service could not take the name");
 }
 
 static void stop(pid_t *pid) {
@@ -329,16 +311,6 @@ static void teardown(void) {
         stop(&server_pid);
         bus_fixture_stop(&private_bus);
         dir = address = NULL;
-}
-
-typedef struct Run {
-        int code;
-        char *out, *err;
-} Run;
-
-static void run_done(Run *r) {
-        free(r->out);
-        free(r->err);
 }
 
 /* In a child: the environment rightsizectl runs in, then rightsizectl itself. By default a UTF-8
@@ -398,23 +370,18 @@ static pid_t spawn_ctl(uid_t uid, const char *bus_address, const char *const *en
         build_argv(argv, ARRAY_SIZE(argv), args);
         path_in_dir(out_path, sizeof(out_path), out_name);
         path_in_dir(err_path, sizeof(err_path), err_name);
-        pid_t pid = fork();
-        ck_assert_int_ge(pid, 0);
+        pid_t pid = test_fork_with_output(out_path, err_path);
         if (pid == 0) {
-                test_child_init();
-                int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-                int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
                 int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
-                if (out < 0 || err < 0 || in < 0 || dup2(out, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0 ||
-                    dup2(in, STDIN_FILENO) < 0)
+                if (in < 0 || dup2(in, STDIN_FILENO) < 0)
                         _exit(120);
                 exec_ctl(uid, bus_address, env, argv);
         }
         return pid;
 }
 
-static Run finish(pid_t pid, const char *what) {
-        Run run = {};
+static CtlRun finish(pid_t pid, const char *what) {
+        CtlRun run = {};
         int status;
 
         ck_assert_int_eq(waitpid(pid, &status, 0), pid);
@@ -429,12 +396,12 @@ static Run finish(pid_t pid, const char *what) {
 }
 
 /* Runs rightsizectl with the environment changes `env` (may be NULL) and the arguments args. */
-static Run run_ctl_env_argv(uid_t uid, const char *bus_address, const char *const *env, const char *const *args) {
+static CtlRun run_ctl_env_argv(uid_t uid, const char *bus_address, const char *const *env, const char *const *args) {
         return finish(spawn_ctl(uid, bus_address, env, "out", "err", args), args[0] ?: "");
 }
 
 /* Runs rightsizectl as uid (0: as we are) with the given arguments, NULL-terminated. */
-static Run run_ctl_as(uid_t uid, const char *bus_address, ...) {
+static CtlRun run_ctl_as(uid_t uid, const char *bus_address, ...) {
         const char *args[16];
         size_t n = 0;
         va_list ap;
@@ -453,13 +420,13 @@ static Run run_ctl_as(uid_t uid, const char *bus_address, ...) {
 
 /* Runs rightsizectl with stdout on a pseudo-terminal of 100x40 (stdin /dev/null, stderr into
  * dir/err); out is what came through the terminal, its "\r\n" turned back into "\n". */
-static Run run_ctl_pty(const char *const *env, const char *const *args) {
+static CtlRun run_ctl_pty(const char *const *env, const char *const *args) {
         const char *argv[16];
         char slave_name[128], err_path[256];
         struct winsize ws = { .ws_row = 40, .ws_col = 100 };
         char *buf = NULL;
         size_t size = 0;
-        Run run = {};
+        CtlRun run = {};
         int status;
 
         build_argv(argv, ARRAY_SIZE(argv), args);
@@ -532,7 +499,7 @@ static json_object *parse_json(const char *text) {
 /* ---- tests ---- */
 
 START_TEST(test_list) {
-        _cleanup_(run_done) Run r = run_ctl("list");
+        _cleanup_(ctl_run_done) CtlRun r = run_ctl("list");
         ck_assert_int_eq(r.code, 0);
         ck_assert_ptr_nonnull(strstr(r.out, "NAME"));
         ck_assert_ptr_nonnull(strstr(r.out, "REASON/FAULT"));
@@ -546,7 +513,7 @@ START_TEST(test_list) {
         ck_assert_ptr_null(strchr(r.out, '\x1b'));
         ck_assert_ptr_null(strchr(r.out, '\x07'));
         /* No argument means list, as with systemctl. */
-        _cleanup_(run_done) Run d = run_ctl("--json");
+        _cleanup_(ctl_run_done) CtlRun d = run_ctl("--json");
         ck_assert_int_eq(d.code, 0);
         ck_assert_ptr_nonnull(strstr(d.out, "\"guests\""));
 }
@@ -554,41 +521,41 @@ END_TEST
 
 START_TEST(test_list_names) {
         /* One name a line, in the daemon's order, defanged, and nothing else. */
-        _cleanup_(run_done) Run r = run_ctl("list", "--name");
+        _cleanup_(ctl_run_done) CtlRun r = run_ctl("list", "--name");
         ck_assert_int_eq(r.code, 0);
         ck_assert_str_eq(r.out, "web1\nevil?]0;owned??[2J\nbroken\n" WIDE "\n");
         ck_assert_str_eq(r.err, "");
-        _cleanup_(run_done) Run d = run_ctl("--name"); /* list is the default */
+        _cleanup_(ctl_run_done) CtlRun d = run_ctl("--name"); /* list is the default */
         ck_assert_int_eq(d.code, 0);
         ck_assert_str_eq(d.out, r.out);
-        _cleanup_(run_done) Run j = run_ctl("--name", "--json", "list");
+        _cleanup_(ctl_run_done) CtlRun j = run_ctl("--name", "--json", "list");
         ck_assert_int_eq(j.code, 2);
-        _cleanup_(run_done) Run s = run_ctl("--name", "show", "web1");
+        _cleanup_(ctl_run_done) CtlRun s = run_ctl("--name", "show", "web1");
         ck_assert_int_eq(s.code, 2);
 }
 END_TEST
 
 START_TEST(test_json_short) {
-        _cleanup_(run_done) Run r = run_ctl("--json=short", "list");
+        _cleanup_(ctl_run_done) CtlRun r = run_ctl("--json=short", "list");
         ck_assert_int_eq(r.code, 0);
         /* one line, and the same document as --json=pretty and --json */
         ck_assert_ptr_nonnull(strchr(r.out, '\n'));
         ck_assert_str_eq(strchr(r.out, '\n'), "\n");
-        _cleanup_(run_done) Run p = run_ctl("--json=pretty", "list");
-        _cleanup_(run_done) Run d = run_ctl("--json", "list");
+        _cleanup_(ctl_run_done) CtlRun p = run_ctl("--json=pretty", "list");
+        _cleanup_(ctl_run_done) CtlRun d = run_ctl("--json", "list");
         ck_assert_int_eq(p.code, 0);
         ck_assert_str_eq(p.out, d.out);
         json_object *a = parse_json(r.out), *b = parse_json(p.out);
         ck_assert(json_object_equal(a, b));
         json_object_put(a);
         json_object_put(b);
-        _cleanup_(run_done) Run bad = run_ctl("--json=yaml", "list");
+        _cleanup_(ctl_run_done) CtlRun bad = run_ctl("--json=yaml", "list");
         ck_assert_int_eq(bad.code, 2);
 }
 END_TEST
 
 START_TEST(test_list_json) {
-        _cleanup_(run_done) Run r = run_ctl("--json", "list");
+        _cleanup_(ctl_run_done) CtlRun r = run_ctl("--json", "list");
         json_object *o = parse_json(r.out), *guests, *v;
 
         ck_assert_int_eq(r.code, 0);
@@ -613,7 +580,7 @@ START_TEST(test_list_json) {
 END_TEST
 
 START_TEST(test_show_and_history) {
-        _cleanup_(run_done) Run s = run_ctl("show", "web1");
+        _cleanup_(ctl_run_done) CtlRun s = run_ctl("show", "web1");
         ck_assert_int_eq(s.code, 0);
         ck_assert_ptr_nonnull(strstr(s.out, "Estimate: 1.2 GiB (1 GiB .. 1.5 GiB)"));
         ck_assert_ptr_nonnull(strstr(s.out, "State: hold (tier agent)"));
@@ -622,7 +589,7 @@ START_TEST(test_show_and_history) {
         ck_assert_ptr_nonnull(strstr(s.out, "T target  A actual  E estimate"));
         ck_assert_ptr_nonnull(strstr(s.out, "4 GiB"));
 
-        _cleanup_(run_done) Run j = run_ctl("--json", "show", "web1");
+        _cleanup_(ctl_run_done) CtlRun j = run_ctl("--json", "show", "web1");
         json_object *o = parse_json(j.out), *h, *v;
         ck_assert(json_object_object_get_ex(o, "history", &h));
         ck_assert_uint_eq(json_object_array_length(h), N_HISTORY);
@@ -634,7 +601,7 @@ START_TEST(test_show_and_history) {
         ck_assert(json_object_get_double(v) > 0.89 && json_object_get_double(v) < 0.91);
         json_object_put(o);
 
-        _cleanup_(run_done) Run t = run_ctl("history", "web1");
+        _cleanup_(ctl_run_done) CtlRun t = run_ctl("history", "web1");
         ck_assert_int_eq(t.code, 0);
         ck_assert_ptr_nonnull(strstr(t.out, "30 samples"));
         ck_assert_ptr_nonnull(strstr(t.out, "target    █"));   /* starts at the top */
@@ -642,7 +609,7 @@ START_TEST(test_show_and_history) {
         ck_assert_ptr_nonnull(strstr(t.out, "1.5 GiB"));
         ck_assert_ptr_nonnull(strstr(t.out, "TIME"));
 
-        _cleanup_(run_done) Run tj = run_ctl("--json", "history", "web1");
+        _cleanup_(ctl_run_done) CtlRun tj = run_ctl("--json", "history", "web1");
         o = parse_json(tj.out);
         ck_assert(json_object_object_get_ex(o, "name", &v));
         ck_assert_str_eq(json_object_get_string(v), "web1");
@@ -653,29 +620,29 @@ START_TEST(test_show_and_history) {
 END_TEST
 
 START_TEST(test_no_such_guest) {
-        _cleanup_(run_done) Run s = run_ctl("show", "nosuch");
+        _cleanup_(ctl_run_done) CtlRun s = run_ctl("show", "nosuch");
         ck_assert_int_eq(s.code, 3);
         ck_assert_ptr_nonnull(strstr(s.err, "No guest named \"nosuch\""));
         ck_assert_str_eq(s.out, "");
-        _cleanup_(run_done) Run h = run_ctl("history", "nosuch");
+        _cleanup_(ctl_run_done) CtlRun h = run_ctl("history", "nosuch");
         ck_assert_int_eq(h.code, 3);
-        _cleanup_(run_done) Run p = run_ctl("probe", "nosuch");
+        _cleanup_(ctl_run_done) CtlRun p = run_ctl("probe", "nosuch");
         ck_assert_int_eq(p.code, 3);
-        _cleanup_(run_done) Run t = run_ctl("set", "nosuch", "floor=1G");
+        _cleanup_(ctl_run_done) CtlRun t = run_ctl("set", "nosuch", "floor=1G");
         ck_assert_int_eq(t.code, 3);
 }
 END_TEST
 
 START_TEST(test_changes) {
-        _cleanup_(run_done) Run a = run_ctl("set", "web1", "floor=1G");
+        _cleanup_(ctl_run_done) CtlRun a = run_ctl("set", "web1", "floor=1G");
         ck_assert_int_eq(a.code, 0);
-        _cleanup_(run_done) Run b = run_ctl("set", "web1", "policy=aggressive");
+        _cleanup_(ctl_run_done) CtlRun b = run_ctl("set", "web1", "policy=aggressive");
         ck_assert_int_eq(b.code, 0);
-        _cleanup_(run_done) Run c = run_ctl("pause");
+        _cleanup_(ctl_run_done) CtlRun c = run_ctl("pause");
         ck_assert_int_eq(c.code, 0);
-        _cleanup_(run_done) Run d = run_ctl("resume", "web1");
+        _cleanup_(ctl_run_done) CtlRun d = run_ctl("resume", "web1");
         ck_assert_int_eq(d.code, 0);
-        _cleanup_(run_done) Run e = run_ctl("probe", "web1");
+        _cleanup_(ctl_run_done) CtlRun e = run_ctl("probe", "web1");
         ck_assert_int_eq(e.code, 0);
         _cleanup_free_ char *calls = read_file("calls");
         ck_assert_str_eq(calls,
@@ -686,7 +653,7 @@ START_TEST(test_changes) {
                          "Probe 'web1'\n");
 
         /* Reload refused by the daemon: its message and exit 1. */
-        _cleanup_(run_done) Run f = run_ctl("reload");
+        _cleanup_(ctl_run_done) CtlRun f = run_ctl("reload");
         ck_assert_int_eq(f.code, 1);
         ck_assert_ptr_nonnull(strstr(f.err, "rightsized.conf:3: unknown key \"colour\""));
         ck_assert_ptr_nonnull(strstr(f.err, "old configuration stays"));
@@ -695,25 +662,25 @@ END_TEST
 
 START_TEST(test_invalid_arguments) {
         /* Caught locally: not a size, no '='. */
-        _cleanup_(run_done) Run a = run_ctl("set", "web1", "floor=banana");
+        _cleanup_(ctl_run_done) CtlRun a = run_ctl("set", "web1", "floor=banana");
         ck_assert_int_eq(a.code, 2);
         ck_assert_ptr_nonnull(strstr(a.err, "not a size"));
-        _cleanup_(run_done) Run b = run_ctl("set", "web1", "floor");
+        _cleanup_(ctl_run_done) CtlRun b = run_ctl("set", "web1", "floor");
         ck_assert_int_eq(b.code, 2);
         /* Refused by the daemon (InvalidArgs). */
-        _cleanup_(run_done) Run c = run_ctl("set", "web1", "colour=red");
+        _cleanup_(ctl_run_done) CtlRun c = run_ctl("set", "web1", "colour=red");
         ck_assert_int_eq(c.code, 2);
         ck_assert_ptr_nonnull(strstr(c.err, "Unknown key \"colour\""));
         /* Usage. */
-        _cleanup_(run_done) Run d = run_ctl("frobnicate");
+        _cleanup_(ctl_run_done) CtlRun d = run_ctl("frobnicate");
         ck_assert_int_eq(d.code, 2);
-        _cleanup_(run_done) Run e = run_ctl("show");
+        _cleanup_(ctl_run_done) CtlRun e = run_ctl("show");
         ck_assert_int_eq(e.code, 2);
-        _cleanup_(run_done) Run f = run_ctl("--bogus-option", "list");
+        _cleanup_(ctl_run_done) CtlRun f = run_ctl("--bogus-option", "list");
         ck_assert_int_eq(f.code, 2);
         _cleanup_free_ char *calls = read_file("calls");
         ck_assert_str_eq(calls, "");
-        _cleanup_(run_done) Run h = run_ctl("--help");
+        _cleanup_(ctl_run_done) CtlRun h = run_ctl("--help");
         ck_assert_int_eq(h.code, 0);
         ck_assert_ptr_nonnull(strstr(h.out, "4  rightsized is not running"));
 }
@@ -721,12 +688,12 @@ END_TEST
 
 START_TEST(test_status) {
         /* "broken" has a fault: the status is printed in full, and the exit status says so. */
-        _cleanup_(run_done) Run s = run_ctl("status");
+        _cleanup_(ctl_run_done) CtlRun s = run_ctl("status");
         ck_assert_int_eq(s.code, 6);
         ck_assert_ptr_nonnull(strstr(s.out, "rightsized 0.1-stub"));
         ck_assert_ptr_nonnull(strstr(s.out, "4 (3 managed, 1 faulty, 0 paused)"));
         ck_assert_ptr_nonnull(strstr(s.out, "Reclaimed: 5 GiB"));
-        _cleanup_(run_done) Run j = run_ctl("--json", "status");
+        _cleanup_(ctl_run_done) CtlRun j = run_ctl("--json", "status");
         ck_assert_int_eq(j.code, 6);
         json_object *o = parse_json(j.out), *v;
         ck_assert(json_object_object_get_ex(o, "reclaimed-bytes", &v));
@@ -747,13 +714,13 @@ START_TEST(test_permission_denied) {
                 return;
         }
         /* Reads are open here (the stand-in has no read group), changes are not. */
-        _cleanup_(run_done) Run l = run_ctl_as(pw->pw_uid, address, "list", (const char *) NULL);
+        _cleanup_(ctl_run_done) CtlRun l = run_ctl_as(pw->pw_uid, address, "list", (const char *) NULL);
         ck_assert_int_eq(l.code, 0);
-        _cleanup_(run_done) Run p = run_ctl_as(pw->pw_uid, address, "pause", "web1", (const char *) NULL);
+        _cleanup_(ctl_run_done) CtlRun p = run_ctl_as(pw->pw_uid, address, "pause", "web1", (const char *) NULL);
         ck_assert_int_eq(p.code, 5);
         ck_assert_ptr_nonnull(strstr(p.err, "permission denied"));
         ck_assert_ptr_nonnull(strstr(p.err, "needs root"));
-        _cleanup_(run_done) Run r = run_ctl_as(pw->pw_uid, address, "reload", (const char *) NULL);
+        _cleanup_(ctl_run_done) CtlRun r = run_ctl_as(pw->pw_uid, address, "reload", (const char *) NULL);
         ck_assert_int_eq(r.code, 5);
         _cleanup_free_ char *calls = read_file("calls");
         ck_assert_str_eq(calls, "");
@@ -762,22 +729,22 @@ END_TEST
 
 START_TEST(test_no_daemon) {
         /* A bus, but nobody owns the name. */
-        _cleanup_(run_done) Run a = run_ctl("list");
+        _cleanup_(ctl_run_done) CtlRun a = run_ctl("list");
         ck_assert_int_eq(a.code, 4);
         ck_assert_ptr_nonnull(strstr(a.err, "not running"));
-        _cleanup_(run_done) Run b = run_ctl("status");
+        _cleanup_(ctl_run_done) CtlRun b = run_ctl("status");
         ck_assert_int_eq(b.code, 4);
-        _cleanup_(run_done) Run m = run_ctl("monitor");
+        _cleanup_(ctl_run_done) CtlRun m = run_ctl("monitor");
         ck_assert_int_eq(m.code, 4);
         ck_assert_ptr_nonnull(strstr(m.err, "not running"));
         /* What the completions call: nothing on stdout, the reason on stderr. */
-        _cleanup_(run_done) Run n = run_ctl("list", "--name");
+        _cleanup_(ctl_run_done) CtlRun n = run_ctl("list", "--name");
         ck_assert_int_eq(n.code, 4);
         ck_assert_str_eq(n.out, "");
         /* No bus at all. */
         char nowhere[300];
         snprintf(nowhere, sizeof(nowhere), "unix:path=%s/no-bus-here", dir);
-        _cleanup_(run_done) Run c = run_ctl_as(0, nowhere, "show", "web1", (const char *) NULL);
+        _cleanup_(ctl_run_done) CtlRun c = run_ctl_as(0, nowhere, "show", "web1", (const char *) NULL);
         ck_assert_int_eq(c.code, 4);
         ck_assert_ptr_nonnull(strstr(c.err, "not running"));
 }
@@ -821,7 +788,7 @@ START_TEST(test_wide_names_line_up) {
                 check_cannot_set_up("test_wide_names_line_up", "no C.UTF-8 locale");
                 return;
         }
-        _cleanup_(run_done) Run r = run_ctl("list");
+        _cleanup_(ctl_run_done) CtlRun r = run_ctl("list");
         ck_assert_int_eq(r.code, 0);
         _cleanup_free_ char *h = line_with(r.out, "NAME"), *wide = line_with(r.out, WIDE),
                             *web = line_with(r.out, "web1"), *broken = line_with(r.out, "broken");
@@ -852,12 +819,12 @@ START_TEST(test_ascii_without_utf8_locale) {
 
         for (size_t i = 0; i < ARRAY_SIZE(commands); i++) {
                 /* The control: in C.UTF-8 the glyphs and the name are there (so the check below can fail). */
-                _cleanup_(run_done) Run u = run_ctl_env_argv(0, address, NULL, commands[i]);
+                _cleanup_(ctl_run_done) CtlRun u = run_ctl_env_argv(0, address, NULL, commands[i]);
                 ck_assert_msg(u.code == 0 || (u.code == 6 && strcmp(commands[i][0], "status") == 0), "%s: %d",
                               commands[i][0], u.code);
                 utf8_seen = utf8_seen || has_high_byte(u.out);
                 for (size_t e = 0; e < ARRAY_SIZE(ascii_envs); e++) {
-                        _cleanup_(run_done) Run a = run_ctl_env_argv(0, address, ascii_envs[e], commands[i]);
+                        _cleanup_(ctl_run_done) CtlRun a = run_ctl_env_argv(0, address, ascii_envs[e], commands[i]);
                         ck_assert_int_eq(a.code, u.code);
                         ck_assert_msg(!has_high_byte(a.out) && !has_high_byte(a.err), "%s %s with %s: not ASCII:\n%s%s",
                                       commands[i][0], commands[i][1] ?: "", ascii_envs[e][0], a.out, a.err);
@@ -867,14 +834,14 @@ START_TEST(test_ascii_without_utf8_locale) {
         ck_assert(utf8_seen);
 
         /* What stands in for them. */
-        _cleanup_(run_done) Run l = run_ctl_env(lang_c, "list");
+        _cleanup_(ctl_run_done) CtlRun l = run_ctl_env(lang_c, "list");
         ck_assert_ptr_nonnull(strstr(l.out, WIDE_C "  "));
-        _cleanup_(run_done) Run h = run_ctl_env(lang_c, "history", "web1");
+        _cleanup_(ctl_run_done) CtlRun h = run_ctl_env(lang_c, "history", "web1");
         ck_assert_ptr_nonnull(strstr(h.out, "target    #"));
         ck_assert_ptr_nonnull(strstr(h.out, " +---"));
-        _cleanup_(run_done) Run s = run_ctl_env(lang_c, "show", "broken");
+        _cleanup_(ctl_run_done) CtlRun s = run_ctl_env(lang_c, "show", "broken");
         ck_assert_ptr_nonnull(strstr(s.out, "x broken\n"));
-        _cleanup_(run_done) Run w = run_ctl_env(lang_c, "--json", "list");
+        _cleanup_(ctl_run_done) CtlRun w = run_ctl_env(lang_c, "--json", "list");
         /* JSON is not for a terminal: the name exactly, JSON-escaped or not, never replaced. */
         json_object *o = parse_json(w.out), *guests, *v;
         ck_assert(json_object_object_get_ex(o, "guests", &guests));
@@ -896,11 +863,11 @@ START_TEST(test_colors) {
         static const char *const dumb[] = { "TERM=dumb", NULL };
 
         /* On a terminal: colours (the fault in red, the header underlined). */
-        _cleanup_(run_done) Run t = run_ctl_pty(NULL, ARGS("--no-pager", "list"));
+        _cleanup_(ctl_run_done) CtlRun t = run_ctl_pty(NULL, ARGS("--no-pager", "list"));
         ck_assert_int_eq(t.code, 0);
         ck_assert_msg(strstr(t.out, "\x1b[0;1;31mfault: QMP connection closed mid-reply\x1b[0m"), "%s", t.out);
         ck_assert_ptr_nonnull(strstr(t.out, "\x1b[0;4mNAME\x1b[0m"));
-        _cleanup_(run_done) Run te = run_ctl_pty(no_color_empty, ARGS("--no-pager", "status"));
+        _cleanup_(ctl_run_done) CtlRun te = run_ctl_pty(no_color_empty, ARGS("--no-pager", "status"));
         ck_assert_int_eq(te.code, 6);
         ck_assert_msg(strstr(te.out, "\x1b[0;1;31m●\x1b[0m rightsized"), "%s", te.out); /* empty NO_COLOR: not set */
 
@@ -912,7 +879,7 @@ START_TEST(test_colors) {
         };
         for (size_t e = 0; e < ARRAY_SIZE(off); e++)
                 for (size_t i = 0; i < ARRAY_SIZE(commands); i++) {
-                        _cleanup_(run_done) Run r = run_ctl_pty(off[e], commands[i]);
+                        _cleanup_(ctl_run_done) CtlRun r = run_ctl_pty(off[e], commands[i]);
                         ck_assert_int_le(r.code, 6);
                         ck_assert_msg(strlen(r.out) > 0 && !has_escape(r.out), "%s with %s:\n%s", commands[i][1],
                                       off[e][0], r.out);
@@ -920,14 +887,14 @@ START_TEST(test_colors) {
 
         /* Not a terminal: none; unless SYSTEMD_COLORS=1 insists (as with systemctl), but NO_COLOR
          * does not then take it back. */
-        _cleanup_(run_done) Run f = run_ctl("list");
+        _cleanup_(ctl_run_done) CtlRun f = run_ctl("list");
         ck_assert(!has_escape(f.out));
-        _cleanup_(run_done) Run fn = run_ctl_env(no_color, "list");
+        _cleanup_(ctl_run_done) CtlRun fn = run_ctl_env(no_color, "list");
         ck_assert(!has_escape(fn.out));
-        _cleanup_(run_done) Run fc = run_ctl_env(systemd_colors_on, "list");
+        _cleanup_(ctl_run_done) CtlRun fc = run_ctl_env(systemd_colors_on, "list");
         ck_assert(has_escape(fc.out));
         /* The JSON never has colours. */
-        _cleanup_(run_done) Run j = run_ctl_pty(systemd_colors_on, ARGS("--json", "list"));
+        _cleanup_(ctl_run_done) CtlRun j = run_ctl_pty(systemd_colors_on, ARGS("--json", "list"));
         ck_assert_int_eq(j.code, 0);
         ck_assert(!has_escape(j.out));
 }
@@ -975,27 +942,27 @@ START_TEST(test_pager) {
 
         /* Not a terminal: never a pager. */
         remove_pager_traces();
-        _cleanup_(run_done) Run file = run_ctl_env(env, "history", "web1");
+        _cleanup_(ctl_run_done) CtlRun file = run_ctl_env(env, "history", "web1");
         ck_assert_int_eq(file.code, 0);
         ck_assert_ptr_nonnull(strstr(file.out, "30 samples"));
         ck_assert_msg(!exists_in_dir("pager-ran"), "a pager ran with stdout not a terminal");
 
         /* A terminal, but --no-pager, or JSON, or monitor's live lines: no pager either. */
-        _cleanup_(run_done) Run np = run_ctl_pty(env, ARGS("--no-pager", "history", "web1"));
+        _cleanup_(ctl_run_done) CtlRun np = run_ctl_pty(env, ARGS("--no-pager", "history", "web1"));
         ck_assert_int_eq(np.code, 0);
         ck_assert_ptr_nonnull(strstr(np.out, "30 samples"));
         ck_assert_msg(!exists_in_dir("pager-ran"), "a pager ran despite --no-pager");
-        _cleanup_(run_done) Run js = run_ctl_pty(env, ARGS("--json", "history", "web1"));
+        _cleanup_(ctl_run_done) CtlRun js = run_ctl_pty(env, ARGS("--json", "history", "web1"));
         ck_assert_int_eq(js.code, 0);
         ck_assert_ptr_nonnull(strstr(js.out, "\"history\""));
         ck_assert_msg(!exists_in_dir("pager-ran"), "a pager ran for JSON");
         const char *const cat_env[] = { "PAGER=cat", "SYSTEMD_PAGERSECURE=0", NULL };
-        _cleanup_(run_done) Run cat = run_ctl_pty(cat_env, ARGS("history", "web1"));
+        _cleanup_(ctl_run_done) CtlRun cat = run_ctl_pty(cat_env, ARGS("history", "web1"));
         ck_assert_ptr_nonnull(strstr(cat.out, "30 samples"));
 
         /* The control: on a terminal the pager runs, gets the whole output (the terminal none of
          * it), less's options, and rightsizectl waits for it before it exits. */
-        _cleanup_(run_done) Run paged = run_ctl_pty(env, ARGS("history", "web1"));
+        _cleanup_(ctl_run_done) CtlRun paged = run_ctl_pty(env, ARGS("history", "web1"));
         ck_assert_int_eq(paged.code, 0);
         ck_assert_msg(exists_in_dir("pager-ran"), "no pager on a terminal");
         ck_assert_msg(exists_in_dir("pager-done"), "rightsizectl exited before its pager");
@@ -1008,7 +975,7 @@ START_TEST(test_pager) {
         /* Secure mode (sudo): LESSSECURE=1 for less; a $PAGER the user vouched for still runs. */
         remove_pager_traces();
         const char *const secure_env[] = { pager_env, "SYSTEMD_PAGERSECURE=1", NULL };
-        _cleanup_(run_done) Run sec = run_ctl_pty(secure_env, ARGS("list"));
+        _cleanup_(ctl_run_done) CtlRun sec = run_ctl_pty(secure_env, ARGS("list"));
         ck_assert_int_eq(sec.code, 0);
         _cleanup_free_ char *sec_ran = read_file("pager-ran");
         ck_assert_msg(strstr(sec_ran, "LESSSECURE=1\n"), "%s", sec_ran);
@@ -1045,9 +1012,9 @@ static char *wait_for_lines(const char *name, const char *needle, unsigned n, pi
 }
 
 /* Sends sig, waits: exit status 0, and every line complete. */
-static Run stop_monitor(pid_t pid, int sig) {
+static CtlRun stop_monitor(pid_t pid, int sig) {
         ck_assert_int_eq(kill(pid, sig), 0);
-        Run r = finish(pid, "monitor");
+        CtlRun r = finish(pid, "monitor");
         ck_assert_msg(r.code == 0, "monitor exited with %d after signal %d: %s", r.code, sig, r.err);
         ck_assert(r.out[0] == '\0' || r.out[strlen(r.out) - 1] == '\n');
         return r;
@@ -1061,7 +1028,7 @@ START_TEST(test_monitor) {
         free(wait_for_lines("out", "web1", 2, pid));
         free(wait_for_lines("out", WIDE, 2, pid));
         free(wait_for_lines("out", "evil?]0;owned??[2J", 2, pid));
-        _cleanup_(run_done) Run r = stop_monitor(pid, SIGTERM);
+        _cleanup_(ctl_run_done) CtlRun r = stop_monitor(pid, SIGTERM);
         ck_assert(!has_escape(r.out));
         ck_assert_ptr_nonnull(strstr(r.err, "Monitoring the estimates of every guest (rightsized 0.1-stub)"));
         _cleanup_free_ char *web = line_with(r.out, "web1"), *wide = line_with(r.out, WIDE),
@@ -1081,7 +1048,7 @@ START_TEST(test_monitor) {
         /* One guest; SIGINT (Ctrl-C) ends it as well. */
         pid = spawn_ctl(0, address, NULL, "out", "err", ARGS("monitor", WIDE));
         free(wait_for_lines("out", WIDE, 3, pid));
-        _cleanup_(run_done) Run one = stop_monitor(pid, SIGINT);
+        _cleanup_(ctl_run_done) CtlRun one = stop_monitor(pid, SIGINT);
         for (const char *l = one.out; *l; l = strchr(l, '\n') + 1) {
                 _cleanup_free_ char *line = strndup(l, strcspn(l, "\n"));
                 ck_assert_msg(strstr(line, WIDE), "monitor " WIDE " printed: %s", line);
@@ -1091,7 +1058,7 @@ START_TEST(test_monitor) {
         pid = spawn_ctl(0, address, NULL, "out", "err", ARGS("--json", "monitor"));
         free(wait_for_lines("out", "\"web1\"", 1, pid));
         free(wait_for_lines("out", "\\u001b", 1, pid)); /* the hostile name, escaped */
-        _cleanup_(run_done) Run j = stop_monitor(pid, SIGTERM);
+        _cleanup_(ctl_run_done) CtlRun j = stop_monitor(pid, SIGTERM);
         unsigned n_web = 0, n_hostile = 0;
         for (const char *l = j.out; *l; l = strchr(l, '\n') + 1) {
                 _cleanup_free_ char *line = strndup(l, strcspn(l, "\n"));
@@ -1122,9 +1089,9 @@ START_TEST(test_monitor) {
         ck_assert_uint_ge(n_hostile, 1);
 
         /* A guest the daemon does not know: at once, as show says it. */
-        _cleanup_(run_done) Run nosuch = run_ctl("monitor", "nosuch");
+        _cleanup_(ctl_run_done) CtlRun nosuch = run_ctl("monitor", "nosuch");
         ck_assert_int_eq(nosuch.code, 3);
-        _cleanup_(run_done) Run two = run_ctl("monitor", "web1", "broken");
+        _cleanup_(ctl_run_done) CtlRun two = run_ctl("monitor", "web1", "broken");
         ck_assert_int_eq(two.code, 2);
 }
 END_TEST
@@ -1148,7 +1115,7 @@ START_TEST(test_monitor_daemon_restart) {
         ck_assert_int_eq(kill(private_bus.pid, SIGTERM), 0);
         ck_assert_int_eq(waitpid(private_bus.pid, NULL, 0), private_bus.pid);
         private_bus.pid = -1;
-        _cleanup_(run_done) Run r = finish(pid, "monitor");
+        _cleanup_(ctl_run_done) CtlRun r = finish(pid, "monitor");
         ck_assert_msg(r.code == 4, "monitor exited with %d: %s", r.code, r.err);
         ck_assert_ptr_nonnull(strstr(r.err, "connection to the bus was lost"));
 }
@@ -1185,7 +1152,7 @@ START_TEST(test_monitor_daemon) {
         daemon_fixture_start_sim(&daemon_fixture, 0, 0, 1, sim_args);
         /* Its estimate, learned from nothing: EstimateChanged says what it became. */
         free(wait_for_lines_if("out", "sim-0 ", estimate_known, 1, pid));
-        _cleanup_(run_done) Run r = stop_monitor(pid, SIGTERM);
+        _cleanup_(ctl_run_done) CtlRun r = stop_monitor(pid, SIGTERM);
         ck_assert(!has_escape(r.out));
         ck_assert(daemon_fixture_alive(&daemon_fixture));
 }
@@ -1193,38 +1160,15 @@ END_TEST
 
 int main(void) {
         Suite *s = suite_create("rightsizectl");
-        TCase *tc = tcase_create("with-service"), *none = tcase_create("without-service");
 
-        tcase_add_checked_fixture(tc, setup_with_service, teardown);
-        tcase_set_timeout(tc, 180); /* monitor waits up to DEADLINE_SEC, three times */
-        tcase_add_test(tc, test_list);
-        tcase_add_test(tc, test_list_json);
-        tcase_add_test(tc, test_list_names);
-        tcase_add_test(tc, test_json_short);
-        tcase_add_test(tc, test_show_and_history);
-        tcase_add_test(tc, test_no_such_guest);
-        tcase_add_test(tc, test_changes);
-        tcase_add_test(tc, test_invalid_arguments);
-        tcase_add_test(tc, test_status);
-        tcase_add_test(tc, test_permission_denied);
-        tcase_add_test(tc, test_wide_names_line_up);
-        tcase_add_test(tc, test_ascii_without_utf8_locale);
-        tcase_add_test(tc, test_colors);
-        tcase_add_test(tc, test_pager);
-        tcase_add_test(tc, test_monitor);
-        tcase_add_test(tc, test_monitor_daemon_restart);
-        suite_add_tcase(s, tc);
-
-        TCase *with_daemon = tcase_create("with-daemon");
-        tcase_add_checked_fixture(with_daemon, setup_with_daemon, teardown_with_daemon);
-        tcase_set_timeout(with_daemon, 120);
-        tcase_add_test(with_daemon, test_monitor_daemon);
-        suite_add_tcase(s, with_daemon);
-
-        tcase_add_checked_fixture(none, start_bus, teardown);
-        tcase_set_timeout(none, 60);
-        tcase_add_test(none, test_no_daemon);
-        suite_add_tcase(s, none);
-
+        /* with-service: 180 s, monitor waits up to DEADLINE_SEC three times */
+        check_add_case(s, "with-service", setup_with_service, teardown, 180,
+                       CHECK_TESTS(test_list, test_list_json, test_list_names, test_json_short, test_show_and_history,
+                                   test_no_such_guest, test_changes, test_invalid_arguments, test_status,
+                                   test_permission_denied, test_wide_names_line_up, test_ascii_without_utf8_locale,
+                                   test_colors, test_pager, test_monitor, test_monitor_daemon_restart));
+        check_add_case(s, "with-daemon", setup_with_daemon, teardown_with_daemon, 120,
+                       CHECK_TESTS(test_monitor_daemon));
+        check_add_case(s, "without-service", start_bus, teardown, 60, CHECK_TESTS(test_no_daemon));
         return check_run_suite(s);
 }

@@ -66,6 +66,55 @@ void test_child_init(void) {
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
 }
 
+pid_t test_fork_with_output(const char *out_path, const char *err_path) {
+        pid_t pid = fork();
+
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                test_child_init();
+                int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+                int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+                if (out < 0 || err < 0 || dup2(out, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0)
+                        _exit(120);
+        }
+        return pid;
+}
+
+pid_t test_service_start(void (*serve)(int ready_fd, void *userdata), void *userdata, const char *failure) {
+        int ready[2];
+        char c;
+
+        ck_assert_int_eq(pipe2(ready, O_CLOEXEC), 0);
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                test_child_init();
+                close(ready[0]);
+                serve(ready[1], userdata);
+                _exit(127);
+        }
+        close(ready[1]);
+        ck_assert_msg(read(ready[0], &c, 1) == 1, "%s", failure);
+        close(ready[0]);
+        return pid;
+}
+
+void test_service_ready(int ready_fd) {
+        if (write(ready_fd, "R", 1) != 1)
+                _exit(1);
+        close(ready_fd);
+}
+
+void test_service_serve(sd_bus *bus, const bool *done) {
+        while (!done || !*done) {
+                int r = sd_bus_process(bus, NULL);
+                if (r < 0)
+                        _exit(2);
+                if (r == 0 && sd_bus_wait(bus, UINT64_MAX) < 0)
+                        _exit(3);
+        }
+}
+
 static char *replace_all(const char *s, const char *from, const char *to) {
         char *out = NULL;
         size_t size = 0;

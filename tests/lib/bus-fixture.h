@@ -58,3 +58,17 @@ double bus_fixture_reference_call_sec(const BusFixture *b);
 /* For forked children of the tests: Check's SIGTERM/SIGINT handlers, inherited through fork(),
  * would take the test's process group down; and nothing must outlive the test. */
 void test_child_init(void);
+/* Forks a child for a program whose output the test reads: test_child_init() done, stdout and
+ * stderr into the files out_path and err_path (created or truncated); the child exits 120 when it
+ * cannot. The child's pid, 0 in the child. */
+pid_t test_fork_with_output(const char *out_path, const char *err_path);
+
+/* A stand-in service in a child of its own (test_child_init() done): serve(ready_fd, userdata)
+ * calls test_service_ready() once it can be reached (its name taken on the bus) and never returns.
+ * Returns the child's pid once it is ready; fails the test with `failure` if it never was. */
+pid_t test_service_start(void (*serve)(int ready_fd, void *userdata), void *userdata, const char *failure);
+/* In the service: tells test_service_start() it is ready (exits 1 when it cannot). */
+void test_service_ready(int ready_fd);
+/* In the service: dispatches what comes on the bus until *done (done NULL: for ever); exits 2 when
+ * the bus fails, 3 when it cannot be waited on. */
+void test_service_serve(sd_bus *bus, const bool *done);

@@ -152,10 +152,22 @@ void daemon_fixture_replace_config_line(DaemonFixture *d, const char *line, cons
         test_write_file(d->config_path, patched);
 }
 
+void daemon_fixture_set_config(DaemonFixture *d, const char *key, const char *value) {
+        _cleanup_free_ char *text = test_read_file(d->config_path), *patched = NULL;
+
+        patched = text ? test_config_with(text, key, value) : NULL;
+        ck_assert_msg(patched, "the config does not set %s:\n%s", key, text ?: "(unreadable)");
+        test_write_file(d->config_path, patched);
+}
+
 void daemon_fixture_write_policy(DaemonFixture *d, const char *name, const char *text) {
         _cleanup_free_ char *path = NULL;
         ck_assert_int_ge(asprintf(&path, "%s/%s.conf", d->policy_dir, name), 0);
         test_write_file(path, text);
+}
+
+void sim_name(unsigned index, char *buf, size_t size) {
+        snprintf(buf, size, "sim-%u", index);
 }
 
 void daemon_fixture_start_sim(DaemonFixture *d, unsigned slot, unsigned first, unsigned n, const char *const *extra) {
@@ -360,14 +372,8 @@ CtlRun ctl_run_argv(const DaemonFixture *d, uid_t uid, gid_t gid, const char *co
         snprintf(out_path, sizeof(out_path), "%s/ctl.out", d->dir);
         snprintf(err_path, sizeof(err_path), "%s/ctl.err", d->dir);
 
-        pid_t pid = fork();
-        ck_assert_int_ge(pid, 0);
+        pid_t pid = test_fork_with_output(out_path, err_path);
         if (pid == 0) {
-                test_child_init();
-                int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-                int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-                if (out < 0 || err < 0 || dup2(out, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0)
-                        _exit(120);
                 if (uid != 0 && (setgroups(1, &gid) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0))
                         _exit(121);
                 setenv("DBUS_SYSTEM_BUS_ADDRESS", d->bus->address, 1);
@@ -537,8 +543,12 @@ bool guest_view_updated_after(const GuestView *v, const void *data) {
         return v->updated > *(const uint64_t *) data;
 }
 
-static bool guest_view_managed(const GuestView *v, const void *data _unused_) {
+bool guest_view_is_managed(const GuestView *v) {
         return v->updated > 0 && strcmp(v->state, "connecting") != 0 && strcmp(v->state, "faulty") != 0;
+}
+
+static bool guest_view_managed(const GuestView *v, const void *data _unused_) {
+        return guest_view_is_managed(v);
 }
 
 bool guest_view_wait_running(const DaemonFixture *d, const char *name, unsigned timeout_sec) {
@@ -548,7 +558,7 @@ bool guest_view_wait_running(const DaemonFixture *d, const char *name, unsigned 
 void guest_view_assert_sims_running(const DaemonFixture *d, unsigned first, unsigned n, unsigned timeout_sec) {
         for (unsigned i = first; i < first + n; i++) {
                 char name[32];
-                snprintf(name, sizeof(name), "sim-%u", i);
+                sim_name(i, name, sizeof(name));
                 ck_assert_msg(guest_view_wait_running(d, name, timeout_sec), "%s never became managed", name);
         }
 }
@@ -570,6 +580,13 @@ void guest_assert_managed(const DaemonFixture *d, const char *name, unsigned tim
         }
         ck_assert_str_ne(now.state, "faulty");
         ck_assert_str_ne(now.state, "connecting");
+}
+
+void guest_assert_sim_managed(const DaemonFixture *d, unsigned index, unsigned timeout_sec) {
+        char name[32];
+
+        sim_name(index, name, sizeof(name));
+        guest_assert_managed(d, name, timeout_sec);
 }
 
 int guests_assert_floors_kept(const DaemonFixture *d, uint64_t floor) {

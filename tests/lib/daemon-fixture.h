@@ -45,9 +45,14 @@ void daemon_fixture_write_config(DaemonFixture *d, const char *read_group, const
 /* Replaces the config's first `line` (a whole line, its newline included) with `with` (lines,
  * or "" for none); fails the test when the config has no such line. */
 void daemon_fixture_replace_config_line(DaemonFixture *d, const char *line, const char *with);
+/* Sets the config's key to value (NULL: removes the key's line), through test_config_with();
+ * fails the test when the config does not set key. */
+void daemon_fixture_set_config(DaemonFixture *d, const char *key, const char *value);
 /* Writes policies/NAME.conf with the given text. */
 void daemon_fixture_write_policy(DaemonFixture *d, const char *name, const char *text);
 
+/* The name fake-qemu gives its guest `index`: "sim-INDEX". */
+void sim_name(unsigned index, char *buf, size_t size);
 /* Starts fake-qemu serving n guests sim-FIRST .. sim-(FIRST+n-1) in qmp_dir, with extra
  * arguments (NULL-terminated list, may be NULL); returns once it printed READY. The slot
  * (0..3) names the process for daemon_fixture_kill_sim(). */
@@ -126,7 +131,9 @@ bool guest_view_wait(const DaemonFixture *d, const char *name, GuestViewPredicat
                      unsigned timeout_sec, GuestView *ret);
 /* A predicate: a sample newer than *(const uint64_t *) data, a view's `updated`. */
 bool guest_view_updated_after(const GuestView *v, const void *data);
-/* Waits until the guest is managed (state neither connecting nor faulty, and updated known). */
+/* Whether the view is of a managed guest: state neither connecting nor faulty, and updated known. */
+bool guest_view_is_managed(const GuestView *v);
+/* Waits until the guest is managed (guest_view_is_managed()). */
 bool guest_view_wait_running(const DaemonFixture *d, const char *name, unsigned timeout_sec);
 /* The same for sim-first .. sim-(first+n-1), failing the test for the first that is not. */
 void guest_view_assert_sims_running(const DaemonFixture *d, unsigned first, unsigned n, unsigned timeout_sec);
@@ -134,6 +141,8 @@ void guest_view_assert_sims_running(const DaemonFixture *d, unsigned first, unsi
  * no fault within timeout_sec (a command timing out on a busy machine is a fault for a few
  * intervals: it is waited out), and it is neither faulty nor connecting. */
 void guest_assert_managed(const DaemonFixture *d, const char *name, unsigned timeout_sec);
+/* The same for sim-INDEX. */
+void guest_assert_sim_managed(const DaemonFixture *d, unsigned index, unsigned timeout_sec);
 /* Asserts every guest with a known floor has it equal to `floor` and its target and actual at or
  * above it; returns how many guests there were. */
 int guests_assert_floors_kept(const DaemonFixture *d, uint64_t floor);

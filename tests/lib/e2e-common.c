@@ -44,6 +44,13 @@ void e2e_teardown_on_signals(void (*teardown)(void)) {
         signal(SIGTERM, on_teardown_signal);
 }
 
+void e2e_setup(DaemonFixture *d, BusFixture *bus, void (*teardown)(void)) {
+        e2e_teardown_on_signals(teardown);
+        atexit(teardown);
+        ck_assert_int_eq(bus_fixture_start(bus, BUS_POLICY_OPEN), 0);
+        daemon_fixture_init(d, bus);
+}
+
 void e2e_daemon_teardown(DaemonFixture *d) {
         if (d->pid > 0 && d->dir) {
                 fprintf(stderr, "rightsized still running at teardown: its log stays in %s\n", d->log_path);
@@ -83,6 +90,11 @@ bool file_contains(const char *path, const char *needle) {
                 found = strstr(line, needle) != NULL;
         fclose(f);
         return found;
+}
+
+int e2e_run(const char *command) {
+        int r = system(command);
+        return r == -1 ? -errno : WIFEXITED(r) ? WEXITSTATUS(r) : 128;
 }
 
 char *e2e_capture(const char *command, int *ret_status) {

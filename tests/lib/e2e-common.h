@@ -29,6 +29,10 @@ int e2e_run_suite(Suite *s, const char *name, const TTest *test, void (*setup)(v
  * in the background by boot-guest), the daemon and the bus would outlive the test otherwise. */
 void e2e_teardown_on_signals(void (*teardown)(void));
 
+/* The start of an end-to-end test's setup: teardown runs on SIGINT and SIGTERM (as above) and at
+ * exit, the bus runs (open policy) and d has its directories, on that bus. */
+void e2e_setup(DaemonFixture *d, BusFixture *bus, void (*teardown)(void));
+
 /* Kills the daemon if it still runs and removes its directory; a daemon still running means the
  * test failed before its clean stop, and then the directory (with the daemon's log) is kept. */
 void e2e_daemon_teardown(DaemonFixture *d);
@@ -40,6 +44,8 @@ bool within(uint64_t value, uint64_t truth, double fraction);
 
 /* Whether a line of the file contains needle (false when the file cannot be read). */
 bool file_contains(const char *path, const char *needle);
+/* Runs a shell command: its exit status (128 when it did not exit, -errno when it could not run). */
+int e2e_run(const char *command);
 /* Runs a shell command; its stdout (free it, NULL if it could not run) and exit status (-1 when
  * it did not exit). */
 char *e2e_capture(const char *command, int *ret_status);

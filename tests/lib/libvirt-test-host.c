@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <libvirt/virterror.h>
 
 #include "common/macro.h"
+#include "tests/lib/e2e-common.h"
 #include "tests/lib/libvirt-test-host.h"
 
 static void quiet_error(void *userdata _unused_, virErrorPtr error _unused_) {
@@ -27,4 +29,39 @@ int libvirt_test_host_enter(const char *test_name) {
                 return -1;
         }
         return 0; /* the lock stays taken with lock_fd until the process exits */
+}
+
+int libvirt_test_host_run(const char *suite, const char *name, const TTest *test, void (*setup)(void),
+                          void (*teardown)(void), unsigned timeout_sec) {
+        char program[128];
+
+        snprintf(program, sizeof(program), "test-%s", suite);
+        if (libvirt_test_host_enter(program) < 0)
+                return EXIT_FAILURE;
+        return e2e_run_suite(suite_create(suite), name, test, setup, teardown, timeout_sec);
+}
+
+void libvirt_test_host_leave(virConnectPtr *conn, char *const *domains) {
+        _cleanup_free_ char *cmd = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        if (*conn) {
+                virConnectClose(*conn);
+                *conn = NULL;
+        }
+        if (!domains[0][0])
+                return;
+        f = open_memstream(&cmd, &size);
+        if (!f)
+                return;
+        for (size_t i = 0; domains[i]; i++)
+                fprintf(f,
+                        "virsh -q -c " LIBVIRT_TEST_URI " destroy %s >/dev/null 2>&1; "
+                        "virsh -q -c " LIBVIRT_TEST_URI " undefine %s >/dev/null 2>&1; ",
+                        domains[i], domains[i]);
+        fprintf(f, "%s/contrib/libvirt-setup --stop >/dev/null 2>&1", getenv("top_srcdir") ?: ".");
+        if (fclose(f) == 0)
+                (void) e2e_run(cmd);
+        domains[0][0] = '\0';
 }

@@ -64,6 +64,23 @@ void test_write_file(const char *path, const char *contents) {
         ck_assert_int_eq(fclose(f), 0);
 }
 
+char *test_config_with(const char *text, const char *key, const char *value) {
+        size_t len = strlen(key);
+        char *ret = NULL;
+
+        for (const char *line = text; *line;) {
+                const char *eol = strchr(line, '\n'), *next = eol ? eol + 1 : line + strlen(line);
+                if (strncmp(line, key, len) == 0 && line[len + strspn(line + len, " \t")] == '=') {
+                        int head = (int) (line - text);
+                        int r = value ? asprintf(&ret, "%.*s%s = %s\n%s", head, text, key, value, next)
+                                      : asprintf(&ret, "%.*s%s", head, text, next);
+                        return r < 0 ? NULL : ret;
+                }
+                line = next;
+        }
+        return NULL;
+}
+
 static int saved_stderr = -1;
 static FILE *captured;
 

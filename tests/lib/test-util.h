@@ -27,6 +27,10 @@ char *test_stderr_end(void);
  * (no CAP_SYS_ADMIN and no user namespaces). */
 int test_mount_private_tmpfs(const char *dir, uint64_t size);
 
+/* A config's text with its line "KEY = ..." set to "KEY = VALUE" (value NULL: that line removed),
+ * every other line as it was (free it); NULL when no line sets key. */
+char *test_config_with(const char *text, const char *key, const char *value);
+
 /* text without its lines that start with '#' (free it): a config's settings, not the comments
  * that say where each came from (rightsized --check-config). */
 char *test_without_comment_lines(const char *text);

@@ -140,13 +140,8 @@ START_TEST(test_bad_input) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("actuation");
-        TCase *tc = tcase_create("actuation");
-        tcase_add_test(tc, test_dead_band);
-        tcase_add_test(tc, test_cap_percent_and_bytes);
-        tcase_add_test(tc, test_virtio_mem_alignment_and_safety);
-        tcase_add_test(tc, test_dimm_only_past_boot_and_when_allowed);
-        tcase_add_test(tc, test_bad_input);
-        suite_add_tcase(s, tc);
-        return check_run_suite(s);
+        return check_run_case("actuation", "actuation", NULL, NULL, 0,
+                              CHECK_TESTS(test_dead_band, test_cap_percent_and_bytes,
+                                          test_virtio_mem_alignment_and_safety,
+                                          test_dimm_only_past_boot_and_when_allowed, test_bad_input));
 }

@@ -174,16 +174,11 @@ START_TEST(test_bad_input) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("arbiter");
-        TCase *tc = tcase_create("arbiter");
-        tcase_add_test(tc, test_not_short_rightsize_keeps_wish);
-        tcase_add_test(tc, test_not_short_on_host_pressure_gives_back);
-        tcase_add_test(tc, test_short_squeezes_above_estimate_first);
-        tcase_add_test(tc, test_short_divides_by_shares_never_below_floor);
-        tcase_add_test(tc, test_short_probing_guest_gets_its_step);
-        tcase_add_test(tc, test_floors_do_not_fit);
-        tcase_add_test(tc, test_random_invariants);
-        tcase_add_test(tc, test_bad_input);
-        suite_add_tcase(s, tc);
-        return check_run_suite(s);
+        return check_run_case("arbiter", "arbiter", NULL, NULL, 0,
+                              CHECK_TESTS(test_not_short_rightsize_keeps_wish,
+                                          test_not_short_on_host_pressure_gives_back,
+                                          test_short_squeezes_above_estimate_first,
+                                          test_short_divides_by_shares_never_below_floor,
+                                          test_short_probing_guest_gets_its_step, test_floors_do_not_fit,
+                                          test_random_invariants, test_bad_input));
 }

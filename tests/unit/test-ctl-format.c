@@ -790,26 +790,11 @@ START_TEST(test_estimate_event_name_column) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("ctl-format");
-        TCase *tc = tcase_create("format");
-        tcase_add_test(tc, test_sanitize);
-        tcase_add_test(tc, test_sizes);
-        tcase_add_test(tc, test_table_alignment_hostile_names);
-        tcase_add_test(tc, test_sparkline);
-        tcase_add_test(tc, test_chart);
-        tcase_add_test(tc, test_json_shape);
-        tcase_add_test(tc, test_details);
-        tcase_add_test(tc, test_guest_names);
-        tcase_add_test(tc, test_status_exit_code);
-        tcase_add_test(tc, test_json_modes);
-        tcase_add_test(tc, test_report);
-        tcase_add_test(tc, test_display_width);
-        tcase_add_test(tc, test_table_wide_names);
-        tcase_add_test(tc, test_ascii_fallback);
-        tcase_add_test(tc, test_colors);
-        tcase_add_test(tc, test_terminal_detection);
-        tcase_add_test(tc, test_estimate_event);
-        tcase_add_test(tc, test_estimate_event_name_column);
-        suite_add_tcase(s, tc);
-        return check_run_suite(s);
+        return check_run_case("ctl-format", "format", NULL, NULL, 0,
+                              CHECK_TESTS(test_sanitize, test_sizes, test_table_alignment_hostile_names, test_sparkline,
+                                          test_chart, test_json_shape, test_details, test_guest_names,
+                                          test_status_exit_code, test_json_modes, test_report, test_display_width,
+                                          test_table_wide_names, test_ascii_fallback, test_colors,
+                                          test_terminal_detection, test_estimate_event,
+                                          test_estimate_event_name_column));
 }

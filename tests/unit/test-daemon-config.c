@@ -492,23 +492,10 @@ START_TEST(test_shipped_example) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("daemon-config");
-        TCase *tc = tcase_create("config");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, test_defaults_printed);
-        tcase_add_test(tc, test_parse_every_key);
-        tcase_add_test(tc, test_round_trip);
-        tcase_add_test(tc, test_errors_name_file_line_key);
-        tcase_add_test(tc, test_hostile_lines);
-        tcase_add_test(tc, test_failed_reload_keeps_old);
-        tcase_add_test(tc, test_lists);
-        tcase_add_test(tc, test_missing_file);
-        tcase_add_test(tc, test_dropins);
-        tcase_add_test(tc, test_unmatched_policy);
-        tcase_add_test(tc, test_guest_matching);
-        tcase_add_test(tc, test_agent_socket_path);
-        tcase_add_test(tc, test_shipped_example);
-        suite_add_tcase(s, tc);
-
-        return check_run_suite(s);
+        return check_run_case("daemon-config", "config", setup, teardown, 0,
+                              CHECK_TESTS(test_defaults_printed, test_parse_every_key, test_round_trip,
+                                          test_errors_name_file_line_key, test_hostile_lines,
+                                          test_failed_reload_keeps_old, test_lists, test_missing_file, test_dropins,
+                                          test_unmatched_policy, test_guest_matching, test_agent_socket_path,
+                                          test_shipped_example));
 }

@@ -82,22 +82,14 @@ static const sd_bus_vtable manager_vtable[] = {
 };
 
 /* The stand-in daemon: owns the name, answers everything; tells the parent once it is ready. */
-static void run_server(int ready_fd) {
+static void run_server(int ready_fd, void *userdata _unused_) {
         sd_bus *bus = NULL;
 
         if (connect_bus(&bus) < 0 || sd_bus_request_name(bus, RS_BUS_NAME, 0) < 0 ||
             sd_bus_add_object_vtable(bus, NULL, RS_BUS_PATH, RS_BUS_NAME, manager_vtable, NULL) < 0)
                 _exit(1);
-        if (write(ready_fd, "R", 1) != 1)
-                _exit(1);
-        close(ready_fd);
-        for (;;) {
-                int r = sd_bus_process(bus, NULL);
-                if (r < 0)
-                        _exit(2);
-                if (r == 0 && sd_bus_wait(bus, UINT64_MAX) < 0)
-                        _exit(3);
-        }
+        test_service_ready(ready_fd);
+        test_service_serve(bus, NULL);
 }
 
 typedef struct Call {
@@ -163,42 +155,31 @@ static const sd_bus_vtable peer_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
+typedef struct PeerUser {
+        uid_t uid;
+        gid_t gid;
+} PeerUser;
+
+static void run_peer(int ready_fd, void *userdata) {
+        const PeerUser *user = userdata;
+        bool pinged = false;
+        sd_bus *bus = NULL;
+
+        if (setgroups(1, &user->gid) < 0 || setgid(user->gid) < 0 || setuid(user->uid) < 0 || connect_bus(&bus) < 0 ||
+            sd_bus_add_object_vtable(bus, NULL, "/peer", "org.example.Peer", peer_vtable, &pinged) < 0 ||
+            sd_bus_request_name(bus, POLKIT_BUS_NAME, 0) < 0)
+                _exit(1);
+        test_service_ready(ready_fd);
+        test_service_serve(bus, &pinged);
+        sd_bus_flush(bus);
+        _exit(0);
+}
+
 /* A stand-in polkitd: runs as uid/gid (the polkitd user), owns polkit's name (polkitd's own bus
  * policy lets it), serves until it was pinged once and exits 0 then. */
 static pid_t start_peer(uid_t uid, gid_t gid) {
-        int pipefd[2];
-        pid_t pid;
-
-        ck_assert_int_eq(pipe2(pipefd, O_CLOEXEC), 0);
-        pid = fork();
-        ck_assert_int_ge(pid, 0);
-        if (pid == 0) {
-                bool pinged = false;
-                sd_bus *bus = NULL;
-
-                test_child_init();
-                close(pipefd[0]);
-                if (setgroups(1, &gid) < 0 || setgid(gid) < 0 || setuid(uid) < 0 || connect_bus(&bus) < 0 ||
-                    sd_bus_add_object_vtable(bus, NULL, "/peer", "org.example.Peer", peer_vtable, &pinged) < 0 ||
-                    sd_bus_request_name(bus, POLKIT_BUS_NAME, 0) < 0)
-                        _exit(1);
-                if (write(pipefd[1], "R", 1) != 1)
-                        _exit(1);
-                while (!pinged) {
-                        int r = sd_bus_process(bus, NULL);
-                        if (r < 0)
-                                _exit(2);
-                        if (r == 0 && sd_bus_wait(bus, UINT64_MAX) < 0)
-                                _exit(3);
-                }
-                sd_bus_flush(bus);
-                _exit(0);
-        }
-        close(pipefd[1]);
-        char c;
-        ck_assert_msg(read(pipefd[0], &c, 1) == 1, "the stand-in polkitd could not take its name");
-        close(pipefd[0]);
-        return pid;
+        PeerUser user = { uid, gid };
+        return test_service_start(run_peer, &user, "the stand-in polkitd could not take its name");
 }
 
 static void stop(pid_t *pid) {
@@ -219,8 +200,6 @@ START_TEST(test_policy_enforced) {
         struct group *gr;
         uid_t member_uid, outsider_uid;
         gid_t member_gid, outsider_gid;
-        int ready[2];
-        char c;
 
         if (geteuid() != 0) {
                 check_cannot_set_up("test_policy_enforced", "it needs root to switch users");
@@ -242,17 +221,7 @@ START_TEST(test_policy_enforced) {
         bool polkit_bus = access(BUS_FIXTURE_POLKIT_POLICY, R_OK) == 0 && getpwnam("polkitd");
         ck_assert_int_eq(bus_fixture_start(&private_bus, polkit_bus ? BUS_POLICY_SYSTEM_POLKIT : BUS_POLICY_SYSTEM), 0);
 
-        ck_assert_int_eq(pipe2(ready, O_CLOEXEC), 0);
-        server_pid = fork();
-        ck_assert_int_ge(server_pid, 0);
-        if (server_pid == 0) {
-                test_child_init();
-                close(ready[0]);
-                run_server(ready[1]);
-        }
-        close(ready[1]);
-        ck_assert_msg(read(ready[0], &c, 1) == 1, "the stand-in daemon could not take the name");
-        close(ready[0]);
+        server_pid = test_service_start(run_server, NULL, "the stand-in daemon could not take the name");
 
         static const Call list = { RS_BUS_NAME, "ListGuests" }, get = { RS_BUS_NAME, "GetGuest" },
                           history = { RS_BUS_NAME, "GetHistory" }, set = { RS_BUS_NAME, "SetGuest" }, pause = { RS_BUS_NAME, "Pause" },
@@ -311,12 +280,6 @@ START_TEST(test_policy_enforced) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("daemon-dbus-policy");
-        TCase *tc = tcase_create("dbus-policy");
-        tcase_add_checked_fixture(tc, NULL, teardown);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, test_policy_enforced);
-        suite_add_tcase(s, tc);
-
-        return check_run_suite(s);
+        return check_run_case("daemon-dbus-policy", "dbus-policy", NULL, teardown, 60,
+                              CHECK_TESTS(test_policy_enforced));
 }

@@ -346,20 +346,9 @@ START_TEST(test_many_sockets) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("daemon-discovery");
-        TCase *tc = tcase_create("discovery");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, test_initial_scan);
-        tcase_add_test(tc, test_sockets_come_and_go);
-        tcase_add_test(tc, test_rename_in_and_out);
-        tcase_add_test(tc, test_directory_created_later);
-        tcase_add_test(tc, test_directory_created_with_socket_inside);
-        tcase_add_test(tc, test_directory_removed_and_recreated);
-        tcase_add_test(tc, test_reload_changes_globs);
-        tcase_add_test(tc, test_hostile_names);
-        tcase_add_test(tc, test_many_sockets);
-        suite_add_tcase(s, tc);
-
-        return check_run_suite(s);
+        return check_run_case("daemon-discovery", "discovery", setup, teardown, 60,
+                              CHECK_TESTS(test_initial_scan, test_sockets_come_and_go, test_rename_in_and_out,
+                                          test_directory_created_later, test_directory_created_with_socket_inside,
+                                          test_directory_removed_and_recreated, test_reload_changes_globs,
+                                          test_hostile_names, test_many_sockets));
 }

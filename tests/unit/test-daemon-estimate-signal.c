@@ -123,13 +123,7 @@ START_TEST(test_last_known_not_last_signalled) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("daemon-estimate-signal");
-        TCase *tc = tcase_create("estimate-signal");
-        tcase_add_test(tc, test_first_estimate);
-        tcase_add_test(tc, test_one_percent);
-        tcase_add_test(tc, test_estimate_lost_while_measuring);
-        tcase_add_test(tc, test_estimate_lost_alone);
-        tcase_add_test(tc, test_last_known_not_last_signalled);
-        suite_add_tcase(s, tc);
-        return check_run_suite(s);
+        return check_run_case("daemon-estimate-signal", "estimate-signal", NULL, NULL, 0,
+                              CHECK_TESTS(test_first_estimate, test_one_percent, test_estimate_lost_while_measuring,
+                                          test_estimate_lost_alone, test_last_known_not_last_signalled));
 }

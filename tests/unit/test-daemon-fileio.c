@@ -152,14 +152,7 @@ START_TEST(test_read_capped) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("daemon-fileio");
-        TCase *tc = tcase_create("fileio");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, test_write_and_replace);
-        tcase_add_test(tc, test_write_errors);
-        tcase_add_test(tc, test_disk_full_keeps_old_file);
-        tcase_add_test(tc, test_read_capped);
-        suite_add_tcase(s, tc);
-
-        return check_run_suite(s);
+        return check_run_case("daemon-fileio", "fileio", setup, teardown, 0,
+                              CHECK_TESTS(test_write_and_replace, test_write_errors, test_disk_full_keeps_old_file,
+                                          test_read_capped));
 }

@@ -318,17 +318,8 @@ START_TEST(test_journal_fields) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("daemon-log");
-        TCase *tc = tcase_create("log");
-        tcase_add_checked_fixture(tc, setup, NULL);
-        tcase_add_test(tc, test_stderr_format);
-        tcase_add_test(tc, test_level_filter);
-        tcase_add_test(tc, test_errno_return);
-        tcase_add_test(tc, test_untrusted_names_escaped);
-        tcase_add_test(tc, test_level_names);
-        tcase_add_test(tc, test_journal_stream_detection);
-        tcase_add_test(tc, test_journal_fields);
-        suite_add_tcase(s, tc);
-
-        return check_run_suite(s);
+        return check_run_case("daemon-log", "log", setup, NULL, 0,
+                              CHECK_TESTS(test_stderr_format, test_level_filter, test_errno_return,
+                                          test_untrusted_names_escaped, test_level_names, test_journal_stream_detection,
+                                          test_journal_fields));
 }

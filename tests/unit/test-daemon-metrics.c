@@ -445,17 +445,8 @@ START_TEST(test_write_metrics_file) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("daemon-metrics");
-        TCase *tc = tcase_create("metrics");
-        tcase_add_test(tc, test_exact_output);
-        tcase_add_test(tc, test_no_guests);
-        tcase_add_test(tc, test_label_escaping);
-        tcase_add_test(tc, test_rates);
-        tcase_add_test(tc, test_info_and_domain_escaping);
-        tcase_add_test(tc, test_counter_types);
-        tcase_add_test(tc, test_counter_accumulates);
-        tcase_add_test(tc, test_write_metrics_file);
-        suite_add_tcase(s, tc);
-
-        return check_run_suite(s);
+        return check_run_case("daemon-metrics", "metrics", NULL, NULL, 0,
+                              CHECK_TESTS(test_exact_output, test_no_guests, test_label_escaping, test_rates,
+                                          test_info_and_domain_escaping, test_counter_types, test_counter_accumulates,
+                                          test_write_metrics_file));
 }

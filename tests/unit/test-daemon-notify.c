@@ -218,17 +218,7 @@ START_TEST(test_watchdog_floating) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("daemon-notify");
-        TCase *tc = tcase_create("notify");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, test_status_text);
-        tcase_add_test(tc, test_status_text_api_down);
-        tcase_add_test(tc, test_messages_reach_manager);
-        tcase_add_test(tc, test_outside_systemd);
-        tcase_add_test(tc, test_watchdog_pings);
-        tcase_add_test(tc, test_watchdog_floating);
-        suite_add_tcase(s, tc);
-
-        return check_run_suite(s);
+        return check_run_case("daemon-notify", "notify", setup, teardown, 60,
+                              CHECK_TESTS(test_status_text, test_status_text_api_down, test_messages_reach_manager,
+                                          test_outside_systemd, test_watchdog_pings, test_watchdog_floating));
 }

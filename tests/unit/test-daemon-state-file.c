@@ -383,18 +383,8 @@ START_TEST(test_remove) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("daemon-state-file");
-        TCase *tc = tcase_create("state-file");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 120);
-        tcase_add_test(tc, test_round_trip);
-        tcase_add_test(tc, test_fields);
-        tcase_add_test(tc, test_paths_are_escaped);
-        tcase_add_test(tc, test_bad_files_discarded);
-        tcase_add_test(tc, test_every_truncation_and_corruption);
-        tcase_add_test(tc, test_disk_full_keeps_old_state);
-        tcase_add_test(tc, test_remove);
-        suite_add_tcase(s, tc);
-
-        return check_run_suite(s);
+        return check_run_case("daemon-state-file", "state-file", setup, teardown, 120,
+                              CHECK_TESTS(test_round_trip, test_fields, test_paths_are_escaped,
+                                          test_bad_files_discarded, test_every_truncation_and_corruption,
+                                          test_disk_full_keeps_old_state, test_remove));
 }

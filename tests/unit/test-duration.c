@@ -45,10 +45,5 @@ START_TEST(test_rejects) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("duration");
-        TCase *tc = tcase_create("parse");
-        tcase_add_test(tc, test_units);
-        tcase_add_test(tc, test_rejects);
-        suite_add_tcase(s, tc);
-        return check_run_suite(s);
+        return check_run_case("duration", "parse", NULL, NULL, 0, CHECK_TESTS(test_units, test_rejects));
 }

@@ -261,17 +261,10 @@ START_TEST(test_recovery_after_deflation) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("guest-model");
-        TCase *tc = tcase_create("model");
-        tcase_add_test(tc, test_anon_squeeze_shows_in_major_faults);
-        tcase_add_test(tc, test_file_thrash_invisible_to_faults);
-        tcase_add_test(tc, test_stream_refaults_at_every_size_without_activations);
-        tcase_add_test(tc, test_pushback_without_swap);
-        tcase_add_test(tc, test_growth_without_swap_ooms);
-        tcase_add_test(tc, test_deterministic_and_reboot);
-        tcase_add_test(tc, test_cost_zero_at_full_size_and_grows_below);
-        tcase_add_test(tc, test_fast_sweep_storms);
-        tcase_add_test(tc, test_recovery_after_deflation);
-        suite_add_tcase(s, tc);
-        return check_run_suite(s);
+        return check_run_case("guest-model", "model", NULL, NULL, 0,
+                              CHECK_TESTS(test_anon_squeeze_shows_in_major_faults, test_file_thrash_invisible_to_faults,
+                                          test_stream_refaults_at_every_size_without_activations,
+                                          test_pushback_without_swap, test_growth_without_swap_ooms,
+                                          test_deterministic_and_reboot, test_cost_zero_at_full_size_and_grows_below,
+                                          test_fast_sweep_storms, test_recovery_after_deflation));
 }

@@ -214,14 +214,7 @@ static void quiet_error(void *userdata _unused_, virErrorPtr error _unused_) {
 }
 
 int main(void) {
-        Suite *s = suite_create("libvirt-backend-async");
-        TCase *tc = tcase_create("test-driver");
-
         virSetErrorFunc(NULL, quiet_error);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, test_stats_async);
-        tcase_add_test(tc, test_balloon_async);
-        tcase_add_test(tc, test_domain_leaves);
-        suite_add_tcase(s, tc);
-        return check_run_suite(s);
+        return check_run_case("libvirt-backend-async", "test-driver", NULL, NULL, 60,
+                              CHECK_TESTS(test_stats_async, test_balloon_async, test_domain_leaves));
 }

@@ -327,17 +327,8 @@ START_TEST(test_agent_replies) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("libvirt-parse");
-        TCase *tc = tcase_create("pure");
-        tcase_add_test(tc, test_domain_xml);
-        tcase_add_test(tc, test_domain_xml_dimms);
-        tcase_add_test(tc, test_skip_reasons);
-        tcase_add_test(tc, test_garbage_xml);
-        tcase_add_test(tc, test_virtio_mem_update);
-        tcase_add_test(tc, test_align);
-        tcase_add_test(tc, test_metadata);
-        tcase_add_test(tc, test_stats_map);
-        tcase_add_test(tc, test_agent_replies);
-        suite_add_tcase(s, tc);
-        return check_run_suite(s);
+        return check_run_case("libvirt-parse", "pure", NULL, NULL, 0,
+                              CHECK_TESTS(test_domain_xml, test_domain_xml_dimms, test_skip_reasons, test_garbage_xml,
+                                          test_virtio_mem_update, test_align, test_metadata, test_stats_map,
+                                          test_agent_replies));
 }

@@ -185,13 +185,7 @@ START_TEST(test_cuts_a_worker_call) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("libvirt-watchdog");
-        TCase *tc = tcase_create("core");
-
-        tcase_set_timeout(tc, 120);
-        tcase_add_test(tc, test_connection_socket);
-        tcase_add_test(tc, test_cuts_when_the_loop_stalls);
-        tcase_add_test(tc, test_cuts_a_worker_call);
-        suite_add_tcase(s, tc);
-        return check_run_suite(s);
+        return check_run_case("libvirt-watchdog", "core", NULL, NULL, 120,
+                              CHECK_TESTS(test_connection_socket, test_cuts_when_the_loop_stalls,
+                                          test_cuts_a_worker_call));
 }

@@ -272,15 +272,7 @@ START_TEST(test_watchdog_cuts_a_stuck_job) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("libvirt-worker");
-        TCase *tc = tcase_create("core");
-
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, test_fifo_and_results);
-        tcase_add_test(tc, test_coalescing);
-        tcase_add_test(tc, test_cancel);
-        tcase_add_test(tc, test_free_with_jobs);
-        tcase_add_test(tc, test_watchdog_cuts_a_stuck_job);
-        suite_add_tcase(s, tc);
-        return check_run_suite(s);
+        return check_run_case("libvirt-worker", "core", NULL, NULL, 60,
+                              CHECK_TESTS(test_fifo_and_results, test_coalescing, test_cancel, test_free_with_jobs,
+                                          test_watchdog_cuts_a_stuck_job));
 }

@@ -225,16 +225,9 @@ START_TEST(test_garbage_never_crashes) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("policy-file");
-        TCase *tc = tcase_create("policy-file");
-        tcase_add_test(tc, test_parse_full);
-        tcase_add_test(tc, test_preset_key);
-        tcase_add_test(tc, test_errors_name_file_line_key);
-        tcase_add_test(tc, test_syntax_error_line);
-        tcase_add_test(tc, test_missing_file);
-        tcase_add_test(tc, test_dir_reload_keeps_previous_policy);
-        tcase_add_test(tc, test_shipped_presets_match_builtin);
-        tcase_add_test(tc, test_garbage_never_crashes);
-        suite_add_tcase(s, tc);
-        return check_run_suite(s);
+        return check_run_case("policy-file", "policy-file", NULL, NULL, 0,
+                              CHECK_TESTS(test_parse_full, test_preset_key, test_errors_name_file_line_key,
+                                          test_syntax_error_line, test_missing_file,
+                                          test_dir_reload_keeps_previous_policy, test_shipped_presets_match_builtin,
+                                          test_garbage_never_crashes));
 }

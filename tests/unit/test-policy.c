@@ -116,14 +116,7 @@ START_TEST(test_enum_strings) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("policy");
-        TCase *tc = tcase_create("policy");
-        tcase_add_test(tc, test_presets_valid_and_distinct);
-        tcase_add_test(tc, test_validate_names_bad_key);
-        tcase_add_test(tc, test_floor_and_max);
-        tcase_add_test(tc, test_glob_match);
-        tcase_add_test(tc, test_value_parsers);
-        tcase_add_test(tc, test_enum_strings);
-        suite_add_tcase(s, tc);
-        return check_run_suite(s);
+        return check_run_case("policy", "policy", NULL, NULL, 0,
+                              CHECK_TESTS(test_presets_valid_and_distinct, test_validate_names_bad_key,
+                                          test_floor_and_max, test_glob_match, test_value_parsers, test_enum_strings));
 }

@@ -269,17 +269,11 @@ START_TEST(test_rebase_on_hidden_moves_host_baseline) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("pressure");
-        TCase *tc = tcase_create("host-reads");
-        tcase_add_test(tc, test_quiet_is_clean);
-        tcase_add_test(tc, test_psi_is_a_leading_sign_only_with_refaults);
-        tcase_add_test(tc, test_psi_of_the_balloons_own_inflation);
-        tcase_add_test(tc, test_refaults_into_free_memory_are_refilling);
-        tcase_add_test(tc, test_hidden_reads_are_refaults);
-        tcase_add_test(tc, test_reported_refaults_are_not_hidden);
-        tcase_add_test(tc, test_readahead_noise_is_not_hidden);
-        tcase_add_test(tc, test_no_host_baseline_no_hidden_verdict);
-        tcase_add_test(tc, test_rebase_on_hidden_moves_host_baseline);
-        suite_add_tcase(s, tc);
-        return check_run_suite(s);
+        return check_run_case("pressure", "host-reads", NULL, NULL, 0,
+                              CHECK_TESTS(test_quiet_is_clean, test_psi_is_a_leading_sign_only_with_refaults,
+                                          test_psi_of_the_balloons_own_inflation,
+                                          test_refaults_into_free_memory_are_refilling, test_hidden_reads_are_refaults,
+                                          test_reported_refaults_are_not_hidden, test_readahead_noise_is_not_hidden,
+                                          test_no_host_baseline_no_hidden_verdict,
+                                          test_rebase_on_hidden_moves_host_baseline));
 }

@@ -150,14 +150,11 @@ END_TEST
 
 int main(void) {
         Suite *s = suite_create("probe-step");
-        TCase *tc = tcase_create("steps");
-        tcase_add_test(tc, test_far_from_pressure_steps_are_large);
-        tcase_add_test(tc, test_never_more_than_twice_the_last_step);
-        tcase_add_test(tc, test_available_nearly_gone_takes_a_quarter_of_it);
-        tcase_add_test(tc, test_rising_refaults_mean_fine_steps);
-        tcase_add_test(tc, test_knee_of_this_cycle_is_not_stepped_on);
-        tcase_add_test(tc, test_reprobe_heads_for_its_check_point_gently);
-        tcase_add_test(tc, test_bracket_closes_a_fine_step_above_the_knee);
-        suite_add_tcase(s, tc);
+        check_add_case(s, "steps", NULL, NULL, 0,
+                       CHECK_TESTS(test_far_from_pressure_steps_are_large, test_never_more_than_twice_the_last_step,
+                                   test_available_nearly_gone_takes_a_quarter_of_it,
+                                   test_rising_refaults_mean_fine_steps, test_knee_of_this_cycle_is_not_stepped_on,
+                                   test_reprobe_heads_for_its_check_point_gently,
+                                   test_bracket_closes_a_fine_step_above_the_knee));
         return check_run_suite_nofork(s);
 }

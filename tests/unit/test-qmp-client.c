@@ -953,47 +953,25 @@ END_TEST
 
 static Suite *qmp_client_suite(void) {
         Suite *s = suite_create("qmp-client");
-        TCase *tc = tcase_create("protocol");
-
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 30);
-        tcase_add_test(tc, test_greeting_and_capabilities);
-        tcase_add_test(tc, test_commands_queue_until_ready);
-        tcase_add_test(tc, test_arguments_are_sent);
-        tcase_add_test(tc, test_large_command_waits_for_epollout);
-        tcase_add_test(tc, test_not_a_qmp_greeting);
-        tcase_add_test(tc, test_capabilities_refused);
-        tcase_add_test(tc, test_handshake_timeout);
-        tcase_add_test(tc, test_replies_matched_by_id);
-        tcase_add_test(tc, test_events_between_replies);
-        tcase_add_test(tc, test_split_reads_byte_by_byte);
-        tcase_add_test(tc, test_merged_reads);
-        tcase_add_test(tc, test_error_replies);
-        tcase_add_test(tc, test_unknown_ids_dropped);
-        tcase_add_test(tc, test_command_timeout_and_late_reply);
-        tcase_add_test(tc, test_timeout_while_queued);
-        tcase_add_test(tc, test_disconnect_mid_reply);
-        tcase_add_test(tc, test_disconnect_between_messages);
+        TCase *tc = check_add_case(s, "protocol", setup, teardown, 30,
+                                   CHECK_TESTS(test_greeting_and_capabilities, test_commands_queue_until_ready,
+                                               test_arguments_are_sent, test_large_command_waits_for_epollout,
+                                               test_not_a_qmp_greeting, test_capabilities_refused,
+                                               test_handshake_timeout, test_replies_matched_by_id,
+                                               test_events_between_replies, test_split_reads_byte_by_byte,
+                                               test_merged_reads, test_error_replies, test_unknown_ids_dropped,
+                                               test_command_timeout_and_late_reply, test_timeout_while_queued,
+                                               test_disconnect_mid_reply, test_disconnect_between_messages,
+                                               test_deep_nesting, test_nesting_within_limit, test_configured_depth_cap,
+                                               test_oversized_message_default_cap, test_oversized_message_never_ends,
+                                               test_oversized_message_configured_cap, test_free_in_reply_callback,
+                                               test_close_in_reply_callback, test_free_in_event_callback,
+                                               test_free_in_ready_callback, test_free_in_disconnect_callback,
+                                               test_free_while_failing_pending_commands, test_free_in_timeout_callback,
+                                               test_free_with_pending_commands, test_extra_reference_outlives_free,
+                                               test_connect_path, test_connect_path_errors,
+                                               test_sync_execute_and_event_watch));
         tcase_add_loop_test(tc, test_garbage, 0, ARRAY_SIZE(garbage_cases));
-        tcase_add_test(tc, test_deep_nesting);
-        tcase_add_test(tc, test_nesting_within_limit);
-        tcase_add_test(tc, test_configured_depth_cap);
-        tcase_add_test(tc, test_oversized_message_default_cap);
-        tcase_add_test(tc, test_oversized_message_never_ends);
-        tcase_add_test(tc, test_oversized_message_configured_cap);
-        tcase_add_test(tc, test_free_in_reply_callback);
-        tcase_add_test(tc, test_close_in_reply_callback);
-        tcase_add_test(tc, test_free_in_event_callback);
-        tcase_add_test(tc, test_free_in_ready_callback);
-        tcase_add_test(tc, test_free_in_disconnect_callback);
-        tcase_add_test(tc, test_free_while_failing_pending_commands);
-        tcase_add_test(tc, test_free_in_timeout_callback);
-        tcase_add_test(tc, test_free_with_pending_commands);
-        tcase_add_test(tc, test_extra_reference_outlives_free);
-        tcase_add_test(tc, test_connect_path);
-        tcase_add_test(tc, test_connect_path_errors);
-        tcase_add_test(tc, test_sync_execute_and_event_watch);
-        suite_add_tcase(s, tc);
         return s;
 }
 

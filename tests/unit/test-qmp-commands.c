@@ -827,46 +827,19 @@ START_TEST(test_sync_wait_memory_device_size) {
 }
 END_TEST
 
-static Suite *qmp_commands_suite(void) {
-        Suite *s = suite_create("qmp-commands");
-        TCase *tc = tcase_create("commands");
-
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 30);
-        tcase_add_test(tc, test_parse_balloon_info);
-        tcase_add_test(tc, test_query_balloon);
-        tcase_add_test(tc, test_query_balloon_wrong_type);
-        tcase_add_test(tc, test_query_balloon_no_device);
-        tcase_add_test(tc, test_parse_blockstats);
-        tcase_add_test(tc, test_query_blockstats);
-        tcase_add_test(tc, test_balloon_set_target);
-        tcase_add_test(tc, test_stats_polling_interval);
-        tcase_add_test(tc, test_free_page_reporting);
-        tcase_add_test(tc, test_parse_guest_stats_real_shape);
-        tcase_add_test(tc, test_parse_guest_stats_unknown_spellings);
-        tcase_add_test(tc, test_parse_guest_stats_wrong_types);
-        tcase_add_test(tc, test_stat_names);
-        tcase_add_test(tc, test_get_guest_stats);
-        tcase_add_test(tc, test_parse_memory_devices_real_shape);
-        tcase_add_test(tc, test_parse_memory_devices_edge_cases);
-        tcase_add_test(tc, test_parse_memory_devices_wrong_types);
-        tcase_add_test(tc, test_query_memory_devices);
-        tcase_add_test(tc, test_virtio_mem_resize);
-        tcase_add_test(tc, test_dimm_add);
-        tcase_add_test(tc, test_dimm_add_backend_fails);
-        tcase_add_test(tc, test_dimm_add_device_fails_and_rolls_back);
-        tcase_add_test(tc, test_device_and_object_del);
-        tcase_add_test(tc, test_free_client_with_pending_typed_helpers);
-        tcase_add_test(tc, test_event_parsing);
-        tcase_add_test(tc, test_event_parsing_wrong_types);
-        tcase_add_test(tc, test_typed_event_through_client);
-        tcase_add_test(tc, test_event_from_raw_message);
-        tcase_add_test(tc, test_sync_wait_balloon);
-        tcase_add_test(tc, test_sync_wait_memory_device_size);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
 int main(void) {
-        return check_run_suite(qmp_commands_suite());
+        return check_run_case("qmp-commands", "commands", setup, teardown, 30,
+                              CHECK_TESTS(test_parse_balloon_info, test_query_balloon, test_query_balloon_wrong_type,
+                                          test_query_balloon_no_device, test_parse_blockstats, test_query_blockstats,
+                                          test_balloon_set_target, test_stats_polling_interval,
+                                          test_free_page_reporting, test_parse_guest_stats_real_shape,
+                                          test_parse_guest_stats_unknown_spellings, test_parse_guest_stats_wrong_types,
+                                          test_stat_names, test_get_guest_stats, test_parse_memory_devices_real_shape,
+                                          test_parse_memory_devices_edge_cases, test_parse_memory_devices_wrong_types,
+                                          test_query_memory_devices, test_virtio_mem_resize, test_dimm_add,
+                                          test_dimm_add_backend_fails, test_dimm_add_device_fails_and_rolls_back,
+                                          test_device_and_object_del, test_free_client_with_pending_typed_helpers,
+                                          test_event_parsing, test_event_parsing_wrong_types,
+                                          test_typed_event_through_client, test_event_from_raw_message,
+                                          test_sync_wait_balloon, test_sync_wait_memory_device_size));
 }

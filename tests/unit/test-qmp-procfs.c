@@ -384,27 +384,10 @@ START_TEST(test_host_proc_files) {
 }
 END_TEST
 
-static Suite *procfs_suite(void) {
-        Suite *s = suite_create("guest-procfs");
-        TCase *tc = tcase_create("parsers");
-
-        tcase_add_test(tc, test_vmstat_real);
-        tcase_add_test(tc, test_vmstat_absent_is_unknown);
-        tcase_add_test(tc, test_vmstat_legacy_names);
-        tcase_add_test(tc, test_vmstat_hostile_lines);
-        tcase_add_test(tc, test_vmstat_garbage);
-        tcase_add_test(tc, test_vmstat_counter_names);
-        tcase_add_test(tc, test_meminfo_real);
-        tcase_add_test(tc, test_meminfo_hostile);
-        tcase_add_test(tc, test_psi_real);
-        tcase_add_test(tc, test_psi_variants);
-        tcase_add_test(tc, test_psi_garbage);
-        tcase_add_test(tc, test_psi_long_line);
-        tcase_add_test(tc, test_host_proc_files);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
 int main(void) {
-        return check_run_suite(procfs_suite());
+        return check_run_case("guest-procfs", "parsers", NULL, NULL, 0,
+                              CHECK_TESTS(test_vmstat_real, test_vmstat_absent_is_unknown, test_vmstat_legacy_names,
+                                          test_vmstat_hostile_lines, test_vmstat_garbage, test_vmstat_counter_names,
+                                          test_meminfo_real, test_meminfo_hostile, test_psi_real, test_psi_variants,
+                                          test_psi_garbage, test_psi_long_line, test_host_proc_files));
 }

@@ -609,35 +609,20 @@ END_TEST
 
 static Suite *qga_suite(void) {
         Suite *s = suite_create("qga");
-        TCase *tc = tcase_create("agent");
-        TCase *tb = tcase_create("base64");
 
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 30);
-        tcase_add_test(tc, test_sync_on_connect_with_garbage);
-        tcase_add_test(tc, test_sync_ignores_stale_sync_reply);
-        tcase_add_test(tc, test_sync_retried_when_agent_silent);
-        tcase_add_test(tc, test_one_command_in_flight);
-        tcase_add_test(tc, test_timeout_resyncs_and_drops_late_reply);
-        tcase_add_test(tc, test_reply_with_nothing_in_flight_dropped);
-        tcase_add_test(tc, test_disconnect_mid_command);
-        tcase_add_test(tc, test_garbage_after_sync_closes);
-        tcase_add_test(tc, test_free_in_callback);
-        tcase_add_test(tc, test_free_in_timeout_callback);
-        tcase_add_test(tc, test_read_file_in_chunks);
-        tcase_add_test(tc, test_read_file_open_fails);
+        TCase *tc = check_add_case(s, "agent", setup, teardown, 30,
+                                   CHECK_TESTS(test_sync_on_connect_with_garbage, test_sync_ignores_stale_sync_reply,
+                                               test_sync_retried_when_agent_silent, test_one_command_in_flight,
+                                               test_timeout_resyncs_and_drops_late_reply,
+                                               test_reply_with_nothing_in_flight_dropped, test_disconnect_mid_command,
+                                               test_garbage_after_sync_closes, test_free_in_callback,
+                                               test_free_in_timeout_callback, test_read_file_in_chunks,
+                                               test_read_file_open_fails, test_read_file_read_timeout,
+                                               test_read_file_disconnect, test_free_during_file_read,
+                                               test_read_vmstat_via_agent, test_read_psi_and_meminfo_via_agent,
+                                               test_read_vmstat_garbage_via_agent));
         tcase_add_loop_test(tc, test_read_file_bad_reply, 0, ARRAY_SIZE(bad_read_cases));
-        tcase_add_test(tc, test_read_file_read_timeout);
-        tcase_add_test(tc, test_read_file_disconnect);
-        tcase_add_test(tc, test_free_during_file_read);
-        tcase_add_test(tc, test_read_vmstat_via_agent);
-        tcase_add_test(tc, test_read_psi_and_meminfo_via_agent);
-        tcase_add_test(tc, test_read_vmstat_garbage_via_agent);
-        suite_add_tcase(s, tc);
-
-        tcase_add_test(tb, test_base64_vectors);
-        tcase_add_test(tb, test_base64_rejects);
-        suite_add_tcase(s, tb);
+        check_add_case(s, "base64", NULL, NULL, 0, CHECK_TESTS(test_base64_vectors, test_base64_rejects));
         return s;
 }
 

@@ -340,22 +340,9 @@ START_TEST(test_tool_usage) {
 }
 END_TEST
 
-static Suite *tool_suite(void) {
-        Suite *s = suite_create("qmp-query-tool");
-        TCase *tc = tcase_create("tool");
-
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, test_tool_prints_document);
-        tcase_add_test(tc, test_tool_enables_polling_and_waits);
-        tcase_add_test(tc, test_tool_with_agent);
-        tcase_add_test(tc, test_tool_peer_hangs_up);
-        tcase_add_test(tc, test_tool_no_socket);
-        tcase_add_test(tc, test_tool_usage);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
 int main(void) {
-        return check_run_suite(tool_suite());
+        return check_run_case("qmp-query-tool", "tool", setup, teardown, 60,
+                              CHECK_TESTS(test_tool_prints_document, test_tool_enables_polling_and_waits,
+                                          test_tool_with_agent, test_tool_peer_hangs_up, test_tool_no_socket,
+                                          test_tool_usage));
 }

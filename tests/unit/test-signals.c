@@ -226,20 +226,11 @@ START_TEST(test_names) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("signals");
-        TCase *tc = tcase_create("rates");
-        tcase_add_test(tc, test_first_sample_has_no_rates);
-        tcase_add_test(tc, test_rates_per_second);
-        tcase_add_test(tc, test_unknown_counter_is_not_zero);
-        tcase_add_test(tc, test_reboot_detected);
-        tcase_add_test(tc, test_single_counter_backwards_no_negative_no_spike);
-        tcase_add_test(tc, test_single_counter_real_reset_accepted);
-        tcase_add_test(tc, test_wrap32);
-        tcase_add_test(tc, test_absurd_jump_dropped);
-        tcase_add_test(tc, test_time_not_advancing);
-        tcase_add_test(tc, test_random_counters_never_negative_or_huge);
-        tcase_add_test(tc, test_sanitize);
-        tcase_add_test(tc, test_names);
-        suite_add_tcase(s, tc);
-        return check_run_suite(s);
+        return check_run_case("signals", "rates", NULL, NULL, 0,
+                              CHECK_TESTS(test_first_sample_has_no_rates, test_rates_per_second,
+                                          test_unknown_counter_is_not_zero, test_reboot_detected,
+                                          test_single_counter_backwards_no_negative_no_spike,
+                                          test_single_counter_real_reset_accepted, test_wrap32,
+                                          test_absurd_jump_dropped, test_time_not_advancing,
+                                          test_random_counters_never_negative_or_huge, test_sanitize, test_names));
 }

@@ -144,14 +144,7 @@ START_TEST(test_format_human) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("daemon-size");
-        TCase *tc = tcase_create("size");
-        tcase_add_test(tc, test_parse_size_units);
-        tcase_add_test(tc, test_parse_size_rejects);
-        tcase_add_test(tc, test_parse_size_spec);
-        tcase_add_test(tc, test_format_exact_round_trip);
-        tcase_add_test(tc, test_format_human);
-        suite_add_tcase(s, tc);
-
-        return check_run_suite(s);
+        return check_run_case("daemon-size", "size", NULL, NULL, 0,
+                              CHECK_TESTS(test_parse_size_units, test_parse_size_rejects, test_parse_size_spec,
+                                          test_format_exact_round_trip, test_format_human));
 }
