@@ -418,6 +418,9 @@ def window_stats(guest, t0, t1):
         out["swapins"] = b.get("pswpin", 0) - a.get("pswpin", 0)
         out["refault_rate"] = out["refaults"] / dt
         out["majfault_rate"] = out["majfaults"] / dt
+        if "pgscan_kswapd" in b:  # workloads built before the scan counters print none
+            scans = lambda d: d.get("pgscan_kswapd", 0) + d.get("pgscan_direct", 0)
+            out["scan_rate"] = (scans(b) - scans(a)) / dt
     return out
 
 

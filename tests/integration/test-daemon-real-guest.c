@@ -177,7 +177,6 @@ static uint64_t console_pswpin(void) {
         return v;
 }
 
-/* Waits up to timeout_sec for the guest's state to be `state`. */
 /* Sets the balloon through the operator's monitor: 0 or the command's exit status. */
 static int operator_balloon(uint64_t bytes) {
         char cmd[512];
@@ -186,6 +185,7 @@ static int operator_balloon(uint64_t bytes) {
         return system(cmd);
 }
 
+/* Waits up to timeout_sec for the guest's state to be `state`. */
 static bool wait_state(const char *state, unsigned timeout_sec, GuestView *v) {
         for (unsigned i = 0; i < timeout_sec * 2; i++) {
                 if (e2e_get_guest(&daemon_fx, GUEST_NAME, v) == 0 && strcmp(v->state, state) == 0)
