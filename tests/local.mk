@@ -19,7 +19,8 @@ integration_tests = \
 	tests/integration/test-daemon-libvirt \
 	tests/integration/test-daemon-libvirtd-hang \
 	tests/integration/test-daemon-dimm \
-	tests/integration/test-daemon-qemu-kill
+	tests/integration/test-daemon-qemu-kill \
+	tests/integration/test-daemon-unmatched-real-guest
 check_PROGRAMS += $(integration_tests)
 INTEGRATION_TESTS += $(integration_tests)
 EXTRA_DIST += tests/integration/shares-machine
