@@ -8,6 +8,8 @@
  *
  *   rs-workload: pass=N t=SECONDS anon_mib=A file_mib=F ms=PASS_MS majflt=D minflt=D
  *
+ * (PASS_MS in milliseconds to the microsecond: a pass takes about 10 ms under TCG, and a
+ * benchmark's median pass ratio would move in 10 % steps with whole milliseconds)
  * (with --stream, followed by stream_mib=S stream_ms=STREAM_MS: the part of the pass spent
  * streaming, so that the hot set's time and the stream's throughput can be told apart)
  *
@@ -615,15 +617,16 @@ static int run(const struct config *c) {
 
                 if (s.stream_fd >= 0)
                         log_line("pass=%" PRIu64 " t=%.3f anon_mib=%" PRIu64 " file_mib=%" PRIu64
-                                 " ms=%" PRIu64 " majflt=%ld minflt=%ld stream_mib=%" PRIu64 " stream_ms=%" PRIu64,
+                                 " ms=%.3f majflt=%ld minflt=%ld stream_mib=%" PRIu64 " stream_ms=%.3f",
                                  pass, (double) (t1 - start) / USEC_PER_SEC, s.anon_mib, s.file_mib,
-                                 (t1 - t0) / USEC_PER_MSEC, after.ru_majflt - before.ru_majflt,
-                                 after.ru_minflt - before.ru_minflt, c->stream_mib, stream_usec / USEC_PER_MSEC);
+                                 (double) (t1 - t0) / USEC_PER_MSEC, after.ru_majflt - before.ru_majflt,
+                                 after.ru_minflt - before.ru_minflt, c->stream_mib,
+                                 (double) stream_usec / USEC_PER_MSEC);
                 else
                         log_line("pass=%" PRIu64 " t=%.3f anon_mib=%" PRIu64 " file_mib=%" PRIu64
-                                 " ms=%" PRIu64 " majflt=%ld minflt=%ld",
+                                 " ms=%.3f majflt=%ld minflt=%ld",
                                  pass, (double) (t1 - start) / USEC_PER_SEC, s.anon_mib, s.file_mib,
-                                 (t1 - t0) / USEC_PER_MSEC, after.ru_majflt - before.ru_majflt,
+                                 (double) (t1 - t0) / USEC_PER_MSEC, after.ru_majflt - before.ru_majflt,
                                  after.ru_minflt - before.ru_minflt);
                 if (c->vmstat)
                         log_vmstat(pass);

@@ -225,12 +225,12 @@ def agent_exec(path, argv, timeout=20):
 
 # ---- guests -------------------------------------------------------------------------------
 
-PASS_RE = re.compile(r"rs-workload: pass=(\d+) t=([\d.]+) anon_mib=(\d+) file_mib=(\d+) ms=(\d+) majflt=(-?\d+)")
+PASS_RE = re.compile(r"rs-workload: pass=(\d+) t=([\d.]+) anon_mib=(\d+) file_mib=(\d+) ms=([\d.]+) majflt=(-?\d+)")
 VMSTAT_RE = re.compile(r"rs-workload: vmstat pass=(\d+) (.*)")
 PHASE_RE = re.compile(r"rs-workload: phase=(\d+) t=([\d.]+) anon_mib=(\d+)")
 # Workload 6's pass lines end in stream_mib=N and, from a workload that times its stream apart,
 # stream_ms=N: the hot set's time is then ms - stream_ms.
-STREAM_RE = re.compile(r" stream_mib=(\d+)(?: stream_ms=(\d+))?")
+STREAM_RE = re.compile(r" stream_mib=(\d+)(?: stream_ms=([\d.]+))?")
 OOM_RE = re.compile(r"Out of memory|oom-kill:|Killed process")
 
 
@@ -322,8 +322,8 @@ class Guest:
         m = PASS_RE.search(line)
         if m:
             s = STREAM_RE.search(line)
-            self.passes.append((now, int(m[1]), int(m[5]), int(m[6]), int(m[3]),
-                                int(s[1]) if s else None, int(s[2]) if s and s[2] else None))
+            self.passes.append((now, int(m[1]), float(m[5]), int(m[6]), int(m[3]),
+                                int(s[1]) if s else None, float(s[2]) if s and s[2] else None))
             return
         m = VMSTAT_RE.search(line)
         if m:
