@@ -22,6 +22,7 @@ GOAL_MEAN = 1.25           # and mean
 GOAL_AMORTIZED = 0.01      # cost per re-probe cycle / the shipped hold-time, workloads 1-5
 GOAL_RETURNED = 0.90       # memory returned / (1024 - the oracle's working set)
 PRESET_MARGIN = 0.10       # the balanced preset's margin (etc/policies/balanced.conf), which every part keeps
+PRESET_FLOOR_MIB = max(256, GUEST_MIB * 10 // 100)  # and its floor: 256M or 10 % of the guest
 GOAL_SLOWDOWN = 0.02       # workload 8's worst pass-time ratio against no rightsizing
 CONVERGED = 0.10
 CYCLE_AFTER_S = 60         # a probe cycle's cost window lasts at most this long after it reaches hold
@@ -639,6 +640,13 @@ def workload_main(name, argv):
         if not ok:
             reason = ("no estimate" if p["estimate"] is None else
                       f"estimate {p['signed_error'] * 100:+.0f} % off the oracle")
+            # A guest whose set fits under the policy's floor is held there: the probe never goes
+            # lower, so its estimate is the floor, an upper bound, and a set below the floor
+            # cannot be told more closely without a lower floor.
+            if (p["estimate"] is not None and p["target"] is not None and p["oracle"] < PRESET_FLOOR_MIB
+                    and p["target"] <= PRESET_FLOOR_MIB + 1):
+                reason += (f"; held at the preset's floor, {PRESET_FLOOR_MIB} MiB, below which it never "
+                           f"probes: the estimate there is the floor, and the set fits under it")
         rows.append([p["label"], p["oracle"], fmt(p["estimate"]), fmt(p["target"]), fmt(p["actual"]),
                      pc(p["error"]) + (" " + goal(ok) + (f" ({reason})" if reason else "")
                                                   if error_goal else " (no goal for this workload)"),
