@@ -1,6 +1,6 @@
 # Build rules for tests/bench/ (see the top Makefile.am).
 #
-# make bench        every benchmark part on real QEMU guests (about 1 h 40 min under TCG; the oracles and
+# make bench        every benchmark part on real QEMU guests (about 2 h 15 min under TCG; the oracles and
 #                   the experiments reclaim and lrugen are kept from their last run);
 #                   writes $(top_srcdir)/BENCHMARKS.md and its plots in $(top_srcdir)/docs/bench
 # make bench-smoke  the short version CI runs (one workload, shortened oracle, < 4 minutes);
