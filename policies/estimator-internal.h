@@ -45,6 +45,8 @@ struct RsGuest {
         unsigned short_steps;   /* consecutive samples with the balloon short of a probe step */
         uint64_t last_step;  /* the probe's last step down in this descent, RS_UNKNOWN: none yet */
         uint64_t settle_until; /* swap-in-only refaults before this are recovery (see SETTLE_MIN_USEC) */
+        RsObservation probe_top; /* what the guest showed where this descent began (its baseline's ceiling) */
+        bool have_probe_top;
         uint64_t refill_wait_since; /* probing: since when refaults came back into free memory (0: not) */
         bool probe_requested;  /* rs_guest_probe_now(): probe at the next feed */
         unsigned learned;

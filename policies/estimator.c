@@ -68,6 +68,7 @@ static void set_state(RsGuest *g, RsState s, uint64_t now) {
         if (g->state != s) {
                 g->state_since = now;
                 g->last_step = RS_UNKNOWN; /* a new descent may start with large steps */
+                g->have_probe_top = false; /* and takes its first clean sample as its top */
         }
         g->state = s;
         g->confirm = 0;
@@ -395,7 +396,19 @@ static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
         }
 
         g->confirm = 0;
-        rs_baseline_track(&g->baseline, o);
+        /* The probe takes memory away: refaults that rise as it goes down are its doing,
+         * however slowly they rise. A database revisiting its pages every few minutes
+         * refaults at a rate that grows by a few pages/s per MiB of deficit; a baseline
+         * followed upward took each rise in as the guest's normal (2 × baseline + 50/s
+         * always stays above a rate it follows), and re-probes walked 60 % below the set
+         * (tests/bench/bench-pgbench, full mode). So the baseline rises no higher than what
+         * the guest showed where the descent began (a stream's refaults are there at the
+         * top as at the bottom: Piggin's case keeps its baseline). */
+        if (!g->have_probe_top) {
+                g->probe_top = *o;
+                g->have_probe_top = true;
+        }
+        rs_baseline_track(&g->baseline, o, &g->probe_top);
 
         /* A re-probe just above the estimate it re-checks (rs_probe_check_point()), and the guest tight
          * there (available memory nearly gone, refaults or PSI rising under the threshold, or
@@ -547,7 +560,7 @@ static void hold(RsGuest *g, const RsObservation *o, uint64_t now) {
                 break;
         }
         g->confirm = 0;
-        rs_baseline_track(&g->baseline, o);
+        rs_baseline_track(&g->baseline, o, NULL);
 
         /* Growth without refaults yet (anonymous memory filling the margin, no swap):
          * the headroom granted (by us, or less by the host) is being eaten while reclaim
@@ -607,6 +620,10 @@ static void grow(RsGuest *g, const RsObservation *o, uint64_t now) {
                                    mib(g->size - g->grow_from_size), mib(g->target));
                         g->urgent = false;
                         enter_hold(g, now);
+                        /* The estimate was judged against the old baseline, perhaps while the
+                         * stream began (a refault that was the stream's closed its bracket):
+                         * probe again once back, against the new one, not after a hold. */
+                        g->hold_until = now;
                         return;
                 }
                 if (!grew && held_short_by_host(g, g->target)) {
@@ -768,7 +785,7 @@ static void observe_only(RsGuest *g, const RsObservation *o) {
                 if (!g->baseline.known)
                         rs_baseline_learn(&g->baseline, o);
                 else
-                        rs_baseline_track(&g->baseline, o);
+                        rs_baseline_track(&g->baseline, o, NULL);
         }
         /* Without probing, the best it can say is what the guest uses and cannot give
          * back easily: its size less what it calls available. */

@@ -73,7 +73,7 @@ void rs_baseline_learn(RsBaseline *b, const RsObservation *o) {
         b->n++;
 }
 
-void rs_baseline_track(RsBaseline *b, const RsObservation *o) {
+void rs_baseline_track(RsBaseline *b, const RsObservation *o, const RsObservation *ceiling) {
         /* 5 % per sample: about 20 clean samples to follow a new normal. */
         const double alpha = 0.05;
 
@@ -86,14 +86,18 @@ void rs_baseline_track(RsBaseline *b, const RsObservation *o) {
         }
         if (o->hidden)
                 return; /* the guest's own rates are not what was judged */
-        if (o->useful < o->threshold)
-                b->useful += alpha * (o->useful - b->useful);
+        if (o->useful < o->threshold) {
+                double to = ceiling ? MIN(o->useful, MAX(b->useful, ceiling->useful)) : o->useful;
+                b->useful += alpha * (to - b->useful);
+        }
         if (!o->scanning)
                 b->scan += alpha * (o->scan - b->scan);
         if (!o->leading)
                 b->swapout += alpha * (o->swapout - b->swapout);
-        if (o->psi_some >= 0)
-                b->psi_some += alpha * (o->psi_some - b->psi_some);
+        if (o->psi_some >= 0) {
+                double to = ceiling ? MIN(o->psi_some, MAX(b->psi_some, ceiling->psi_some)) : o->psi_some;
+                b->psi_some += alpha * (to - b->psi_some);
+        }
         b->n++;
 }
 

@@ -69,8 +69,12 @@ void rs_baseline_reset(RsBaseline *b);
 /* Learning: keeps the quietest value seen (a baseline measured while something already
  * hurt would hide the next hurt). */
 void rs_baseline_learn(RsBaseline *b, const RsObservation *o);
-/* Drift while running clean: a slow average, so a guest's normal changes are followed. */
-void rs_baseline_track(RsBaseline *b, const RsObservation *o);
+/* Drift while running clean: a slow average, so a guest's normal changes are followed.
+ * With a ceiling, the refault and PSI baselines rise no higher than the ceiling's rates (or
+ * the baseline's own, if higher), and fall freely: while memory is being taken away, a rate
+ * above what the guest showed before is the squeeze's doing, not its new normal (only more
+ * memory that does not help says that: rs_baseline_rebase()). */
+void rs_baseline_track(RsBaseline *b, const RsObservation *o, const RsObservation *ceiling);
 /* Resets the baseline to what the guest shows now (used when more memory did not help). */
 void rs_baseline_rebase(RsBaseline *b, const RsObservation *o);
 

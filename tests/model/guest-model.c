@@ -118,7 +118,7 @@ static double balloon_reach(const GuestModel *m, double target) {
                 double deficit = soft - reach;
                 double hot = m->anon_hot + m->file_hot;
                 double file_share = c->swap_bytes > 0 && hot > 0 ? m->file_hot / hot : 1.0;
-                reach += FILE_PUSHBACK * deficit * file_share;
+                reach += (c->file_no_pushback ? 0.0 : FILE_PUSHBACK) * deficit * file_share;
         }
         return MIN(MAX(reach, hard_min), (double) c->boot_bytes);
 }

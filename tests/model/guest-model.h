@@ -93,6 +93,11 @@ typedef struct GuestModelConfig {
          * free for a while, and pages it reads back after a squeeze go there, with nothing
          * reclaimed for them. */
         double cold_refill_bytes_per_sec;
+        /* The balloon takes hot page cache as readily as cold (no pushback): the distro guest
+         * under pgbench gave its database's cache to the balloon down to 591 MiB of a 2 GiB
+         * guest. Otherwise it cannot take half of a hot-file deficit (the busybox guest's
+         * read() set, guest-lab.md). */
+        bool file_no_pushback;
         GuestModelPhase phases[GUEST_MODEL_PHASES_MAX];
         unsigned n_phases;
 } GuestModelConfig;

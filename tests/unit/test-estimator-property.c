@@ -37,6 +37,13 @@ static unsigned convergence_bound(ScenarioKind k) {
                 /* a hold, then a re-probe that approaches the old estimate in steps of 2 % (a
                  * straight jump there stormed a real guest) before the descent to the new set */
                 return 120;
+        case SCENARIO_STREAMING_LATE:
+                /* 200 seeds: all but one within 50; seed 74 took 57. There the stream's onset
+                 * showed first as host reads: the growth trial rebased the host's baseline,
+                 * and the guest's own activations from the stream sat at the threshold
+                 * (fine steps) until a probe's baseline had followed them up to what the
+                 * descent's top showed, about 15 samples. */
+                return 60;
         default:
                 return 50;
         }

@@ -209,7 +209,7 @@ START_TEST(test_hidden_reads_are_refaults) {
         ck_assert_double_lt(o.threshold, 1024);
         /* Such an interval teaches the guest's own baseline nothing. */
         double before = b.useful;
-        rs_baseline_track(&b, &o);
+        rs_baseline_track(&b, &o, NULL);
         ck_assert_double_eq_tol(b.useful, before, 1e-9);
         ck_assert_double_eq_tol(b.host_reads, 10, 1e-9);
 }
@@ -245,7 +245,7 @@ START_TEST(test_no_host_baseline_no_hidden_verdict) {
         observe(&b, 2, 5000, &o);
         ck_assert_int_eq(o.verdict, RS_VERDICT_CLEAN);
         /* The first clean interval sets it again. */
-        rs_baseline_track(&b, &o);
+        rs_baseline_track(&b, &o, NULL);
         ck_assert(b.host_known);
         observe(&b, 2, -1, &o);
         ck_assert_double_lt(o.host_reads, 0);
@@ -268,6 +268,39 @@ START_TEST(test_rebase_on_hidden_moves_host_baseline) {
 }
 END_TEST
 
+/* Refaults that rise slowly, each sample under the threshold, are the squeeze's doing while
+ * a probe takes memory away: followed upward, 2 x baseline + 50/s stays above any rate it
+ * follows, and the probe never sees a knee (a database's set, revisited every few minutes).
+ * Held, the guest's normal is followed both ways; probing, up to what the guest showed
+ * where the descent began. */
+START_TEST(test_baseline_rises_only_when_allowed) {
+        RsBaseline probing, held;
+        RsObservation o, top;
+        quiet_baseline(&probing);
+        held = probing;
+        observe(&probing, 2, -1, &top); /* where the descent began */
+        double start = probing.useful;
+        for (int i = 0; i < 100; i++) {
+                observe(&probing, 2 + i * 0.5, -1, &o);
+                ck_assert_int_eq(o.verdict, RS_VERDICT_CLEAN);
+                rs_baseline_track(&probing, &o, &top);
+                observe(&held, 2 + i * 0.5, -1, &o);
+                rs_baseline_track(&held, &o, NULL);
+        }
+        ck_assert_double_eq_tol(probing.useful, start, 1e-9);
+        /* 102 refaults/s: over the threshold of the baseline it kept, under that of one that rose. */
+        observe(&probing, 102, -1, &o);
+        ck_assert_int_eq(o.verdict, RS_VERDICT_REFAULT);
+        ck_assert_double_gt(held.useful, start + 10);
+        observe(&held, 102, -1, &o);
+        ck_assert_int_eq(o.verdict, RS_VERDICT_CLEAN);
+        /* Falling is followed either way. */
+        observe(&probing, 0, -1, &o);
+        rs_baseline_track(&probing, &o, &top);
+        ck_assert_double_lt(probing.useful, start);
+}
+END_TEST
+
 int main(void) {
         return check_run_case("pressure", "host-reads", NULL, NULL, 0,
                               CHECK_TESTS(test_quiet_is_clean, test_psi_is_a_leading_sign_only_with_refaults,
@@ -275,5 +308,5 @@ int main(void) {
                                           test_refaults_into_free_memory_are_refilling, test_hidden_reads_are_refaults,
                                           test_reported_refaults_are_not_hidden, test_readahead_noise_is_not_hidden,
                                           test_no_host_baseline_no_hidden_verdict,
-                                          test_rebase_on_hidden_moves_host_baseline));
+                                          test_rebase_on_hidden_moves_host_baseline, test_baseline_rises_only_when_allowed));
 }
