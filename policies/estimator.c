@@ -296,6 +296,10 @@ static void raise_lower(RsGuest *g, uint64_t size) {
         g->lower_old = false;
 }
 
+static double interval_sec(const RsGuest *g) {
+        return (double) g->policy.poll_interval_usec / USEC_PER_SEC;
+}
+
 static void refault_onset(RsGuest *g, const RsObservation *o, uint64_t now) {
         raise_lower(g, g->size);
 
@@ -354,6 +358,23 @@ static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
         switch (o->verdict) {
         case RS_VERDICT_STORM:
         case RS_VERDICT_REFAULT:
+                if (o->verdict == RS_VERDICT_REFAULT && o->after_step && !o->hidden && !o->pushback &&
+                    o->useful > o->threshold && o->useful * interval_sec(g) <= (double) (FINE_STEP / RS_PAGE_SIZE) &&
+                    g->confirm == 0 && rs_known(g->est.upper) && g->est.upper > g->size) {
+                        /* Just after a step, a rate that costs no more than a fine step's
+                         * worth of pages in an interval is confirmed first: the step's burst of
+                         * reclaim took some pages the workload wants whatever the size, and a
+                         * sample of them (65, then 125 activations/s at a 1 s interval) ended
+                         * the descents of Redis at 712-725 MiB above a 400 MiB set. A real
+                         * crossing of a swept set storms at thousands; one of a database's
+                         * slowly revisited set pays that one interval. */
+                        g->confirm = 1;
+                        g->target = clamp_target(g, g->size);
+                        g->urgent = false;
+                        set_reason(g, "%s at %.0f MiB just after a step (%.0f/s): one more sample", o->why,
+                                   mib(g->size), o->useful);
+                        return;
+                }
                 if ((o->verdict == RS_VERDICT_REFAULT || !o->oom) && rs_known(g->est.upper) && g->est.upper > g->size) {
                         /* Below a size that ran clean this cycle: back there on the first bad
                          * sample, not after confirming it here. Every interval spent below the
