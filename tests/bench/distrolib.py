@@ -1,0 +1,425 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""What the parts on the Debian 12 distro guest (contrib/build-distro-image) share: bench-pgbench,
+bench-redis and bench-distro-idle.  DistroGuest boots the guest, reaches its QMP and agent through
+contrib/guest-ctl and timestamps its console lines (a /proc/vmstat printer's, and a part's
+subclass adds its load's); then the windows measured on those lines, the oracle's balloon descent
+judged by the guest's refault and swap-in counters, rightsized managing the guest, and the plots.
+Where the parts differ, DistroGuest's class attributes and methods, or a parameter, say how."""
+
+import base64
+import importlib.machinery
+import importlib.util
+import os
+import re
+import statistics
+import subprocess
+import threading
+import time
+
+import benchlib as bl
+
+BOOT = os.path.join(bl.TOP_SRCDIR, "contrib", "boot-distro-guest")
+BUILD_IMAGE = os.path.join(bl.TOP_SRCDIR, "contrib", "build-distro-image")
+IMAGE_DIR = os.environ.get("RIGHTSIZE_DISTRO_GUEST_DIR") or os.path.join(bl.TOP_BUILDDIR, "distro-guest")
+
+_loader = importlib.machinery.SourceFileLoader("guest_ctl", os.path.join(bl.TOP_SRCDIR, "contrib", "guest-ctl"))
+_spec = importlib.util.spec_from_loader("guest_ctl", _loader)
+guest_ctl = importlib.util.module_from_spec(_spec)
+_loader.exec_module(guest_ctl)
+
+MAX_ERROR_SMOKE = 0.15      # a --smoke run fails when its last hold's estimate is further off the oracle
+REFAULT_LIMIT = 30          # pages/s of file refaults + swap-ins that end the oracle's descent
+
+VMSTAT_RE = re.compile(r"rs-vmstat (.*)")
+
+
+def vmstat_keys(activate):
+    """The /proc/vmstat counters the printer prints; activate ("file" or "anon") picks the
+    workingset_activate_ counter of the kind of set the part loads."""
+    return ("workingset_refault_file", "workingset_refault_anon", f"workingset_activate_{activate}",
+            "pswpin", "pswpout", "pgmajfault", "oom_kill", "pgscan_kswapd", "pgscan_direct",
+            "pgsteal_kswapd", "pgsteal_direct", "nr_free_pages")
+
+
+def build_image():
+    """Builds the distro guest image in IMAGE_DIR (a no-op when it is up to date)."""
+    out = subprocess.run([BUILD_IMAGE, IMAGE_DIR], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise bl.HarnessError(f"build-distro-image failed:\n{out.stderr[-3000:]}")
+
+
+class DistroGuest:
+    """One distro guest: its QMP and agent through contrib/guest-ctl's clients, and a thread that
+    timestamps the vmstat printer's lines from the console log.  As it is, a guest with no load
+    (bench-distro-idle's); a part's subclass names its load, parses its lines (parse_load), gives
+    a window's figures of them (load_figures) and may judge a window otherwise (bad)."""
+
+    LABEL = "distro"            # the label when none is given
+    BOOT_ARGS = ()              # more options for boot-distro-guest
+    VMSTAT_KEYS = vmstat_keys("file")   # a page-cache set's (pgbench's database, the idle guest)
+    LOAD = None                 # the load's name in check_alive's message; None: no load to check
+    LOAD_LINES = None           # the attribute holding the load's timestamped lines
+    LOAD_STALLED_S = 30         # how long check_alive lets the load be silent by default
+    # measure(): both the load and the printer must have printed within the window itself (a load
+    # that prints every second); False: check_alive's default allowances apply.
+    ALIVE_IN_WINDOW = True
+    # What check_alive shows when a stream fell silent: a shell command run in the guest, its caption.
+    STALL_REPORT = ("dmesg | tail -n 25; cat /proc/pressure/io", "the guest's kernel log")
+    # window()'s rates: name -> the vmstat counters whose sum it is, per second.
+    RATES = {"refaults_per_s": ("workingset_refault_file",), "swapins_per_s": ("pswpin",)}
+
+    def __init__(self, rundir, mem_mib, label=None):
+        self.rundir, self.mem_mib = rundir, mem_mib
+        self.name = self.label = label or self.LABEL
+        self.vmstat = []     # (host time, {counter: value})
+        self.pid = None
+        self._stop = threading.Event()
+        self._thread = None
+
+    def boot(self):
+        os.makedirs(self.rundir, exist_ok=True)
+        bl._guests.append(self)
+        out = subprocess.run([BOOT, "--dir", self.rundir, "--image-dir", IMAGE_DIR, "--mem", f"{self.mem_mib}M",
+                              *self.BOOT_ARGS], capture_output=True, text=True)
+        if out.returncode != 0:
+            raise bl.HarnessError(f"boot-distro-guest failed:\n{out.stderr[-3000:]}")
+        with open(os.path.join(self.rundir, "qemu.pid")) as f:
+            self.pid = int(f.read())
+        self.boot_s = float(open(os.path.join(self.rundir, "boot-seconds")).read())
+        self.accel = open(os.path.join(self.rundir, "accel")).read().strip()
+        self._thread = threading.Thread(target=self._tail, daemon=True)
+        self._thread.start()
+
+    def _tail(self):
+        bl.tail_lines(os.path.join(self.rundir, "console.log"), self._stop, self._parse)
+
+    def _parse(self, now, line):
+        if self.parse_load(now, line):
+            return
+        m = VMSTAT_RE.search(line)
+        if m:
+            f = m[1].split()
+            try:
+                self.vmstat.append((now, {f[i]: int(f[i + 1]) for i in range(0, len(f) - 1, 2)}))
+            except ValueError:
+                pass
+
+    def parse_load(self, now, line):
+        """Keeps line if it is one of the load's (arrived at host time now); whether it was."""
+        return False
+
+    def load_figures(self, t0, t1):
+        """The load's figures for window(): of its lines that arrived in [t0, t1]."""
+        return {}
+
+    def bad(self, w):
+        """Whether window w is not clean: file refaults plus swap-ins above REFAULT_LIMIT."""
+        return (w["refaults_per_s"] or 0) + (w["swapins_per_s"] or 0) > REFAULT_LIMIT
+
+    def describe(self, w):
+        """Window w for the oracle's log and errors."""
+        return f"{w['refaults_per_s'] or 0:.0f} refaults/s, {w['swapins_per_s'] or 0:.0f} swap-ins/s"
+
+    def start_vmstat(self):
+        """Starts the printer of VMSTAT_KEYS (every second) as a transient unit writing to the
+        serial console: the harness timestamps its lines, so it needs no agent, which rightsized
+        holds later (an agent socket serves one client)."""
+        printer = ("while :; do echo \"rs-vmstat $(grep -E '^(" + "|".join(self.VMSTAT_KEYS) +
+                   ") ' /proc/vmstat | tr '\\n' ' ')\"; sleep 1; done")
+        self.must(["systemd-run", "--unit", "rs-vmstat", "-p", "StandardOutput=file:/dev/ttyS0", "sh", "-c", printer])
+
+    def qmp(self, name, arguments=None):
+        q = guest_ctl.Qmp(self.rundir)
+        try:
+            return q.command(name, arguments)
+        finally:
+            q.s.close()
+
+    def run(self, argv, timeout=600):
+        """Runs argv in the guest through the agent; (exit code, stdout, stderr)."""
+        a = guest_ctl.Agent(self.rundir, timeout=30)
+        try:
+            st = a.exec(argv, timeout)
+        finally:
+            a.s.close()
+        dec = lambda k: base64.b64decode(st.get(k, "")).decode(errors="replace")
+        return st.get("exitcode", 128 + st.get("signal", 0)), dec("out-data"), dec("err-data")
+
+    def must(self, argv, timeout=600):
+        rc, out, err = self.run(argv, timeout)
+        if rc != 0:
+            raise bl.HarnessError(f"guest: {' '.join(argv)}: exit {rc}: {err[-1000:]}")
+        return out
+
+    def balloon_actual_mib(self):
+        return self.qmp("query-balloon")["actual"] / bl.MIB
+
+    def set_balloon(self, mib, timeout=90):
+        """Sets the balloon and waits until it is within 2 MiB (s taken, or None when it stuck)."""
+        t0 = time.monotonic()
+        self.qmp("balloon", {"value": int(mib * bl.MIB)})
+        while time.monotonic() < t0 + timeout:
+            if abs(self.balloon_actual_mib() - mib) <= 2:
+                return time.monotonic() - t0
+            time.sleep(0.3)
+        return None
+
+    def rss(self):
+        return bl.process_rss(self.pid)
+
+    def counter(self, key):
+        return self.vmstat[-1][1].get(key, 0) if self.vmstat else 0
+
+    def stop(self):
+        self._stop.set()
+        subprocess.run([BOOT, "--stop", self.rundir], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if self in bl._guests:
+            bl._guests.remove(self)
+
+
+def window(g, t0, t1):
+    """The load's figures and g.RATES of the lines that arrived in [t0, t1]."""
+    vm = [v for v in g.vmstat if t0 <= v[0] <= t1]
+    w = {"seconds": round(t1 - t0, 1), **g.load_figures(t0, t1), **dict.fromkeys(g.RATES)}
+    if len(vm) >= 2:
+        dt = vm[-1][0] - vm[0][0]
+        if dt > 0:
+            d = lambda k: vm[-1][1].get(k, 0) - vm[0][1].get(k, 0)
+            for rate, keys in g.RATES.items():
+                w[rate] = sum(d(k) for k in keys) / dt
+    return w
+
+
+def wait_lines(g, what, n, timeout):
+    deadline = time.monotonic() + timeout
+    while len(getattr(g, what)) < n:
+        if time.monotonic() > deadline:
+            raise bl.HarnessError(f"{g.label}: only {len(getattr(g, what))} {what} lines after {timeout} s")
+        time.sleep(0.3)
+
+
+def start_guests(guests, part, start, load_lines):
+    """Boots the guests (None: absent) one after the other, runs start(g) in all of them side by
+    side (under TCG a database's initialisation or a fill takes minutes; start logs its own
+    exceptions), then waits for load_lines of each one's load and 5 of its vmstat printer.
+    Returns {label: what start returned}."""
+    guests = [x for x in guests if x]
+    for x in guests:
+        x.boot()
+        bl.log(f"{part}: {x.label} booted in {x.boot_s:.0f} s ({x.accel})")
+    results = {}
+    threads = [threading.Thread(target=lambda x=x: results.__setitem__(x.label, start(x))) for x in guests]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for x in guests:
+        if x.label not in results:
+            raise bl.HarnessError(f"{part} did not start in the {x.label} guest (see above)")
+    for x in guests:
+        wait_lines(x, x.LOAD_LINES, load_lines, 120)
+        wait_lines(x, "vmstat", 5, 60)
+    return results
+
+
+def check_alive(g, stalled_s=None):
+    """A guest whose load or vmstat printer fell silent measures nothing: no lines is not clean.
+    Each may be silent for stalled_s; by default the load for g.LOAD_STALLED_S, the printer 30 s."""
+    now = time.monotonic()
+    streams = [("the vmstat printer", g.vmstat, 30 if stalled_s is None else stalled_s)]
+    if g.LOAD:
+        streams.insert(0, (g.LOAD, getattr(g, g.LOAD_LINES), g.LOAD_STALLED_S if stalled_s is None else stalled_s))
+    for what, lines, allow in streams:
+        if not lines or now - lines[-1][0] > allow:
+            cmd, caption = g.STALL_REPORT
+            tail = ""
+            try:
+                tail = g.must(["sh", "-c", cmd], timeout=30)
+            except bl.HarnessError as e:
+                tail = str(e)
+            raise bl.HarnessError(f"{g.label}: {what} printed nothing for {allow} s; {caption}:\n{tail}")
+
+
+def measure(g, cfg):
+    t = time.monotonic() + cfg["settle_s"]
+    time.sleep(cfg["settle_s"] + cfg["window_s"])
+    check_alive(g, cfg["settle_s"] + cfg["window_s"] if g.ALIVE_IN_WINDOW else None)
+    return window(g, t, time.monotonic())
+
+
+def wait_quiet(g, cfg, timeout=300):
+    """Waits until a window at the current size is clean (after a squeeze, what it took comes
+    back: the page cache refilled, or the set swapped back in)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        w = measure(g, cfg)
+        if not g.bad(w):
+            return w
+        if time.monotonic() > deadline:
+            raise bl.HarnessError(f"still not clean at {g.balloon_actual_mib():.0f} MiB after {timeout} s: "
+                                  f"{g.describe(w)}")
+
+
+def _log_step(g, size, w, again=False, note=""):
+    bl.log(f"oracle: {size} MiB{' again' if again else ''}{note}: {g.describe(w)}")
+
+
+def oracle(g, cfg, start_hint=0, hint_quiet_s=180, from_footprint=True):
+    """The oracle's descent: (working set MiB, steps), judged by g.bad.  It starts at start_hint,
+    the size rightsized held the guest at, rounded up to cfg["step_mib"] (a size to check, not a
+    result to take: after hint_quiet_s s without a clean window there it climbs 4 steps); with no
+    such size, from the guest's footprint (total - free) at full size when from_footprint, else
+    from full size; and descends from the first clean size, in cfg["coarse_mib"] steps first when
+    cfg has it (rightsized may hold the guest hundreds of MiB above the set), then, from the last
+    clean coarse size once a window there is clean again, in step_mib steps to the first bad one.
+    Starting where rightsized left it spares a deflation to full size and the minute of refaults
+    after it."""
+    fine = cfg["step_mib"]
+    step = cfg.get("coarse_mib", fine)
+    steps = []
+    clean = None
+    size = g.mem_mib
+    if start_hint:
+        # What rightsized's last probe took (evicted cache, or hot pages pushed to swap) comes
+        # back as it is read, for a minute or two, at any size: wait for a clean window there
+        # before judging it.
+        size = min(g.mem_mib, int(-(-start_hint // fine) * fine))
+        reach = g.set_balloon(size)
+        try:
+            w = wait_quiet(g, cfg, timeout=hint_quiet_s)
+            steps.append(dict(size=size, reach_s=reach, again=False, **w))
+            _log_step(g, size, w, note=" (where rightsized held it, once quiet)")
+            clean = size
+            size -= step
+        except bl.HarnessError as e:
+            bl.log(f"oracle: {e}: climbing")
+            size = min(g.mem_mib, size + 4 * step)
+    elif from_footprint:
+        g.set_balloon(g.mem_mib)
+        full = wait_quiet(g, cfg)
+        meminfo = g.must(["cat", "/proc/meminfo"])
+        free_mib = int(re.search(r"MemFree:\s+(\d+)", meminfo)[1]) / 1024
+        size = int((g.mem_mib - free_mib) // step * step)
+        steps.append(dict(size=g.mem_mib, **full))
+    # The lowest size tried: a guest clean there has a set at or below it (an idle guest's part
+    # stops at the policy's floor, where rightsized stops too).
+    while size >= cfg.get("oracle_min_mib", 129):
+        reach = g.set_balloon(size)
+        # A step evicts what the LRU held longest, some of it pages the load had not come back
+        # to yet: a burst of refaults or swap-ins that passes.  Only a second bad window ends it.
+        for again in (False, True):
+            w = measure(g, cfg)
+            steps.append(dict(size=size, reach_s=reach, again=again, **w))
+            _log_step(g, size, w, again)
+            if not g.bad(w):
+                break
+        if g.bad(w):
+            if clean is not None and step > fine:
+                # Back to the last clean size (the hot pages this step pushed out come back as
+                # they are read), then on in fine steps.
+                step = fine
+                reach = g.set_balloon(clean)
+                try:
+                    w = wait_quiet(g, cfg, timeout=180)
+                except bl.HarnessError as e:
+                    bl.log(f"oracle: {e}: the coarse result stands")
+                    break
+                steps.append(dict(size=clean, reach_s=reach, again=False, back=True, **w))
+                _log_step(g, clean, w, note=" (back, once quiet)")
+                size = clean - step
+                continue
+            if clean is not None:
+                break
+            if size >= g.mem_mib:
+                raise bl.HarnessError(f"not clean at full size ({g.describe(w)}): no clean size")
+            size = min(g.mem_mib, size + 4 * step)
+            continue
+        clean = size
+        size -= step
+    return clean, steps
+
+
+def managed(g, cfg, workdir, part):
+    """rightsized on the guest for cfg["holds"] holds: its first descent and the re-probes after it.
+    Returns (samples, view at the end, s to the first hold, the estimate at each hold, the path
+    of rightsized's log)."""
+    d = bl.Daemon(os.path.join(workdir, "daemon"), [os.path.join(g.rundir, "qmp.sock")])
+    # The distro guest's sockets are qmp.sock and qga.sock in its run directory.
+    with open(d.config) as f:
+        # log-level debug: each sample's signals beside the decision made on it
+        conf = f.read().replace("agent-socket-pattern = %d/%n.qga", "agent-socket-pattern = %d/qga.sock")
+        conf = conf.replace("log-level = info", "log-level = debug")
+    with open(d.config, "w") as f:
+        f.write(conf)
+    d.start()
+    t0 = time.monotonic()
+    samples, first_hold, hold_estimates, last_state = [], None, [], None
+    deadline = t0 + cfg["managed_max_s"]
+    view = {}
+    while time.monotonic() < deadline:
+        guests = d.guests()
+        view = next(iter(guests.values()), {}) if guests else {}
+        st = view.get("state")
+        samples.append({"t": time.monotonic() - t0, "state": st, "rss": g.rss(),
+                        **{k: (view.get(k) / bl.MIB if isinstance(view.get(k), (int, float)) else None)
+                           for k in ("estimate", "estimate-lower", "estimate-upper", "target", "actual")}})
+        if st == "hold" and last_state != "hold" and view.get("estimate"):
+            hold_estimates.append(view["estimate"] / bl.MIB)
+            if first_hold is None:
+                first_hold = time.monotonic() - t0
+            bl.log(f"{part}: hold {len(hold_estimates)} at {samples[-1]['target']:.0f} MiB, "
+                   f"estimate {hold_estimates[-1]:.0f} MiB, {samples[-1]['t']:.0f} s in")
+            if len(hold_estimates) >= cfg["holds"]:
+                break
+        last_state = st
+        check_alive(g)
+        time.sleep(1)
+    if d.daemon.poll() is not None:
+        raise bl.HarnessError(f"rightsized exited: {open(d.log_path).read()[-2000:]}")
+    d.stop()
+    return samples, view, first_hold, hold_estimates, d.log_path
+
+
+def convergence_problems(hold_estimates, orc):
+    """--smoke's judgement of the estimate rightsized holds at the end (after a re-probe) against
+    the oracle measured in the same run: what failed, [] when nothing did."""
+    if len(hold_estimates) < 2:
+        return [f"only {len(hold_estimates)} holds"]
+    if orc is None:
+        return ["the oracle found no clean size"]
+    if abs(hold_estimates[-1] - orc) / orc > MAX_ERROR_SMOKE:
+        return [f"estimate {hold_estimates[-1]:.0f} MiB at the last hold against the oracle's {orc} MiB"]
+    return []
+
+
+def goal_mark(ok):
+    return "✅" if ok else "❌"
+
+
+def smooth(series, width_s=10):
+    """Median of each width_s bucket: under TCG a load's throughput swings from second to second
+    (pgbench's TPS by ±40 %) and from run to run."""
+    buckets = {}
+    for t, v in series:
+        buckets.setdefault(int(t // width_s), []).append(v)
+    return [((k + 0.5) * width_s, statistics.median(v)) for k, v in sorted(buckets.items())]
+
+
+def plots(r, outdir, part, series, key, what, ylabel, title):
+    """Two SVGs on the same time axis (s since rightsized started): PART.svg, the sizes, and
+    PART-KEY.svg, the load's throughput `what` of each guest in series ({label: [(t, value)]},
+    10 s medians; the managed guest's label is part).  Returns their file names, {"sizes": ...,
+    key: ...} (none where gnuplot is missing)."""
+    t_end = r["samples"][-1]["t"] if r["samples"] else 0
+    sizes = {k: [(x["t"], x[k.split()[-1]]) for x in r["samples"]]
+             for k in ("rightsize target", "balloon actual", "rightsize estimate")}
+    names = {}
+    if bl.plot(os.path.join(outdir, f"{part}.svg"), f"{part}: rightsize on the distro guest", sizes,
+               [(0, t_end, r["oracle_mib"])] if r["oracle_mib"] else None):
+        names["sizes"] = f"{part}.svg"
+    load = {f"{label} {what} (10 s median)": [p for p in smooth(s) if p[0] <= t_end] for label, s in series.items()}
+    if bl.plot(os.path.join(outdir, f"{part}-{key}.svg"), title, load, ylabel=ylabel,
+               line_styles={f"{part} {what} (10 s median)": "lw 2 lc rgb '#1f77b4'",
+                            f"twin {what} (10 s median)": "lw 1.5 lc rgb '#7f7f7f'"}):
+        names[key] = f"{part}-{key}.svg"
+    return names
