@@ -300,10 +300,6 @@ static void raise_lower(RsGuest *g, uint64_t size) {
         g->lower_old = false;
 }
 
-static double interval_sec(const RsGuest *g) {
-        return (double) g->policy.poll_interval_usec / USEC_PER_SEC;
-}
-
 static void refault_onset(RsGuest *g, const RsObservation *o, uint64_t now) {
         raise_lower(g, g->size);
 
@@ -362,23 +358,6 @@ static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
         switch (o->verdict) {
         case RS_VERDICT_STORM:
         case RS_VERDICT_REFAULT:
-                if (o->verdict == RS_VERDICT_REFAULT && o->after_step && !o->hidden && !o->pushback &&
-                    o->useful > o->threshold && o->useful * interval_sec(g) <= (double) (FINE_STEP / RS_PAGE_SIZE) &&
-                    g->confirm == 0 && rs_known(g->est.upper) && g->est.upper > g->size) {
-                        /* Just after a step, a rate that costs no more than a fine step's
-                         * worth of pages in an interval is confirmed first: the step's burst of
-                         * reclaim took some pages the workload wants whatever the size, and a
-                         * sample of them (65, then 125 activations/s at a 1 s interval) ended
-                         * the descents of Redis at 712-725 MiB above a 400 MiB set. A real
-                         * crossing of a swept set storms at thousands; one of a database's
-                         * slowly revisited set pays that one interval. */
-                        g->confirm = 1;
-                        g->target = clamp_target(g, g->size);
-                        g->urgent = false;
-                        set_reason(g, "%s at %.0f MiB just after a step (%.0f/s): one more sample", o->why,
-                                   mib(g->size), o->useful);
-                        return;
-                }
                 if ((o->verdict == RS_VERDICT_REFAULT || !o->oom) && rs_known(g->est.upper) && g->est.upper > g->size) {
                         /* Below a size that ran clean this cycle: back there on the first bad
                          * sample, not after confirming it here. Every interval spent below the
@@ -634,6 +613,13 @@ static void grow(RsGuest *g, const RsObservation *o, uint64_t now) {
                  * beside its refaults, a hot set about as many. A set still growing while the
                  * trial runs (a ramp) keeps refaulting too, but it activates what it refaults. */
                 bool stream_like = o->hidden || !o->has_activate || o->raw_refault > 2 * o->useful;
+                /* A guest still pushing pages to swap while it reads back is short of memory,
+                 * not streaming: a stream takes page cache, not anonymous memory. A set that
+                 * grew by 200 MiB had not stopped refaulting after one 10 % step, and the
+                 * trial took the memory back (test-daemon-real-guest, phase 2: an emergency,
+                 * and a workload pass of 9 s). */
+                if (o->swapping_out)
+                        stream_like = false;
                 if (measured && grew && stream_like && o->useful > (1.0 - GROW_MUST_IMPROVE) * g->grow_from_useful) {
                         /* More memory bought nothing: these refaults are the guest's normal
                          * (a stream). Make them the baseline and give the memory back. */

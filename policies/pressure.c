@@ -305,7 +305,6 @@ void rs_observe(const RsSample *s,
         o.balloon_moved = prev && rs_known(prev->size) && rs_known(o.size) &&
                           o.size + MAX(1 * MIB, o.size / 1000) < prev->size;
         bool balloon_moved = o.balloon_moved || (prev && prev->balloon_moved);
-        o.after_step = balloon_moved;
         Reclaim reclaim = {
                 .scan_known = scan_known,
                 .scan = o.scan,
@@ -370,11 +369,7 @@ void rs_observe(const RsSample *s,
                  * available alone is not an emergency. */
                 o.verdict = RS_VERDICT_STORM;
                 o.why = "available memory below its floor";
-        } else if (o.psi_some >= PSI_STORM && !(balloon_moved && o.useful <= psi_refaults)) {
-                /* Not a step's own burst: a TCG guest reclaiming its cold anonymous pages to
-                 * swap after a 7 MiB step stalled at 69 % with no refault (Redis,
-                 * tests/bench/bench-redis), as PSI above baseline counts only beside refaults
-                 * (psi_up). */
+        } else if (o.psi_some >= PSI_STORM) {
                 o.verdict = RS_VERDICT_STORM;
                 o.why = "memory PSI above 60 %";
         } else if (refaulting) {

@@ -107,8 +107,6 @@ struct RsObservation {
         bool pushback;       /* the balloon stays clearly above the target asked for */
         bool inflating;      /* above the target, but still shrinking toward it since the last sample */
         bool balloon_moved;  /* the balloon moved down since the last sample */
-        bool after_step;     /* ... or the sample before: the step's burst of reclaim (kswapd
-                              * finishing its batch, PSI an average) may still show */
         bool available_low;  /* near the floor of available memory: probe gently */
         bool available_critical;
         bool oom;            /* an OOM kill happened */

@@ -126,52 +126,6 @@ START_TEST(test_first_refault_below_clean_backs_off_at_once) {
 }
 END_TEST
 
-/* Just after a step, a refault rate that costs no more than a fine step's worth of pages in
- * an interval (512 pages: 51/s at 10 s) gets one more sample: the step's burst of reclaim
- * takes some pages the workload wants whatever the size (Redis: 65 and 125 activations/s at
- * 1 s ended descents at 712-725 MiB above a 400 MiB set). Clean on that sample, the probe
- * goes on; refaulting again, it backs off. Costlier rates back off at once
- * (test_first_refault_below_clean_backs_off_at_once). */
-START_TEST(test_refault_just_after_a_step_is_confirmed) {
-        Fake f;
-        RsPolicy p;
-        rs_policy_init(&p);
-        p.poll_interval_usec = 5 * USEC_PER_SEC; /* the Fake's samples are 10 s apart: rates as measured */
-        RsGuest *g = new_guest(&p, &f);
-        RsDecision d;
-        for (int i = 0; i < 4; i++)
-                step(g, &f, 1, GIB);
-        ck_assert_int_eq(rs_guest_state(g), RS_STATE_PROBE);
-        step(g, &f, 1, GIB);
-        uint64_t at = f.target;
-        step(g, &f, 80, GIB); /* threshold 2 x 1 + 50; 80/s x 5 s = 400 pages, under 512 */
-        rs_guest_decide(g, f.now, &d);
-        ck_assert_msg(d.state == RS_STATE_PROBE && d.target == at, "%s: %s", rs_state_to_string(d.state), d.reason);
-        ck_assert_ptr_nonnull(strstr(d.reason, "one more sample"));
-        step(g, &f, 1, GIB); /* clean: it was the burst's */
-        rs_guest_decide(g, f.now, &d);
-        ck_assert_int_eq(d.state, RS_STATE_PROBE);
-        ck_assert_uint_lt(d.target, at);
-        ck_assert(!rs_known(rs_guest_estimate(g)->lower));
-        uint64_t refaulting = f.target;
-        step(g, &f, 80, GIB);
-        step(g, &f, 80, GIB); /* again: the guest is short there */
-        rs_guest_decide(g, f.now, &d);
-        ck_assert_int_eq(d.state, RS_STATE_BACKOFF);
-        ck_assert_uint_eq(rs_guest_estimate(g)->lower, refaulting);
-        rs_guest_free(g);
-        /* At the default 10 s, 80/s costs 800 pages an interval: back at once. */
-        g = learned_guest(&f);
-        step(g, &f, 1, GIB);
-        refaulting = f.target;
-        step(g, &f, 80, GIB);
-        rs_guest_decide(g, f.now, &d);
-        ck_assert_int_eq(d.state, RS_STATE_BACKOFF);
-        ck_assert_uint_eq(rs_guest_estimate(g)->lower, refaulting);
-        rs_guest_free(g);
-}
-END_TEST
-
 /* A size that would end the cycle is believed clean only after `confirm` clean samples: the
  * first sample after a step may come before the guest touches what the step took (a CI run
  * finished 14 % low that way). A refault on the second sample there brackets the set above it. */
@@ -901,6 +855,31 @@ START_TEST(test_growth_in_hold) {
 }
 END_TEST
 
+/* A set that grew far past one growth step keeps refaulting after that step: with the guest
+ * still pushing pages to swap as it reads others back, that is a guest short of memory, not a
+ * stream, and GROW goes on (test-daemon-real-guest's phase 2 once took its memory back as a
+ * "stream", then stormed into an emergency). */
+START_TEST(test_growth_still_swapping_out_is_no_stream) {
+        RsPolicy p;
+        Fake f;
+        rs_policy_init(&p);
+        p.floor_bytes = 1 * GIB;
+        RsGuest *g = new_guest(&p, &f);
+        f.swap_out_known = true;
+        for (int i = 0; i < 100 && rs_guest_state(g) != RS_STATE_HOLD; i++)
+                step(g, &f, 1, GIB);
+        uint64_t held = f.target;
+        for (int i = 0; i < 6; i++) {
+                f.swapout += 10 * 400 * 4096; /* 400 pages/s out, as many as come back */
+                step(g, &f, 400, GIB);
+                ck_assert_msg(!rs_guest_estimate(g)->streaming, "step %d: taken for a stream", i);
+        }
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_GROW);
+        ck_assert_uint_gt(f.target, held + held / 5);
+        rs_guest_free(g);
+}
+END_TEST
+
 START_TEST(test_observe_mode_never_moves) {
         RsPolicy p;
         Fake f;
@@ -1274,7 +1253,6 @@ int main(void) {
         TCase *tc = tcase_create("states");
         tcase_add_test(tc, test_learn_then_probe_shrinks);
         tcase_add_test(tc, test_first_refault_below_clean_backs_off_at_once);
-        tcase_add_test(tc, test_refault_just_after_a_step_is_confirmed);
         tcase_add_test(tc, test_reprobe_starts_at_estimate_with_fine_steps);
         tcase_add_test(tc, test_reprobe_check_point_tight_on_swap_out_not_on_reclaim);
         tcase_add_test(tc, test_hold_doubles_while_estimate_confirmed);
@@ -1298,6 +1276,7 @@ int main(void) {
         tcase_add_test(tc, test_floor_never_crossed);
         tcase_add_test(tc, test_hold_then_probe_again);
         tcase_add_test(tc, test_growth_in_hold);
+        tcase_add_test(tc, test_growth_still_swapping_out_is_no_stream);
         tcase_add_test(tc, test_hold_ends_when_settled_just_above_target);
         tcase_add_test(tc, test_emergency_capped_clean_leaves);
         tcase_add_test(tc, test_emergency_capped_refaulting_stays_until_grant_lifted);
