@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "policies/pressure.h"
 
+#include <math.h>
+
 #include "common/macro.h"
 
 /* Rates are pages per second. A guest squeezed 1 % into a 500 MiB working set that it
@@ -73,6 +75,11 @@ void rs_baseline_learn(RsBaseline *b, const RsObservation *o) {
         b->n++;
 }
 
+/* Moves *base a share alpha of the way toward value, but no higher than max(*base, cap). */
+static void follow(double *base, double value, double cap, double alpha) {
+        *base += alpha * (MIN(value, MAX(*base, cap)) - *base);
+}
+
 void rs_baseline_track(RsBaseline *b, const RsObservation *o, const RsObservation *ceiling) {
         /* 5 % per sample: about 20 clean samples to follow a new normal. */
         const double alpha = 0.05;
@@ -86,18 +93,14 @@ void rs_baseline_track(RsBaseline *b, const RsObservation *o, const RsObservatio
         }
         if (o->hidden)
                 return; /* the guest's own rates are not what was judged */
-        if (o->useful < o->threshold) {
-                double to = ceiling ? MIN(o->useful, MAX(b->useful, ceiling->useful)) : o->useful;
-                b->useful += alpha * (to - b->useful);
-        }
+        if (o->useful < o->threshold)
+                follow(&b->useful, o->useful, ceiling ? ceiling->useful : INFINITY, alpha);
         if (!o->scanning)
                 b->scan += alpha * (o->scan - b->scan);
         if (!o->leading)
                 b->swapout += alpha * (o->swapout - b->swapout);
-        if (o->psi_some >= 0) {
-                double to = ceiling ? MIN(o->psi_some, MAX(b->psi_some, ceiling->psi_some)) : o->psi_some;
-                b->psi_some += alpha * (to - b->psi_some);
-        }
+        if (o->psi_some >= 0)
+                follow(&b->psi_some, o->psi_some, ceiling ? ceiling->psi_some : INFINITY, alpha);
         b->n++;
 }
 

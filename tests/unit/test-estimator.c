@@ -567,6 +567,17 @@ static RsGuest *held_guest(Fake *f) {
         return g;
 }
 
+/* A guest with a floor of `floor` bytes, stepped clean until it holds (at its floor). */
+static RsGuest *held_at_floor(RsPolicy *p, Fake *f, uint64_t floor) {
+        rs_policy_init(p);
+        p->floor_bytes = floor;
+        RsGuest *g = new_guest(p, f);
+        for (int i = 0; i < 100 && rs_guest_state(g) != RS_STATE_HOLD; i++)
+                step(g, f, 1, GIB);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_HOLD);
+        return g;
+}
+
 /* Held, the margin eaten while reclaim runs is growth without refaults yet, once it lasts
  * `confirm` samples: one sample of it (the levels of the squeeze just before, still in the
  * first held sample) is not. */
@@ -841,11 +852,7 @@ END_TEST
 START_TEST(test_growth_in_hold) {
         RsPolicy p;
         Fake f;
-        rs_policy_init(&p);
-        p.floor_bytes = 1 * GIB;
-        RsGuest *g = new_guest(&p, &f);
-        for (int i = 0; i < 100 && rs_guest_state(g) != RS_STATE_HOLD; i++)
-                step(g, &f, 1, GIB);
+        RsGuest *g = held_at_floor(&p, &f, 1 * GIB);
         uint64_t held = f.target;
         step(g, &f, 400, GIB);
         step(g, &f, 400, GIB);
@@ -862,12 +869,9 @@ END_TEST
 START_TEST(test_growth_still_swapping_out_is_no_stream) {
         RsPolicy p;
         Fake f;
-        rs_policy_init(&p);
-        p.floor_bytes = 1 * GIB;
-        RsGuest *g = new_guest(&p, &f);
+        RsGuest *g = held_at_floor(&p, &f, 1 * GIB);
         f.swap_out_known = true;
-        for (int i = 0; i < 100 && rs_guest_state(g) != RS_STATE_HOLD; i++)
-                step(g, &f, 1, GIB);
+        step(g, &f, 1, GIB); /* the swap-out counter's first rate */
         uint64_t held = f.target;
         for (int i = 0; i < 6; i++) {
                 f.swapout += 10 * 400 * 4096; /* 400 pages/s out, as many as come back */
@@ -912,12 +916,7 @@ END_TEST
 
 /* A guest with a 900 MiB floor, stepped clean until it holds, and its snapshot. */
 static RsGuest *held_guest_snapshot(RsPolicy *p, Fake *f, RsGuestSnapshot *snap) {
-        rs_policy_init(p);
-        p->floor_bytes = 900 * MIB;
-        RsGuest *g = new_guest(p, f);
-        for (int i = 0; i < 100 && rs_guest_state(g) != RS_STATE_HOLD; i++)
-                step(g, f, 1, GIB);
-        ck_assert_int_eq(rs_guest_state(g), RS_STATE_HOLD);
+        RsGuest *g = held_at_floor(p, f, 900 * MIB);
         rs_guest_snapshot(g, snap);
         return g;
 }
