@@ -765,7 +765,11 @@ class FakeHost:
 
 
 class Daemon:
-    def __init__(self, rundir, sock_globs, host_reserve="256M", fake_host=None, policy=POLICY):
+    """rightsized with POLICY (or policy) in policies/bench.conf, managing the QMP guests of
+    sock_globs and, with libvirt_uri, the domains there that opt in with <rightsize:policy>,
+    their agents read through libvirt."""
+
+    def __init__(self, rundir, sock_globs, host_reserve="256M", fake_host=None, policy=POLICY, libvirt_uri=None):
         self.rundir = rundir
         os.makedirs(os.path.join(rundir, "policies"), exist_ok=True)
         os.makedirs(os.path.join(rundir, "state"), exist_ok=True)
@@ -776,8 +780,11 @@ class Daemon:
             f.write(f"[daemon]\npolicy-dir = {rundir}/policies\nstate-dir = {rundir}/state\nlog-level = info\n"
                     f"host-reserve = {host_reserve}\nmetrics-path = {rundir}/rightsize.prom\n"
                     f"shutdown-action = keep\nread-group =\n"
-                    f"[qemu]\nqmp-sockets = {' '.join(sock_globs)}\nagent-socket-pattern = %d/%n.qga\n"
-                    f"[libvirt]\nenabled = no\n")
+                    f"[qemu]\nqmp-sockets = {' '.join(sock_globs)}\nagent-socket-pattern = %d/%n.qga\n")
+            if libvirt_uri:
+                f.write(f"[libvirt]\nenabled = yes\nuri = {libvirt_uri}\nmanage-all = no\nagent = yes\n")
+            else:
+                f.write("[libvirt]\nenabled = no\n")
         self.fake_host = fake_host
         self.bus = self.daemon = None
 

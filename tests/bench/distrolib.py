@@ -167,6 +167,17 @@ class DistroGuest:
     def rss(self):
         return bl.process_rss(self.pid)
 
+    def rightsized(self, workdir):
+        """rightsized set up (not started) to manage this guest, and the name its API lists the
+        guest by (None: the only guest it has)."""
+        d = bl.Daemon(os.path.join(workdir, "daemon"), [os.path.join(self.rundir, "qmp.sock")])
+        # The distro guest's sockets are qmp.sock and qga.sock in its run directory.
+        with open(d.config) as f:
+            conf = f.read().replace("agent-socket-pattern = %d/%n.qga", "agent-socket-pattern = %d/qga.sock")
+        with open(d.config, "w") as f:
+            f.write(conf)
+        return d, None
+
     def counter(self, key):
         return self.vmstat[-1][1].get(key, 0) if self.vmstat else 0
 
@@ -343,12 +354,10 @@ def managed(g, cfg, workdir, part):
     """rightsized on the guest for cfg["holds"] holds: its first descent and the re-probes after it.
     Returns (samples, view at the end, s to the first hold, the estimate at each hold, the path
     of rightsized's log)."""
-    d = bl.Daemon(os.path.join(workdir, "daemon"), [os.path.join(g.rundir, "qmp.sock")])
-    # The distro guest's sockets are qmp.sock and qga.sock in its run directory.
+    d, name = g.rightsized(workdir)
     with open(d.config) as f:
         # log-level debug: each sample's signals beside the decision made on it
-        conf = f.read().replace("agent-socket-pattern = %d/%n.qga", "agent-socket-pattern = %d/qga.sock")
-        conf = conf.replace("log-level = info", "log-level = debug")
+        conf = f.read().replace("log-level = info", "log-level = debug")
     with open(d.config, "w") as f:
         f.write(conf)
     d.start()
@@ -357,8 +366,8 @@ def managed(g, cfg, workdir, part):
     deadline = t0 + cfg["managed_max_s"]
     view = {}
     while time.monotonic() < deadline:
-        guests = d.guests()
-        view = next(iter(guests.values()), {}) if guests else {}
+        guests = d.guests() or {}
+        view = guests.get(name, {}) if name else next(iter(guests.values()), {})
         st = view.get("state")
         samples.append({"t": time.monotonic() - t0, "state": st, "rss": g.rss(),
                         **{k: (view.get(k) / bl.MIB if isinstance(view.get(k), (int, float)) else None)

@@ -33,9 +33,9 @@ bench-distro-smoke: all
 .PHONY: bench bench-smoke bench-distro-smoke
 
 EXTRA_DIST += tests/bench/run-all tests/bench/smoke tests/bench/benchlib.py tests/bench/benchparts.py \
-	tests/bench/distrolib.py tests/bench/README.md \
+	tests/bench/distrolib.py tests/bench/distrolib_libvirt.py tests/bench/README.md \
 	tests/bench/bench-oracle tests/bench/bench-anon tests/bench/bench-file tests/bench/bench-mixed \
 	tests/bench/bench-grow tests/bench/bench-shrink tests/bench/bench-stream tests/bench/bench-idle \
 	tests/bench/bench-shipped tests/bench/bench-multi tests/bench/bench-reclaim tests/bench/bench-lrugen tests/bench/bench-scale \
 	tests/bench/bench-pgbench tests/bench/bench-redis tests/bench/bench-calibrate tests/bench/bench-shipped-file \
-	tests/bench/bench-distro-idle
+	tests/bench/bench-distro-idle tests/bench/bench-phase tests/bench/bench-pgbench-tpcb
