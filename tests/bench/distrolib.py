@@ -41,6 +41,13 @@ def vmstat_keys(activate):
             "pgsteal_kswapd", "pgsteal_direct", "nr_free_pages")
 
 
+def exec_result(status):
+    """(exit code, stdout, stderr) of the agent's guest-exec-status reply for a finished command
+    (128 + the signal when one ended it)."""
+    dec = lambda k: base64.b64decode(status.get(k, "")).decode(errors="replace")
+    return status.get("exitcode", 128 + status.get("signal", 0)), dec("out-data"), dec("err-data")
+
+
 def build_image():
     """Builds the distro guest image in IMAGE_DIR (a no-op when it is up to date)."""
     out = subprocess.run([BUILD_IMAGE, IMAGE_DIR], capture_output=True, text=True)
@@ -87,6 +94,10 @@ class DistroGuest:
             self.pid = int(f.read())
         self.boot_s = float(open(os.path.join(self.rundir, "boot-seconds")).read())
         self.accel = open(os.path.join(self.rundir, "accel")).read().strip()
+        self.start_console_tail()
+
+    def start_console_tail(self):
+        """Timestamps RUNDIR/console.log's lines from now on, in a thread (parse_load, vmstat)."""
         self._thread = threading.Thread(target=self._tail, daemon=True)
         self._thread.start()
 
@@ -142,8 +153,7 @@ class DistroGuest:
             st = a.exec(argv, timeout)
         finally:
             a.s.close()
-        dec = lambda k: base64.b64decode(st.get(k, "")).decode(errors="replace")
-        return st.get("exitcode", 128 + st.get("signal", 0)), dec("out-data"), dec("err-data")
+        return exec_result(st)
 
     def must(self, argv, timeout=600):
         rc, out, err = self.run(argv, timeout)

@@ -6,11 +6,9 @@ reached through virsh (QMP with qemu-monitor-command, the agent with qemu-agent-
 serialises agent commands, so the harness and rightsized share the agent), whose rightsized()
 gives distrolib.managed a daemon with its libvirt backend on."""
 
-import base64
 import json
 import os
 import subprocess
-import threading
 import time
 
 import benchlib as bl
@@ -106,8 +104,7 @@ class LibvirtDistroGuest(dl.DistroGuest):
                                   f"--- console.log (tail)\n{tail(os.path.join(self.rundir, 'console.log'), 40)}") from e
         self.boot_s = time.monotonic() - t0
         self.accel = "tcg"      # guest-domain-xml's <domain type='qemu'>
-        self._thread = threading.Thread(target=self._tail, daemon=True)
-        self._thread.start()
+        self.start_console_tail()
 
     def _wait_ready(self, deadline):
         """boot-distro-guest's two steps: the agent answers, then systemd has finished booting."""
@@ -155,8 +152,7 @@ class LibvirtDistroGuest(dl.DistroGuest):
                 raise dl.guest_ctl.GuestError(f"{argv[0]}: still running after {timeout} s")
             time.sleep(pause)
             pause = min(1.0, pause * 2)
-        dec = lambda k: base64.b64decode(st.get(k, "")).decode(errors="replace")
-        return st.get("exitcode", 128 + st.get("signal", 0)), dec("out-data"), dec("err-data")
+        return dl.exec_result(st)
 
     def rightsized(self, workdir):
         """rightsized with its libvirt backend on and no QMP sockets, this domain the only one it
