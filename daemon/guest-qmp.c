@@ -13,7 +13,9 @@
 #include "common/macro.h"
 #include "common/size.h"
 #include "common/time-util.h"
+#include "daemon/host-hugepages.h"
 #include "daemon/host.h"
+#include "policies/hugepage-repair.h"
 #include "qmp/json-util.h"
 #include "qmp/qga-commands.h"
 #include "qmp/qmp-commands.h"
@@ -27,6 +29,11 @@
 #define HANDSHAKE_TIMEOUT_USEC (5 * USEC_PER_SEC)
 /* More QMP events than this in one interval are a flood (untrusted input). */
 #define EVENT_FLOOD_PER_CYCLE 1000
+/* A huge-page repair step per tick: at most this many 2 MiB ranges read (8 bytes a page of page
+ * map) and collapsed (a 2 MiB allocation and copy each), so that a large guest's pass spreads
+ * over ticks instead of holding the event loop (host-hugepages.h). */
+#define HUGEPAGE_STEP_RANGES 1024
+#define HUGEPAGE_STEP_COLLAPSES 64
 
 /* What only a QMP guest has: its connections, its timer, its setup. */
 typedef struct GuestQmp {
@@ -52,6 +59,10 @@ typedef struct GuestQmp {
         sd_event_source *agent_reconnect;
         bool agent_busy;
         uint64_t agent_connected; /* CLOCK_MONOTONIC of the last connect, 0: not connected */
+
+        RsHugepageRepair hugepages;     /* when the host's huge pages under it are put back */
+        HostHugepagePass *hugepage_pass; /* the pass under way, NULL: none */
+        bool hugepage_refused;          /* no rights to: not tried again for this QEMU */
 } GuestQmp;
 
 static void guest_schedule_reconnect(GuestQmp *q);
@@ -189,6 +200,7 @@ static void guest_qmp_free(void *userdata) {
                 return;
         q->qmp = qmp_client_free(q->qmp);
         q->qga = qga_client_free(q->qga);
+        q->hugepage_pass = host_hugepage_pass_free(q->hugepage_pass);
         sd_event_source_disable_unref(q->timer);
         sd_event_source_disable_unref(q->reconnect);
         sd_event_source_disable_unref(q->agent_reconnect);
@@ -226,12 +238,65 @@ static void on_stats(QmpClient *c _unused_, const QmpReply *reply, const QmpGues
         guest_cycle_step_done(q->guest);
 }
 
+/* ---- the host's huge pages under the guest's RAM (policies/hugepage-repair.h) ---- */
+
+static void hugepage_pass_end(GuestQmp *q, int r) {
+        Guest *g = q->guest;
+        const HostHugepageStats *st = host_hugepage_pass_stats(q->hugepage_pass);
+
+        if (r == -EPERM || r == -EACCES || r == -ENOSYS) {
+                q->hugepage_refused = true;
+                log_guest_warning_errno(g, r, "Cannot put back the host's huge pages under the guest's RAM "
+                                        "(needs CAP_SYS_NICE and ptrace access to QEMU), not trying again: %m");
+        } else if (r < 0)
+                log_guest_info_errno(g, r, "Putting back the host's huge pages under the guest's RAM stopped "
+                                     "after %u of %u ranges: %m", st->scanned, st->ranges);
+        else
+                log_guest_info(g, "Host huge pages under the guest's RAM: %u of %u 2 MiB ranges on a huge page "
+                               "after a collapse, %u not collapsible now, %.1f MiB of holes filled",
+                               st->collapsed, st->ranges, st->failed, (double) st->filled / MIB);
+        q->hugepage_pass = host_hugepage_pass_free(q->hugepage_pass);
+}
+
+static void hugepage_step(GuestQmp *q) {
+        if (!q->hugepage_pass)
+                return;
+        int r = host_hugepage_pass_step(q->hugepage_pass, HUGEPAGE_STEP_RANGES, HUGEPAGE_STEP_COLLAPSES);
+        if (r <= 0)
+                hugepage_pass_end(q, r);
+}
+
+/* Fed every balloon size read: starts a pass when one is due. */
+static void hugepage_sample(GuestQmp *q, uint64_t actual) {
+        Guest *g = q->guest;
+        double percent = guest_policy(g)->hugepage_repair_percent;
+        uint64_t now;
+
+        if (percent <= 0 || q->qemu_pid <= 0 || q->hugepage_refused || q->hugepage_pass)
+                return;
+        (void) sd_event_now(guest_event(g), CLOCK_MONOTONIC, &now);
+        if (!rs_hugepage_repair_sample(&q->hugepages, actual, now))
+                return;
+        int r = host_hugepage_pass_new("/proc", q->qemu_pid, percent, &q->hugepage_pass);
+        if (r < 0) {
+                q->hugepage_pass = NULL;
+                if (r == -EPERM || r == -EACCES)
+                        hugepage_pass_end(q, r);
+                else
+                        log_guest_debug_errno(g, r, "No huge-page repair of the guest's RAM: %m");
+                return;
+        }
+        hugepage_step(q);
+}
+
 static void on_balloon_info(QmpClient *c _unused_, const QmpReply *reply, const QmpBalloonInfo *info, void *userdata) {
         GuestQmp *q = userdata;
         if (reply->error < 0)
                 cycle_fail(q->guest, "query-balloon", reply);
-        else
+        else {
                 guest_set_balloon_actual(q->guest, info->actual);
+                hugepage_sample(q, info->actual);
+        }
         guest_cycle_step_done(q->guest);
 }
 
@@ -313,6 +378,7 @@ static int on_tick(sd_event_source *s _unused_, uint64_t usec, void *userdata) {
                 uint64_t rss;
                 guest_set_host_rss(g, host_process_rss("/proc", q->qemu_pid, &rss) >= 0 ? rss : UINT64_MAX);
         }
+        hugepage_step(q);
 
         /* The cycle holds one step until every call was sent, so a call failing at once cannot
          * finish it early. */
@@ -570,6 +636,10 @@ static int guest_connect(GuestQmp *q) {
         }
         pid_t pid;
         q->qemu_pid = host_peer_pid(fd, &pid) >= 0 ? pid : 0;
+        /* Perhaps another QEMU: its huge pages start from nothing known. */
+        q->hugepage_pass = host_hugepage_pass_free(q->hugepage_pass);
+        q->hugepage_refused = false;
+        rs_hugepage_repair_init(&q->hugepages);
 
         r = qmp_client_new(&q->qmp, guest_event(g));
         if (r < 0) {

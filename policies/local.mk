@@ -11,7 +11,8 @@ policies_libpolicies_a_SOURCES = \
 	policies/policy.c policies/policy.h \
 	policies/policy-file.c policies/policy-file.h \
 	policies/arbiter.c policies/arbiter.h \
-	policies/actuation.c policies/actuation.h
+	policies/actuation.c policies/actuation.h \
+	policies/hugepage-repair.c policies/hugepage-repair.h
 policies_libpolicies_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
 
 # Programs that use libpolicies.a link these.
@@ -33,6 +34,7 @@ policies_tests = \
 	tests/unit/test-estimator-scenarios \
 	tests/unit/test-estimator-property \
 	tests/unit/test-arbiter \
-	tests/unit/test-actuation
+	tests/unit/test-actuation \
+	tests/unit/test-hugepage-repair
 check_PROGRAMS += $(policies_tests)
 TESTS += $(policies_tests)

@@ -160,6 +160,15 @@ static int handler(void *user, const char *section, const char *name, const char
         } else if (strcmp(name, "qemu-monitor") == 0) {
                 if (rs_parse_bool(value, &p->qemu_monitor) < 0)
                         return fail(st, name, "invalid boolean \"%s\" (yes or no)", value);
+        } else if (strcmp(name, "hugepage-repair") == 0) {
+                bool on;
+                double v;
+                if (rs_parse_bool(value, &on) == 0)
+                        p->hugepage_repair_percent = on ? RS_HUGEPAGE_REPAIR_DEFAULT : 0;
+                else if (rs_parse_percent(value, &v) == 0 && v >= 50 && v <= 100)
+                        p->hugepage_repair_percent = v;
+                else
+                        return fail(st, name, "invalid value \"%s\" (a percentage from 50 to 100, yes or no)", value);
         } else
                 return fail(st, name, "unknown key");
         return 1;

@@ -34,6 +34,7 @@ void rs_policy_init(RsPolicy *p) {
                 .allow_dimm = false,
                 .guest_agent = true,
                 .qemu_monitor = false,
+                .hugepage_repair_percent = RS_HUGEPAGE_REPAIR_DEFAULT,
         };
 }
 
@@ -71,6 +72,7 @@ int rs_policy_preset(const char *name, RsPolicy *ret) {
                 p.dead_band_bytes = 4 * MIB;
         } else if (strcmp(name, "observe-only") == 0) {
                 p.mode = RS_MODE_OBSERVE;
+                p.hugepage_repair_percent = 0; /* changes nothing on the host either */
         } else
                 return -ENOENT;
 
@@ -115,6 +117,8 @@ int rs_policy_validate(const RsPolicy *p, const char **bad_key) {
                 bad = "change-cap-percent";
         else if (p->change_cap_bytes < MIB)
                 bad = "change-cap";
+        else if (p->hugepage_repair_percent != 0 && !percent_ok(p->hugepage_repair_percent, 50, 100))
+                bad = "hugepage-repair";
 
         if (bad) {
                 if (bad_key)
@@ -253,5 +257,5 @@ bool rs_policy_equal(const RsPolicy *a, const RsPolicy *b) {
                a->shares == b->shares && a->change_cap_percent == b->change_cap_percent &&
                a->change_cap_bytes == b->change_cap_bytes && a->dead_band_bytes == b->dead_band_bytes &&
                a->allow_dimm == b->allow_dimm && a->guest_agent == b->guest_agent &&
-               a->qemu_monitor == b->qemu_monitor;
+               a->qemu_monitor == b->qemu_monitor && a->hugepage_repair_percent == b->hugepage_repair_percent;
 }

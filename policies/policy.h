@@ -32,6 +32,7 @@ typedef enum RsSensitivity {
 } RsSensitivity;
 
 #define RS_POLICY_NAME_MAX 64
+#define RS_HUGEPAGE_REPAIR_DEFAULT 97.0 /* hugepage-repair = yes */
 #define RS_POLICY_MATCH_MAX 256
 
 typedef struct RsPolicy {
@@ -56,6 +57,8 @@ typedef struct RsPolicy {
         bool guest_agent;                /* read /proc/vmstat and PSI through the guest's agent */
         bool qemu_monitor;               /* libvirt: balloon stats libvirt does not map, read through
                                           * virDomainQemuMonitorCommand (taints the domain) */
+        double hugepage_repair_percent;  /* collapse the host's 2 MiB ranges of guest RAM at least
+                                          * this resident after the balloon went down; 0: never */
 } RsPolicy;
 
 /* The defaults: the "balanced" preset, unnamed and matching nothing. */

@@ -58,6 +58,23 @@ START_TEST(test_parse_full) {
 }
 END_TEST
 
+START_TEST(test_hugepage_repair_key) {
+        RsPolicy p, o;
+        RsPolicyError e;
+        ck_assert_int_eq(rs_policy_parse_string("[policy]\nmode = rightsize\n", "x.conf", &p, &e), 0);
+        ck_assert_double_eq(p.hugepage_repair_percent, RS_HUGEPAGE_REPAIR_DEFAULT);
+        ck_assert_int_eq(rs_policy_parse_string("[policy]\nhugepage-repair = 90%\n", "x.conf", &p, &e), 0);
+        ck_assert_double_eq(p.hugepage_repair_percent, 90);
+        ck_assert_int_eq(rs_policy_parse_string("[policy]\nhugepage-repair = no\n", "x.conf", &p, &e), 0);
+        ck_assert_double_eq(p.hugepage_repair_percent, 0);
+        ck_assert_int_eq(rs_policy_parse_string("[policy]\nhugepage-repair = yes\n", "x.conf", &p, &e), 0);
+        ck_assert_double_eq(p.hugepage_repair_percent, RS_HUGEPAGE_REPAIR_DEFAULT);
+        /* observe-only changes nothing, on the host either */
+        ck_assert_int_eq(rs_policy_preset("observe-only", &o), 0);
+        ck_assert_double_eq(o.hugepage_repair_percent, 0);
+}
+END_TEST
+
 START_TEST(test_preset_key) {
         RsPolicy p, a;
         RsPolicyError e;
@@ -102,6 +119,9 @@ START_TEST(test_errors_name_file_line_key) {
         expect_error("[policy]\nallow-dimm = perhaps\n", 2, "allow-dimm");
         expect_error("[policy]\nguest-agent = sometimes\n", 2, "guest-agent");
         expect_error("[policy]\nqemu-monitor = maybe\n", 2, "qemu-monitor");
+        expect_error("[policy]\nhugepage-repair = 120%\n", 2, "hugepage-repair");
+        expect_error("[policy]\nhugepage-repair = 10\n", 2, "hugepage-repair");
+        expect_error("[policy]\nhugepage-repair = sometimes\n", 2, "hugepage-repair");
         expect_error("[policy]\nactuator = dimm\n", 2, "actuator");
         expect_error("[policy]\nrefault-sensitivity = 11\n", 2, "refault-sensitivity");
         expect_error("[policy]\ncolour = blue\n", 2, "colour");
@@ -226,7 +246,7 @@ END_TEST
 
 int main(void) {
         return check_run_case("policy-file", "policy-file", NULL, NULL, 0,
-                              CHECK_TESTS(test_parse_full, test_preset_key, test_errors_name_file_line_key,
+                              CHECK_TESTS(test_parse_full, test_hugepage_repair_key, test_preset_key, test_errors_name_file_line_key,
                                           test_syntax_error_line, test_missing_file,
                                           test_dir_reload_keeps_previous_policy, test_shipped_presets_match_builtin,
                                           test_garbage_never_crashes));
