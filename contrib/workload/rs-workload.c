@@ -69,6 +69,7 @@ struct config {
         uint64_t sleep_ms;
         bool no_hugepage;
         bool vmstat;
+        uint64_t scatter_mib;
         struct phase phases[MAX_PHASES];
         size_t n_phases;
 };
@@ -172,6 +173,10 @@ static void usage(FILE *f) {
               "  --passes N              stop after N passes (0 = forever, the default)\n"
               "  --sleep-ms N            pause between passes (default 1000)\n"
               "  --no-hugepage           madvise(MADV_NOHUGEPAGE) the anonymous set\n"
+              "  --scatter-mib N         before the set is first written, leave N/2 MiB of free memory\n"
+              "                          in single pages in random order, so that the set lands\n"
+              "                          scattered in physical memory (as after a swap-in), with no\n"
+              "                          swap or balloon involved\n"
               "  --vmstat                after every pass, print the guest's refault, fault, swap\n"
               "                          and OOM-kill counters from /proc/vmstat\n"
               "  --help\n",
@@ -190,12 +195,14 @@ enum {
         ARG_SLEEP_MS,
         ARG_NO_HUGEPAGE,
         ARG_VMSTAT,
+        ARG_SCATTER_MIB,
         ARG_HELP,
 };
 
 static int parse_argv(int argc, char *argv[], struct config *c) {
         static const struct option options[] = {
                 { "anon-mib", required_argument, NULL, ARG_ANON_MIB },
+                { "scatter-mib", required_argument, NULL, ARG_SCATTER_MIB },
                 { "file", required_argument, NULL, ARG_FILE },
                 { "file-mib", required_argument, NULL, ARG_FILE_MIB },
                 { "phase", required_argument, NULL, ARG_PHASE },
@@ -254,6 +261,9 @@ static int parse_argv(int argc, char *argv[], struct config *c) {
                         break;
                 case ARG_VMSTAT:
                         c->vmstat = true;
+                        break;
+                case ARG_SCATTER_MIB:
+                        r = parse_u64(optarg, MAX_MIB, &c->scatter_mib);
                         break;
                 case ARG_HELP:
                         usage(stdout);
@@ -430,6 +440,40 @@ fail:
         return -ENOMEM;
 }
 
+/* Fills `mib` of memory, then frees every other page of it in a random order: the pages
+ * freed cannot merge with their still-held buddies, so the next allocations take single
+ * pages in that random order. Returns the still-held half, to be unmapped once the set has
+ * been written. The set is then where a swap-in would have left it, with no swap in play. */
+static uint8_t *scatter_free_memory(uint64_t mib, size_t page_size) {
+        size_t len = (size_t) (mib * MIB), pages = len / page_size / 2;
+        uint8_t *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        size_t *order;
+        uint64_t x = 0x9e3779b97f4a7c15ULL;
+
+        if (p == MAP_FAILED)
+                return NULL;
+        (void) madvise(p, len, MADV_NOHUGEPAGE);
+        for (size_t off = 0; off < len; off += page_size)
+                p[off] = 1;
+        order = calloc(pages, sizeof(*order));
+        if (!order)
+                return p;
+        for (size_t i = 0; i < pages; i++)
+                order[i] = 2 * i + 1;
+        for (size_t i = pages; i > 1; i--) { /* Fisher-Yates, on xorshift64 */
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                size_t j = (size_t) (x % i), t = order[i - 1];
+                order[i - 1] = order[j];
+                order[j] = t;
+        }
+        for (size_t i = 0; i < pages; i++)
+                (void) madvise(p + order[i] * page_size, page_size, MADV_DONTNEED);
+        free(order);
+        return p;
+}
+
 static void touch_anon(const struct state *s, uint64_t pass) {
         volatile uint8_t *p = s->anon;
         size_t len = (size_t) (s->anon_mib * MIB);
@@ -562,9 +606,16 @@ static int run(const struct config *c) {
                  c->stream_path ?: "none", c->stream_path ? c->stream_mib : 0,
                  s.stream_offset / MIB, c->passes, c->sleep_ms, phases, s.page_size);
 
+        uint8_t *scatter = c->scatter_mib ? scatter_free_memory(c->scatter_mib, s.page_size) : NULL;
         r = resize_anon(&s, c->anon_mib, c->no_hugepage);
         if (r < 0)
                 return r;
+        if (scatter) {
+                touch_anon(&s, 0);
+                munmap(scatter, (size_t) (c->scatter_mib * MIB));
+                log_line("scattered: the set was first written into %" PRIu64 " MiB of single free pages",
+                         c->scatter_mib / 2);
+        }
         s.file_mib = c->file_mib;
 
         struct sigaction sa = { .sa_handler = on_sigusr1 };

@@ -96,6 +96,8 @@ for _s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
 DATA = "/dev/disk/by-id/virtio-data"
 
 # Each workload: the rs-workload arguments, the disks, and (for phased ones) the phase.
+# scatter: rs-workload --scatter-mib, the set written into single free pages in random order
+# (bench-placement only).
 # "oracle" names the steady configurations whose true working sets the oracle measures.
 WORKLOADS = {
     "anon": dict(title="1. Steady anonymous set (300 MiB in a 1 GiB guest)",
@@ -114,6 +116,8 @@ WORKLOADS = {
                    args=f"--anon-mib 100 --stream {DATA} --stream-mib 2048", swap="512M", data="2200M"),
     "idle": dict(title="7. Idle guest", args="--anon-mib 0", swap="512M", sleep_ms=2000),
     "anon600": dict(title="(oracle only) steady anonymous 600 MiB", args="--anon-mib 600", swap="512M"),
+    "anon-scattered": dict(title="(bench-placement only) workload 1 with its set scattered in physical memory",
+                           args="--anon-mib 300", swap="512M", scatter=600),
 }
 ORACLE_CONFIGS = ["anon", "anon600", "file", "mixed", "stream", "idle"]
 
@@ -123,6 +127,8 @@ def workload_args(name, phase_at=None):
     # --no-hugepage: a squeeze splits transparent huge pages, which changes pass times even back
     # at full size; with 4 KiB pages from the start, pass times measure memory pressure, not THP.
     args = f"{w['args']} --sleep-ms {w.get('sleep_ms', 500)} --no-hugepage --vmstat"
+    if w.get("scatter"):
+        args += f" --scatter-mib {w['scatter']}"
     if phase_at is not None and "phase" in w:
         args += f" --phase {int(phase_at)}:{w['phase'][1]}"
     return args

@@ -29,6 +29,7 @@ _loader.exec_module(guest_ctl)
 
 MAX_ERROR_SMOKE = 0.15      # a --smoke run fails when its last hold's estimate is further off the oracle
 REFAULT_LIMIT = 30          # pages/s of file refaults + swap-ins that end the oracle's descent
+BASELINE_S = 60             # how long the guest's own refault rate is measured at full size (cfg["baseline_s"])
 
 VMSTAT_RE = re.compile(r"rs-vmstat (.*)")
 
@@ -79,6 +80,9 @@ class DistroGuest:
         self.rundir, self.mem_mib = rundir, mem_mib
         self.name = self.label = label or self.LABEL
         self.vmstat = []     # (host time, {counter: value})
+        # The guest's own rate at full size, warm (set by measure_baseline()): what it shows with
+        # nothing taken from it is no sign of a size too small.
+        self.refault_floor = 0.0
         self.pid = None
         self._stop = threading.Event()
         self._thread = None
@@ -123,13 +127,19 @@ class DistroGuest:
         """The load's figures for window(): of its lines that arrived in [t0, t1]."""
         return {}
 
+    def limit(self):
+        """Pages/s of file refaults plus swap-ins above which a window is not clean: REFAULT_LIMIT
+        over twice the guest's own rate at full size."""
+        return REFAULT_LIMIT + 2 * self.refault_floor
+
     def bad(self, w):
-        """Whether window w is not clean: file refaults plus swap-ins above REFAULT_LIMIT."""
-        return (w["refaults_per_s"] or 0) + (w["swapins_per_s"] or 0) > REFAULT_LIMIT
+        """Whether window w is not clean: file refaults plus swap-ins above limit()."""
+        return (w["refaults_per_s"] or 0) + (w["swapins_per_s"] or 0) > self.limit()
 
     def describe(self, w):
         """Window w for the oracle's log and errors."""
-        return f"{w['refaults_per_s'] or 0:.0f} refaults/s, {w['swapins_per_s'] or 0:.0f} swap-ins/s"
+        floor = f" (limit {self.limit():.0f})" if self.refault_floor else ""
+        return f"{w['refaults_per_s'] or 0:.0f} refaults/s, {w['swapins_per_s'] or 0:.0f} swap-ins/s{floor}"
 
     def start_vmstat(self):
         """Starts the printer of VMSTAT_KEYS (every second) as a transient unit writing to the
@@ -279,6 +289,23 @@ def wait_quiet(g, cfg, timeout=300):
         if time.monotonic() > deadline:
             raise bl.HarnessError(f"still not clean at {g.balloon_actual_mib():.0f} MiB after {timeout} s: "
                                   f"{g.describe(w)}")
+
+
+def measure_baseline(g, cfg):
+    """Sets g.refault_floor to the guest's rate over cfg["baseline_s"] (default BASELINE_S) s at
+    full size, and returns that window: a guest that refaults or swaps in steadily with nothing
+    taken from it is judged against that, not against nil.  Call it with the set warm (a database
+    read back): what an earlier squeeze evicted otherwise comes back one random read at a time
+    for many minutes at every size (the first TPC-B run refaulted 53-88 pages/s at every size up
+    to full; read back first, 0 pages/s at full size)."""
+    g.set_balloon(g.mem_mib)
+    t = time.monotonic() + cfg["settle_s"]
+    time.sleep(cfg["settle_s"] + cfg.get("baseline_s", BASELINE_S))
+    check_alive(g)
+    w = window(g, t, time.monotonic())
+    g.refault_floor = (w["refaults_per_s"] or 0) + (w["swapins_per_s"] or 0)
+    bl.log(f"oracle: baseline at full size {g.mem_mib} MiB: {g.describe(w)}")
+    return w
 
 
 def _log_step(g, size, w, again=False, note=""):

@@ -38,4 +38,5 @@ EXTRA_DIST += tests/bench/run-all tests/bench/smoke tests/bench/benchlib.py test
 	tests/bench/bench-grow tests/bench/bench-shrink tests/bench/bench-stream tests/bench/bench-idle \
 	tests/bench/bench-shipped tests/bench/bench-multi tests/bench/bench-reclaim tests/bench/bench-lrugen tests/bench/bench-scale \
 	tests/bench/bench-pgbench tests/bench/bench-redis tests/bench/bench-calibrate tests/bench/bench-shipped-file \
-	tests/bench/bench-distro-idle tests/bench/bench-phase tests/bench/bench-pgbench-tpcb
+	tests/bench/bench-distro-idle tests/bench/bench-phase tests/bench/bench-pgbench-tpcb \
+	tests/bench/bench-placement
