@@ -23,6 +23,8 @@
 /* QEMU has a few hundred mappings; a cap keeps a strange procfs from costing memory. */
 #define MAPS_FILE_MAX (4 * 1024 * 1024)
 #define MAX_MAPPINGS 64
+/* Ranges whose page map entries one pread() takes (4 KiB of entries a range). */
+#define BATCH_RANGES 64
 
 typedef struct Mapping {
         uint64_t start, end; /* huge-page aligned: the part of the mapping a collapse can use */
@@ -37,6 +39,7 @@ struct HostHugepagePass {
         size_t cur_mapping;
         uint64_t cur;        /* the next range to scan */
         HostHugepageStats stats;
+        uint64_t entries[BATCH_RANGES * RS_HUGEPAGE_PAGES];
 };
 
 /* The anonymous private read-write mappings of at least HOST_HUGEPAGE_MIN_MAPPING in a maps
@@ -106,17 +109,20 @@ int host_hugepage_pass_new(const char *procfs, pid_t pid, double percent, HostHu
         return 0;
 }
 
-/* Resident pages of the 2 MiB range at addr (pagemap bit 63), or -errno. */
-static int resident_pages(HostHugepagePass *p, uint64_t addr) {
-        uint64_t entries[RS_HUGEPAGE_PAGES];
-        ssize_t n = pread(p->pagemap_fd, entries, sizeof(entries), (off_t) (addr / 4096 * sizeof(uint64_t)));
-        if (n < 0)
+/* Reads the page map entries of n ranges from addr into p->entries: 0, or -errno. */
+static int read_entries(HostHugepagePass *p, uint64_t addr, size_t n) {
+        size_t want = n * RS_HUGEPAGE_PAGES * sizeof(uint64_t);
+        ssize_t got = pread(p->pagemap_fd, p->entries, want, (off_t) (addr / 4096 * sizeof(uint64_t)));
+        if (got < 0)
                 return -errno;
-        if ((size_t) n != sizeof(entries))
-                return -EIO; /* the mapping went away under us */
-        int resident = 0;
-        for (size_t i = 0; i < RS_HUGEPAGE_PAGES; i++)
-                resident += (int) (entries[i] >> 63);
+        return (size_t) got == want ? 0 : -EIO; /* the mapping went away under us */
+}
+
+/* Resident pages (page map bit 63) of the i-th range read. */
+static unsigned resident_pages(const HostHugepagePass *p, size_t i) {
+        unsigned resident = 0;
+        for (size_t k = i * RS_HUGEPAGE_PAGES; k < (i + 1) * RS_HUGEPAGE_PAGES; k++)
+                resident += (unsigned) (p->entries[k] >> 63);
         return resident;
 }
 
@@ -132,27 +138,32 @@ int host_hugepage_pass_step(HostHugepagePass *p, unsigned max_ranges, unsigned m
                 }
                 if (ranges >= max_ranges || calls >= max_collapses)
                         return 1;
-                uint64_t addr = p->cur;
-                p->cur += HUGE_SIZE;
-                ranges++;
-                int resident = resident_pages(p, addr);
-                if (resident < 0)
-                        return resident;
-                p->stats.scanned++;
-                if (!rs_hugepage_range_worth((unsigned) resident, p->percent))
-                        continue;
-                struct iovec iov = { .iov_base = (void *) (uintptr_t) addr, .iov_len = HUGE_SIZE };
-                calls++;
-                if (syscall(SYS_process_madvise, p->pidfd, &iov, 1, MADV_COLLAPSE, 0) < 0) {
-                        /* No rights, or no such process: the pass cannot go on. Anything else
-                         * (a busy or pinned page, no free huge page now) is this range's. */
-                        if (errno == EPERM || errno == EACCES || errno == ESRCH || errno == ENOSYS)
-                                return -errno;
-                        p->stats.failed++;
-                        continue;
+                size_t n = MIN((size_t) ((m->end - p->cur) / HUGE_SIZE), (size_t) MIN(max_ranges - ranges, BATCH_RANGES));
+                int r = read_entries(p, p->cur, n);
+                if (r < 0)
+                        return r;
+                for (size_t i = 0; i < n && calls < max_collapses; i++) {
+                        uint64_t addr = p->cur;
+                        unsigned resident = resident_pages(p, i);
+                        p->cur += HUGE_SIZE;
+                        ranges++;
+                        p->stats.scanned++;
+                        if (!rs_hugepage_range_worth(resident, p->percent))
+                                continue;
+                        struct iovec iov = { .iov_base = (void *) (uintptr_t) addr, .iov_len = HUGE_SIZE };
+                        calls++;
+                        if (syscall(SYS_process_madvise, p->pidfd, &iov, 1, MADV_COLLAPSE, 0) < 0) {
+                                /* No rights, or no such process: the pass cannot go on. Anything
+                                 * else (a busy or pinned page, no free huge page now, a mapping the
+                                 * kernel will not give huge pages) is this range's. */
+                                if (errno == EPERM || errno == EACCES || errno == ESRCH || errno == ENOSYS)
+                                        return -errno;
+                                p->stats.failed++;
+                                continue;
+                        }
+                        p->stats.collapsed++;
+                        p->stats.filled += (RS_HUGEPAGE_PAGES - resident) * 4096ULL;
                 }
-                p->stats.collapsed++;
-                p->stats.filled += (RS_HUGEPAGE_PAGES - (unsigned) resident) * 4096ULL;
         }
         return 0;
 }
