@@ -80,6 +80,15 @@ int host_hugepage_pass_new(const char *procfs, pid_t pid, double percent, HostHu
         p->pidfd = p->pagemap_fd = -1;
         p->percent = percent;
 
+        /* The process first: if pid is reused for another one while the maps are read, every
+         * collapse goes to the one this pidfd names, which is gone (ESRCH ends the pass). */
+        p->pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+        if (p->pidfd < 0) {
+                r = -errno;
+                host_hugepage_pass_free(p);
+                return r;
+        }
+
         snprintf(path, sizeof(path), "%s/%" PRIi32 "/maps", procfs, (int32_t) pid);
         r = read_file_capped(path, MAPS_FILE_MAX, &maps, &size);
         if (r < 0) {
@@ -95,12 +104,6 @@ int host_hugepage_pass_new(const char *procfs, pid_t pid, double percent, HostHu
         p->pagemap_fd = open(path, O_RDONLY | O_CLOEXEC);
         if (p->pagemap_fd < 0) {
                 r = errno == ENOENT ? -ESRCH : -errno;
-                host_hugepage_pass_free(p);
-                return r;
-        }
-        p->pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
-        if (p->pidfd < 0) {
-                r = -errno;
                 host_hugepage_pass_free(p);
                 return r;
         }

@@ -112,9 +112,10 @@ START_TEST(test_no_guest_ram_in_a_small_process) {
         char dir[] = "/tmp/rs-hugepages.XXXXXX", path[256];
         HostHugepagePass *p = NULL;
         ck_assert_ptr_nonnull(mkdtemp(dir));
-        snprintf(path, sizeof(path), "%s/42", dir);
+        /* this process's pid (it must exist: the process is opened first), a maps file of our own */
+        snprintf(path, sizeof(path), "%s/%d", dir, (int) getpid());
         ck_assert_int_eq(mkdir(path, 0755), 0);
-        snprintf(path, sizeof(path), "%s/42/maps", dir);
+        snprintf(path, sizeof(path), "%s/%d/maps", dir, (int) getpid());
         FILE *f = fopen(path, "we");
         ck_assert_ptr_nonnull(f);
         /* small anonymous mappings, a large file mapping, a large read-only one, garbage */
@@ -124,7 +125,7 @@ START_TEST(test_no_guest_ram_in_a_small_process) {
               "not a line at all\n"
               "7f2000000000-7f1000000000 rw-p 00000000 00:00 0 \n", f);
         fclose(f);
-        ck_assert_int_eq(host_hugepage_pass_new(dir, 42, 97, &p), -ENOENT);
+        ck_assert_int_eq(host_hugepage_pass_new(dir, getpid(), 97, &p), -ENOENT);
         ck_assert_ptr_null(p);
         snprintf(path, sizeof(path), "rm -rf %s", dir);
         ck_assert_int_eq(system(path), 0);
