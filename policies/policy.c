@@ -34,7 +34,8 @@ void rs_policy_init(RsPolicy *p) {
                 .allow_dimm = false,
                 .guest_agent = true,
                 .qemu_monitor = false,
-                .hugepage_repair_percent = RS_HUGEPAGE_REPAIR_DEFAULT,
+                /* Opt-in: a guest's block I/O hung once with it on, cause not found (policy.h). */
+                .hugepage_repair_percent = 0,
         };
 }
 
@@ -72,7 +73,6 @@ int rs_policy_preset(const char *name, RsPolicy *ret) {
                 p.dead_band_bytes = 4 * MIB;
         } else if (strcmp(name, "observe-only") == 0) {
                 p.mode = RS_MODE_OBSERVE;
-                p.hugepage_repair_percent = 0; /* changes nothing on the host either */
         } else
                 return -ENOENT;
 

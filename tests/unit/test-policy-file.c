@@ -62,15 +62,14 @@ START_TEST(test_hugepage_repair_key) {
         RsPolicy p, o;
         RsPolicyError e;
         ck_assert_int_eq(rs_policy_parse_string("[policy]\nmode = rightsize\n", "x.conf", &p, &e), 0);
-        ck_assert_double_eq(p.hugepage_repair_percent, RS_HUGEPAGE_REPAIR_DEFAULT);
+        ck_assert_double_eq(p.hugepage_repair_percent, 0); /* opt-in (policy.h) */
         ck_assert_int_eq(rs_policy_parse_string("[policy]\nhugepage-repair = 90%\n", "x.conf", &p, &e), 0);
         ck_assert_double_eq(p.hugepage_repair_percent, 90);
         ck_assert_int_eq(rs_policy_parse_string("[policy]\nhugepage-repair = no\n", "x.conf", &p, &e), 0);
         ck_assert_double_eq(p.hugepage_repair_percent, 0);
         ck_assert_int_eq(rs_policy_parse_string("[policy]\nhugepage-repair = yes\n", "x.conf", &p, &e), 0);
         ck_assert_double_eq(p.hugepage_repair_percent, RS_HUGEPAGE_REPAIR_DEFAULT);
-        /* observe-only changes nothing, on the host either */
-        ck_assert_int_eq(rs_policy_preset("observe-only", &o), 0);
+        ck_assert_int_eq(rs_policy_preset("balanced", &o), 0);
         ck_assert_double_eq(o.hugepage_repair_percent, 0);
 }
 END_TEST
