@@ -240,18 +240,23 @@ static void on_stats(QmpClient *c _unused_, const QmpReply *reply, const QmpGues
 
 /* ---- the host's huge pages under the guest's RAM (policies/hugepage-repair.h) ---- */
 
+static bool hugepage_refused(GuestQmp *q, int r) {
+        if (r != -EPERM && r != -EACCES && r != -ENOSYS)
+                return false;
+        q->hugepage_refused = true;
+        log_guest_warning_errno(q->guest, r, "Cannot put back the host's huge pages under the guest's RAM "
+                                "(needs CAP_SYS_NICE and ptrace access to QEMU), not trying again: %m");
+        return true;
+}
+
 static void hugepage_pass_end(GuestQmp *q, int r) {
         Guest *g = q->guest;
         const HostHugepageStats *st = host_hugepage_pass_stats(q->hugepage_pass);
 
-        if (r == -EPERM || r == -EACCES || r == -ENOSYS) {
-                q->hugepage_refused = true;
-                log_guest_warning_errno(g, r, "Cannot put back the host's huge pages under the guest's RAM "
-                                        "(needs CAP_SYS_NICE and ptrace access to QEMU), not trying again: %m");
-        } else if (r < 0)
+        if (r < 0 && !hugepage_refused(q, r))
                 log_guest_info_errno(g, r, "Putting back the host's huge pages under the guest's RAM stopped "
                                      "after %u of %u ranges: %m", st->scanned, st->ranges);
-        else
+        else if (r >= 0)
                 log_guest_info(g, "Host huge pages under the guest's RAM: %u of %u 2 MiB ranges on a huge page "
                                "after a collapse, %u not collapsible now, %.1f MiB of holes filled",
                                st->collapsed, st->ranges, st->failed, (double) st->filled / MIB);
@@ -279,10 +284,7 @@ static void hugepage_sample(GuestQmp *q, uint64_t actual) {
                 return;
         int r = host_hugepage_pass_new("/proc", q->qemu_pid, percent, &q->hugepage_pass);
         if (r < 0) {
-                q->hugepage_pass = NULL;
-                if (r == -EPERM || r == -EACCES)
-                        hugepage_pass_end(q, r);
-                else
+                if (!hugepage_refused(q, r))
                         log_guest_debug_errno(g, r, "No huge-page repair of the guest's RAM: %m");
                 return;
         }

@@ -299,10 +299,7 @@ def measure_baseline(g, cfg):
     for many minutes at every size (the first TPC-B run refaulted 53-88 pages/s at every size up
     to full; read back first, 0 pages/s at full size)."""
     g.set_balloon(g.mem_mib)
-    t = time.monotonic() + cfg["settle_s"]
-    time.sleep(cfg["settle_s"] + cfg.get("baseline_s", BASELINE_S))
-    check_alive(g)
-    w = window(g, t, time.monotonic())
+    w = measure(g, dict(cfg, window_s=cfg.get("baseline_s", BASELINE_S)))
     g.refault_floor = (w["refaults_per_s"] or 0) + (w["swapins_per_s"] or 0)
     bl.log(f"oracle: baseline at full size {g.mem_mib} MiB: {g.describe(w)}")
     return w
