@@ -11,7 +11,8 @@ daemon_librightsized_a_SOURCES = \
 	daemon/notify.c daemon/notify.h \
 	daemon/metrics.c daemon/metrics.h \
 	daemon/estimate-signal.c daemon/estimate-signal.h \
-	daemon/host-hugepages.c daemon/host-hugepages.h
+	daemon/host-hugepages.c daemon/host-hugepages.h \
+	daemon/host-thp.c daemon/host-thp.h
 daemon_librightsized_a_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DRIGHTSIZE_CONF_DIR='"$(rightsizeconfdir)"'
 daemon_librightsized_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS) $(JSONC_CFLAGS) $(LIBSYSTEMD_CFLAGS)
@@ -30,7 +31,8 @@ daemon_tests = \
 	tests/unit/test-daemon-metrics \
 	tests/unit/test-daemon-estimate-signal \
 	tests/unit/test-daemon-dbus-policy \
-	tests/unit/test-daemon-hugepages
+	tests/unit/test-daemon-hugepages \
+	tests/unit/test-daemon-host-thp
 check_PROGRAMS += $(daemon_tests)
 TESTS += $(daemon_tests)
 

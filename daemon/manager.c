@@ -12,6 +12,7 @@
 #include "common/macro.h"
 #include "daemon/guest-libvirt.h"
 #include "daemon/guest-qmp.h"
+#include "daemon/host-thp.h"
 #include "daemon/log.h"
 #include "daemon/manager-bus.h"
 #include "daemon/manager.h"
@@ -554,6 +555,21 @@ Manager *manager_free(Manager *m) {
         return NULL;
 }
 
+/* What the balloons return, the host's khugepaged may allocate again (daemon/host-thp.h): said
+ * once at start, as the setting is the host's, not ours. */
+static void warn_khugepaged_refill(void) {
+        HostThp thp;
+
+        if (host_thp_read("/sys", &thp) < 0 || !host_thp_refills_balloon(&thp))
+                return;
+        log_warning("khugepaged fills ballooned guest memory back in: transparent huge pages are on (%s) and "
+                    "khugepaged/max_ptes_none is %d, so a 2 MiB range of guest RAM that keeps a resident page is "
+                    "collapsed whole and the pages the balloon returned are allocated again. "
+                    "echo 0 > /sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_none keeps them "
+                    "(rightsized(8), HOST SETTINGS)",
+                    host_thp_mode_to_string(thp.mode), thp.max_ptes_none);
+}
+
 int manager_start(Manager *m) {
         _cleanup_free_ char *error = NULL;
         int r;
@@ -599,6 +615,7 @@ int manager_start(Manager *m) {
         (void) notify_watchdog_setup(m->event, &m->watchdog, NULL);
         (void) notify_ready(manager_guests_managed(m), manager_reclaimed(m), manager_api_error(m));
         log_info("rightsized running: %zu policies, %zu guests found", m->policies.n, m->n_guests);
+        warn_khugepaged_refill();
         return 0;
 }
 

@@ -39,4 +39,4 @@ EXTRA_DIST += tests/bench/run-all tests/bench/smoke tests/bench/benchlib.py test
 	tests/bench/bench-shipped tests/bench/bench-multi tests/bench/bench-reclaim tests/bench/bench-lrugen tests/bench/bench-scale \
 	tests/bench/bench-pgbench tests/bench/bench-redis tests/bench/bench-calibrate tests/bench/bench-shipped-file \
 	tests/bench/bench-distro-idle tests/bench/bench-phase tests/bench/bench-pgbench-tpcb \
-	tests/bench/bench-placement
+	tests/bench/bench-placement tests/bench/bench-refill
