@@ -261,6 +261,31 @@ def tail_lines(path, stop, on_line):
         stop.wait(0.2)
 
 
+def smaps_mib(pid):
+    """(RSS, AnonHugePages) of process pid, in MiB: what the host spends on a guest, and how much of
+    it sits on transparent huge pages."""
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        t = f.read()
+    get = lambda k: int(re.search(rf"^{k}:\s+(\d+)", t, re.M)[1]) // 1024
+    return get("Rss"), get("AnonHugePages")
+
+
+def set_balloons(guests, mib, deadline_s=90):
+    """Every guest's balloon to mib MiB, waiting until each is within 8 MiB of it."""
+    qs = [g.qmp() for g in guests]
+    try:
+        for q in qs:
+            q.set_balloon(mib * MIB)
+        end = time.monotonic() + deadline_s
+        while any(abs(q.balloon_actual() / MIB - mib) > 8 for q in qs):
+            if time.monotonic() > end:
+                raise HarnessError(f"the balloon did not reach {mib} MiB in {deadline_s} s")
+            time.sleep(0.5)
+    finally:
+        for q in qs:
+            q.close()
+
+
 def process_rss(pid):
     """A process's resident set in bytes (None when it is gone)."""
     try:
