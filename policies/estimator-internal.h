@@ -61,6 +61,7 @@ struct RsGuest {
         uint64_t reprobe_from; /* the estimate a re-probe re-checks */
         unsigned hold_doublings; /* re-probes in a row that confirmed the estimate */
         uint64_t hold_avail_min; /* lowest available memory seen in this hold */
+        uint64_t hold_avail_max; /* highest available memory seen at the held size in this hold */
         uint64_t upper_avail;    /* available memory at est.upper when it was judged clean */
         unsigned shrink_signs;   /* consecutive held samples with available well above it */
         unsigned eaten_signs;    /* consecutive held samples with the margin eaten while reclaiming */

@@ -600,6 +600,23 @@ START_TEST(test_hold_margin_eaten_is_growth_once_confirmed) {
 }
 END_TEST
 
+/* Held, a set a little larger than its estimate fills most of the margin from the first
+ * held sample on and stays there: nothing is being eaten, and a hold is not a growth. */
+START_TEST(test_hold_margin_low_but_steady_is_no_growth) {
+        Fake f;
+        RsGuest *g = held_guest(&f);
+        uint64_t held = f.target;
+        const RsEstimate *e = rs_guest_estimate(g);
+        uint64_t low = (held - e->estimate) / 4; /* available under a third of the margin */
+        for (int i = 0; i < 10; i++) {
+                step(g, &f, 1, low + (i % 2) * MIB); /* steady, give or take a MiB */
+                ck_assert_int_eq(rs_guest_state(g), RS_STATE_HOLD);
+        }
+        ck_assert_uint_eq(f.target, held);
+        rs_guest_free(g);
+}
+END_TEST
+
 /* A guest with a working set of about 1 GiB in an emergency (a storm at its held size): it
  * asks for max, the host grants `grant`. */
 static RsGuest *emergency_guest(Fake *f, uint64_t grant, bool hide_grant) {
@@ -1266,6 +1283,7 @@ int main(void) {
         tcase_add_test(tc, test_backoff_recovery_into_free_memory_is_not_growth);
         tcase_add_test(tc, test_probe_waits_for_refaults_into_free_memory);
         tcase_add_test(tc, test_hold_margin_eaten_is_growth_once_confirmed);
+        tcase_add_test(tc, test_hold_margin_low_but_steady_is_no_growth);
         tcase_add_test(tc, test_swapin_storm_after_backoff_is_recovery);
         tcase_add_test(tc, test_oom_kill_is_emergency);
         tcase_add_test(tc, test_storm_is_emergency);
