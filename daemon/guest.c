@@ -754,6 +754,10 @@ const RsEstimate *guest_estimate(const Guest *g) {
         return g->core ? rs_guest_estimate(g->core) : NULL;
 }
 
+unsigned guest_reprobes_skipped(const Guest *g) {
+        return g->core ? rs_guest_reprobes_skipped(g->core) : 0;
+}
+
 const EstimateSignal *guest_estimate_signal(const Guest *g) {
         return &g->signalled;
 }

@@ -199,6 +199,8 @@ const char *guest_state_string(const Guest *g);
 
 const char *guest_tier_string(const Guest *g);
 const RsEstimate *guest_estimate(const Guest *g); /* NULL before the core exists */
+/* Re-probes the core did not run (nothing to give); 0 before the core exists. */
+unsigned guest_reprobes_skipped(const Guest *g);
 /* What the EstimateChanged signal carries: the estimate the last one said (the last known while
  * the core re-measures) and the bounds; RS_UNKNOWN for what is not known. */
 const EstimateSignal *guest_estimate_signal(const Guest *g);

@@ -329,6 +329,7 @@ static void manager_write_metrics(Manager *m) {
                         .major_faults_total = c->major_faults.known ? c->major_faults.total : METRICS_UNKNOWN,
                         .oom_kills_total = c->oom_kills.known ? c->oom_kills.total : METRICS_UNKNOWN,
                         .probe_cycles_total = c->probe_cycles,
+                        .reprobes_skipped_total = guest_reprobes_skipped(g),
                         .probe_refaults_total = refaults_known ? c->probe_refaults : METRICS_UNKNOWN,
                         .faults_total = c->faults,
                         .resizes_total = {

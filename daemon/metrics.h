@@ -46,6 +46,7 @@ typedef struct MetricsGuest {
         uint64_t major_faults_total;
         uint64_t oom_kills_total;
         uint64_t probe_cycles_total;
+        uint64_t reprobes_skipped_total;
         uint64_t probe_refaults_total;
         uint64_t faults_total;
         uint64_t resizes_total[_METRICS_ACTUATOR_MAX];

@@ -59,7 +59,8 @@ struct RsGuest {
         bool reprobe;          /* this descent re-checks an estimate and keeps the old bounds */
         bool lower_old;        /* est.lower is from an earlier cycle: tested before it is believed */
         uint64_t reprobe_from; /* the estimate a re-probe re-checks */
-        unsigned hold_doublings; /* re-probes in a row that confirmed the estimate */
+        unsigned hold_doublings; /* re-probes in a row that confirmed the estimate, or skipped */
+        unsigned reprobes_skipped; /* re-probes not run: nothing to give (reprobe_gives_nothing()) */
         uint64_t hold_avail_min; /* lowest available memory seen in this hold */
         uint64_t hold_avail_max; /* highest available memory seen at the held size in this hold */
         uint64_t upper_avail;    /* available memory at est.upper when it was judged clean */

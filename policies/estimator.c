@@ -537,6 +537,23 @@ static void watch_for_shrinking(RsGuest *g, const RsObservation *o, uint64_t now
         g->shrink_signs = 0;
 }
 
+/* Issue 13: a probe whose expected gain is nil does not run. What a re-probe can give the
+ * host is memory the working set stopped using, and a confirmed estimate (a re-probe
+ * landed on it) of a guest that shows no sign of that has nothing to give: the sign is
+ * available memory risen well above what the guest had at its estimate plus the margin
+ * (watch_for_shrinking(): it resets the count of confirmations, and the next re-probe runs).
+ * A guest held at its floor can give nothing at all. A fresh estimate is checked once (its
+ * own error is the gain), and at the longest hold the re-probe runs whatever the signs: a
+ * file set that went cold keeps its pages in the page cache, and no level shows it. Returns
+ * why the re-probe would give nothing, or NULL when it runs. */
+static const char *reprobe_gives_nothing(const RsGuest *g, const RsObservation *o) {
+        if (g->target <= g->floor)
+                return "held at the floor";
+        if (g->hold_doublings == 0 || hold_time(g) >= HOLD_MAX_USEC || !rs_known(o->available))
+                return NULL;
+        return "estimate confirmed, and no sign the working set shrank";
+}
+
 static void hold(RsGuest *g, const RsObservation *o, uint64_t now) {
         const RsSensitivityParams *sp = rs_sensitivity_params(g->policy.refault_sensitivity);
 
@@ -600,6 +617,18 @@ static void hold(RsGuest *g, const RsObservation *o, uint64_t now) {
                 return;
         }
         watch_for_shrinking(g, o, now);
+        if (!g->probe_requested && now >= g->hold_until && reached_or_below(g, g->target)) {
+                const char *nothing = reprobe_gives_nothing(g, o);
+                if (nothing) {
+                        /* Held on as if the re-probe had confirmed the estimate again. */
+                        g->hold_doublings = MIN(g->hold_doublings + 1, HOLD_DOUBLINGS_MAX);
+                        g->hold_until = now + hold_time(g);
+                        g->reprobes_skipped++;
+                        set_reason(g, "re-probe skipped, nothing to give (%s): holding at %.0f MiB for %.0f min more",
+                                   nothing, mib(g->target), (double) hold_time(g) / (60.0 * USEC_PER_SEC));
+                        return;
+                }
+        }
         if (g->probe_requested || (now >= g->hold_until && reached_or_below(g, g->target))) {
                 set_state(g, RS_STATE_PROBE, now);
                 start_reprobe(g);
@@ -1046,6 +1075,10 @@ uint64_t rs_guest_hold_size(const RsGuest *g) {
 
 RsState rs_guest_state(const RsGuest *g) {
         return g->state;
+}
+
+unsigned rs_guest_reprobes_skipped(const RsGuest *g) {
+        return g->reprobes_skipped;
 }
 
 const RsObservation *rs_guest_observation(const RsGuest *g) {

@@ -116,6 +116,9 @@ const RsEstimate *rs_guest_estimate(const RsGuest *g);
  * before the first estimate. In every mode: an observed guest says what it would give back. */
 uint64_t rs_guest_hold_size(const RsGuest *g);
 RsState rs_guest_state(const RsGuest *g);
+/* Re-probes not run since rs_guest_new(): the hold ended, but the guest had nothing to give
+ * (held at its floor, or a confirmed estimate with no sign the working set shrank). */
+unsigned rs_guest_reprobes_skipped(const RsGuest *g);
 /* The last interval's judgement (for logs, the CLI and tests). */
 const RsObservation *rs_guest_observation(const RsGuest *g);
 
@@ -133,7 +136,7 @@ typedef struct RsGuestSnapshot {
         uint32_t baseline_known;
         uint32_t tier;
         uint32_t streaming;
-        uint32_t hold_doublings; /* re-probes in a row that confirmed the estimate (was reserved: 0) */
+        uint32_t hold_doublings; /* holds in a row that confirmed the estimate or had nothing to give (was reserved: 0) */
 } RsGuestSnapshot;
 
 void rs_guest_snapshot(const RsGuest *g, RsGuestSnapshot *ret);

@@ -60,6 +60,7 @@ static const MetricsGuest two_guests[] = {
                 .major_faults_total = 40,
                 .oom_kills_total = 0,
                 .probe_cycles_total = 2,
+                .reprobes_skipped_total = 3,
                 .probe_refaults_total = 900,
                 .faults_total = 1,
                 .resizes_total = { 17, 0, 0 },
@@ -150,6 +151,10 @@ static const char two_guests_text[] =
         "# HELP rightsize_guest_probe_cycles_total Probe cycles started (from learn or hold) since rightsized started.\n"
         "rightsize_guest_probe_cycles_total{guest=\"web1\",domain=\"web1\"} 2\n"
         "rightsize_guest_probe_cycles_total{guest=\"db\"} 0\n"
+        "# TYPE rightsize_guest_reprobes_skipped_total counter\n"
+        "# HELP rightsize_guest_reprobes_skipped_total Re-probes not run because the guest had nothing to give (held at its floor, or a confirmed estimate with no sign the working set shrank) since rightsized started.\n"
+        "rightsize_guest_reprobes_skipped_total{guest=\"web1\",domain=\"web1\"} 3\n"
+        "rightsize_guest_reprobes_skipped_total{guest=\"db\"} 0\n"
         "# TYPE rightsize_guest_probe_refaults_total counter\n"
         "# HELP rightsize_guest_probe_refaults_total Workingset refaults in intervals the guest spent in probe or backoff since rightsized started.\n"
         "rightsize_guest_probe_refaults_total{guest=\"web1\",domain=\"web1\"} 900\n"
@@ -360,6 +365,7 @@ START_TEST(test_counter_types) {
         static const char *const counters[] = {
                 "rightsize_guest_refaults_total", "rightsize_guest_major_faults_total",
                 "rightsize_guest_oom_kills_total", "rightsize_guest_probe_cycles_total",
+                "rightsize_guest_reprobes_skipped_total",
                 "rightsize_guest_probe_refaults_total", "rightsize_guest_faults_total",
                 "rightsize_guest_resizes_total", "rightsize_guest_resize_failures_total",
         };
