@@ -968,9 +968,10 @@ class MomBalloonPolicy:
     monitor_interval = 5    # guest-monitor-interval = host-monitor-interval, seconds
     policy_interval = 10    # policy-engine-interval, seconds
 
-    def __init__(self, guests, fake_host, tick_s=1):
+    def __init__(self, guests, fake_host, tick_s=1, balloon_max_mib=GUEST_MIB):
         self.guests = guests
         self.host = fake_host
+        self.balloon_max_mib = balloon_max_mib
         self.qmps = {}
         for g in guests:
             q = g.qmp()
@@ -1032,7 +1033,7 @@ class MomBalloonPolicy:
             if not unused:
                 continue                            # GuestMemory not ready: MoM skips the guest
             used = self._avg([h[0] for h in hist]) - self._avg(unused)
-            balloon_max, guest_balloon_min = GUEST_MIB * 1024, 0
+            balloon_max, guest_balloon_min = self.balloon_max_mib * 1024, 0
             target = None
             big_enough = lambda size: abs(size - cur) > self.min_balloon_change_percent * cur
             if shrink:
@@ -1076,7 +1077,8 @@ def table(header, rows):
     return "\n".join(out) + "\n"
 
 
-def plot(path_svg, title, series, oracle_steps=None, ylabel="MiB", line_styles=None):
+def plot(path_svg, title, series, oracle_steps=None, ylabel="MiB", line_styles=None,
+         xlabel="seconds since rightsized started"):
     """series: {label: [(t, mib), ...]}; oracle_steps: [(t0, t1, mib), ...]."""
     if not shutil.which("gnuplot"):
         log("gnuplot not found: no plot (apt-get install gnuplot-nox)")
@@ -1084,7 +1086,7 @@ def plot(path_svg, title, series, oracle_steps=None, ylabel="MiB", line_styles=N
     datadir = tempfile.mkdtemp(prefix="rs-plot-")
     try:
         cmds = ["set terminal svg size 860,420 dynamic font 'sans,11' background rgb 'white'",
-                f"set output '{path_svg}'", f"set title '{title}'", "set xlabel 'seconds since rightsized started'",
+                f"set output '{path_svg}'", f"set title '{title}'", f"set xlabel '{xlabel}'",
                 f"set ylabel '{ylabel}'", "set key outside right", "set grid", "set yrange [0:*]"]
         plots = []
         styles = {"target": "lw 2 lc rgb '#1f77b4'", "actual": "lw 2 lc rgb '#2ca02c'",

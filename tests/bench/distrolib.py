@@ -423,6 +423,113 @@ def managed(g, cfg, workdir, part):
     return samples, view, first_hold, hold_estimates, d.log_path
 
 
+# ---- MoM's rules on the same guest (issue 15: each part against MoM's rules) -----------------
+
+# The host MoM's rules see in an application part stays short: its free memory (MoM's mem_free:
+# MemFree + Buffers + Cached) a constant share of its total, whatever this guest gives back (the
+# host's other guests take it).  Between MoM's pressure_critical (5 %) and pressure_threshold
+# (20 %): every guest is shrunk, at most 5 % of its balloon per 10 s, towards its used memory
+# (balloon less the balloon's free-memory stat) plus min_guest_free_percent x 10/20 = 10 % of
+# its balloon.  The most MoM takes short of a critical host, which shrinks guests below their use.
+MOM_HOST_FREE_SHARE = 0.10
+
+
+class MomPressedHost:
+    total = 64 * 1024   # MiB: only the share counts
+
+    def free_mib(self, guests_mib):
+        return MOM_HOST_FREE_SHARE * self.total
+
+
+class _MomGuest:
+    """What benchlib.MomBalloonPolicy needs of a guest: its label and a QMP connection (held for
+    the whole window: nothing else talks to the guest's QMP socket meanwhile)."""
+
+    def __init__(self, g):
+        self.label = g.label
+        self._path = os.path.join(g.rundir, "qmp.sock")
+
+    def qmp(self):
+        return bl.Qmp(self._path)
+
+
+def mom(g, duration_s, part):
+    """oVirt MoM's default balloon policy (benchlib.MomBalloonPolicy, MoM's rules reimplemented)
+    on guest g for duration_s, from its full size, on a host that stays short (MomPressedHost).
+    Returns its samples ({"t", "target", "actual", "rss"}, MiB and s since MoM started), the
+    balloon size it held over the window's last third (median), its lowest, and its actions."""
+    if g.set_balloon(g.mem_mib) is None:
+        raise bl.HarnessError(f"{part}: the balloon did not return to {g.mem_mib} MiB for MoM's run")
+    policy = bl.MomBalloonPolicy([_MomGuest(g)], MomPressedHost(), balloon_max_mib=g.mem_mib)
+    samples, target = [], g.mem_mib
+    t0 = time.monotonic()
+    try:
+        next_t = t0
+        while time.monotonic() < t0 + duration_s:
+            row = {"guests": {g.label: {}}}
+            policy.step(row)
+            s = row["guests"][g.label]
+            if s.get("target"):
+                target = s["target"] / bl.MIB
+            samples.append({"t": round(time.monotonic() - t0, 1), "target": target,
+                            "actual": s["actual"] / bl.MIB, "rss": (g.rss() or 0) / bl.MIB})
+            check_alive(g)
+            next_t += 1
+            time.sleep(max(0.0, next_t - time.monotonic()))
+    finally:
+        policy.close()
+    tail = [s["actual"] for s in samples if s["t"] >= duration_s * 2 / 3]
+    held = statistics.median(tail) if tail else None
+    bl.log(f"{part}: MoM's rules held the guest at {bl.fmt(held)} MiB ({policy.actions} balloon changes "
+           f"in {policy.policy_runs} policy runs)")
+    return {"samples": samples, "held_mib": held, "lowest_mib": min((s["actual"] for s in samples), default=None),
+            "actions": policy.actions, "policy_runs": policy.policy_runs, "duration_s": duration_s,
+            "host_free_share": MOM_HOST_FREE_SHARE, "revision": bl.MOM_REVISION}
+
+
+def mom_markdown(r, load, rows, goal_text):
+    """The section's paragraph on MoM's rules: r["mom"] as mom() returned it (with the part's
+    figures added), rows: the load's [label, rightsize's, MoM's] rows (the caller's figures)."""
+    m = r["mom"]
+    mem = r["mem_mib"]
+    held = m.get("held_mib")
+    target = r.get("target_mib")
+    table_rows = [["held at (MiB; MoM: median of its last third)", bl.fmt(target), bl.fmt(held)],
+                  ["memory returned: the guest's size less that (MiB)", bl.fmt(mem - target if target else None),
+                   bl.fmt(mem - held if held else None)],
+                  ["QEMU RSS at the end of the window (MiB)", bl.fmt(r.get("rss_managed_end_mib", r.get("rss_end_mib"))),
+                   bl.fmt(m.get("rss_end_mib"))],
+                  *rows,
+                  ["file refaults / swap-ins in the window", f"{r['refaults_managed']} / {r['swapins_managed']}",
+                   f"{m.get('refaults', '–')} / {m.get('swapins', '–')}"],
+                  ["OOM kills", str(r["oom_managed"] if "oom_managed" in r else r["oom"]), str(m.get("oom", "–"))]]
+    lines = [f"**Against MoM's rules** (oVirt MoM's default balloon policy, reimplemented from its rules' text: "
+             f"{m['revision']}; run on the same guest after rightsized, from its full size, for {m['duration_s']:.0f} s, "
+             f"{load} running throughout, on a host that stays short: MoM's host free memory a constant "
+             f"{m['host_free_share']:.0%} of its total, so every policy run shrinks the guest, at most 5 % a step, "
+             f"towards its used memory plus 10 % of its balloon; {m['actions']} balloon changes in {m['policy_runs']} "
+             f"policy runs; {goal_text}):", "",
+             bl.table(["", "rightsize", "MoM's rules"], table_rows), ""]
+    if (r.get("plots") or {}).get("mom"):
+        lines += [f"![{r['part']}: MoM's rules, balloon target and actual](PLOTDIR/{r['plots']['mom']})", ""]
+    return lines
+
+
+def mom_plot(r, outdir, part):
+    """PART-mom.svg: MoM's target and the balloon over its window; its file name or None."""
+    m = r.get("mom")
+    if not m or not m["samples"]:
+        return None
+    series = {"MoM target": [(s["t"], s["target"]) for s in m["samples"]],
+              "balloon actual": [(s["t"], s["actual"]) for s in m["samples"]]}
+    name = f"{part}-mom.svg"
+    if bl.plot(os.path.join(outdir, name), f"{part}: MoM's rules on the same guest", series,
+               [(0, m["samples"][-1]["t"], r["oracle_mib"])] if r.get("oracle_mib") else None,
+               xlabel="seconds since MoM's rules started"):
+        return name
+    return None
+
+
 def convergence_problems(hold_estimates, orc):
     """--smoke's judgement of the estimate rightsized holds at the end (after a re-probe) against
     the oracle measured in the same run: what failed, [] when nothing did."""
