@@ -523,9 +523,9 @@ def mom_plot(r, outdir, part):
     series = {"MoM target": [(s["t"], s["target"]) for s in m["samples"]],
               "balloon actual": [(s["t"], s["actual"]) for s in m["samples"]]}
     name = f"{part}-mom.svg"
-    if bl.plot(os.path.join(outdir, name), f"{part}: MoM's rules on the same guest", series,
+    if bl.plot(os.path.join(outdir, name), f"{part}: MoM rules on the same guest", series,
                [(0, m["samples"][-1]["t"], r["oracle_mib"])] if r.get("oracle_mib") else None,
-               xlabel="seconds since MoM's rules started"):
+               xlabel="seconds since the MoM rules started"):
         return name
     return None
 
