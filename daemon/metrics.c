@@ -62,7 +62,7 @@ static const GuestMetric guest_metrics[] = {
         { "rightsize_guest_probe_cycles_total", "Probe cycles started (from learn or hold) since rightsized started.",
           METRIC_COUNTER, offsetof(MetricsGuest, probe_cycles_total) },
         { "rightsize_guest_reprobes_skipped_total",
-          "Re-probes not run because the guest had nothing to give (held at its floor, or a confirmed estimate with no sign the working set shrank) since rightsized started.",
+          "Re-probes not run because the guest had nothing to give (held at its floor, or a confirmed estimate of a set outside the page cache with no sign it shrank) since rightsized started.",
           METRIC_COUNTER, offsetof(MetricsGuest, reprobes_skipped_total) },
         { "rightsize_guest_probe_refaults_total",
           "Workingset refaults in intervals the guest spent in probe or backoff since rightsized started.",

@@ -509,6 +509,11 @@ static void set_hold_reason(RsGuest *g) {
                    g->est.streaming ? ", streaming refaults ignored" : "", host);
 }
 
+/* How far available memory must rise for a sign that the working set shrank. */
+static uint64_t shrink_sign_rise(const RsGuest *g) {
+        return MAX(SHRINK_SIGN_MIN, (uint64_t) ((double) g->size * SHRINK_SIGN_SHARE));
+}
+
 /* Held, available memory that rises well above its lowest point in this hold (and stays
  * up) means the working set may have shrunk: the hold goes back to the policy's length, so
  * a guest whose hold doubled is probed on that evidence instead of hours later. */
@@ -524,8 +529,7 @@ static void watch_for_shrinking(RsGuest *g, const RsObservation *o, uint64_t now
         uint64_t base = g->hold_avail_min;
         if (rs_known(g->upper_avail) && rs_known(g->est.estimate) && g->size > g->est.estimate)
                 base = MIN(base, g->upper_avail + (g->size - g->est.estimate));
-        uint64_t rise = MAX(SHRINK_SIGN_MIN, (uint64_t) ((double) g->size * SHRINK_SIGN_SHARE));
-        if (o->available <= base + rise) {
+        if (o->available <= base + shrink_sign_rise(g)) {
                 g->shrink_signs = 0;
                 return;
         }
@@ -538,19 +542,24 @@ static void watch_for_shrinking(RsGuest *g, const RsObservation *o, uint64_t now
 }
 
 /* Issue 13: a probe whose expected gain is nil does not run. What a re-probe can give the
- * host is memory the working set stopped using, and a confirmed estimate (a re-probe
- * landed on it) of a guest that shows no sign of that has nothing to give: the sign is
- * available memory risen well above what the guest had at its estimate plus the margin
- * (watch_for_shrinking(): it resets the count of confirmations, and the next re-probe runs).
- * A guest held at its floor can give nothing at all. A fresh estimate is checked once (its
- * own error is the gain), and at the longest hold the re-probe runs whatever the signs: a
- * file set that went cold keeps its pages in the page cache, and no level shows it. Returns
- * why the re-probe would give nothing, or NULL when it runs. */
+ * host is memory the working set stopped using. A set outside the page cache (anonymous
+ * memory: the guest had next to nothing available at its estimate) frees what it stops
+ * using, and available memory shows it: the sign is available memory risen well above what
+ * the guest had at its estimate plus the margin (watch_for_shrinking(): it resets the count
+ * of confirmations, and the next re-probe runs). So a confirmed estimate (a re-probe landed
+ * on it) of such a guest with no sign has nothing to give. A set in the page cache is
+ * re-probed on schedule: pages it stopped reading stay cached, and no level shows them (a
+ * database that moved from a large table to a small one). A guest held at its floor can
+ * give nothing at all. A fresh estimate is checked once (its own error is the gain), and
+ * at the longest hold the re-probe runs whatever the signs. Returns why the re-probe would
+ * give nothing, or NULL when it runs. */
 static const char *reprobe_gives_nothing(const RsGuest *g, const RsObservation *o) {
         if (g->target <= g->floor)
                 return "held at the floor";
         if (g->hold_doublings == 0 || hold_time(g) >= HOLD_MAX_USEC || !rs_known(o->available))
                 return NULL;
+        if (!rs_known(g->upper_avail) || g->upper_avail > shrink_sign_rise(g))
+                return NULL; /* page cache at its estimate: a shrink there shows in no level */
         return "estimate confirmed, and no sign the working set shrank";
 }
 

@@ -117,7 +117,8 @@ const RsEstimate *rs_guest_estimate(const RsGuest *g);
 uint64_t rs_guest_hold_size(const RsGuest *g);
 RsState rs_guest_state(const RsGuest *g);
 /* Re-probes not run since rs_guest_new(): the hold ended, but the guest had nothing to give
- * (held at its floor, or a confirmed estimate with no sign the working set shrank). */
+ * (held at its floor, or a confirmed estimate of a set outside the page cache with no sign
+ * it shrank). */
 unsigned rs_guest_reprobes_skipped(const RsGuest *g);
 /* The last interval's judgement (for logs, the CLI and tests). */
 const RsObservation *rs_guest_observation(const RsGuest *g);

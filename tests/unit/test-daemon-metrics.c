@@ -152,7 +152,7 @@ static const char two_guests_text[] =
         "rightsize_guest_probe_cycles_total{guest=\"web1\",domain=\"web1\"} 2\n"
         "rightsize_guest_probe_cycles_total{guest=\"db\"} 0\n"
         "# TYPE rightsize_guest_reprobes_skipped_total counter\n"
-        "# HELP rightsize_guest_reprobes_skipped_total Re-probes not run because the guest had nothing to give (held at its floor, or a confirmed estimate with no sign the working set shrank) since rightsized started.\n"
+        "# HELP rightsize_guest_reprobes_skipped_total Re-probes not run because the guest had nothing to give (held at its floor, or a confirmed estimate of a set outside the page cache with no sign it shrank) since rightsized started.\n"
         "rightsize_guest_reprobes_skipped_total{guest=\"web1\",domain=\"web1\"} 3\n"
         "rightsize_guest_reprobes_skipped_total{guest=\"db\"} 0\n"
         "# TYPE rightsize_guest_probe_refaults_total counter\n"

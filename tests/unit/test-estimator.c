@@ -30,6 +30,7 @@ typedef struct Fake {
         bool scans_known;      /* report the balloon's scan counter (QEMU 9.2+) */
         double scan_rate;      /* pages/s it grows by */
         uint64_t scans;
+        uint64_t cache;        /* step_knee(): page cache available at every size (a set in the page cache) */
 } Fake;
 
 /* One interval: the guest got the target, faults grew by rate/s. */
@@ -1074,7 +1075,7 @@ END_TEST
  * to the deficit; available memory is what lies above it. */
 static void step_knee(RsGuest *g, Fake *f, uint64_t knee) {
         double rate = f->actual < knee ? 1.0 + (double) (knee - f->actual) / 4096.0 : 1.0;
-        uint64_t avail = (f->actual > knee ? f->actual - knee : 0) + 8 * MIB;
+        uint64_t avail = (f->actual > knee ? f->actual - knee : 0) + 8 * MIB + f->cache;
         step(g, f, rate, avail);
 }
 
@@ -1235,6 +1236,32 @@ START_TEST(test_hold_doubles_while_estimate_confirmed) {
 }
 END_TEST
 
+/* A set in the page cache (plenty available at its estimate): a set that stops reading some
+ * of its pages leaves them cached, and no level shows it (a database that moved from a large
+ * table to a small one), so its confirmed estimate is re-probed on the doubling schedule:
+ * re-probes at about 600, 1800, 4200, 9000, 18600 and 33000 s in 12 h, none skipped. */
+START_TEST(test_cache_set_reprobed_on_schedule) {
+        Fake f;
+        RsGuest *g = learned_guest(&f);
+        f.cache = 200 * MIB;
+        ReprobeLog log = { .small_steps = true };
+        run_knee(g, &f, KNEE, 60, &log);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_HOLD);
+        log = (ReprobeLog) { .small_steps = true };
+        run_knee(g, &f, KNEE, 12 * 360, &log); /* 12 hours at 10 s */
+        ck_assert_uint_ge(log.probes, 5);
+        ck_assert_uint_le(log.probes, 7);
+        for (unsigned i = 2; i < MIN(log.probes, 5u); i++) {
+                uint64_t gap = log.probe_at[i] - log.probe_at[i - 1];
+                uint64_t prev_gap = log.probe_at[i - 1] - log.probe_at[i - 2];
+                ck_assert_msg(gap > prev_gap + prev_gap / 2, "re-probe %u came %" PRIu64 " s after the last (before: %" PRIu64 " s)",
+                              i, gap / USEC_PER_SEC, prev_gap / USEC_PER_SEC);
+        }
+        ck_assert_uint_eq(rs_guest_reprobes_skipped(g), 0);
+        rs_guest_free(g);
+}
+END_TEST
+
 START_TEST(test_hold_resets_when_available_rises) {
         Fake f;
         RsGuest *g = learned_guest(&f);
@@ -1306,6 +1333,7 @@ int main(void) {
         tcase_add_test(tc, test_reprobe_starts_at_estimate_with_fine_steps);
         tcase_add_test(tc, test_reprobe_check_point_tight_on_swap_out_not_on_reclaim);
         tcase_add_test(tc, test_hold_doubles_while_estimate_confirmed);
+        tcase_add_test(tc, test_cache_set_reprobed_on_schedule);
         tcase_add_test(tc, test_hold_resets_when_available_rises);
         tcase_add_test(tc, test_storm_rate_scales_with_the_set);
         tcase_add_test(tc, test_balloon_short_of_fine_step_is_pushback);
