@@ -508,17 +508,24 @@ START_TEST(test_floor_never_crossed) {
 }
 END_TEST
 
-START_TEST(test_hold_then_probe_again) {
+/* A guest with a working set of about 1 GiB (clean down to it, refaulting below), held
+ * with its margin; hold_usec: the policy's hold time, 0 for its default. */
+static RsGuest *held_guest_with_hold(Fake *f, uint64_t hold_usec) {
         RsPolicy p;
-        Fake f;
         rs_policy_init(&p);
-        p.hold_usec = 100 * USEC_PER_SEC; /* 10 intervals */
+        if (hold_usec)
+                p.hold_usec = hold_usec;
         p.floor_bytes = 512 * MIB;
-        RsGuest *g = new_guest(&p, &f);
-        /* clean down to 1 GiB, refaulting below: a working set of about 1 GiB */
+        RsGuest *g = new_guest(&p, f);
         for (int i = 0; i < 200 && rs_guest_state(g) != RS_STATE_HOLD; i++)
-                step(g, &f, f.actual < GIB ? 400 : 1, GIB);
+                step(g, f, f->actual < GIB ? 400 : 1, GIB);
         ck_assert_int_eq(rs_guest_state(g), RS_STATE_HOLD);
+        return g;
+}
+
+START_TEST(test_hold_then_probe_again) {
+        Fake f;
+        RsGuest *g = held_guest_with_hold(&f, 100 * USEC_PER_SEC); /* 10 intervals */
         int held = 0;
         while (rs_guest_state(g) == RS_STATE_HOLD && held < 50) {
                 step(g, &f, 1, GIB);
@@ -563,16 +570,9 @@ END_TEST
 /* QEMU balloons whole pages and the guest may stop a few KiB above an unaligned target:
  * the hold must still end in a probe. */
 START_TEST(test_hold_ends_when_settled_just_above_target) {
-        RsPolicy p;
         Fake f;
-        rs_policy_init(&p);
-        p.hold_usec = 100 * USEC_PER_SEC; /* 10 intervals */
-        p.floor_bytes = 512 * MIB;
-        RsGuest *g = new_guest(&p, &f);
-        /* a working set of about 1 GiB, held with its margin (an unaligned target) */
-        for (int i = 0; i < 200 && rs_guest_state(g) != RS_STATE_HOLD; i++)
-                step(g, &f, f.actual < GIB ? 400 : 1, GIB);
-        ck_assert_int_eq(rs_guest_state(g), RS_STATE_HOLD);
+        RsGuest *g = held_guest_with_hold(&f, 100 * USEC_PER_SEC); /* 10 intervals */
+        /* held with its margin: an unaligned target */
         ck_assert_uint_ne(f.target % 4096, 0);
         f.settle_above = 12 * KIB;
         f.actual += f.settle_above;
@@ -588,15 +588,7 @@ START_TEST(test_hold_ends_when_settled_just_above_target) {
 END_TEST
 
 static RsGuest *held_guest(Fake *f) {
-        RsPolicy p;
-        rs_policy_init(&p);
-        p.floor_bytes = 512 * MIB;
-        RsGuest *g = new_guest(&p, f);
-        /* clean down to 1 GiB, refaulting below: a working set of about 1 GiB */
-        for (int i = 0; i < 200 && rs_guest_state(g) != RS_STATE_HOLD; i++)
-                step(g, f, f->actual < GIB ? 400 : 1, GIB);
-        ck_assert_int_eq(rs_guest_state(g), RS_STATE_HOLD);
-        return g;
+        return held_guest_with_hold(f, 0);
 }
 
 /* A guest with a floor of `floor` bytes, stepped clean until it holds (at its floor). */
