@@ -36,6 +36,7 @@ const CtlField ctl_guest_fields[] = {
         FIELD("reclaimable", CTL_FIELD_SIZE, reclaimable),
         FIELD("probe-cycles", CTL_FIELD_COUNT, probe_cycles),
         FIELD("probe-refaults", CTL_FIELD_COUNT, probe_refaults),
+        FIELD("reprobes-skipped", CTL_FIELD_COUNT, reprobes_skipped),
         FIELD("free-page-reporting", CTL_FIELD_BOOL, free_page_reporting),
         FIELD("agent", CTL_FIELD_BOOL, agent),
         FIELD("paused", CTL_FIELD_BOOL, paused),

@@ -33,6 +33,7 @@ typedef struct CtlGuest {
                 virtio_mem_size, host_rss, updated;
         uint64_t reclaimable;                 /* what it would give back: max - (estimate + margin) */
         uint64_t probe_cycles, probe_refaults; /* since the daemon started */
+        uint64_t reprobes_skipped;             /* timed re-probes that could give nothing */
         int free_page_reporting, agent, paused;
 } CtlGuest;
 

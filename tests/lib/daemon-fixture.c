@@ -429,6 +429,8 @@ static int read_guest(sd_bus_message *m, GuestView *v) {
                             : strcmp(key, "estimate") == 0 ? &v->estimate
                             : strcmp(key, "updated") == 0  ? &v->updated
                             : strcmp(key, "virtio-mem-size") == 0 ? &v->vmem
+                            : strcmp(key, "probe-cycles") == 0 ? &v->probe_cycles
+                            : strcmp(key, "reprobes-skipped") == 0 ? &v->reprobes_skipped
                                                            : NULL;
                 char *str = strcmp(key, "name") == 0     ? v->name
                           : strcmp(key, "state") == 0    ? v->state

@@ -114,6 +114,7 @@ typedef struct GuestView {
         char uuid[40];     /* libvirt domains only */
         uint64_t target, actual, floor, max, estimate, updated; /* 0 when absent */
         uint64_t vmem;     /* virtio-mem-size */
+        uint64_t probe_cycles, reprobes_skipped;
         bool has_estimate;
         bool paused;
 } GuestView;
