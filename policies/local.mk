@@ -30,6 +30,8 @@ policies_tests = \
 	tests/unit/test-policy-file \
 	tests/unit/test-guest-model \
 	tests/unit/test-estimator \
+	tests/unit/test-estimator-hold \
+	tests/unit/test-estimator-reprobe \
 	tests/unit/test-probe-step \
 	tests/unit/test-estimator-scenarios \
 	tests/unit/test-estimator-property \

@@ -1,6 +1,7 @@
 # tests/lib/: what the tests share, built once (check_LIBRARIES): Check's runner, the fake QMP
 # peer, temporary files and private mounts, the private bus, the daemon and guest fixtures,
-# libvirtd for a test, and the guest memory model (tests/model/).
+# libvirtd for a test, the hand-stepped guest of the estimator's unit tests, and the guest
+# memory model (tests/model/).
 #
 # Every test program gets the defaults below (Makefile.am: AM_CPPFLAGS, LDADD): the helpers
 # and every library of the tree, of which a static archive gives each test only what it uses
@@ -18,5 +19,6 @@ tests_lib_libtest_a_SOURCES = \
 	tests/lib/guest-fixture.c tests/lib/guest-fixture.h \
 	tests/lib/e2e-common.c tests/lib/e2e-common.h \
 	tests/lib/libvirt-test-host.c tests/lib/libvirt-test-host.h \
+	tests/lib/estimator-fake.c tests/lib/estimator-fake.h \
 	tests/model/guest-model.c tests/model/guest-model.h \
 	tests/model/scenario.c tests/model/scenario.h
