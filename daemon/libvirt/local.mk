@@ -9,7 +9,10 @@ daemon_libvirt_liblibvirtbackend_a_SOURCES = \
 	daemon/libvirt/libvirt-connect.c daemon/libvirt/libvirt-connect.h \
 	daemon/libvirt/libvirt-watchdog.c daemon/libvirt/libvirt-watchdog.h \
 	daemon/libvirt/libvirt-worker.c daemon/libvirt/libvirt-worker.h \
-	daemon/libvirt/libvirt-backend.c daemon/libvirt/libvirt-backend.h
+	daemon/libvirt/libvirt-backend.c daemon/libvirt/libvirt-backend.h \
+	daemon/libvirt/libvirt-backend-internal.h \
+	daemon/libvirt/libvirt-backend-calls.c \
+	daemon/libvirt/libvirt-policy.c
 daemon_libvirt_liblibvirtbackend_a_CFLAGS = $(AM_CFLAGS) $(LIBVIRT_CFLAGS) $(QMP_CFLAGS)
 
 # virDomainQemuAgentCommand lives in libvirt-qemu (same package, libvirt-dev).
