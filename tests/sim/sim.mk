@@ -3,6 +3,8 @@
 # `make check` only (never installed).
 
 check_PROGRAMS += tests/sim/fake-qemu
+tests_sim_fake_qemu_SOURCES = tests/sim/fake-qemu.c tests/sim/fake-qemu.h tests/sim/fake-qmp.c \
+	tests/sim/fake-agent.c
 
 # Drives fake-qemu with the real qmp/ client.
 check_PROGRAMS += tests/integration/test-fake-qemu
