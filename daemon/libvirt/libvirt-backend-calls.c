@@ -339,16 +339,10 @@ static const LibvirtJobType dimm_job = {
 static int call_new(LibvirtBackend *b, const char *uuid, CallKind kind, const char *what, BackendCall **ret) {
         BackendCall *c;
         DomainRecord *d;
+        int r = domain_known(b, uuid, &d);
 
-        if (!b || !uuid)
-                return -EINVAL;
-        if (!b->conn)
-                return -ENOTCONN;
-        d = domain_find(b, uuid);
-        if (!d || !d->dom)
-                return -ENOENT;
-        if (d->skip_reason)
-                return d->migrating ? -EBUSY : -EOPNOTSUPP;
+        if (r < 0)
+                return r;
         c = calloc(1, sizeof(*c));
         if (!c)
                 return -ENOMEM;

@@ -70,6 +70,9 @@ int libvirt_error_from(int level, const char *guest, const char *what, const vir
 int libvirt_error(int level, const char *guest, const char *what);
 
 DomainRecord *domain_find(LibvirtBackend *b, const char *uuid);
+/* The record of a domain rightsize manages, connected: 0, or -EINVAL, -ENOTCONN, -ENOENT (unknown),
+ * -EBUSY (migrating), -EOPNOTSUPP (skipped for another reason). */
+int domain_known(LibvirtBackend *b, const char *uuid, DomainRecord **ret);
 /* Copies the record into d->info, the view callers get. */
 void domain_fill_info(DomainRecord *d);
 /* Whether libvirt runs a migration job on the domain. */

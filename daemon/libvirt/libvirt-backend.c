@@ -684,7 +684,7 @@ unsigned libvirt_backend_domain_count(const LibvirtBackend *b) {
 /* ---- guest agent ---- */
 
 /* The record of a domain rightsize may act on, or -errno. */
-static int domain_for_action(LibvirtBackend *b, const char *uuid, DomainRecord **ret) {
+int domain_known(LibvirtBackend *b, const char *uuid, DomainRecord **ret) {
         DomainRecord *d;
 
         if (!b || !uuid)
@@ -696,6 +696,16 @@ static int domain_for_action(LibvirtBackend *b, const char *uuid, DomainRecord *
                 return -ENOENT;
         if (d->skip_reason)
                 return d->migrating ? -EBUSY : -EOPNOTSUPP;
+        *ret = d;
+        return 0;
+}
+
+static int domain_for_action(LibvirtBackend *b, const char *uuid, DomainRecord **ret) {
+        DomainRecord *d;
+        int r = domain_known(b, uuid, &d);
+
+        if (r < 0)
+                return r;
         /* Events can be late: ask libvirt about a migration before touching memory. */
         if (domain_migrating(d->dom)) {
                 if (!d->migrating)
