@@ -253,9 +253,19 @@ def start_guests(guests, part, start, load_lines):
     return results
 
 
+class GuestStalled(bl.HarnessError):
+    """The guest stopped answering: its load or vmstat printer fell silent (check_alive)."""
+
+
+# What a guest that stopped answering raises: check_alive's GuestStalled, guest-ctl's and virsh's
+# GuestError (an agent or QMP command failed), or a socket timeout.
+STALLS = (GuestStalled, guest_ctl.GuestError, OSError)
+
+
 def check_alive(g, stalled_s=None):
     """A guest whose load or vmstat printer fell silent measures nothing: no lines is not clean.
-    Each may be silent for stalled_s; by default the load for g.LOAD_STALLED_S, the printer 30 s."""
+    Each may be silent for stalled_s; by default the load for g.LOAD_STALLED_S, the printer 30 s.
+    Raises GuestStalled, with what the guest's kernel says when its agent still answers."""
     now = time.monotonic()
     streams = [("the vmstat printer", g.vmstat, 30 if stalled_s is None else stalled_s)]
     if g.LOAD:
@@ -268,7 +278,9 @@ def check_alive(g, stalled_s=None):
                 tail = g.must(["sh", "-c", cmd], timeout=30)
             except bl.HarnessError as e:
                 tail = str(e)
-            raise bl.HarnessError(f"{g.label}: {what} printed nothing for {allow} s; {caption}:\n{tail}")
+            except STALLS as e:
+                tail = f"(no answer: the agent is unresponsive too: {e})"
+            raise GuestStalled(f"{g.label}: {what} printed nothing for {allow} s; {caption}:\n{tail}")
 
 
 def measure(g, cfg):
@@ -318,7 +330,11 @@ def oracle(g, cfg, start_hint=0, hint_quiet_s=180, from_footprint=True):
     cfg has it (rightsized may hold the guest hundreds of MiB above the set), then, from the last
     clean coarse size once a window there is clean again, in step_mib steps to the first bad one.
     Starting where rightsized left it spares a deflation to full size and the minute of refaults
-    after it."""
+    after it.
+    A guest that stalls at a step (STALLS: its load or printer silent, its agent or QMP not
+    answering) below a size already judged clean ends the descent there, as a bad size does: the
+    last clean size is the answer, and the last step says `stalled` (why).  A stall before any
+    clean size is an error."""
     fine = cfg["step_mib"]
     step = cfg.get("coarse_mib", fine)
     steps = []
@@ -329,44 +345,61 @@ def oracle(g, cfg, start_hint=0, hint_quiet_s=180, from_footprint=True):
         # back as it is read, for a minute or two, at any size: wait for a clean window there
         # before judging it.
         size = min(g.mem_mib, int(-(-start_hint // fine) * fine))
-        reach = g.set_balloon(size)
         try:
+            reach = g.set_balloon(size)
             w = wait_quiet(g, cfg, timeout=hint_quiet_s)
             steps.append(dict(size=size, reach_s=reach, again=False, **w))
             _log_step(g, size, w, note=" (where rightsized held it, once quiet)")
             clean = size
             size -= step
-        except bl.HarnessError as e:
+        except (bl.HarnessError, *STALLS) as e:
+            # Not clean, or stalled: either way a larger size is what to try.
             bl.log(f"oracle: {e}: climbing")
             size = min(g.mem_mib, size + 4 * step)
     elif from_footprint:
-        g.set_balloon(g.mem_mib)
-        full = wait_quiet(g, cfg)
-        meminfo = g.must(["cat", "/proc/meminfo"])
+        try:
+            g.set_balloon(g.mem_mib)
+            full = wait_quiet(g, cfg)
+            meminfo = g.must(["cat", "/proc/meminfo"])
+        except STALLS as e:
+            raise bl.HarnessError(f"oracle: {g.label} stalled at full size, {g.mem_mib} MiB: {e}") from e
         free_mib = int(re.search(r"MemFree:\s+(\d+)", meminfo)[1]) / 1024
         size = int((g.mem_mib - free_mib) // step * step)
         steps.append(dict(size=g.mem_mib, **full))
     # The lowest size tried: a guest clean there has a set at or below it (an idle guest's part
     # stops at the policy's floor, where rightsized stops too).
     while size >= cfg.get("oracle_min_mib", 129):
-        reach = g.set_balloon(size)
-        # A step evicts what the LRU held longest, some of it pages the load had not come back
-        # to yet: a burst of refaults or swap-ins that passes.  Only a second bad window ends it.
-        for again in (False, True):
-            w = measure(g, cfg)
-            steps.append(dict(size=size, reach_s=reach, again=again, **w))
-            _log_step(g, size, w, again)
-            if not g.bad(w):
-                break
+        t_step = time.monotonic()
+        try:
+            reach = g.set_balloon(size)
+            # A step evicts what the LRU held longest, some of it pages the load had not come back
+            # to yet: a burst of refaults or swap-ins that passes.  Only a second bad window ends it.
+            for again in (False, True):
+                w = measure(g, cfg)
+                steps.append(dict(size=size, reach_s=reach, again=again, **w))
+                _log_step(g, size, w, again)
+                if not g.bad(w):
+                    break
+        except STALLS as e:
+            if clean is None:
+                raise bl.HarnessError(f"oracle: {g.label} stalled at {size} MiB before any size was judged "
+                                      f"clean, so there is no answer: {e}") from e
+            # Squeezed this far, the guest hangs on memory (its agent with it): too small, as a bad
+            # window would say, only louder.
+            why = str(e).splitlines()[0]
+            steps.append(dict(size=size, reach_s=None, again=False, stalled=why, **window(g, t_step, time.monotonic())))
+            bl.log(f"oracle: {g.label} stalled at {size} MiB ({why}): the descent ends, the last clean size "
+                   f"{clean} MiB is the answer")
+            break
         if g.bad(w):
             if clean is not None and step > fine:
                 # Back to the last clean size (the hot pages this step pushed out come back as
                 # they are read), then on in fine steps.
                 step = fine
-                reach = g.set_balloon(clean)
                 try:
+                    reach = g.set_balloon(clean)
                     w = wait_quiet(g, cfg, timeout=180)
-                except bl.HarnessError as e:
+                except (bl.HarnessError, *STALLS) as e:
                     bl.log(f"oracle: {e}: the coarse result stands")
                     break
                 steps.append(dict(size=clean, reach_s=reach, again=False, back=True, **w))
@@ -382,6 +415,15 @@ def oracle(g, cfg, start_hint=0, hint_quiet_s=180, from_footprint=True):
         clean = size
         size -= step
     return clean, steps
+
+
+def stall_lines(steps):
+    """The markdown lines saying that the oracle's descent (steps) ended on a stall; [] when not."""
+    last = steps[-1] if steps else {}
+    if not last.get("stalled"):
+        return []
+    return [f"The descent ended on a stall at {last['size']} MiB ({last['stalled']}): the guest stopped answering "
+            "there, so the oracle's answer is the last size judged clean above it.", ""]
 
 
 def managed(g, cfg, workdir, part):
@@ -463,6 +505,7 @@ def mom(g, duration_s, part):
     policy = bl.MomBalloonPolicy([_MomGuest(g)], MomPressedHost(), balloon_max_mib=g.mem_mib)
     samples, target = [], g.mem_mib
     t0 = time.monotonic()
+    t0_epoch = time.time()
     try:
         next_t = t0
         while time.monotonic() < t0 + duration_s:
@@ -484,7 +527,35 @@ def mom(g, duration_s, part):
            f"in {policy.policy_runs} policy runs)")
     return {"samples": samples, "held_mib": held, "lowest_mib": min((s["actual"] for s in samples), default=None),
             "actions": policy.actions, "policy_runs": policy.policy_runs, "duration_s": duration_s,
-            "host_free_share": MOM_HOST_FREE_SHARE, "revision": bl.MOM_REVISION}
+            "host_free_share": MOM_HOST_FREE_SHARE, "revision": bl.MOM_REVISION, "start_epoch": t0_epoch}
+
+
+def mom_window(g, duration_s, part, twin=None, versus=None):
+    """mom() on guest g, and the figures of its window added to what it returns: `during` (the
+    load's window()), QEMU's RSS at the end, the file refaults, swap-ins and OOM kills in it; with
+    a twin beside g, `vs_twin` = versus(e0, e1) (the part's comparison of the two over the
+    window's host epochs) and the twin's RSS at the end."""
+    before = {k: g.counter(k) for k in ("workingset_refault_file", "pswpin", "oom_kill")}
+    m0 = time.monotonic()
+    m = mom(g, duration_s, part)
+    m.update(during=window(g, m0, time.monotonic()), rss_end_mib=(g.rss() or 0) / bl.MIB,
+             refaults=g.counter("workingset_refault_file") - before["workingset_refault_file"],
+             swapins=g.counter("pswpin") - before["pswpin"], oom=g.counter("oom_kill") - before["oom_kill"])
+    if twin:
+        m["vs_twin"] = versus(m["start_epoch"], time.time())
+        m["twin_rss_end_mib"] = (twin.rss() or 0) / bl.MIB
+    return m
+
+
+def mom_intro(m, where, load, goal_text):
+    """The paragraph that opens a section's table against MoM's rules: m as mom() returned it,
+    where: which guest and when, load: what ran throughout."""
+    return (f"**Against MoM's rules** (oVirt MoM's default balloon policy, reimplemented from its rules' text: "
+            f"{m['revision']}; run {where}, from its full size, for {m['duration_s']:.0f} s, "
+            f"{load} running throughout, on a host that stays short: MoM's host free memory a constant "
+            f"{m['host_free_share']:.0%} of its total, so every policy run shrinks the guest, at most 5 % a step, "
+            f"towards its used memory plus 10 % of its balloon; {m['actions']} balloon changes in {m['policy_runs']} "
+            f"policy runs; {goal_text}):")
 
 
 def mom_markdown(r, load, rows, goal_text):
@@ -503,28 +574,25 @@ def mom_markdown(r, load, rows, goal_text):
                   ["file refaults / swap-ins in the window", f"{r['refaults_managed']} / {r['swapins_managed']}",
                    f"{m.get('refaults', '–')} / {m.get('swapins', '–')}"],
                   ["OOM kills", str(r["oom_managed"] if "oom_managed" in r else r["oom"]), str(m.get("oom", "–"))]]
-    lines = [f"**Against MoM's rules** (oVirt MoM's default balloon policy, reimplemented from its rules' text: "
-             f"{m['revision']}; run on the same guest after rightsized, from its full size, for {m['duration_s']:.0f} s, "
-             f"{load} running throughout, on a host that stays short: MoM's host free memory a constant "
-             f"{m['host_free_share']:.0%} of its total, so every policy run shrinks the guest, at most 5 % a step, "
-             f"towards its used memory plus 10 % of its balloon; {m['actions']} balloon changes in {m['policy_runs']} "
-             f"policy runs; {goal_text}):", "",
+    lines = [mom_intro(m, "on the same guest after rightsized", load, goal_text), "",
              bl.table(["", "rightsize", "MoM's rules"], table_rows), ""]
     if (r.get("plots") or {}).get("mom"):
         lines += [f"![{r['part']}: MoM's rules, balloon target and actual](PLOTDIR/{r['plots']['mom']})", ""]
     return lines
 
 
-def mom_plot(r, outdir, part):
-    """PART-mom.svg: MoM's target and the balloon over its window; its file name or None."""
+def mom_plot(r, outdir, part, oracle_segments=None, guest="the same guest"):
+    """PART-mom.svg: MoM's target and the balloon over its window, the oracle dotted (r's
+    oracle_mib, or oracle_segments: [(t0, t1, MiB)] on MoM's time axis); its file name or None."""
     m = r.get("mom")
-    if not m or not m["samples"]:
+    if not m or not m.get("samples"):
         return None
     series = {"MoM target": [(s["t"], s["target"]) for s in m["samples"]],
               "balloon actual": [(s["t"], s["actual"]) for s in m["samples"]]}
+    if oracle_segments is None and r.get("oracle_mib"):
+        oracle_segments = [(0, m["samples"][-1]["t"], r["oracle_mib"])]
     name = f"{part}-mom.svg"
-    if bl.plot(os.path.join(outdir, name), f"{part}: MoM rules on the same guest", series,
-               [(0, m["samples"][-1]["t"], r["oracle_mib"])] if r.get("oracle_mib") else None,
+    if bl.plot(os.path.join(outdir, name), f"{part}: MoM rules on {guest}", series, oracle_segments or None,
                xlabel="seconds since the MoM rules started"):
         return name
     return None
