@@ -417,12 +417,12 @@ def oracle(g, cfg, start_hint=0, hint_quiet_s=180, from_footprint=True):
     return clean, steps
 
 
-def stall_lines(steps):
+def stall_lines(steps, descent="The descent"):
     """The markdown lines saying that the oracle's descent (steps) ended on a stall; [] when not."""
     last = steps[-1] if steps else {}
     if not last.get("stalled"):
         return []
-    return [f"The descent ended on a stall at {last['size']} MiB ({last['stalled']}): the guest stopped answering "
+    return [f"{descent} ended on a stall at {last['size']} MiB ({last['stalled']}): the guest stopped answering "
             "there, so the oracle's answer is the last size judged clean above it.", ""]
 
 
