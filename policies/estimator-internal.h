@@ -59,6 +59,7 @@ struct RsGuest {
         bool reprobe;          /* this descent re-checks an estimate and keeps the old bounds */
         bool lower_old;        /* est.lower is from an earlier cycle: tested before it is believed */
         uint64_t reprobe_from; /* the estimate a re-probe re-checks */
+        unsigned tight_waits;  /* re-probe samples held at the check point for refaults into free memory */
         unsigned hold_doublings; /* re-probes in a row that confirmed the estimate, or skipped */
         unsigned reprobes_skipped; /* re-probes not run: nothing to give (reprobe_gives_nothing()) */
         uint64_t hold_avail_min; /* lowest available memory seen in this hold */

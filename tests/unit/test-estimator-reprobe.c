@@ -144,6 +144,81 @@ START_TEST(test_reprobe_check_point_tight_on_swap_out_not_on_reclaim) {
 }
 END_TEST
 
+/* Reaches a re-probe's check point on a guest with 200 MiB of page cache above its set:
+ * returns the estimate, with the balloon at the check point. */
+static uint64_t reprobe_to_check_point(RsGuest *g, Fake *f) {
+        ReprobeLog log = { .small_steps = true };
+        run_knee(g, f, KNEE, 60, &log);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_HOLD);
+        uint64_t est = rs_guest_estimate(g)->estimate;
+        uint64_t check = est + MAX(4 * MIB, 2 * (est / 100));
+        bool at_check = false;
+        for (int i = 0; i < 400 && !at_check; i++) {
+                step(g, f, 1, f->actual - KNEE + 200 * MIB);
+                at_check = rs_guest_state(g) == RS_STATE_PROBE && f->target <= check;
+        }
+        ck_assert(at_check);
+        ck_assert_uint_gt(f->target, est);
+        return est;
+}
+
+/* At the check point, refaults rising under the threshold into free memory, with nothing
+ * reclaimed for them (scan counters flat, free memory well above the watermarks): the step's
+ * burst coming back, or a page cache whose stale pages still sit ahead of the set's (the
+ * distro guest's database moved to a smaller table, and four re-probes "confirmed" its old
+ * knee there: tests/bench/bench-phase). The re-probe holds the size while they decay and
+ * steps on once they have; refaults that persist confirm the estimate, still above it; and
+ * with free memory down at the watermarks, the first rising sample confirms it as before. */
+START_TEST(test_reprobe_waits_out_refaults_into_free_memory) {
+        for (int c = 0; c < 3; c++) {
+                bool decays = c == 0, free_low = c == 2;
+                Fake f;
+                RsGuest *g = learned_guest(&f);
+                f.scans_known = true;
+                f.free_plenty = !free_low;
+                uint64_t est = reprobe_to_check_point(g, &f);
+                uint64_t at = f.actual;
+                RsDecision d;
+
+                /* 24 faults/s: under the threshold (2 x 1 + 50), rising (over 20/s the fake guest has
+                 * its free memory at the watermarks, unless free_plenty) */
+                step(g, &f, 24, f.actual - KNEE + 200 * MIB);
+                rs_guest_decide(g, f.now, &d);
+                if (free_low) {
+                        ck_assert_msg(d.state == RS_STATE_BACKOFF, "%s", d.reason);
+                        ck_assert_ptr_nonnull(strstr(d.reason, "tight"));
+                        ck_assert_uint_eq(rs_guest_estimate(g)->estimate, est);
+                        rs_guest_free(g);
+                        continue;
+                }
+                ck_assert_msg(d.state == RS_STATE_PROBE && d.target == at, "%s", d.reason);
+                ck_assert_ptr_nonnull(strstr(d.reason, "waiting"));
+
+                if (decays) {
+                        step(g, &f, 1, f.actual - KNEE + 200 * MIB);
+                        rs_guest_decide(g, f.now, &d);
+                        ck_assert_msg(d.state == RS_STATE_PROBE && d.target < at, "%s", d.reason);
+                        ck_assert_uint_eq(rs_guest_estimate(g)->estimate, est);
+                } else {
+                        unsigned waited = 1;
+                        for (; waited < 10; waited++) {
+                                step(g, &f, 24, f.actual - KNEE + 200 * MIB);
+                                rs_guest_decide(g, f.now, &d);
+                                if (d.state != RS_STATE_PROBE)
+                                        break;
+                                ck_assert_msg(d.target == at, "%s", d.reason);
+                        }
+                        ck_assert_msg(d.state == RS_STATE_BACKOFF, "%s", d.reason);
+                        ck_assert_ptr_nonnull(strstr(d.reason, "tight"));
+                        ck_assert_uint_eq(waited, 2); /* `confirm` (2) samples waited, the third confirms */
+                        ck_assert_uint_eq(rs_guest_estimate(g)->estimate, est);
+                        ck_assert_uint_gt(d.target, at);
+                }
+                rs_guest_free(g);
+        }
+}
+END_TEST
+
 /* A steady guest: the fresh estimate is re-probed once, after the policy's hold, and the
  * re-probe confirms it; after that the guest has nothing to give (issue 13: a probe whose
  * expected gain is nil does not run) and the holds double without a probe (1200, 2400,
@@ -271,6 +346,7 @@ int main(void) {
         TCase *tc = tcase_create("reprobe");
         tcase_add_test(tc, test_reprobe_starts_at_estimate_with_fine_steps);
         tcase_add_test(tc, test_reprobe_check_point_tight_on_swap_out_not_on_reclaim);
+        tcase_add_test(tc, test_reprobe_waits_out_refaults_into_free_memory);
         tcase_add_test(tc, test_hold_doubles_while_estimate_confirmed);
         tcase_add_test(tc, test_cache_set_reprobed_on_schedule);
         tcase_add_test(tc, test_hold_resets_when_available_rises);
