@@ -43,6 +43,7 @@ struct RsGuest {
         unsigned confirm;    /* consecutive refaulting samples */
         unsigned clean_confirm; /* consecutive clean samples at a size that closes the bracket */
         unsigned short_steps;   /* consecutive samples with the balloon short of a probe step */
+        bool burst_wait;        /* probing: refaults in a step's burst, judged again at rest */
         uint64_t last_step;  /* the probe's last step down in this descent, RS_UNKNOWN: none yet */
         uint64_t settle_until; /* swap-in-only refaults before this are recovery (see SETTLE_MIN_USEC) */
         RsObservation probe_top; /* what the guest showed where this descent began (its baseline's ceiling) */

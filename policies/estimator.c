@@ -40,6 +40,9 @@
  * set's pages per second as well: a guest 8 MiB short of a 300 MiB set it sweeps twice a
  * second refaults about 6000 pages/s, which backing off a step cures (issue 13). */
 #define STORM_SET_SHARE 0.05
+/* Refaults up to this many times the threshold, in the interval the balloon stepped down in,
+ * may be the step's own burst: judged again at rest (probe()). */
+#define BURST_REFAULT_FACTOR 2.0
 /* Held, available memory risen this far above its lowest point (share of the size, at
  * least SHRINK_SIGN_MIN) for `confirm` samples: the working set may have shrunk, so the
  * hold goes back to the policy's. */
@@ -355,11 +358,45 @@ static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
         }
         g->short_steps = 0;
 
+        /* Judged at rest after refaults in a step's burst: clean means back near the
+         * baseline, not merely under the threshold (refaults still rising there are the
+         * guest short by a little, which the threshold lets pass). */
+        if (g->burst_wait && (o->verdict == RS_VERDICT_CLEAN || o->verdict == RS_VERDICT_SCAN) && o->rising &&
+            rs_known(g->est.upper) && g->est.upper > g->size) {
+                uint64_t bad = g->size;
+                g->burst_wait = false;
+                refault_onset(g, o, now);
+                g->urgent = true;
+                start_settling(g, now);
+                set_reason(g, "%s at %.0f MiB at rest after a step's burst, clean at %.0f MiB: back to %.0f MiB at once",
+                           o->leading_why, mib(bad), mib(g->est.upper), mib(g->target));
+                return;
+        }
+        if (o->verdict != RS_VERDICT_REFAULT)
+                g->burst_wait = false;
         if (o->verdict == RS_VERDICT_STORM || o->verdict == RS_VERDICT_REFAULT)
                 g->clean_confirm = 0;
         switch (o->verdict) {
         case RS_VERDICT_STORM:
         case RS_VERDICT_REFAULT:
+                /* Refaults a little over the threshold in the interval the balloon stepped
+                 * down in: its burst of reclaim takes hot pages with cold, and they come back
+                 * at once (Redis, whose cold keys the kernel swaps out under the balloon, "refaulted"
+                 * 64/s in each step's interval and 0-4/s at rest, from 712 MiB down to its
+                 * set at 368: tests/bench/bench-redis). The size is judged at rest, once;
+                 * refaults that go on there are the guest short of memory, and anything
+                 * more is met at once (a guest swept short of its set refaults thousands of
+                 * pages a second). */
+                if (o->verdict == RS_VERDICT_REFAULT && o->balloon_moved && !g->burst_wait && !o->hidden &&
+                    !o->pushback && o->useful <= BURST_REFAULT_FACTOR * o->threshold) {
+                        g->burst_wait = true;
+                        g->target = clamp_target(g, g->size);
+                        g->urgent = false;
+                        set_reason(g, "%s at %.0f MiB in the balloon step's burst of reclaim: judging it at rest",
+                                   o->why, mib(g->size));
+                        return;
+                }
+                g->burst_wait = false;
                 if ((o->verdict == RS_VERDICT_REFAULT || !o->oom) && rs_known(g->est.upper) && g->est.upper > g->size) {
                         /* Below a size that ran clean this cycle: back there on the first bad
                          * sample, not after confirming it here. Every interval spent below the

@@ -251,6 +251,50 @@ START_TEST(test_probe_waits_for_refaults_into_free_memory) {
 }
 END_TEST
 
+/* Refaults a little over the threshold in the interval the balloon stepped down in are its
+ * burst of reclaim taking hot pages with cold, which come back at once (Redis under the
+ * balloon "refaulted" 64/s in each step's interval and 0-4/s at rest: tests/bench/bench-redis):
+ * the size is judged again at rest, once. Back near the baseline there, the probe steps on;
+ * refaults over the threshold there, or still rising under it, back off as before; and many
+ * times the threshold in the step's interval backs off at once. */
+START_TEST(test_probe_judges_a_steps_burst_at_rest) {
+        for (int variant = 0; variant < 4; variant++) {
+                Fake f;
+                RsGuest *g = learned_guest(&f);
+                step(g, &f, 1, GIB);
+                uint64_t clean = f.actual; /* the balloon is there for the next sample */
+                step(g, &f, 1, GIB);
+                ck_assert_int_eq(rs_guest_state(g), RS_STATE_PROBE);
+                uint64_t at = f.actual;
+                ck_assert_uint_lt(at, clean);
+                RsDecision d;
+                step(g, &f, variant == 3 ? 500 : 70, GIB); /* threshold 2 x 1 + 50 */
+                rs_guest_decide(g, f.now, &d);
+                if (variant == 3) {
+                        ck_assert_msg(d.state == RS_STATE_BACKOFF, "%s", d.reason);
+                        ck_assert_uint_eq(rs_guest_estimate(g)->lower, at);
+                        rs_guest_free(g);
+                        continue;
+                }
+                ck_assert_msg(d.state == RS_STATE_PROBE && d.target == at, "%s", d.reason);
+                ck_assert_ptr_nonnull(strstr(d.reason, "at rest"));
+
+                double at_rest = variant == 0 ? 1 : variant == 1 ? 25 : 70;
+                step(g, &f, at_rest, GIB);
+                rs_guest_decide(g, f.now, &d);
+                if (variant == 0) {
+                        ck_assert_msg(d.state == RS_STATE_PROBE && d.target < at, "%s", d.reason);
+                        ck_assert(!rs_known(rs_guest_estimate(g)->lower));
+                } else {
+                        ck_assert_msg(d.state == RS_STATE_BACKOFF, "%s", d.reason);
+                        ck_assert_uint_eq(rs_guest_estimate(g)->lower, at);
+                        ck_assert_uint_ge(d.target, clean);
+                }
+                rs_guest_free(g);
+        }
+}
+END_TEST
+
 /* Backed off above a size that ran clean, the guest's first refaults may be pages coming back,
  * as fast as below: growth only once confirmed. An OOM kill there is an emergency at once. */
 START_TEST(test_backoff_refaults_confirmed_before_growth) {
@@ -654,6 +698,7 @@ int main(void) {
         tcase_add_test(tc, test_backoff_refaults_confirmed_before_growth);
         tcase_add_test(tc, test_backoff_recovery_into_free_memory_is_not_growth);
         tcase_add_test(tc, test_probe_waits_for_refaults_into_free_memory);
+        tcase_add_test(tc, test_probe_judges_a_steps_burst_at_rest);
         tcase_add_test(tc, test_swapin_storm_after_backoff_is_recovery);
         tcase_add_test(tc, test_oom_kill_is_emergency);
         tcase_add_test(tc, test_storm_is_emergency);
