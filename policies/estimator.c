@@ -77,6 +77,8 @@ static void set_state(RsGuest *g, RsState s, uint64_t now) {
         g->confirm = 0;
         g->clean_confirm = 0;
         g->short_steps = 0;
+        g->burst_wait = false;
+        g->tight_waits = 0;
 }
 
 static void recompute_limits(RsGuest *g) {
@@ -192,7 +194,6 @@ static void start_reprobe(RsGuest *g) {
         g->refine = false;
         g->reprobe = true;
         g->reprobe_from = g->est.estimate;
-        g->tight_waits = 0;
         g->est.upper = g->size;
         if (rs_known(g->est.lower) && g->est.lower >= g->est.estimate)
                 g->est.lower = RS_UNKNOWN;
