@@ -55,7 +55,7 @@ struct RsGuest {
         bool refine;         /* the running BACKOFF returns to probing, not to HOLD */
 
         uint64_t grow_from_size;
-        double grow_from_useful;
+        double grow_from_refaults; /* all the guest's refaults, pages/s, where growth began */
 
         bool reprobe;          /* this descent re-checks an estimate and keeps the old bounds */
         bool lower_old;        /* est.lower is from an earlier cycle: tested before it is believed */

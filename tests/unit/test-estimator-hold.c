@@ -317,6 +317,44 @@ START_TEST(test_growth_still_swapping_out_is_no_stream) {
 }
 END_TEST
 
+/* The growth trial asks whether refaults fell in proportion to the memory it added: random
+ * reads over a set larger than memory miss in proportion to what does not fit, so 10 % more
+ * memory cuts them by 10 % or more for a set up to twice the memory (the phase bench's
+ * database, 774 MiB held at 532, was judged a stream by the old flat 30 % and starved). A
+ * stream's refaults do not fall at all. */
+START_TEST(test_growth_trial_judges_the_fall_by_the_memory_added) {
+        for (int stream = 0; stream <= 1; stream++) {
+                RsPolicy p;
+                Fake f;
+                RsGuest *g = held_at_floor(&p, &f, 1 * GIB);
+                uint64_t held = f.target;
+                while (rs_guest_state(g) != RS_STATE_GROW) {
+                        step(g, &f, 400, GIB);
+                        ck_assert_uint_lt(f.now, 3600 * USEC_PER_SEC);
+                }
+                uint64_t trial = f.target;
+                double added = (double) (trial - held) / (double) held;
+                ck_assert(added >= 0.09 && added <= 0.3);
+                /* at the trial size: 3 % fewer (a stream's noise), or a fall of 1.5 times the
+                 * share added (a set 1.7 times the memory) and under the old 30 % */
+                double rate = stream ? 400 * 0.97 : 400 * (1 - 1.5 * added);
+                ck_assert(rate > 400 * 0.7);
+                step(g, &f, rate, GIB);
+                RsDecision d;
+                rs_guest_decide(g, f.now, &d);
+                if (stream) {
+                        ck_assert_msg(rs_guest_estimate(g)->streaming, "%s", d.reason);
+                        ck_assert_uint_eq(d.target, held);
+                } else {
+                        ck_assert_msg(!rs_guest_estimate(g)->streaming, "%s", d.reason);
+                        ck_assert_int_eq(d.state, RS_STATE_GROW);
+                        ck_assert_uint_gt(d.target, trial);
+                }
+                rs_guest_free(g);
+        }
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("estimator-hold");
         TCase *tc = tcase_create("hold");
@@ -326,6 +364,7 @@ int main(void) {
         tcase_add_test(tc, test_hold_at_floor_skips_reprobes);
         tcase_add_test(tc, test_growth_in_hold);
         tcase_add_test(tc, test_growth_still_swapping_out_is_no_stream);
+        tcase_add_test(tc, test_growth_trial_judges_the_fall_by_the_memory_added);
         tcase_add_test(tc, test_hold_ends_when_settled_just_above_target);
         tcase_add_test(tc, test_emergency_capped_clean_leaves);
         tcase_add_test(tc, test_emergency_capped_refaulting_stays_until_grant_lifted);
