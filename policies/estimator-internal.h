@@ -30,7 +30,6 @@ struct RsGuest {
         RsBaseline baseline;
         RsObservation obs;
         bool have_obs;
-        bool prev_balloon_moved; /* the balloon moved down in the interval before obs's */
 
         RsEstimate est;
         RsState state;

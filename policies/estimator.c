@@ -396,7 +396,7 @@ static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
                  * refaults that go on there are the guest short of memory, and anything
                  * more is met at once (a guest swept short of its set refaults thousands of
                  * pages a second). */
-                if (o->verdict == RS_VERDICT_REFAULT && (o->balloon_moved || g->prev_balloon_moved) && !g->burst_wait &&
+                if (o->verdict == RS_VERDICT_REFAULT && o->after_step && !g->burst_wait &&
                     !o->hidden && !o->pushback && o->useful <= BURST_REFAULT_FACTOR * o->threshold) {
                         g->burst_wait = true;
                         g->target = clamp_target(g, g->size);
@@ -492,7 +492,6 @@ static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
                                    o->leading_why, mib(at), g->tight_waits, sp->confirm);
                         return;
                 }
-                g->tight_waits = 0;
                 g->est.upper = g->reprobe_from;
                 finish_cycle(g, now);
                 set_reason(g, "re-probe: tight at %.0f MiB (%s), just above the estimate %.0f MiB: confirmed, holding at %.0f MiB",
@@ -1058,7 +1057,6 @@ void rs_guest_feed(RsGuest *g, const RsSample *sample, uint64_t now) {
                                                         : "major faults / swap-in above baseline (fast for the set's size)";
                 }
         }
-        g->prev_balloon_moved = g->have_obs && g->obs.balloon_moved;
         g->obs = o;
         g->have_obs = true;
         g->est.tier = o.tier;

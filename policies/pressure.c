@@ -307,7 +307,8 @@ void rs_observe(const RsSample *s,
          * guest at rest a sample after a step still scanned 7,000 pages/s at 12 % PSI). */
         o.balloon_moved = prev && rs_known(prev->size) && rs_known(o.size) &&
                           o.size + MAX(1 * MIB, o.size / 1000) < prev->size;
-        bool balloon_moved = o.balloon_moved || (prev && prev->balloon_moved);
+        o.after_step = o.balloon_moved || (prev && prev->balloon_moved);
+        bool balloon_moved = o.after_step;
         Reclaim reclaim = {
                 .scan_known = scan_known,
                 .scan = o.scan,

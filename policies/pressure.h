@@ -107,6 +107,8 @@ struct RsObservation {
         bool pushback;       /* the balloon stays clearly above the target asked for */
         bool inflating;      /* above the target, but still shrinking toward it since the last sample */
         bool balloon_moved;  /* the balloon moved down since the last sample */
+        bool after_step;     /* ... in this interval or the one before: its burst of reclaim, and
+                              * the pages that burst took coming back, may show in this one */
         bool available_low;  /* near the floor of available memory: probe gently */
         bool available_critical;
         bool oom;            /* an OOM kill happened */
