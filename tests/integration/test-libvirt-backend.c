@@ -471,8 +471,8 @@ int main(void) {
         top_srcdir = getenv("top_srcdir");
         if (!top_srcdir)
                 top_srcdir = ".";
-        if (libvirt_test_host_enter("test-libvirt-backend") < 0)
-                return 1;
+        if ((failed = libvirt_test_host_enter("test-libvirt-backend")) != 0)
+                return failed;
         snprintf(domain_name, sizeof(domain_name), "rightsize-test-%d", (int) getpid());
         if (!mkdtemp(run_dir))
                 return 1;
