@@ -18,9 +18,25 @@
 /* The tests of a case, for check_add_case(): CHECK_TESTS(test_a, test_b). */
 #define CHECK_TESTS(...) ((const TTest *const[]) { __VA_ARGS__, NULL })
 
+/* Gives each test of tc a deadline of `sec` seconds (times CK_TIMEOUT_MULTIPLIER, as Check has it),
+ * its checked setup and teardown included, that holds however the suite runs. Forked, Check keeps
+ * it (tcase_set_timeout()). In one process (no fork) Check keeps no time at all, so a watchdog
+ * does: past the deadline it prints which test did not finish, runs the cleanup
+ * check_set_deadline_cleanup() named, and ends the program with a failure, where
+ * contrib/timed-test's deadline for the whole program would only say which program. Call it
+ * before adding checked fixtures of the case's own, so that the deadline covers them. */
+void check_set_deadline(TCase *tc, double sec);
+
+/* What the watchdog runs before it ends a program whose test missed its deadline (NULL: nothing):
+ * the teardown that kills the test's children, guests included (e2e_teardown_on_signals() names
+ * it). It runs in a signal handler, as a teardown on SIGTERM does, and gets 60 s. */
+void check_set_deadline_cleanup(void (*cleanup)(void));
+
 /* Adds the test case `name` to s with its tests (CHECK_TESTS(...), or NULL), setup and teardown
  * around each test in the test's own process (Check's checked fixture; either may be NULL), and
- * its timeout (0: Check's default). Returns the case, for tcase_add_loop_test() and the like. */
+ * its deadline in seconds (check_set_deadline(); 0: none of its own, which forked is Check's
+ * default, CK_DEFAULT_TIMEOUT or 4 s, and in one process none: the program's deadline in
+ * contrib/timed-test). Returns the case, for tcase_add_loop_test() and the like. */
 TCase *check_add_case(Suite *s, const char *name, SFun setup, SFun teardown, double timeout_sec,
                       const TTest *const *tests);
 
@@ -38,7 +54,7 @@ int check_run_suite(Suite *s);
  * state across tests that a fork would hide. */
 int check_run_suite_nofork(Suite *s);
 
-/* A test program of one test case: the suite `suite` with the case `name`, its fixture, timeout
+/* A test program of one test case: the suite `suite` with the case `name`, its fixture, deadline
  * and tests as check_add_case() has them, run by check_run_suite(). The exit status. */
 int check_run_case(const char *suite, const char *name, SFun setup, SFun teardown, double timeout_sec,
                    const TTest *const *tests);

@@ -102,7 +102,7 @@ END_TEST
 int main(void) {
         Suite *s = suite_create("estimator-property");
         TCase *tc = tcase_create("seeds");
-        tcase_set_timeout(tc, 600);
+        check_set_deadline(tc, 600);
         tcase_add_loop_test(tc, test_property, 0, _SCENARIO_MAX);
         suite_add_tcase(s, tc);
         return check_run_suite_nofork(s);
