@@ -5,6 +5,7 @@
 #include <check.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,8 @@
 #include "daemon/libvirt/libvirt-agent.h"
 #include "daemon/libvirt/libvirt-backend.h"
 #include "daemon/log.h"
+#include "tests/lib/check-run.h"
+#include "tests/lib/e2e-common.h"
 #include "tests/lib/libvirt-test-host.h"
 
 #define MEM_MIB 1024
@@ -461,44 +464,54 @@ START_TEST(test_libvirt_backend) {
 }
 END_TEST
 
-int main(void) {
+/* Leaves nothing behind: the domain, its disk, libvirtd. Also on SIGINT and SIGTERM, and when
+ * the test misses its deadline (e2e_teardown_on_signals()); once. 0, or -1 if the cleanup failed. */
+static int leave_nothing_behind(void) {
+        static bool done;
         char cmd[1024];
-        SRunner *sr;
-        Suite *s;
-        TCase *tc;
-        int failed;
 
-        top_srcdir = getenv("top_srcdir");
-        if (!top_srcdir)
-                top_srcdir = ".";
-        if (libvirt_test_host_enter("test-libvirt-backend") < 0)
-                return 1;
-        snprintf(domain_name, sizeof(domain_name), "rightsize-test-%d", (int) getpid());
-        if (!mkdtemp(run_dir))
-                return 1;
-        log_set_target(LOG_TARGET_STDERR);
-
-        s = suite_create("libvirt-backend");
-        tc = tcase_create("real-libvirtd");
-        tcase_set_timeout(tc, 400);
-        tcase_add_test(tc, test_libvirt_backend);
-        suite_add_tcase(s, tc);
-        sr = srunner_create(s);
-        /* No fork: the cleanup below must run whatever the test did. */
-        srunner_set_fork_status(sr, CK_NOFORK);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-
-        /* Leave nothing behind: the domain, its disk, libvirtd. */
+        if (done)
+                return 0;
+        done = true;
         snprintf(cmd, sizeof(cmd),
                  "virsh -q -c qemu:///system destroy %s >/dev/null 2>&1; "
                  "virsh -q -c qemu:///system undefine %s >/dev/null 2>&1; "
                  "rm -f %s/swap.img; %s/contrib/libvirt-setup --stop",
                  domain_name, domain_name, run_dir, top_srcdir);
-        if (run(cmd) != 0)
-                failed++;
+        int r = run(cmd) == 0 ? 0 : -1;
         snprintf(cmd, sizeof(cmd), "rm -rf %s", run_dir);
         (void) run(cmd);
-        return failed == 0 ? 0 : 1;
+        return r;
+}
+
+static void teardown_on_signal(void) {
+        (void) leave_nothing_behind();
+}
+
+int main(void) {
+        Suite *s;
+        TCase *tc;
+        int r;
+
+        top_srcdir = getenv("top_srcdir");
+        if (!top_srcdir)
+                top_srcdir = ".";
+        if ((r = libvirt_test_host_enter("test-libvirt-backend")) != 0)
+                return r;
+        snprintf(domain_name, sizeof(domain_name), "rightsize-test-%d", (int) getpid());
+        if (!mkdtemp(run_dir))
+                return 1;
+        e2e_teardown_on_signals(teardown_on_signal);
+        log_set_target(LOG_TARGET_STDERR);
+
+        s = suite_create("libvirt-backend");
+        tc = tcase_create("real-libvirtd");
+        check_set_deadline(tc, 400);
+        tcase_add_test(tc, test_libvirt_backend);
+        suite_add_tcase(s, tc);
+        /* No fork: the cleanup below must run whatever the test did. */
+        r = check_run_suite_nofork(s);
+        if (leave_nothing_behind() < 0 && r != EXIT_FAILURE)
+                r = EXIT_FAILURE;
+        return r;
 }

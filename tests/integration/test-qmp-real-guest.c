@@ -222,7 +222,7 @@ static Suite *real_guest_suite(void) {
         TCase *tc = tcase_create("guest");
         /* Booting once for all tests: the fixture runs in the parent, the tests in children. */
         tcase_add_unchecked_fixture(tc, boot_guest, stop_guest);
-        tcase_set_timeout(tc, 300); /* above the sum of one test's deadlines */
+        check_set_deadline(tc, 300); /* above the sum of one test's deadlines */
         tcase_add_test(tc, test_guest_stats_are_plausible);
         tcase_add_test(tc, test_balloon_follows_target);
         tcase_add_test(tc, test_virtio_mem_resize);

@@ -21,7 +21,7 @@ int e2e_run_suite(Suite *s, const char *name, const TTest *test, void (*setup)(v
         TCase *tc = tcase_create(name);
 
         tcase_add_unchecked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, timeout_sec);
+        check_set_deadline(tc, timeout_sec);
         tcase_add_test(tc, test);
         suite_add_tcase(s, tc);
         int r = check_run_suite_nofork(s);
@@ -40,6 +40,7 @@ static void on_teardown_signal(int sig) {
 
 void e2e_teardown_on_signals(void (*teardown)(void)) {
         signal_teardown = teardown;
+        check_set_deadline_cleanup(teardown);
         signal(SIGINT, on_teardown_signal);
         signal(SIGTERM, on_teardown_signal);
 }

@@ -21,12 +21,15 @@
 
 /* Adds the end-to-end test case (one test, its setup and teardown) to s and runs the suite without
  * forking: the daemon, the bus and the guest are children of this process, so teardown() can always
- * find and kill them, whatever failed; it runs once more at the end for a setup that failed. */
+ * find and kill them, whatever failed; it runs once more at the end for a setup that failed. The
+ * test has timeout_sec from its start (check_set_deadline(): past it, the program ends, after the
+ * teardown e2e_teardown_on_signals() named). The exit status (check_run_suite()). */
 int e2e_run_suite(Suite *s, const char *name, const TTest *test, void (*setup)(void), void (*teardown)(void),
                   unsigned timeout_sec);
 
-/* Runs teardown on SIGINT and SIGTERM, then dies of the signal as it would have: QEMU (started
- * in the background by boot-guest), the daemon and the bus would outlive the test otherwise. */
+/* Runs teardown on SIGINT and SIGTERM, then dies of the signal as it would have, and when a test
+ * misses its deadline (check_set_deadline_cleanup()): QEMU (started in the background by
+ * boot-guest), the daemon and the bus would outlive the test otherwise. */
 void e2e_teardown_on_signals(void (*teardown)(void));
 
 /* The start of an end-to-end test's setup: teardown runs on SIGINT and SIGTERM (as above) and at

@@ -10,6 +10,7 @@
 #include <libvirt/virterror.h>
 
 #include "common/macro.h"
+#include "tests/lib/check-run.h"
 #include "tests/lib/e2e-common.h"
 #include "tests/lib/libvirt-test-host.h"
 
@@ -17,16 +18,14 @@ static void quiet_error(void *userdata _unused_, virErrorPtr error _unused_) {
 }
 
 int libvirt_test_host_enter(const char *test_name) {
-        if (getuid() != 0) {
-                fprintf(stderr, "%s: needs root\n", test_name);
-                return -1;
-        }
+        if (getuid() != 0)
+                return check_program_cannot_set_up(test_name, "it needs root (libvirtd, qemu.conf, the user libvirt-qemu)");
         virSetErrorFunc(NULL, quiet_error);
         signal(SIGPIPE, SIG_IGN);
         int lock_fd = open(LIBVIRT_TEST_LOCK, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
         if (lock_fd < 0 || flock(lock_fd, LOCK_EX) < 0) {
                 fprintf(stderr, "%s: cannot lock %s: %m\n", test_name, LIBVIRT_TEST_LOCK);
-                return -1;
+                return EXIT_FAILURE;
         }
         return 0; /* the lock stays taken with lock_fd until the process exits */
 }
@@ -36,8 +35,9 @@ int libvirt_test_host_run(const char *suite, const char *name, const TTest *test
         char program[128];
 
         snprintf(program, sizeof(program), "test-%s", suite);
-        if (libvirt_test_host_enter(program) < 0)
-                return EXIT_FAILURE;
+        int r = libvirt_test_host_enter(program);
+        if (r != 0)
+                return r;
         return e2e_run_suite(suite_create(suite), name, test, setup, teardown, timeout_sec);
 }
 

@@ -14,7 +14,8 @@
 /* Checks that the test runs as root (libvirtd, qemu.conf and the libvirt-qemu user need it; CI
  * runs as root), silences libvirt's own error printing (errors are checked through return values),
  * ignores SIGPIPE (a connection to a libvirtd that went away writes into a closed socket), and
- * takes LIBVIRT_TEST_LOCK. 0, or -1 after saying why on stderr: the test fails. */
+ * takes LIBVIRT_TEST_LOCK. 0, or after saying why on stderr the exit status to end with: a skip
+ * (77) when not root outside strict mode (check_program_cannot_set_up()), a failure otherwise. */
 int libvirt_test_host_enter(const char *test_name);
 
 /* The main of an end-to-end test against the real libvirtd, with its one test: the suite `suite`

@@ -10,7 +10,7 @@
 
 check_LIBRARIES += tests/lib/libtest.a
 tests_lib_libtest_a_SOURCES = \
-	tests/lib/check-run.h \
+	tests/lib/check-run.c tests/lib/check-run.h \
 	tests/lib/test-util.c tests/lib/test-util.h \
 	tests/lib/fake-qmp-peer.c tests/lib/fake-qmp-peer.h \
 	tests/lib/bus-fixture.c tests/lib/bus-fixture.h \

@@ -267,7 +267,9 @@ START_TEST(test_policy_enforced) {
 
         /* The daemon's calls to polkitd (its own user) get through: only its signals are private. */
         if (!polkit_bus) {
-                fprintf(stderr, "test_policy_enforced: no polkitd bus policy or user: rightsized -> polkitd not run\n");
+                check_cannot_set_up("test_policy_enforced (rightsized's calls to polkitd)",
+                                    "no polkitd bus policy (%s) or no user polkitd: Debian package polkitd",
+                                    BUS_FIXTURE_POLKIT_POLICY);
                 return;
         }
         static const Call call_peer = { RS_BUS_NAME, "CallPeer" };

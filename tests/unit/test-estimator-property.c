@@ -3,7 +3,8 @@
  * (15-45 % of the guest), cold caches, stream rates and model noise (2-15 %, drawn from the
  * seed by scenario_config()). Every scenario, the doubling, reboot and lying guest too, is
  * held at most at estimate + margin (+ error) once settled: the doubling from 60 intervals
- * after the change, the reboot and the lying guest from 60 intervals on. */
+ * after the change, the reboot and the lying guest from 60 intervals on. A streaming guest is
+ * known for one and held within the agent's margin: the stream is given nothing. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -87,10 +88,16 @@ START_TEST(test_property) {
                               (unsigned long long) seed, conv);
                 /* settled: at most estimate + margin (15 % on the balloon tier) + error */
                 ck_assert_msg(w.max_target_ratio <= 1.25, "%s seed %llu: target %.2f x working set", name,
-                                      (unsigned long long) seed, w.max_target_ratio);
-                if (k == SCENARIO_STREAMING || k == SCENARIO_STREAMING_LATE)
-                        ck_assert_msg(w.max_target_ratio <= 1.25, "%s seed %llu: streaming guest granted %.2f x its hot set",
+                              (unsigned long long) seed, w.max_target_ratio);
+                if (k == SCENARIO_STREAMING || k == SCENARIO_STREAMING_LATE) {
+                        /* The stream is known for one, and it is given nothing: these guests have the
+                         * agent, whose margin is 10 %, so the hot set + margin + 2 % of error bounds them
+                         * where 1.25 above leaves room for the balloon tier's 15 %. */
+                        ck_assert_msg(r.streaming, "%s seed %llu: the stream was not recognized", name,
+                                      (unsigned long long) seed);
+                        ck_assert_msg(w.max_target_ratio <= 1.12, "%s seed %llu: streaming guest granted %.2f x its hot set",
                                       name, (unsigned long long) seed, w.max_target_ratio);
+                }
                 worst_error = MAX(worst_error, r.final_error);
                 worst_conv = MAX(worst_conv, conv);
         }
@@ -102,7 +109,7 @@ END_TEST
 int main(void) {
         Suite *s = suite_create("estimator-property");
         TCase *tc = tcase_create("seeds");
-        tcase_set_timeout(tc, 600);
+        check_set_deadline(tc, 600);
         tcase_add_loop_test(tc, test_property, 0, _SCENARIO_MAX);
         suite_add_tcase(s, tc);
         return check_run_suite_nofork(s);

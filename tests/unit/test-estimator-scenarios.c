@@ -822,7 +822,7 @@ END_TEST
 int main(void) {
         Suite *s = suite_create("estimator-scenarios");
         TCase *tc = tcase_create("scenarios");
-        tcase_set_timeout(tc, 60);
+        check_set_deadline(tc, 60);
         tcase_add_test(tc, test_steady_anon);
         tcase_add_test(tc, test_file_balloon_only);
         tcase_add_test(tc, test_file_agent_more_precise);
