@@ -1016,46 +1016,55 @@ class MomBalloonPolicy:
             return
         self.policy_runs += 1
         host_free_percent = self._avg(self.host_samples) / (self.host.total * 1024)
-        shrink = host_free_percent < self.pressure_threshold
-        if shrink:
-            if host_free_percent <= self.pressure_critical:
-                guest_free_percent = -0.05 + host_free_percent
-            else:
-                guest_free_percent = self.min_guest_free_percent * (host_free_percent / self.pressure_threshold)
-        else:
-            guest_free_percent = self.min_guest_free_percent
         for g in self.guests:
-            hist = self.samples[g.label]
-            if not hist:
-                continue
-            cur = hist[-1][0]                       # guest.balloon_cur: the latest sample
-            unused = [h[1] for h in hist if h[1] is not None]
-            if not unused:
-                continue                            # GuestMemory not ready: MoM skips the guest
-            used = self._avg([h[0] for h in hist]) - self._avg(unused)
-            balloon_max, guest_balloon_min = self.balloon_max_mib * 1024, 0
-            target = None
-            big_enough = lambda size: abs(size - cur) > self.min_balloon_change_percent * cur
-            if shrink:
-                balloon_min = max(guest_balloon_min, used + guest_free_percent * cur)
-                size = cur * (1 - self.max_balloon_change_percent)
-                if size < balloon_min:
-                    size = balloon_min
-                if size <= cur and big_enough(size):
-                    target = size
-            elif cur < balloon_max:
-                balloon_min = max(guest_balloon_min, used + guest_free_percent * cur)
-                size = cur * (1 + self.max_balloon_change_percent)
-                if size < balloon_min:
-                    size = balloon_min
-                if size > balloon_max:
-                    size = balloon_max
-                if big_enough(size):
-                    target = size
+            target = self.decide(host_free_percent, self.samples[g.label], self.balloon_max_mib * 1024)
             if target is not None:
                 self.qmps[g.label].set_balloon(int(target) * 1024)
                 row["guests"][g.label]["target"] = int(target) * 1024
                 self.actions += 1
+
+    @classmethod
+    def decide(cls, host_free_percent, hist, balloon_max):
+        """One policy run's decision for one guest: the balloon size (kB) MoM's rules set, or None
+        when they leave it.  hist: the guest's last samples [(balloon_cur kB, mem_unused kB or
+        None)], oldest first; balloon_max: its configured size (kB).  No I/O, so that a sweep over
+        host settings, and a check of the arithmetic, can run it on recorded figures."""
+        shrink = host_free_percent < cls.pressure_threshold
+        if shrink:
+            if host_free_percent <= cls.pressure_critical:
+                guest_free_percent = -0.05 + host_free_percent
+            else:
+                guest_free_percent = cls.min_guest_free_percent * (host_free_percent / cls.pressure_threshold)
+        else:
+            guest_free_percent = cls.min_guest_free_percent
+        if not hist:
+            return None
+        hist = hist[-cls.history:]
+        avg = lambda seq: sum(seq) / len(seq)
+        cur = hist[-1][0]                       # guest.balloon_cur: the latest sample
+        unused = [h[1] for h in hist if h[1] is not None]
+        if not unused:
+            return None                         # GuestMemory not ready: MoM skips the guest
+        used = avg([h[0] for h in hist]) - avg(unused)
+        guest_balloon_min = 0
+        big_enough = lambda size: abs(size - cur) > cls.min_balloon_change_percent * cur
+        if shrink:
+            balloon_min = max(guest_balloon_min, used + guest_free_percent * cur)
+            size = cur * (1 - cls.max_balloon_change_percent)
+            if size < balloon_min:
+                size = balloon_min
+            if size <= cur and big_enough(size):
+                return size
+        elif cur < balloon_max:
+            balloon_min = max(guest_balloon_min, used + guest_free_percent * cur)
+            size = cur * (1 + cls.max_balloon_change_percent)
+            if size < balloon_min:
+                size = balloon_min
+            if size > balloon_max:
+                size = balloon_max
+            if big_enough(size):
+                return size
+        return None
 
     def close(self):
         for q in self.qmps.values():

@@ -470,17 +470,73 @@ def managed(g, cfg, workdir, part):
 # The host MoM's rules see in an application part stays short: its free memory (MoM's mem_free:
 # MemFree + Buffers + Cached) a constant share of its total, whatever this guest gives back (the
 # host's other guests take it).  Between MoM's pressure_critical (5 %) and pressure_threshold
-# (20 %): every guest is shrunk, at most 5 % of its balloon per 10 s, towards its used memory
-# (balloon less the balloon's free-memory stat) plus min_guest_free_percent x 10/20 = 10 % of
-# its balloon.  The most MoM takes short of a critical host, which shrinks guests below their use.
-MOM_HOST_FREE_SHARE = 0.10
+# (20 %) every guest is shrunk, at most 5 % of its balloon per 10 s, towards its used memory
+# (balloon less the balloon's free-memory stat) plus min_guest_free_percent x share / 20 % = the
+# share itself of its balloon.  So a guest is shrunk only while its free memory is above about the
+# share, and a guest whose page cache fills it keeps only the kernel's few percent free: a share
+# fixed by hand (10 %) left such guests untouched.  mom_host_free_sweep picks the share per
+# guest instead: the highest of these candidates at which MoM's rules change its balloon.  Never
+# at or below pressure_critical, where MoM shrinks a guest below its used memory (an emergency,
+# not its policy), and never above the 10 % at which it could not act on a cache-full guest.
+MOM_SHARE_CANDIDATES = (0.10, 0.095, 0.09, 0.085, 0.08, 0.075, 0.07, 0.065, 0.06, 0.055)
+# When no candidate lets MoM's rules act (a guest with less free memory than the lowest), the
+# lowest is used, and the page says that MoM's rules could not act on this guest short of an
+# emergency.
+MOM_SHARE_FALLBACK = MOM_SHARE_CANDIDATES[-1]
+# The sweep reads the guest the way MoM's collectors do: sample-history-length samples at its
+# monitor interval (10 x 5 s), the history its rules average over.
+MOM_SWEEP_S = bl.MomBalloonPolicy.history * bl.MomBalloonPolicy.monitor_interval
 
 
 class MomPressedHost:
     total = 64 * 1024   # MiB: only the share counts
 
+    def __init__(self, share):
+        self.share = share
+
     def free_mib(self, guests_mib):
-        return MOM_HOST_FREE_SHARE * self.total
+        return self.share * self.total
+
+
+def mom_share_from_stats(hist, balloon_max_kb, candidates=MOM_SHARE_CANDIDATES):
+    """The host-free share at which MoM's rules act on a guest, from its stats as MoM collects
+    them (hist: [(balloon kB, free kB or None)], oldest first): the highest candidate at which
+    one policy run changes the balloon.  Returns (share or None when none acts, {share: the size
+    in kB MoM's rules set there, or None})."""
+    sizes = {c: bl.MomBalloonPolicy.decide(c, hist, balloon_max_kb) for c in candidates}
+    acting = [c for c in candidates if sizes[c] is not None]
+    return (max(acting) if acting else None), sizes
+
+
+def mom_host_free_sweep(g, part, candidates=MOM_SHARE_CANDIDATES):
+    """A short sweep over host-free shares on guest g at its full size, its load running: reads
+    the balloon and its free-memory stat as MoM's collectors do (MOM_SWEEP_S), then judges each
+    candidate by MoM's own rule arithmetic (mom_share_from_stats).  Returns {"share": the share
+    to run MoM's rules at, "acting": whether any candidate acts, "sizes": {share: MiB or None},
+    "free_mib": the guest's mean free memory in the sweep}."""
+    q = bl.Qmp(os.path.join(g.rundir, "qmp.sock"))
+    hist = []
+    try:
+        q.command("qom-set", {"path": "/machine/peripheral/balloon0", "property": "guest-stats-polling-interval",
+                              "value": bl.MomBalloonPolicy.monitor_interval})
+        t_next = time.monotonic()
+        for _ in range(bl.MomBalloonPolicy.history):
+            stats = q.command("qom-get", {"path": "/machine/peripheral/balloon0", "property": "guest-stats"})
+            free = stats.get("stats", {}).get("stat-free-memory", -1)
+            hist.append((q.balloon_actual() / 1024, free / 1024 if free >= 0 else None))
+            check_alive(g)
+            t_next += bl.MomBalloonPolicy.monitor_interval
+            time.sleep(max(0.0, t_next - time.monotonic()))
+    finally:
+        q.close()
+    share, sizes = mom_share_from_stats(hist, g.mem_mib * 1024, candidates)
+    frees = [f for _, f in hist if f is not None]
+    r = {"share": share if share is not None else MOM_SHARE_FALLBACK, "acting": share is not None,
+         "sizes": {f"{c:.3f}": (None if v is None else v / 1024) for c, v in sizes.items()},
+         "free_mib": statistics.fmean(frees) / 1024 if frees else None, "seconds": MOM_SWEEP_S}
+    bl.log(f"{part}: MoM's host-free sweep: {r['free_mib'] or 0:.0f} MiB free in the guest; share "
+           f"{r['share']:.1%}" + ("" if share is not None else " (no candidate lets MoM's rules act)"))
+    return r
 
 
 class _MomGuest:
@@ -495,14 +551,17 @@ class _MomGuest:
         return bl.Qmp(self._path)
 
 
-def mom(g, duration_s, part):
+def mom(g, duration_s, part, sweep=None):
     """oVirt MoM's default balloon policy (benchlib.MomBalloonPolicy, MoM's rules reimplemented)
-    on guest g for duration_s, from its full size, on a host that stays short (MomPressedHost).
+    on guest g for duration_s, from its full size, on a host that stays short (MomPressedHost) at
+    the share mom_host_free_sweep picked (sweep: its result; None: sweep now, MOM_SWEEP_S more).
     Returns its samples ({"t", "target", "actual", "rss"}, MiB and s since MoM started), the
     balloon size it held over the window's last third (median), its lowest, and its actions."""
     if g.set_balloon(g.mem_mib) is None:
         raise bl.HarnessError(f"{part}: the balloon did not return to {g.mem_mib} MiB for MoM's run")
-    policy = bl.MomBalloonPolicy([_MomGuest(g)], MomPressedHost(), balloon_max_mib=g.mem_mib)
+    if sweep is None:
+        sweep = mom_host_free_sweep(g, part)
+    policy = bl.MomBalloonPolicy([_MomGuest(g)], MomPressedHost(sweep["share"]), balloon_max_mib=g.mem_mib)
     samples, target = [], g.mem_mib
     t0 = time.monotonic()
     t0_epoch = time.time()
@@ -527,7 +586,8 @@ def mom(g, duration_s, part):
            f"in {policy.policy_runs} policy runs)")
     return {"samples": samples, "held_mib": held, "lowest_mib": min((s["actual"] for s in samples), default=None),
             "actions": policy.actions, "policy_runs": policy.policy_runs, "duration_s": duration_s,
-            "host_free_share": MOM_HOST_FREE_SHARE, "revision": bl.MOM_REVISION, "start_epoch": t0_epoch}
+            "host_free_share": sweep["share"], "share_sweep": sweep, "revision": bl.MOM_REVISION,
+            "start_epoch": t0_epoch}
 
 
 def mom_window(g, duration_s, part, twin=None, versus=None):
@@ -535,9 +595,13 @@ def mom_window(g, duration_s, part, twin=None, versus=None):
     load's window()), QEMU's RSS at the end, the file refaults, swap-ins and OOM kills in it; with
     a twin beside g, `vs_twin` = versus(e0, e1) (the part's comparison of the two over the
     window's host epochs) and the twin's RSS at the end."""
+    # The sweep first, at full size: its seconds are not MoM's window.
+    if g.set_balloon(g.mem_mib) is None:
+        raise bl.HarnessError(f"{part}: the balloon did not return to {g.mem_mib} MiB for MoM's run")
+    sweep = mom_host_free_sweep(g, part)
     before = {k: g.counter(k) for k in ("workingset_refault_file", "pswpin", "oom_kill")}
     m0 = time.monotonic()
-    m = mom(g, duration_s, part)
+    m = mom(g, duration_s, part, sweep)
     m.update(during=window(g, m0, time.monotonic()), rss_end_mib=(g.rss() or 0) / bl.MIB,
              refaults=g.counter("workingset_refault_file") - before["workingset_refault_file"],
              swapins=g.counter("pswpin") - before["pswpin"], oom=g.counter("oom_kill") - before["oom_kill"])
@@ -553,9 +617,25 @@ def mom_intro(m, where, load, goal_text):
     return (f"**Against MoM's rules** (oVirt MoM's default balloon policy, reimplemented from its rules' text: "
             f"{m['revision']}; run {where}, from its full size, for {m['duration_s']:.0f} s, "
             f"{load} running throughout, on a host that stays short: MoM's host free memory a constant "
-            f"{m['host_free_share']:.0%} of its total, so every policy run shrinks the guest, at most 5 % a step, "
-            f"towards its used memory plus 10 % of its balloon; {m['actions']} balloon changes in {m['policy_runs']} "
-            f"policy runs; {goal_text}):")
+            f"{m['host_free_share']:.1%} of its total, {mom_share_text(m)}, so every policy run shrinks the guest, "
+            f"at most 5 % a step, towards its used memory plus {m['host_free_share']:.1%} of its balloon; "
+            f"{m['actions']} balloon changes in {m['policy_runs']} policy runs; {goal_text}):")
+
+
+def mom_share_text(m):
+    """How the host-free share of MoM's run was chosen, for the page."""
+    sw = m.get("share_sweep")
+    if not sw:
+        return ("set by hand, not swept (at that share MoM's rules leave a guest whose page cache fills it "
+                "untouched)")
+    lo, hi = min(MOM_SHARE_CANDIDATES), max(MOM_SHARE_CANDIDATES)
+    if not sw.get("acting"):
+        return (f"the lowest of a sweep over {hi:.0%}-{lo:.1%} (the guest had {bl.fmt(sw.get('free_mib'))} MiB free "
+                f"over {sw['seconds']} s of MoM's stats at full size, and no share above MoM's critical 5 % let its "
+                "rules change the balloon: short of an emergency, MoM's rules leave this guest alone)")
+    return (f"the highest share of a sweep over {hi:.0%}-{lo:.1%} at which MoM's rules change this guest's balloon "
+            f"(judged by their own arithmetic on {sw['seconds']} s of the guest's stats at full size, "
+            f"{bl.fmt(sw.get('free_mib'))} MiB free)")
 
 
 def mom_markdown(r, load, rows, goal_text):
