@@ -29,6 +29,7 @@ policies_tests = \
 	tests/unit/test-policy \
 	tests/unit/test-policy-file \
 	tests/unit/test-guest-model \
+	tests/unit/test-guest-model-v2 \
 	tests/unit/test-estimator \
 	tests/unit/test-estimator-hold \
 	tests/unit/test-estimator-reprobe \
@@ -40,3 +41,4 @@ policies_tests = \
 	tests/unit/test-hugepage-repair
 check_PROGRAMS += $(policies_tests)
 TESTS += $(policies_tests)
+
