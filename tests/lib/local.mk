@@ -23,4 +23,5 @@ tests_lib_libtest_a_SOURCES = \
 	tests/model/guest-model.c tests/model/guest-model.h \
 	tests/model/scenario.c tests/model/scenario.h \
 	tests/model/workload-shape.c tests/model/workload-shape.h \
-	tests/model/guest-model-v2.c tests/model/guest-model-v2.h
+	tests/model/guest-model-v2.c tests/model/guest-model-v2.h \
+	tests/model/model-v2-run.c tests/model/model-v2-run.h
