@@ -1,7 +1,7 @@
 # tests/lib/: what the tests share, built once (check_LIBRARIES): Check's runner, the fake QMP
 # peer, temporary files and private mounts, the private bus, the daemon and guest fixtures,
 # libvirtd for a test, the hand-stepped guest of the estimator's unit tests, and the guest
-# memory model (tests/model/).
+# memory models (tests/model/: v1, and v2 with its drawn workload shapes).
 #
 # Every test program gets the defaults below (Makefile.am: AM_CPPFLAGS, LDADD): the helpers
 # and every library of the tree, of which a static archive gives each test only what it uses
@@ -21,4 +21,7 @@ tests_lib_libtest_a_SOURCES = \
 	tests/lib/libvirt-test-host.c tests/lib/libvirt-test-host.h \
 	tests/lib/estimator-fake.c tests/lib/estimator-fake.h \
 	tests/model/guest-model.c tests/model/guest-model.h \
-	tests/model/scenario.c tests/model/scenario.h
+	tests/model/scenario.c tests/model/scenario.h \
+	tests/model/workload-shape.c tests/model/workload-shape.h \
+	tests/model/guest-model-v2.c tests/model/guest-model-v2.h \
+	tests/model/model-v2-run.c tests/model/model-v2-run.h
