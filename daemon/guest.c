@@ -575,7 +575,7 @@ static int guest_setup_finish(Guest *g) {
         log_named_guest_debug(g->name, NULL, "maxmem %" PRIu64 ", %u slots, memory devices %" PRIu64 " (%u DIMMs)",
                         g->mem_max_size, g->mem_slots, g->devices_bytes, g->dimm_count);
         if (g->dimm_slot_bytes > 0)
-                log_guest_info(g, "DIMM hotplug: %u slot(s) of %s free",
+                log_guest_info(g, "DIMM hotplug: %u slot(s) free, of up to %s each (within the policy's max)",
                                g->mem_slots - g->dimm_count, fmt_size(b1, sizeof(b1), g->dimm_slot_bytes));
         g->phase = GUEST_PHASE_RUNNING;
         g->running_since = now_usec(CLOCK_MONOTONIC);
