@@ -151,11 +151,12 @@ static bool guest_arbitrated(const Guest *g) {
         return guest_phase(g) == GUEST_PHASE_RUNNING && guest_has_decision(g) && guest_actual(g) > 0;
 }
 
-/* What a guest brings to the arbitration. A paused guest stays where it is. */
+/* What a guest brings to the arbitration. A paused guest stays where it is: what it holds on
+ * the host, not just what it reports. */
 static RsArbiterGuest arbiter_input(const Guest *g) {
         const RsEstimate *e = guest_estimate(g);
         bool paused = guest_is_paused(g);
-        uint64_t actual = guest_actual(g);
+        uint64_t actual = rs_arbiter_held(guest_actual(g), guest_host_rss(g));
         RsArbiterGuest in = {
                 .want = paused ? actual : guest_want(g),
                 .estimate = e ? e->estimate : RS_UNKNOWN,
@@ -202,14 +203,16 @@ static void manager_arbitrate_all(Manager *m) {
         _cleanup_free_ RsArbiterGuest *in = NULL;
         _cleanup_free_ uint64_t *out = NULL;
         _cleanup_free_ size_t *who = NULL;
-        uint64_t held = 0;
+        _cleanup_free_ uint64_t *reported = NULL, *rss = NULL;
         size_t n = 0;
 
         manager_arbitration_invalidate(m);
         in = calloc(m->n_guests, sizeof(*in));
         out = calloc(m->n_guests, sizeof(*out));
         who = calloc(m->n_guests, sizeof(*who));
-        if (!in || !out || !who)
+        reported = calloc(m->n_guests, sizeof(*reported));
+        rss = calloc(m->n_guests, sizeof(*rss));
+        if (!in || !out || !who || !reported || !rss)
                 return; /* every guest gets its wish this time */
 
         for (size_t i = 0; i < m->n_guests; i++) {
@@ -217,12 +220,13 @@ static void manager_arbitrate_all(Manager *m) {
                 if (!guest_arbitrated(g))
                         continue;
                 in[n] = arbiter_input(g);
-                held += guest_actual(g);
+                reported[n] = guest_actual(g);
+                rss[n] = guest_host_rss(g);
                 who[n++] = i;
         }
 
         RsArbiterHost host = {
-                .guest_memory = m->host.mem_available + held,
+                .guest_memory = rs_arbiter_guest_memory(m->host.mem_available, reported, rss, n),
                 .reserve = size_spec_resolve(&m->config->host_reserve,
                                              m->host.mem_total != UINT64_MAX ? m->host.mem_total : 0),
         };
