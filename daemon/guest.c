@@ -17,6 +17,7 @@
 #include "common/time-util.h"
 #include "daemon/host.h"
 #include "daemon/log.h"
+#include "daemon/socket-trust.h"
 #include "daemon/state-file.h"
 
 /* The state file is rewritten when something changed, and at least this often. */
@@ -984,6 +985,12 @@ void guest_set_vmem_size(Guest *g, uint64_t size) {
                 return;
         g->vmem_size = size;
         guest_update_size(g);
+}
+
+bool guest_peer_trusted(Guest *g, int fd, pid_t *ret_pid, char *why, size_t why_size) {
+        if (g->hooks && g->hooks->peer_trusted)
+                return g->hooks->peer_trusted(g, fd, ret_pid, why, why_size, g->userdata);
+        return socket_trust_peer(NULL, fd, ret_pid, why, why_size);
 }
 
 void guest_set_host_rss(Guest *g, uint64_t rss) {

@@ -391,10 +391,17 @@ static const HostMemory *manager_host_memory(Guest *g _unused_, void *userdata) 
         return &m->host;
 }
 
+static bool manager_peer_trusted(Guest *g _unused_, int fd, pid_t *ret_pid, char *why, size_t why_size,
+                                 void *userdata) {
+        Manager *m = userdata;
+        return socket_trust_peer(&m->socket_trust, fd, ret_pid, why, why_size);
+}
+
 static const GuestHooks guest_hooks = {
         .host_memory = manager_host_memory,
         .arbitrate = manager_arbitrate,
         .updated = manager_guest_updated,
+        .peer_trusted = manager_peer_trusted,
 };
 
 /* ---- discovery ---- */
@@ -546,6 +553,7 @@ Manager *manager_free(Manager *m) {
         manager_bus_close(m);
         m->libvirt = libvirt_guests_free(m->libvirt);
         discovery_free(m->discovery);
+        socket_trust_clear(&m->socket_trust);
         for (size_t i = 0; i < m->n_guests; i++)
                 guest_free(m->guests[i]);
         free(m->guests);
@@ -607,6 +615,10 @@ int manager_start(Manager *m) {
         r = discovery_new(m->event, on_guest_added, on_guest_removed, m, &m->discovery);
         if (r < 0)
                 return log_error_errno(r, "Cannot start guest discovery: %m");
+        r = socket_trust_set_users(&m->socket_trust, m->config->qemu_users);
+        if (r < 0)
+                return log_error_errno(r, "Cannot resolve qemu-users: %m");
+        discovery_set_trust(m->discovery, &m->socket_trust);
         r = discovery_set_globs(m->discovery, m->config->qmp_sockets);
         if (r < 0)
                 return log_error_errno(r, "Cannot watch the QMP socket directories: %m");
@@ -671,6 +683,9 @@ int manager_reload(Manager *m, char **ret_error) {
                                           p.name, guest_policy(g)->name);
                 (void) guest_set_state_dir(g, m->config->state_dir);
         }
+        if (socket_trust_set_users(&m->socket_trust, m->config->qemu_users) < 0)
+                log_oom(); /* root's sockets only until the next reload */
+        discovery_set_trust(m->discovery, &m->socket_trust);
         r = discovery_set_globs(m->discovery, m->config->qmp_sockets);
         if (r < 0)
                 log_warning_errno(r, "Cannot watch the new QMP socket globs: %m");

@@ -41,6 +41,7 @@ typedef struct Manager {
         Config *config;
         RsPolicySet policies;
         Discovery *discovery;
+        SocketTrust socket_trust;      /* whose QMP sockets are guests: root and qemu-users */
         struct LibvirtGuests *libvirt; /* NULL when [libvirt] enabled=no */
 
         Guest **guests;
