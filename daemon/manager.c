@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/macro.h"
 #include "daemon/guest-libvirt.h"
@@ -20,6 +21,7 @@
 #include "daemon/notify.h"
 #include "common/size.h"
 #include "daemon/state-file.h"
+#include "daemon/state-lock.h"
 #include "policies/arbiter.h"
 
 /* The metrics file and STATUS= line are refreshed at most this often, whatever the number of
@@ -134,6 +136,37 @@ int manager_resolve_policy(Manager *m, const char *policy_name, const char *gues
                 return 0;
         select_policy(m, guest_name, uuid, ret);
         return policy_name ? -ENOENT : 0;
+}
+
+/* ---- the state directory's lock ---- */
+
+/* Takes the state directory's lock (state-lock.h) into *fd, closing what *fd held. -EBUSY, logged,
+ * when another rightsized holds it; another error is logged and the daemon goes on without the
+ * lock, as it goes on without a state directory. */
+static int manager_lock_state_dir(const char *dir, int *fd) {
+        pid_t holder = 0;
+        int lock_fd = -1;
+        int r = state_lock_take(dir, &lock_fd, &holder);
+        if (r == -EBUSY) {
+                if (holder > 0)
+                        log_error("Another rightsized (pid %ld) manages the guests of %s: it holds %s/%s. Refusing to "
+                                  "run beside it: two daemons would fight over the same guests.",
+                                  (long) holder, dir, dir, STATE_LOCK_FILE);
+                else
+                        log_error("Another rightsized manages the guests of %s: it holds %s/%s. Refusing to run "
+                                  "beside it: two daemons would fight over the same guests.",
+                                  dir, dir, STATE_LOCK_FILE);
+                return r;
+        }
+        if (r < 0) {
+                log_warning_errno(r, "Cannot lock %s/%s, so a second rightsized would not be kept out: %m", dir,
+                                  STATE_LOCK_FILE);
+                return r;
+        }
+        if (*fd >= 0)
+                close(*fd);
+        *fd = lock_fd;
+        return 0;
 }
 
 /* ---- host and arbitration ---- */
@@ -543,6 +576,7 @@ int manager_new(sd_event *event, const char *config_path, Config *config, Manage
         m->event = sd_event_ref(event);
         m->config = config;
         m->host = (HostMemory) { UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX };
+        m->state_lock_fd = -1;
         *ret = m;
         return 0;
 }
@@ -563,6 +597,8 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->watchdog);
         sd_event_source_disable_unref(m->shutdown_timer);
         sd_event_unref(m->event);
+        if (m->state_lock_fd >= 0)
+                close(m->state_lock_fd);
         free(m->config_path);
         free(m);
         return NULL;
@@ -606,11 +642,17 @@ int manager_start(Manager *m) {
                 r = mkdir_p_simple(m->config->state_dir);
                 if (r < 0)
                         log_warning_errno(r, "Cannot create the state directory %s: %m", m->config->state_dir);
+                r = manager_lock_state_dir(m->config->state_dir, &m->state_lock_fd);
+                if (r == -EBUSY)
+                        return r;
         }
 
         /* Without the bus the guests are still managed: a failure is logged, shown in STATUS= and
-         * retried (manager-bus.c). */
-        (void) manager_bus_open(m);
+         * retried (manager-bus.c). Another process owning the name is another rightsized: two
+         * would fight over the same guests. */
+        r = manager_bus_open(m);
+        if (r == -EEXIST)
+                return r;
 
         r = discovery_new(m->event, on_guest_added, on_guest_removed, m, &m->discovery);
         if (r < 0)
@@ -629,6 +671,7 @@ int manager_start(Manager *m) {
                         log_warning_errno(r, "libvirt guests unavailable, continuing without them: %m");
         }
 
+        m->started = true;
         (void) notify_watchdog_setup(m->event, &m->watchdog, NULL);
         (void) notify_ready(manager_guests_managed(m), manager_reclaimed(m), manager_api_error(m));
         log_info("rightsized running: %zu policies, %zu guests found", m->policies.n, m->n_guests);
@@ -665,6 +708,18 @@ int manager_reload(Manager *m, char **ret_error) {
                 goto fail;
         }
 
+        if (!streq(config->state_dir, m->config->state_dir)) {
+                (void) mkdir_p_simple(config->state_dir);
+                if (manager_lock_state_dir(config->state_dir, &m->state_lock_fd) == -EBUSY) {
+                        rs_policy_set_clear(&set);
+                        r = -EBUSY;
+                        free(error);
+                        if (asprintf(&error, "state-dir = %s belongs to another rightsized", config->state_dir) < 0)
+                                error = NULL;
+                        log_error("Reload failed, keeping the running configuration: %s", error ?: strerror(-r));
+                        goto fail;
+                }
+        }
         rs_policy_set_clear(&m->policies);
         m->policies = set;
         Config *old = m->config;
@@ -729,7 +784,7 @@ static void manager_shutdown_finish(Manager *m) {
         for (size_t i = 0; i < m->n_guests; i++)
                 (void) guest_save_state(m->guests[i]);
         manager_publish(m, true);
-        (void) sd_event_exit(m->event, 0);
+        (void) sd_event_exit(m->event, m->exit_error);
 }
 
 static void on_guest_shutdown_done(Guest *g _unused_, void *userdata) {
