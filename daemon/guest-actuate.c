@@ -43,11 +43,7 @@ static void balloon_watch_moved(BalloonWatch *w, uint64_t actual) {
 static int guest_send_balloon(Guest *g, uint64_t bytes) {
         int r;
 
-        /* Never above max nor below the floor, whatever asked for it (the floor wins): a
-         * balloon left above max is memory the policy never gave. */
-        uint64_t max = guest_max(g);
-        if (max > 0)
-                bytes = MIN(bytes, max);
+        /* Never below the floor, whatever asked for it. */
         bytes = MAX(bytes, guest_floor(g));
         /* The balloon's target is the boot memory's share of the size (QMP and libvirt alike:
          * the plan sets virtio-mem before the balloon). */
@@ -177,9 +173,10 @@ static bool balloon_stalled(Guest *g, uint64_t now) {
                  fmt_size(b1, sizeof(b1), g->actual), fmt_size(b2, sizeof(b2), g->balloon_target));
         guest_set_fault(g, "%s", g->reason); /* logs it: a new fault */
         g->data_fault = false;
-        /* Stop pushing: ask for what the guest has. */
-        if (g->actual > g->balloon_target)
-                (void) guest_send_balloon(g, g->actual);
+        /* Stop pushing: ask for what the guest has, never for more than max. */
+        uint64_t stop_at = rs_actuation_stall_target(g->actual, g->balloon_target, guest_max(g));
+        if (stop_at > 0)
+                (void) guest_send_balloon(g, stop_at);
         return true;
 }
 

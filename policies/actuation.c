@@ -46,6 +46,11 @@ static uint64_t dimm_size(const RsActuationInput *in, uint64_t capacity) {
         return MIN(align_down(room, RS_DIMM_ALIGN_BYTES), in->dimm_slot_bytes);
 }
 
+uint64_t rs_actuation_stall_target(uint64_t actual, uint64_t balloon_target, uint64_t max) {
+        uint64_t stop_at = MIN(actual, MAX(max, balloon_target));
+        return stop_at > balloon_target ? stop_at : 0;
+}
+
 int rs_actuation_plan(const RsPolicy *policy, const RsActuationInput *in, RsActuationPlan *ret) {
         RsActuationPlan p = {};
 

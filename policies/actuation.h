@@ -68,5 +68,11 @@ typedef struct RsActuationPlan {
 /* The most a guest may be given this interval: max, lowered to host_limit when that is known. */
 uint64_t rs_actuation_ceiling(const RsActuationInput *in);
 
+/* A balloon that stopped short of its target (the guest gives no more): the target to ask for
+ * instead, so that the balloon stops pushing, or 0 to leave the one set. What the guest holds,
+ * but never more than max: a guest that keeps memory above max keeps its last target, it is not
+ * handed a new one at its size. */
+uint64_t rs_actuation_stall_target(uint64_t actual, uint64_t balloon_target, uint64_t max);
+
 /* 0, or -EINVAL for inconsistent input (max 0 included). */
 int rs_actuation_plan(const RsPolicy *policy, const RsActuationInput *in, RsActuationPlan *ret);

@@ -307,6 +307,25 @@ START_TEST(test_dimm_sized_from_the_policy_max) {
 }
 END_TEST
 
+/* A balloon stuck above its target: stop pushing, by asking for what the guest holds, but never
+ * for more than max. Sending balloon(actual) raised a guest that would not inflate to its whole
+ * size, above max. */
+START_TEST(test_stall_stops_pushing_below_max) {
+        /* probing below max, stuck at 1.5 GiB: ask for 1.5 GiB */
+        ck_assert_uint_eq(rs_actuation_stall_target(1536 * MIB, 1 * GIB, 4 * GIB), 1536 * MIB);
+        /* a guest of 8 GiB under max 4 GiB, stuck on its way down: max at most */
+        uint64_t t = rs_actuation_stall_target(8 * GIB, 3 * GIB, 4 * GIB);
+        ck_assert_uint_le(t, 4 * GIB);
+        ck_assert_uint_eq(t, 4 * GIB);
+        /* stuck on a capped step above max: the step stays, nothing higher is sent */
+        t = rs_actuation_stall_target(8 * GIB, 7 * GIB, 4 * GIB);
+        ck_assert(t == 0 || t <= 7 * GIB);
+        ck_assert_uint_eq(t, 0);
+        /* below its target (the guest does not deflate): nothing to send */
+        ck_assert_uint_eq(rs_actuation_stall_target(1 * GIB, 2 * GIB, 4 * GIB), 0);
+}
+END_TEST
+
 START_TEST(test_bad_input) {
         RsPolicy p;
         RsActuationPlan plan;
@@ -330,5 +349,5 @@ int main(void) {
                                           test_dimm_only_past_boot_and_when_allowed, test_virtio_mem_never_above_max,
                                           test_virtio_mem_stale_estimate_after_max_lowered,
                                           test_virtio_mem_under_the_arbitrated_target, test_dimm_sized_from_the_policy_max,
-                                          test_bad_input));
+                                          test_stall_stops_pushing_below_max, test_bad_input));
 }
