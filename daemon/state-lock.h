@@ -7,7 +7,8 @@
 
 #include <sys/types.h>
 
-#define STATE_LOCK_FILE "rightsized.lock"
+/* A dot name: no guest's state file starts with a dot, so none can be this one. */
+#define STATE_LOCK_FILE ".rightsized.lock"
 
 /* Takes the lock on dir/STATE_LOCK_FILE (created 0600) and writes our pid in it; *ret_fd holds
  * the lock until closed. -EBUSY when another process holds it (*ret_holder its pid, 0 when
