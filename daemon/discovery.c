@@ -123,7 +123,9 @@ static bool socket_trusted(Discovery *d, size_t dir, const char *path, const str
         struct stat dir_st;
         char why[160];
 
-        if (lstat(d->dirs[dir].path, &dir_st) < 0)
+        /* The directory the socket is in: a configured path that is a symlink is judged by
+         * where it leads. */
+        if (stat(d->dirs[dir].path, &dir_st) < 0)
                 snprintf(why, sizeof(why), "its directory cannot be read: %s", strerror(errno));
         else if (socket_trust_files(d->trust, &dir_st, st, why, sizeof(why)))
                 return true;

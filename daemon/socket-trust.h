@@ -26,8 +26,8 @@ int socket_trust_set_users(SocketTrust *t, char *const *users);
 /* Root, the daemon's own user, or one of the QEMU users. */
 bool socket_trust_uid(const SocketTrust *t, uid_t uid);
 
-/* Why a socket in a directory may not be trusted (written to why), or true when it may: dir_st
- * and sock_st as lstat() gave them. */
+/* Whether a socket in a directory may be a guest's; when not, why (in why): dir_st as stat() gave
+ * it for the directory, sock_st as lstat() gave it for the socket. */
 bool socket_trust_files(const SocketTrust *t, const struct stat *dir_st, const struct stat *sock_st, char *why,
                         size_t why_size);
 
