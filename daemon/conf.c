@@ -146,6 +146,7 @@ Config *config_free(Config *c) {
         free(c->unmatched_policy);
         strv_free(c->qmp_sockets);
         free(c->agent_socket_pattern);
+        strv_free(c->qemu_users);
         free(c->libvirt_uri);
         if (c->origins)
                 for (size_t i = 0; i < config_key_count(); i++)
@@ -174,6 +175,7 @@ int config_new_default(Config **ret) {
                 .unmatched_policy = strdup(DEFAULT_UNMATCHED_POLICY),
                 .qmp_sockets = strv_new_empty(),
                 .agent_socket_pattern = strdup(DEFAULT_AGENT_PATTERN),
+                .qemu_users = strv_new_empty(),
                 .libvirt_enabled = true,
                 .libvirt_uri = strdup(DEFAULT_LIBVIRT_URI),
                 .libvirt_manage_all = false,
@@ -182,7 +184,7 @@ int config_new_default(Config **ret) {
         };
         c->origins = calloc(config_key_count(), sizeof(char *));
         if (!c->policy_dir || !c->state_dir || !c->read_group || !c->manage || !c->exclude || !c->unmatched_policy ||
-            !c->qmp_sockets || !c->agent_socket_pattern || !c->libvirt_uri || !c->origins)
+            !c->qmp_sockets || !c->agent_socket_pattern || !c->qemu_users || !c->libvirt_uri || !c->origins)
                 return -ENOMEM;
         if (strv_push(&c->manage, "*") < 0 || strv_push(&c->qmp_sockets, DEFAULT_QMP_SOCKETS) < 0)
                 return -ENOMEM;
@@ -197,7 +199,7 @@ bool config_equal(const Config *a, const Config *b) {
                streq_null(a->metrics_path, b->metrics_path) && a->shutdown_action == b->shutdown_action &&
                streq_null(a->read_group, b->read_group) && strv_equal(a->manage, b->manage) &&
                strv_equal(a->exclude, b->exclude) && streq_null(a->unmatched_policy, b->unmatched_policy) &&
-               strv_equal(a->qmp_sockets, b->qmp_sockets) &&
+               strv_equal(a->qmp_sockets, b->qmp_sockets) && strv_equal(a->qemu_users, b->qemu_users) &&
                streq_null(a->agent_socket_pattern, b->agent_socket_pattern) &&
                a->libvirt_enabled == b->libvirt_enabled && streq_null(a->libvirt_uri, b->libvirt_uri) &&
                a->libvirt_manage_all == b->libvirt_manage_all && a->libvirt_agent == b->libvirt_agent &&
@@ -215,6 +217,7 @@ typedef enum ValueType {
         VALUE_GROUP,         /* group name, or empty */
         VALUE_GLOB_LIST,
         VALUE_SOCKET_GLOB_LIST,
+        VALUE_USER_LIST,     /* user names or uids */
         VALUE_AGENT_PATTERN, /* or empty */
         VALUE_BOOL,
         VALUE_URI,
@@ -242,6 +245,7 @@ static const ConfigKey config_keys[] = {
         { "guests", "unmatched-policy", VALUE_POLICY_NAME, offsetof(Config, unmatched_policy) },
         { "qemu", "qmp-sockets", VALUE_SOCKET_GLOB_LIST, offsetof(Config, qmp_sockets) },
         { "qemu", "agent-socket-pattern", VALUE_AGENT_PATTERN, offsetof(Config, agent_socket_pattern) },
+        { "qemu", "qemu-users", VALUE_USER_LIST, offsetof(Config, qemu_users) },
         { "libvirt", "enabled", VALUE_BOOL, offsetof(Config, libvirt_enabled) },
         { "libvirt", "uri", VALUE_URI, offsetof(Config, libvirt_uri) },
         { "libvirt", "manage-all", VALUE_BOOL, offsetof(Config, libvirt_manage_all) },
@@ -252,7 +256,7 @@ static const ConfigKey config_keys[] = {
 static const char *const section_names[] = { "daemon", "guests", "qemu", "libvirt" };
 
 static bool is_list(ValueType t) {
-        return t == VALUE_GLOB_LIST || t == VALUE_SOCKET_GLOB_LIST;
+        return t == VALUE_GLOB_LIST || t == VALUE_SOCKET_GLOB_LIST || t == VALUE_USER_LIST;
 }
 
 /* Tabs are allowed: they separate list items like spaces. */
@@ -495,6 +499,9 @@ static int parse_list_value(ParseContext *ctx, const ConfigKey *k, const char *v
                         if (problem)
                                 return parse_fail(ctx, -EINVAL, "key '%s': '%s' %s", k->key, w, problem);
                 }
+                /* User names follow the same rules as group names (useradd(8)'s defaults). */
+                if (k->type == VALUE_USER_LIST && !valid_group_name(w) && strspn(w, "0123456789") != strlen(w))
+                        return parse_fail(ctx, -EINVAL, "key '%s': invalid user name '%s'", k->key, w);
                 if (strv_push(list, w) < 0)
                         return -ENOMEM;
         }
@@ -564,6 +571,7 @@ static int parse_value(ParseContext *ctx, const ConfigKey *k, const char *value)
 
         case VALUE_GLOB_LIST:
         case VALUE_SOCKET_GLOB_LIST:
+        case VALUE_USER_LIST:
                 return parse_list_value(ctx, k, value, field);
 
         case VALUE_AGENT_PATTERN: {
@@ -829,7 +837,8 @@ static void print_value(const Config *c, const ConfigKey *k, FILE *f) {
                 fputs(shutdown_action_to_string(*(const ShutdownAction *) field) ?: "estimate", f);
                 break;
         case VALUE_GLOB_LIST:
-        case VALUE_SOCKET_GLOB_LIST: {
+        case VALUE_SOCKET_GLOB_LIST:
+        case VALUE_USER_LIST: {
                 char *const *l = *(char **const *) field;
                 for (size_t i = 0; l && l[i]; i++)
                         fprintf(f, "%s%s", i > 0 ? " " : "", l[i]);

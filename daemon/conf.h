@@ -39,6 +39,7 @@ typedef struct Config {
         /* [qemu] */
         char **qmp_sockets;            /* absolute paths; wildcards only in the last component */
         char *agent_socket_pattern;    /* NULL: no guest agent; see config_agent_socket_path() */
+        char **qemu_users;             /* user names or uids whose QMP sockets are guests, besides root's */
 
         /* [libvirt] */
         bool libvirt_enabled;

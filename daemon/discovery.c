@@ -43,6 +43,7 @@ typedef struct KnownSocket {
         dev_t dev;
         ino_t ino;        /* a new socket at the same path is a new guest */
         bool seen;        /* scratch for rescans */
+        bool refused;     /* not trusted (socket-trust.h): kept so it is logged once, never reported */
 } KnownSocket;
 
 struct Discovery {
@@ -60,6 +61,8 @@ struct Discovery {
 
         KnownSocket *sockets;
         size_t n_sockets;
+
+        const SocketTrust *trust;
 
         DiscoveryAddedFn added;
         DiscoveryRemovedFn removed;
@@ -109,14 +112,31 @@ static void socket_remove_at(Discovery *d, size_t i) {
 
         d->sockets[i] = d->sockets[--d->n_sockets];
         log_debug("QMP socket %s is gone", s.path);
-        if (d->removed)
+        if (d->removed && !s.refused)
                 d->removed(d, s.path, s.name, d->userdata);
         free(s.path);
         free(s.name);
 }
 
+/* Whether a socket of the directory may be a guest's (socket-trust.h); logs why not. */
+static bool socket_trusted(Discovery *d, size_t dir, const char *path, const struct stat *st) {
+        struct stat dir_st;
+        char why[160];
+
+        /* The directory the socket is in: a configured path that is a symlink is judged by
+         * where it leads. */
+        if (stat(d->dirs[dir].path, &dir_st) < 0)
+                snprintf(why, sizeof(why), "its directory cannot be read: %s", strerror(errno));
+        else if (socket_trust_files(d->trust, &dir_st, st, why, sizeof(why)))
+                return true;
+        log_warning("Refusing QMP socket %s: %s; only root and qemu-users may provide guests", path, why);
+        return false;
+}
+
 static int socket_add(Discovery *d, size_t dir, const char *path, const char *file, const struct stat *st) {
         KnownSocket *grown, s = { .dir = dir, .dev = st->st_dev, .ino = st->st_ino, .seen = true };
+
+        s.refused = !socket_trusted(d, dir, path, st);
 
         s.path = strdup(path);
         s.name = guest_name_from_file(file);
@@ -130,6 +150,8 @@ static int socket_add(Discovery *d, size_t dir, const char *path, const char *fi
         }
         d->sockets = grown;
         d->sockets[d->n_sockets++] = s;
+        if (s.refused)
+                return 0;
 
         log_debug("QMP socket %s appeared", path);
         if (d->added)
@@ -547,7 +569,18 @@ int discovery_set_globs(Discovery *d, char *const *globs) {
 }
 
 size_t discovery_count(const Discovery *d) {
-        return d ? d->n_sockets : 0;
+        size_t n = 0;
+        for (size_t i = 0; d && i < d->n_sockets; i++)
+                n += !d->sockets[i].refused;
+        return n;
+}
+
+void discovery_set_trust(Discovery *d, const SocketTrust *trust) {
+        d->trust = trust;
+        /* Judged again by the next scan (discovery_set_globs()), under the new trust. */
+        for (size_t i = d->n_sockets; i > 0; i--)
+                if (d->sockets[i - 1].refused)
+                        socket_remove_at(d, i - 1);
 }
 
 void discovery_set_retry_usec(Discovery *d, uint64_t usec) {

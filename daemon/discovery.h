@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
+#include "daemon/socket-trust.h"
+
 typedef struct Discovery Discovery;
 
 /* `path` is the socket, `guest_name` its file name without ".qmp". Names are untrusted (any bytes
@@ -33,7 +35,11 @@ static inline void discovery_freep(Discovery **d) {
  * the new globs no longer match and added() for newly matched ones; the others stay untouched. */
 int discovery_set_globs(Discovery *d, char *const *globs);
 
-/* Sockets currently known. */
+/* Whom sockets may belong to (socket-trust.h); NULL or never set: root only. A socket that fails
+ * the check is logged once and never reported; the trust is the caller's and must outlive d. */
+void discovery_set_trust(Discovery *d, const SocketTrust *trust);
+
+/* Sockets currently known (refused ones not counted). */
 size_t discovery_count(const Discovery *d);
 
 /* Delay before retrying a directory that could not be watched for reasons other than not existing

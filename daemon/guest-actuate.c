@@ -173,9 +173,10 @@ static bool balloon_stalled(Guest *g, uint64_t now) {
                  fmt_size(b1, sizeof(b1), g->actual), fmt_size(b2, sizeof(b2), g->balloon_target));
         guest_set_fault(g, "%s", g->reason); /* logs it: a new fault */
         g->data_fault = false;
-        /* Stop pushing: ask for what the guest has. */
-        if (g->actual > g->balloon_target)
-                (void) guest_send_balloon(g, g->actual);
+        /* Stop pushing: ask for what the guest has, never for more than max. */
+        uint64_t stop_at = rs_actuation_stall_target(g->actual, g->balloon_target, guest_max(g));
+        if (stop_at > 0)
+                (void) guest_send_balloon(g, stop_at);
         return true;
 }
 
@@ -196,7 +197,7 @@ static bool guest_watch_balloon(Guest *g, uint64_t now, uint64_t *target) {
 static void guest_dimm_refused(Guest *g, int error, const char *why) {
         log_guest_warning_errno(g, error, "DIMM hotplug failed: %s; no more DIMMs", why ?: strerror(-error));
         g->dimm_count = g->dimm_count > 0 ? g->dimm_count - 1 : 0;
-        g->dimm_bytes = g->dimm_bytes >= g->dimm_slot_bytes ? g->dimm_bytes - g->dimm_slot_bytes : 0;
+        g->dimm_bytes = g->dimm_bytes >= g->dimm_sent_bytes ? g->dimm_bytes - g->dimm_sent_bytes : 0;
         g->dimm_slot_bytes = 0;
 }
 
@@ -221,14 +222,15 @@ void guest_actuator_failed(Guest *g, GuestActuator which, int error, const char 
 
 /* DIMMs are only ever added: unplugging needs the guest's cooperation and often fails (the
  * memory holds unmovable pages); the balloon gives back what is not needed. */
-static void guest_add_dimm(Guest *g) {
-        if (g->dimm_slot_bytes == 0 || g->dimm_count >= g->mem_slots)
+static void guest_add_dimm(Guest *g, uint64_t bytes) {
+        if (g->dimm_slot_bytes == 0 || bytes == 0 || bytes > g->dimm_slot_bytes || g->dimm_count >= g->mem_slots)
                 return;
         /* The driver names the device (and says so in the log); a refusal that comes later is
          * guest_actuator_failed(). */
         g->dimm_count++;
-        g->dimm_bytes += g->dimm_slot_bytes;
-        int r = g->driver->add_dimm(g, g->dimm_slot_bytes, g->driver_data);
+        g->dimm_bytes += bytes;
+        g->dimm_sent_bytes = bytes;
+        int r = g->driver->add_dimm(g, bytes, g->driver_data);
         if (r < 0) {
                 g->counters.actuator_failures[GUEST_ACTUATOR_DIMM]++;
                 guest_dimm_refused(g, r, NULL);
@@ -244,8 +246,14 @@ void guest_actuate(Guest *g, uint64_t target, bool urgent, bool fine, uint64_t n
 
         if (g->paused || g->policy.mode == RS_MODE_OBSERVE || g->actual == 0)
                 return;
+        /* Arbitration gave less than the core wished for: the host needs the rest, and no device
+         * may hold it (a probe below the estimate is not a cut: virtio-mem keeps its margin). */
+        uint64_t host_limit = target < g->want ? target : RS_UNKNOWN;
         if (!guest_watch_balloon(g, now, &target))
                 return;
+        /* A stalled balloon keeps the guest where it stopped: no device can take that back. */
+        if (rs_known(host_limit))
+                host_limit = MAX(host_limit, target);
 
         RsActuationInput in = {
                 .current = g->actual,
@@ -253,6 +261,9 @@ void guest_actuate(Guest *g, uint64_t target, bool urgent, bool fine, uint64_t n
                 .urgent = urgent,
                 .fine = fine,
                 .estimate = e->estimate,
+                .floor = guest_floor(g),
+                .max = guest_max(g),
+                .host_limit = host_limit,
                 .margin_percent = g->policy.margin_percent,
                 .boot_bytes = g->base_memory ?: g->actual,
                 .vmem_plugged = g->vmem_id ? g->vmem_size : 0,
@@ -276,7 +287,7 @@ void guest_actuate(Guest *g, uint64_t target, bool urgent, bool fine, uint64_t n
 
         if (plan.dimms_to_add > 0 && guest_dimm_capable(g)) {
                 for (unsigned i = 0; i < plan.dimms_to_add; i++)
-                        guest_add_dimm(g);
+                        guest_add_dimm(g, plan.dimm_bytes);
                 /* The balloon trims next interval, once the DIMMs are in query-balloon's actual:
                  * a target past the current size would only be clamped by QEMU. */
                 plan.set_balloon = false;

@@ -75,7 +75,8 @@ struct Guest {
         uint64_t devices_bytes;  /* all memory devices, virtio-mem at its maximum */
         uint64_t dimm_bytes;     /* DIMMs plugged (ours or not) */
         unsigned dimm_count;     /* DIMM and NVDIMM devices: each holds a slot */
-        uint64_t dimm_slot_bytes; /* 0: no DIMM hotplug */
+        uint64_t dimm_slot_bytes; /* largest DIMM maxmem has room for per free slot; 0: no DIMM hotplug */
+        uint64_t dimm_sent_bytes; /* the size of the last DIMM sent: what a refusal takes back */
 
         /* The decision core. */
         RsGuest *core;

@@ -637,7 +637,13 @@ static int guest_connect(GuestQmp *q) {
                 return r;
         }
         pid_t pid;
-        q->qemu_pid = host_peer_pid(fd, &pid) >= 0 ? pid : 0;
+        char why[160];
+        if (!guest_peer_trusted(g, fd, &pid, why, sizeof(why))) {
+                log_guest_warning(g, "Refusing QMP socket %s: %s", q->qmp_path, why);
+                close(fd);
+                return -EPERM;
+        }
+        q->qemu_pid = pid;
         /* Perhaps another QEMU: its huge pages start from nothing known. */
         q->hugepage_pass = host_hugepage_pass_free(q->hugepage_pass);
         q->hugepage_refused = false;

@@ -17,6 +17,7 @@
 #include "common/time-util.h"
 #include "daemon/host.h"
 #include "daemon/log.h"
+#include "daemon/socket-trust.h"
 #include "daemon/state-file.h"
 
 /* The state file is rewritten when something changed, and at least this often. */
@@ -575,7 +576,7 @@ static int guest_setup_finish(Guest *g) {
         log_named_guest_debug(g->name, NULL, "maxmem %" PRIu64 ", %u slots, memory devices %" PRIu64 " (%u DIMMs)",
                         g->mem_max_size, g->mem_slots, g->devices_bytes, g->dimm_count);
         if (g->dimm_slot_bytes > 0)
-                log_guest_info(g, "DIMM hotplug: %u slot(s) of %s free",
+                log_guest_info(g, "DIMM hotplug: %u slot(s) free, of up to %s each (within the policy's max)",
                                g->mem_slots - g->dimm_count, fmt_size(b1, sizeof(b1), g->dimm_slot_bytes));
         g->phase = GUEST_PHASE_RUNNING;
         g->running_since = now_usec(CLOCK_MONOTONIC);
@@ -984,6 +985,12 @@ void guest_set_vmem_size(Guest *g, uint64_t size) {
                 return;
         g->vmem_size = size;
         guest_update_size(g);
+}
+
+bool guest_peer_trusted(Guest *g, int fd, pid_t *ret_pid, char *why, size_t why_size) {
+        if (g->hooks && g->hooks->peer_trusted)
+                return g->hooks->peer_trusted(g, fd, ret_pid, why, why_size, g->userdata);
+        return socket_trust_peer(NULL, fd, ret_pid, why, why_size);
 }
 
 void guest_set_host_rss(Guest *g, uint64_t rss) {

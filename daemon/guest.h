@@ -51,6 +51,10 @@ typedef struct GuestHooks {
         /* After every cycle (and on connection changes); estimate_changed as EstimateChanged
          * defines it: more than 1 % or new bounds. */
         void (*updated)(Guest *g, bool estimate_changed, void *userdata);
+        /* Whether the process at the other end of the guest's QMP connection may be a guest's
+         * QEMU (socket-trust.h); *ret_pid its pid (0: unknown), why the refusal. NULL: root's
+         * only. */
+        bool (*peer_trusted)(Guest *g, int fd, pid_t *ret_pid, char *why, size_t why_size, void *userdata);
 } GuestHooks;
 
 /* Where a guest comes from: its own QMP socket, or a libvirt domain (daemon/guest-libvirt.h),
@@ -177,6 +181,8 @@ void guest_set_actual(Guest *g, uint64_t actual);
 void guest_set_vmem_size(Guest *g, uint64_t size);
 /* QEMU's resident memory on the host (UINT64_MAX: unknown). */
 void guest_set_host_rss(Guest *g, uint64_t rss);
+/* The hook's answer for the guest's newly connected QMP socket. */
+bool guest_peer_trusted(Guest *g, int fd, pid_t *ret_pid, char *why, size_t why_size);
 /* Whether the guest agent answers; why it gives nothing ("" when reads work: in the reason,
  * and in the log when it changes). */
 void guest_set_agent_answers(Guest *g, bool answers);

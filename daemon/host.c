@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "common/macro.h"
 #include "daemon/fileio.h"
@@ -47,18 +46,6 @@ int host_memory_read(const char *procfs, HostMemory *ret) {
         ret->mem_total = mi.value[GUEST_MEMINFO_MEM_TOTAL];
         ret->mem_available = mi.value[GUEST_MEMINFO_MEM_AVAILABLE];
         return guest_value_is_known(ret->mem_available) ? 0 : -ENODATA;
-}
-
-int host_peer_pid(int fd, pid_t *ret) {
-        struct ucred cred;
-        socklen_t len = sizeof(cred);
-
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
-                return -errno;
-        if (len != sizeof(cred) || cred.pid <= 0)
-                return -ENODATA;
-        *ret = cred.pid;
-        return 0;
 }
 
 int host_process_rss(const char *procfs, pid_t pid, uint64_t *ret) {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* What rightsized reads about the host: MemAvailable and memory PSI from /proc, and the QEMU
- * process behind a QMP socket (SO_PEERCRED) with its resident set, which is what the host really
- * spends on a guest (free page reporting makes it smaller than the guest's configured size). */
+/* What rightsized reads about the host: MemAvailable and memory PSI from /proc, and the resident
+ * set of the QEMU process behind a QMP socket (its pid from SO_PEERCRED, socket-trust.h), which is
+ * what the host really spends on a guest (free page reporting makes it smaller than the guest's
+ * configured size). */
 #pragma once
 
 #include <stdint.h>
@@ -17,9 +18,6 @@ typedef struct HostMemory {
 /* Fills every field it can (unknown ones UINT64_MAX). procfs: "/proc", or a test directory.
  * Returns 0 when MemAvailable was read, -errno otherwise. */
 int host_memory_read(const char *procfs, HostMemory *ret);
-
-/* The pid at the other end of a connected unix socket. */
-int host_peer_pid(int fd, pid_t *ret);
 
 /* VmRSS of a process in bytes: -ESRCH when it is gone, -ENODATA without a VmRSS line. */
 int host_process_rss(const char *procfs, pid_t pid, uint64_t *ret);

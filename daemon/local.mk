@@ -7,7 +7,9 @@ daemon_librightsized_a_SOURCES = \
 	daemon/fileio.c daemon/fileio.h \
 	daemon/conf.c daemon/conf.h \
 	daemon/discovery.c daemon/discovery.h \
+	daemon/socket-trust.c daemon/socket-trust.h \
 	daemon/state-file.c daemon/state-file.h \
+	daemon/state-lock.c daemon/state-lock.h \
 	daemon/notify.c daemon/notify.h \
 	daemon/metrics.c daemon/metrics.h \
 	daemon/estimate-signal.c daemon/estimate-signal.h \

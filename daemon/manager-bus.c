@@ -548,6 +548,21 @@ static void bus_name_acquired(Manager *m) {
         manager_api_changed(m);
 }
 
+/* Another process owns the name: another rightsized (the state directory's lock keeps out one on
+ * the same state directory; this is one on another). Two daemons would fight over every balloon:
+ * this one goes, at the start before it touches a guest, later as a stop does (the guests left at
+ * shutdown-action, their state saved). */
+static void bus_name_taken(Manager *m) {
+        m->bus_owned = false;
+        m->bus_name_taken = true;
+        log_error("Another process owns %s on the system bus: another rightsized is running. Exiting: two "
+                  "daemons would manage the same guests.", RS_BUS_NAME);
+        if (m->started) {
+                m->exit_error = -EEXIST;
+                manager_shutdown(m);
+        }
+}
+
 /* RequestName's answer: an error (e is set) or a reply code (in reply). */
 static void bus_name_result(Manager *m, const sd_bus_error *e, sd_bus_message *reply) {
         uint32_t code = 0;
@@ -566,7 +581,7 @@ static void bus_name_result(Manager *m, const sd_bus_error *e, sd_bus_message *r
         else if (code == DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER || code == DBUS_REQUEST_NAME_REPLY_ALREADY_OWNER)
                 bus_name_acquired(m);
         else if (code == DBUS_REQUEST_NAME_REPLY_EXISTS)
-                bus_failed(m, "Is another rightsized running?", "another process owns %s", RS_BUS_NAME);
+                bus_name_taken(m);
         else
                 bus_failed(m, "", "cannot own %s: RequestName answered %u", RS_BUS_NAME, code);
 }
@@ -646,7 +661,7 @@ static int on_bus_retry(sd_event_source *s _unused_, uint64_t usec _unused_, voi
 
 int manager_bus_open(Manager *m) {
         bus_connect(m, true);
-        return m->bus_owned ? 0 : -ENOTCONN;
+        return m->bus_name_taken ? -EEXIST : m->bus_owned ? 0 : -ENOTCONN;
 }
 
 void manager_bus_retry_now(Manager *m) {

@@ -7,7 +7,9 @@
 /* Connects to the system bus ($DBUS_SYSTEM_BUS_ADDRESS honoured), serves the object and takes
  * the name, waiting for the bus's answer. 0 when the name is ours; otherwise -ENOTCONN, the cause
  * is logged and in Manager.bus_error (STATUS=), and the bus is retried on a timer until the name
- * is ours; the same after a disconnection. Manager.last_api_outage keeps the last outage. */
+ * is ours; the same after a disconnection. Manager.last_api_outage keeps the last outage.
+ * -EEXIST when another process owns the name (another rightsized): not retried, the daemon must
+ * not start; found on a later retry, the daemon stops (Manager.exit_error). */
 int manager_bus_open(Manager *m);
 /* While the API is down: retries now rather than at the next timer. */
 void manager_bus_retry_now(Manager *m);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/macro.h"
 #include "daemon/guest-libvirt.h"
@@ -20,6 +21,7 @@
 #include "daemon/notify.h"
 #include "common/size.h"
 #include "daemon/state-file.h"
+#include "daemon/state-lock.h"
 #include "policies/arbiter.h"
 
 /* The metrics file and STATUS= line are refreshed at most this often, whatever the number of
@@ -136,6 +138,37 @@ int manager_resolve_policy(Manager *m, const char *policy_name, const char *gues
         return policy_name ? -ENOENT : 0;
 }
 
+/* ---- the state directory's lock ---- */
+
+/* Takes the state directory's lock (state-lock.h) into *fd, closing what *fd held. -EBUSY, logged,
+ * when another rightsized holds it; another error is logged and the daemon goes on without the
+ * lock, as it goes on without a state directory. */
+static int manager_lock_state_dir(const char *dir, int *fd) {
+        pid_t holder = 0;
+        int lock_fd = -1;
+        int r = state_lock_take(dir, &lock_fd, &holder);
+        if (r == -EBUSY) {
+                if (holder > 0)
+                        log_error("Another rightsized (pid %ld) manages the guests of %s: it holds %s/%s. Refusing to "
+                                  "run beside it: two daemons would fight over the same guests.",
+                                  (long) holder, dir, dir, STATE_LOCK_FILE);
+                else
+                        log_error("Another rightsized manages the guests of %s: it holds %s/%s. Refusing to run "
+                                  "beside it: two daemons would fight over the same guests.",
+                                  dir, dir, STATE_LOCK_FILE);
+                return r;
+        }
+        if (r < 0) {
+                log_warning_errno(r, "Cannot lock %s/%s, so a second rightsized would not be kept out: %m", dir,
+                                  STATE_LOCK_FILE);
+                return r;
+        }
+        if (*fd >= 0)
+                close(*fd);
+        *fd = lock_fd;
+        return 0;
+}
+
 /* ---- host and arbitration ---- */
 
 static void manager_read_host(Manager *m) {
@@ -151,11 +184,12 @@ static bool guest_arbitrated(const Guest *g) {
         return guest_phase(g) == GUEST_PHASE_RUNNING && guest_has_decision(g) && guest_actual(g) > 0;
 }
 
-/* What a guest brings to the arbitration. A paused guest stays where it is. */
+/* What a guest brings to the arbitration. A paused guest stays where it is: what it holds on
+ * the host, not just what it reports. */
 static RsArbiterGuest arbiter_input(const Guest *g) {
         const RsEstimate *e = guest_estimate(g);
         bool paused = guest_is_paused(g);
-        uint64_t actual = guest_actual(g);
+        uint64_t actual = rs_arbiter_held(guest_actual(g), guest_host_rss(g));
         RsArbiterGuest in = {
                 .want = paused ? actual : guest_want(g),
                 .estimate = e ? e->estimate : RS_UNKNOWN,
@@ -202,14 +236,16 @@ static void manager_arbitrate_all(Manager *m) {
         _cleanup_free_ RsArbiterGuest *in = NULL;
         _cleanup_free_ uint64_t *out = NULL;
         _cleanup_free_ size_t *who = NULL;
-        uint64_t held = 0;
+        _cleanup_free_ uint64_t *reported = NULL, *rss = NULL;
         size_t n = 0;
 
         manager_arbitration_invalidate(m);
         in = calloc(m->n_guests, sizeof(*in));
         out = calloc(m->n_guests, sizeof(*out));
         who = calloc(m->n_guests, sizeof(*who));
-        if (!in || !out || !who)
+        reported = calloc(m->n_guests, sizeof(*reported));
+        rss = calloc(m->n_guests, sizeof(*rss));
+        if (!in || !out || !who || !reported || !rss)
                 return; /* every guest gets its wish this time */
 
         for (size_t i = 0; i < m->n_guests; i++) {
@@ -217,12 +253,13 @@ static void manager_arbitrate_all(Manager *m) {
                 if (!guest_arbitrated(g))
                         continue;
                 in[n] = arbiter_input(g);
-                held += guest_actual(g);
+                reported[n] = guest_actual(g);
+                rss[n] = guest_host_rss(g);
                 who[n++] = i;
         }
 
         RsArbiterHost host = {
-                .guest_memory = m->host.mem_available + held,
+                .guest_memory = rs_arbiter_guest_memory(m->host.mem_available, reported, rss, n),
                 .reserve = size_spec_resolve(&m->config->host_reserve,
                                              m->host.mem_total != UINT64_MAX ? m->host.mem_total : 0),
         };
@@ -387,10 +424,17 @@ static const HostMemory *manager_host_memory(Guest *g _unused_, void *userdata) 
         return &m->host;
 }
 
+static bool manager_peer_trusted(Guest *g _unused_, int fd, pid_t *ret_pid, char *why, size_t why_size,
+                                 void *userdata) {
+        Manager *m = userdata;
+        return socket_trust_peer(&m->socket_trust, fd, ret_pid, why, why_size);
+}
+
 static const GuestHooks guest_hooks = {
         .host_memory = manager_host_memory,
         .arbitrate = manager_arbitrate,
         .updated = manager_guest_updated,
+        .peer_trusted = manager_peer_trusted,
 };
 
 /* ---- discovery ---- */
@@ -532,6 +576,7 @@ int manager_new(sd_event *event, const char *config_path, Config *config, Manage
         m->event = sd_event_ref(event);
         m->config = config;
         m->host = (HostMemory) { UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX };
+        m->state_lock_fd = -1;
         *ret = m;
         return 0;
 }
@@ -542,6 +587,7 @@ Manager *manager_free(Manager *m) {
         manager_bus_close(m);
         m->libvirt = libvirt_guests_free(m->libvirt);
         discovery_free(m->discovery);
+        socket_trust_clear(&m->socket_trust);
         for (size_t i = 0; i < m->n_guests; i++)
                 guest_free(m->guests[i]);
         free(m->guests);
@@ -551,6 +597,8 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->watchdog);
         sd_event_source_disable_unref(m->shutdown_timer);
         sd_event_unref(m->event);
+        if (m->state_lock_fd >= 0)
+                close(m->state_lock_fd);
         free(m->config_path);
         free(m);
         return NULL;
@@ -594,15 +642,25 @@ int manager_start(Manager *m) {
                 r = mkdir_p_simple(m->config->state_dir);
                 if (r < 0)
                         log_warning_errno(r, "Cannot create the state directory %s: %m", m->config->state_dir);
+                r = manager_lock_state_dir(m->config->state_dir, &m->state_lock_fd);
+                if (r == -EBUSY)
+                        return r;
         }
 
         /* Without the bus the guests are still managed: a failure is logged, shown in STATUS= and
-         * retried (manager-bus.c). */
-        (void) manager_bus_open(m);
+         * retried (manager-bus.c). Another process owning the name is another rightsized: two
+         * would fight over the same guests. */
+        r = manager_bus_open(m);
+        if (r == -EEXIST)
+                return r;
 
         r = discovery_new(m->event, on_guest_added, on_guest_removed, m, &m->discovery);
         if (r < 0)
                 return log_error_errno(r, "Cannot start guest discovery: %m");
+        r = socket_trust_set_users(&m->socket_trust, m->config->qemu_users);
+        if (r < 0)
+                return log_error_errno(r, "Cannot resolve qemu-users: %m");
+        discovery_set_trust(m->discovery, &m->socket_trust);
         r = discovery_set_globs(m->discovery, m->config->qmp_sockets);
         if (r < 0)
                 return log_error_errno(r, "Cannot watch the QMP socket directories: %m");
@@ -613,6 +671,7 @@ int manager_start(Manager *m) {
                         log_warning_errno(r, "libvirt guests unavailable, continuing without them: %m");
         }
 
+        m->started = true;
         (void) notify_watchdog_setup(m->event, &m->watchdog, NULL);
         (void) notify_ready(manager_guests_managed(m), manager_reclaimed(m), manager_api_error(m));
         log_info("rightsized running: %zu policies, %zu guests found", m->policies.n, m->n_guests);
@@ -649,6 +708,18 @@ int manager_reload(Manager *m, char **ret_error) {
                 goto fail;
         }
 
+        if (!streq(config->state_dir, m->config->state_dir)) {
+                (void) mkdir_p_simple(config->state_dir);
+                if (manager_lock_state_dir(config->state_dir, &m->state_lock_fd) == -EBUSY) {
+                        rs_policy_set_clear(&set);
+                        r = -EBUSY;
+                        free(error);
+                        if (asprintf(&error, "state-dir = %s belongs to another rightsized", config->state_dir) < 0)
+                                error = NULL;
+                        log_error("Reload failed, keeping the running configuration: %s", error ?: strerror(-r));
+                        goto fail;
+                }
+        }
         rs_policy_set_clear(&m->policies);
         m->policies = set;
         Config *old = m->config;
@@ -667,6 +738,9 @@ int manager_reload(Manager *m, char **ret_error) {
                                           p.name, guest_policy(g)->name);
                 (void) guest_set_state_dir(g, m->config->state_dir);
         }
+        if (socket_trust_set_users(&m->socket_trust, m->config->qemu_users) < 0)
+                log_oom(); /* root's sockets only until the next reload */
+        discovery_set_trust(m->discovery, &m->socket_trust);
         r = discovery_set_globs(m->discovery, m->config->qmp_sockets);
         if (r < 0)
                 log_warning_errno(r, "Cannot watch the new QMP socket globs: %m");
@@ -710,7 +784,7 @@ static void manager_shutdown_finish(Manager *m) {
         for (size_t i = 0; i < m->n_guests; i++)
                 (void) guest_save_state(m->guests[i]);
         manager_publish(m, true);
-        (void) sd_event_exit(m->event, 0);
+        (void) sd_event_exit(m->event, m->exit_error);
 }
 
 static void on_guest_shutdown_done(Guest *g _unused_, void *userdata) {

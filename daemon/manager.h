@@ -41,6 +41,7 @@ typedef struct Manager {
         Config *config;
         RsPolicySet policies;
         Discovery *discovery;
+        SocketTrust socket_trust;      /* whose QMP sockets are guests: root and qemu-users */
         struct LibvirtGuests *libvirt; /* NULL when [libvirt] enabled=no */
 
         Guest **guests;
@@ -66,6 +67,11 @@ typedef struct Manager {
         ApiOutage api_outage;         /* the one going on, start 0 when none */
         ApiOutage last_api_outage;    /* the last one that ended, start 0 when none */
         unsigned n_api_outages;       /* ended since the daemon started */
+
+        int state_lock_fd;            /* holds the state directory's lock (state-lock.h), or -1 */
+        bool bus_name_taken;          /* another process owns the bus name: this daemon must go */
+        bool started;                 /* manager_start() is done: guests may be managed */
+        int exit_error;               /* -errno the daemon exits with once stopped, or 0 */
 
         sd_event_source *watchdog;
         bool stopping;

@@ -176,6 +176,8 @@ int main(int argc, char *argv[]) {
                 return EXIT_FAILURE;
 
         r = sd_event_loop(event);
+        if (r < 0 && r == m->exit_error)
+                return log_info("Stopped"), EXIT_FAILURE; /* why was logged when it happened */
         if (r < 0)
                 return log_error_errno(r, "Event loop failed: %m"), EXIT_FAILURE;
         log_info("Stopped");

@@ -128,3 +128,16 @@ int rs_arbitrate(const RsArbiterHost *host, const RsArbiterGuest *guests, size_t
         water_fill(guests, n, lo, hi, budget, out_targets);
         return RS_ARBITER_SHARED;
 }
+
+uint64_t rs_arbiter_held(uint64_t reported, uint64_t host_rss) {
+        return rs_known(host_rss) ? MAX(reported, host_rss) : reported;
+}
+
+uint64_t rs_arbiter_guest_memory(uint64_t mem_available, const uint64_t *reported, const uint64_t *host_rss, size_t n) {
+        uint64_t sum = mem_available;
+        for (size_t i = 0; i < n; i++) {
+                uint64_t held = rs_arbiter_held(reported[i], host_rss[i]);
+                sum = held > UINT64_MAX - sum ? UINT64_MAX : sum + held;
+        }
+        return sum;
+}

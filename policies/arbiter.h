@@ -2,8 +2,8 @@
 /* Host arbitration: every guest's wish against the memory the host can give.
  *
  * Budget = host.guest_memory - host.reserve: the memory all managed guests may hold
- * together (the daemon computes guest_memory as host MemAvailable plus what the managed
- * guests hold now).
+ * together (rs_arbiter_guest_memory(): host MemAvailable plus what the managed guests hold
+ * now).
  *
  * Not short (the wishes fit):
  *   - rightsize and observe guests get their wish (the estimator's target: the estimate
@@ -51,3 +51,13 @@ typedef enum RsArbiterResult {
 /* Fills out_targets[n]. Returns an RsArbiterResult, -ENOSPC when even the floors do not
  * fit (every guest then gets its floor), or -EINVAL. */
 int rs_arbitrate(const RsArbiterHost *host, const RsArbiterGuest *guests, size_t n, uint64_t *out_targets);
+
+/* What a guest holds on the host: the larger of the size it reports (its balloon's actual,
+ * which the guest's driver reports and QEMU passes on unchecked) and its QEMU process's
+ * resident set (RS_UNKNOWN when not read). A guest that reports less than it holds must not
+ * shrink the others' budget by the difference. */
+uint64_t rs_arbiter_held(uint64_t reported, uint64_t host_rss);
+
+/* RsArbiterHost.guest_memory: the host's MemAvailable plus what each of the n guests holds
+ * (rs_arbiter_held() of reported[i] and host_rss[i]), saturating. */
+uint64_t rs_arbiter_guest_memory(uint64_t mem_available, const uint64_t *reported, const uint64_t *host_rss, size_t n);

@@ -93,6 +93,22 @@ static void recompute_limits(RsGuest *g) {
         g->floor = MIN(rs_policy_floor(&g->policy, g->guest_max), g->max);
 }
 
+/* An estimate above max (max lowered by an operator, or a state file saved under a larger one)
+ * is a size the guest may not have: what is sized from it (the hold, virtio-mem's lower limit,
+ * the arbiter's share) would be above max too. A bound at or above max says nothing about the
+ * sizes the guest may still have. */
+static void clamp_estimate_to_max(RsGuest *g) {
+        RsEstimate *e = &g->est;
+        if (rs_known(e->estimate))
+                e->estimate = MIN(e->estimate, g->max);
+        if (rs_known(e->upper))
+                e->upper = MIN(e->upper, g->max);
+        if (rs_known(e->lower) && e->lower >= g->max)
+                e->lower = RS_UNKNOWN;
+        if (rs_known(e->scan_onset) && e->scan_onset >= g->max)
+                e->scan_onset = RS_UNKNOWN;
+}
+
 /* How close to a target the guest counts as there. QEMU balloons whole pages and the guest
  * may settle a few KiB off; the balloon is not pushed back until it is off by the pushback
  * threshold (pressure.c); and the plan never makes a non-urgent change inside the
@@ -973,6 +989,7 @@ int rs_guest_set_policy(RsGuest *g, const RsPolicy *policy) {
         RsMode old = g->policy.mode;
         g->policy = *policy;
         recompute_limits(g);
+        clamp_estimate_to_max(g);
         g->target = clamp_target(g, g->target);
         if (policy->mode == RS_MODE_OBSERVE)
                 g->state = RS_STATE_OBSERVE;
@@ -1202,6 +1219,7 @@ int rs_guest_restore(RsGuest *g, const RsGuestSnapshot *snap, uint64_t now_usec)
         g->est.scan_onset = snap->scan_onset;
         g->est.tier = snap->tier;
         g->est.streaming = snap->streaming;
+        clamp_estimate_to_max(g);
         g->hold_doublings = MIN(snap->hold_doublings, HOLD_DOUBLINGS_MAX);
         g->upper_avail = RS_UNKNOWN;
         g->reprobe = false;

@@ -197,6 +197,8 @@ int scenario_run_opts(const GuestModelConfig *cfg,
                                 .urgent = d.urgent,
                                 .fine = d.fine,
                                 .estimate = d.estimate,
+                                .floor = d.floor,
+                                .max = d.max,
                                 .margin_percent = policy->margin_percent,
                                 .boot_bytes = cfg->boot_bytes,
                         };

@@ -164,6 +164,37 @@ START_TEST(test_random_invariants) {
 }
 END_TEST
 
+/* A 48 GiB host: one 16 GiB guest whose balloon driver reports 64 MiB (QEMU passes that on) and
+ * two honest guests of 11 GiB with estimates of 10 GiB. 8 GiB available, 3 GiB kept for the host.
+ * Budgeted with the size the liar reports, the host looked 16 GiB short and the honest guests
+ * were cut to 9.02 GiB, below their estimates. What QEMU's resident set says the liar holds
+ * counts instead: everything fits. */
+START_TEST(test_budget_counts_what_a_lying_guest_holds) {
+        const uint64_t reported[] = { 64 * MIB, 11 * GIB, 11 * GIB };
+        const uint64_t rss[] = { 16 * GIB + 200 * MIB, 10 * GIB + 512 * MIB, RS_UNKNOWN };
+        RsArbiterGuest g[] = {
+                guest(16 * GIB, 16 * GIB, 1 * GIB, 16 * GIB, 1024, RS_MODE_RIGHTSIZE),
+                guest(11 * GIB, 10 * GIB, 1 * GIB, 16 * GIB, 1024, RS_MODE_RIGHTSIZE),
+                guest(11 * GIB, 10 * GIB, 1 * GIB, 16 * GIB, 1024, RS_MODE_RIGHTSIZE),
+        };
+        RsArbiterHost h = {
+                .guest_memory = rs_arbiter_guest_memory(8 * GIB, reported, rss, 3),
+                .reserve = 3 * GIB,
+        };
+        uint64_t out[3];
+        int r = rs_arbitrate(&h, g, 3, out);
+        ck_assert_uint_eq(out[1], 11 * GIB);
+        ck_assert_uint_eq(out[2], 11 * GIB);
+        ck_assert_int_eq(r, RS_ARBITER_FITS);
+
+        /* what each holds: the larger of the two, the report alone when the RSS is unknown */
+        ck_assert_uint_eq(rs_arbiter_held(64 * MIB, 16 * GIB), 16 * GIB);
+        ck_assert_uint_eq(rs_arbiter_held(11 * GIB, 10 * GIB), 11 * GIB);
+        ck_assert_uint_eq(rs_arbiter_held(11 * GIB, RS_UNKNOWN), 11 * GIB);
+        ck_assert_uint_eq(rs_arbiter_guest_memory(UINT64_MAX - 1, reported, rss, 3), UINT64_MAX);
+}
+END_TEST
+
 START_TEST(test_bad_input) {
         RsArbiterHost h = { .guest_memory = GIB };
         uint64_t out[1];
@@ -180,5 +211,6 @@ int main(void) {
                                           test_short_squeezes_above_estimate_first,
                                           test_short_divides_by_shares_never_below_floor,
                                           test_short_probing_guest_gets_its_step, test_floors_do_not_fit,
-                                          test_random_invariants, test_bad_input));
+                                          test_random_invariants, test_budget_counts_what_a_lying_guest_holds,
+                                          test_bad_input));
 }

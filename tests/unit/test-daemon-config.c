@@ -78,6 +78,7 @@ static const char default_text[] =
         "[qemu]\n"
         "qmp-sockets = /run/qemu/*.qmp\n"
         "agent-socket-pattern = %%d/%%n.qga\n"
+        "qemu-users =\n"
         "\n"
         "[libvirt]\n"
         "enabled = yes\n"
@@ -119,6 +120,7 @@ static const char full_text[] =
         "[qemu]\n"
         "qmp-sockets = /run/qemu/*.qmp /srv/vms/[a-z]*.sock\n"
         "agent-socket-pattern = /run/qga/%n.sock\n"
+        "qemu-users = qemu 64055\n"
         "[libvirt]\n"
         "enabled = no\n"
         "uri = qemu+ssh://host/system\n"
@@ -147,6 +149,8 @@ START_TEST(test_parse_every_key) {
         ck_assert_uint_eq(strv_len(c->qmp_sockets), 2);
         ck_assert_str_eq(c->qmp_sockets[1], "/srv/vms/[a-z]*.sock");
         ck_assert_str_eq(c->agent_socket_pattern, "/run/qga/%n.sock");
+        ck_assert_uint_eq(strv_len(c->qemu_users), 2);
+        ck_assert_str_eq(c->qemu_users[1], "64055");
         ck_assert(!c->libvirt_enabled);
         ck_assert_str_eq(c->libvirt_uri, "qemu+ssh://host/system");
         ck_assert(c->libvirt_manage_all);
@@ -216,6 +220,7 @@ START_TEST(test_errors_name_file_line_key) {
                 { "[qemu]\nqmp-sockets = relative/*.qmp\n", 2, "key 'qmp-sockets': 'relative/*.qmp' is not an absolute path" },
                 { "[qemu]\nagent-socket-pattern = %d/%x\n", 2, "key 'agent-socket-pattern': invalid pattern '%d/%x'" },
                 { "[qemu]\nagent-socket-pattern = %n.qga\n", 2, "key 'agent-socket-pattern': pattern '%n.qga' does not give an absolute path" },
+                { "[qemu]\nqemu-users = qemu ev/il\n", 2, "key 'qemu-users': invalid user name 'ev/il'" },
                 { "[daemon]\nstate-dir = /a\n  /b\n", 3, "key 'state-dir': continuation lines are only allowed for lists" },
                 { "[daemon]\nthis line has no equals sign\nlog-level = info\n", 2, "syntax error" },
                 { "[daemon\nlog-level = info\n", 1, "syntax error" },

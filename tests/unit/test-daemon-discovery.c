@@ -8,7 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/macro.h"
@@ -345,10 +349,170 @@ START_TEST(test_many_sockets) {
 }
 END_TEST
 
+/* A uid nobody on a test machine runs as. */
+#define STRANGER_UID 4242
+
+static void make_dir_mode(const char *rel, mode_t mode) {
+        _cleanup_(freep) char *p = at(rel);
+        ck_assert_int_eq(mkdir(p, 0700), 0);
+        ck_assert_int_eq(chmod(p, mode), 0); /* past the umask */
+}
+
+static void chown_path(const char *rel, uid_t uid) {
+        _cleanup_(freep) char *p = at(rel);
+        ck_assert_int_eq(lchown(p, uid, (gid_t) -1), 0);
+}
+
+/* A socket in a directory others (or the group) may write to, sticky or not, is anybody's: never a
+ * guest, with a line that says why. */
+START_TEST(test_socket_in_writable_directory_refused) {
+        _cleanup_(discovery_freep) Discovery *d = NULL;
+        _cleanup_(freep) char *log = NULL;
+
+        make_dir_mode("open", 0777);
+        make_dir_mode("sticky", 01777);
+        make_dir_mode("group", 0775);
+        make_dir_mode("safe", 0755);
+        make_socket("open/a.qmp");
+        make_socket("sticky/b.qmp");
+        make_socket("group/c.qmp");
+        make_socket("safe/d.qmp");
+
+        ck_assert_int_eq(discovery_new(event, on_added, on_removed, &events, &d), 0);
+        static char *globs[5];
+        _cleanup_(freep) char *g0 = at("open/*.qmp"), *g1 = at("sticky/*.qmp"), *g2 = at("group/*.qmp"),
+                              *g3 = at("safe/*.qmp");
+        globs[0] = g0, globs[1] = g1, globs[2] = g2, globs[3] = g3, globs[4] = NULL;
+        test_stderr_begin();
+        ck_assert_int_eq(discovery_set_globs(d, globs), 0);
+        /* one that appears later is refused the same way, and logged once */
+        make_socket("open/e.qmp");
+        for (unsigned i = 0; i < 10; i++)
+                ck_assert_int_ge(sd_event_run(event, LOOP_WAIT_USEC), 0);
+        log = test_stderr_end();
+
+        ck_assert_uint_eq(n_events, 1);
+        ck_assert(has_event(true, "d", "/safe/d.qmp"));
+        ck_assert_uint_eq(discovery_count(d), 1);
+        ck_assert_msg(strstr(log, "Refusing QMP socket") && strstr(log, "/open/a.qmp") && strstr(log, "/open/e.qmp") &&
+                              strstr(log, "/sticky/b.qmp") && strstr(log, "/group/c.qmp") &&
+                              strstr(log, "writable by others") && strstr(log, "writable by its group"),
+                      "log: %s", log);
+        ck_assert_ptr_null(strstr(strstr(log, "/open/e.qmp") + 1, "/open/e.qmp"));
+
+        /* gone: nothing to report, since nothing was */
+        remove_file("open/a.qmp");
+        for (unsigned i = 0; i < 3; i++)
+                ck_assert_int_ge(sd_event_run(event, LOOP_WAIT_USEC), 0);
+        ck_assert_uint_eq(n_events, 1);
+}
+END_TEST
+
+/* A socket or a directory of a user who is neither root nor in qemu-users is refused, and taken
+ * once qemu-users names that user. */
+START_TEST(test_socket_of_a_stranger_refused) {
+        _cleanup_(discovery_freep) Discovery *d = NULL;
+        _cleanup_(freep) char *log = NULL;
+        SocketTrust trust = {};
+
+        if (geteuid() != 0)
+                return; /* chown needs root */
+        make_dir_mode("run", 0755);
+        make_dir_mode("theirs", 0755);
+        make_socket("run/root.qmp");
+        make_socket("run/stranger.qmp");
+        chown_path("run/stranger.qmp", STRANGER_UID);
+        make_socket("theirs/in-their-dir.qmp");
+        chown_path("theirs", STRANGER_UID);
+
+        static char *globs[3];
+        _cleanup_(freep) char *g0 = at("run/*.qmp"), *g1 = at("theirs/*.qmp");
+        globs[0] = g0, globs[1] = g1, globs[2] = NULL;
+        ck_assert_int_eq(discovery_new(event, on_added, on_removed, &events, &d), 0);
+        test_stderr_begin();
+        ck_assert_int_eq(discovery_set_globs(d, globs), 0);
+        log = test_stderr_end();
+        ck_assert_uint_eq(n_events, 1);
+        ck_assert(has_event(true, "root", "/run/root.qmp"));
+        ck_assert_msg(strstr(log, "/run/stranger.qmp: it belongs to uid 4242") &&
+                              strstr(log, "/theirs/in-their-dir.qmp: its directory belongs to uid 4242"),
+                      "log: %s", log);
+
+        /* qemu-users = 4242 */
+        char *users[] = { (char *) "4242", NULL };
+        ck_assert_int_eq(socket_trust_set_users(&trust, users), 0);
+        discovery_set_trust(d, &trust);
+        ck_assert_int_eq(discovery_set_globs(d, globs), 0);
+        ck_assert_uint_eq(n_events, 3);
+        ck_assert(has_event(true, "stranger", "/run/stranger.qmp"));
+        ck_assert(has_event(true, "in-their-dir", "/theirs/in-their-dir.qmp"));
+        discovery_free(TAKE_PTR(d));
+        socket_trust_clear(&trust);
+}
+END_TEST
+
+/* The process listening on a socket root created and named (bind) but that runs as a stranger
+ * (it called listen() after dropping to that uid): SO_PEERCRED names it, and it is refused. */
+START_TEST(test_peer_of_a_stranger_refused) {
+        _cleanup_(freep) char *path = at("peer.qmp");
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int ready[2];
+        char c, why[160];
+        pid_t pid;
+
+        if (geteuid() != 0)
+                return; /* setuid needs root */
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(bind(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
+        ck_assert_int_eq(pipe(ready), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                if (setresuid(STRANGER_UID, STRANGER_UID, STRANGER_UID) < 0 || listen(fd, 4) < 0)
+                        _exit(1);
+                (void) write(ready[1], "x", 1);
+                pause();
+                _exit(0);
+        }
+        close(fd);
+        close(ready[1]);
+        ck_assert_int_eq(read(ready[0], &c, 1), 1);
+        close(ready[0]);
+
+        for (int trusted = 0; trusted < 2; trusted++) {
+                SocketTrust trust = {};
+                char *users[] = { (char *) "4242", NULL };
+                if (trusted)
+                        ck_assert_int_eq(socket_trust_set_users(&trust, users), 0);
+                int c_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                ck_assert_int_ge(c_fd, 0);
+                ck_assert_int_eq(connect(c_fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
+                pid_t peer = -1;
+                bool ok = socket_trust_peer(&trust, c_fd, &peer, why, sizeof(why));
+                close(c_fd);
+                socket_trust_clear(&trust);
+                if (trusted) {
+                        ck_assert(ok);
+                        ck_assert_int_eq(peer, pid);
+                } else {
+                        ck_assert(!ok);
+                        ck_assert_int_eq(peer, 0);
+                        ck_assert_msg(strstr(why, "runs as uid 4242"), "why: %s", why);
+                }
+        }
+        kill(pid, SIGKILL);
+        ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+}
+END_TEST
+
 int main(void) {
         return check_run_case("daemon-discovery", "discovery", setup, teardown, 60,
                               CHECK_TESTS(test_initial_scan, test_sockets_come_and_go, test_rename_in_and_out,
                                           test_directory_created_later, test_directory_created_with_socket_inside,
                                           test_directory_removed_and_recreated, test_reload_changes_globs,
-                                          test_hostile_names, test_many_sockets));
+                                          test_hostile_names, test_many_sockets,
+                                          test_socket_in_writable_directory_refused,
+                                          test_socket_of_a_stranger_refused, test_peer_of_a_stranger_refused));
 }

@@ -326,6 +326,9 @@ static void actuated_apply(Actuated *a, uint64_t target) {
                 .urgent = a->d.urgent,
                 .fine = a->d.fine,
                 .estimate = a->d.estimate,
+                .floor = a->d.floor,
+                .max = a->d.max,
+                .host_limit = target < a->d.target ? target : RS_UNKNOWN,
                 .margin_percent = a->policy.margin_percent,
                 .boot_bytes = a->m.cfg.boot_bytes,
         };

@@ -633,6 +633,41 @@ START_TEST(test_snapshot_restore) {
 }
 END_TEST
 
+/* An operator lowers max under an estimate above it, or restarts with a state file saved under
+ * the larger max: the estimate comes down to max (what the actuators size virtio-mem and the
+ * arbiter's share from), and so does every target. */
+START_TEST(test_lowered_max_clamps_the_estimate) {
+        RsPolicy p;
+        Fake f;
+        RsGuestSnapshot snap;
+        RsGuest *g = held_guest_snapshot(&p, &f, &snap);
+        snap.estimate = 1800 * MIB;
+        snap.upper = 1850 * MIB;
+        snap.lower = 1790 * MIB;
+        ck_assert_int_eq(rs_guest_restore(g, &snap, f.now), 0);
+        ck_assert_uint_eq(rs_guest_estimate(g)->estimate, 1800 * MIB);
+
+        RsPolicy lowered = p;
+        lowered.max_bytes = 1 * GIB;
+        ck_assert_int_eq(rs_guest_set_policy(g, &lowered), 0);
+        const RsEstimate *e = rs_guest_estimate(g);
+        ck_assert_uint_le(e->estimate, 1 * GIB);
+        ck_assert(!rs_known(e->upper) || e->upper <= 1 * GIB);
+        ck_assert(!rs_known(e->lower) || e->lower < 1 * GIB);
+        RsDecision d;
+        rs_guest_decide(g, f.now, &d);
+        ck_assert_uint_le(d.target, 1 * GIB);
+
+        /* restarted under the lowered max with the old state file */
+        RsGuest *h = NULL;
+        ck_assert_int_eq(rs_guest_new(&h, &lowered, MAXMEM), 0);
+        ck_assert_int_eq(rs_guest_restore(h, &snap, 5), 0);
+        ck_assert_uint_le(rs_guest_estimate(h)->estimate, 1 * GIB);
+        rs_guest_free(g);
+        rs_guest_free(h);
+}
+END_TEST
+
 /* Killed mid-cycle after an emergency proved the estimate too small: the baseline is
  * still good, so the resumed guest backs off to its last clean size and probes again
  * instead of learning from scratch. */
@@ -725,6 +760,7 @@ int main(void) {
         tcase_add_test(tc, test_no_stats_holds);
         tcase_add_test(tc, test_snapshot_restore);
         tcase_add_test(tc, test_restore_mid_cycle_backs_off);
+        tcase_add_test(tc, test_lowered_max_clamps_the_estimate);
         tcase_add_test(tc, test_bad_policy_rejected);
         tcase_add_test(tc, test_state_names);
         suite_add_tcase(s, tc);
