@@ -50,7 +50,7 @@ EXTRA_DIST += tests/bench/run-all tests/bench/smoke tests/bench/benchlib.py test
 	tests/bench/bench-pgbench tests/bench/bench-redis tests/bench/bench-calibrate tests/bench/bench-shipped-file \
 	tests/bench/bench-distro-idle tests/bench/bench-phase tests/bench/bench-pgbench-tpcb \
 	tests/bench/bench-placement tests/bench/bench-refill \
-	tests/bench/applib.py tests/bench/bench-app tests/bench/guest/rs-zipf-get \
+	tests/bench/applib.py tests/bench/bench-app tests/bench/guest/rs-zipf-get tests/bench/check-mom-sweep \
 	tests/bench/bench-fio-zipf09 tests/bench/bench-fio-zipf12 tests/bench/bench-fio-zipf09-4g2c \
 	tests/bench/bench-redis-zipf tests/bench/bench-redis-uniform tests/bench/bench-sysbench-ro \
 	tests/bench/bench-sysbench-rw tests/bench/bench-compile tests/bench/bench-pgbench-s tests/bench/bench-tpcb
