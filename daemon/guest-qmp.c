@@ -13,6 +13,7 @@
 #include "common/macro.h"
 #include "common/size.h"
 #include "common/time-util.h"
+#include "common/utf8.h"
 #include "daemon/host-hugepages.h"
 #include "daemon/host.h"
 #include "policies/hugepage-repair.h"
@@ -342,7 +343,7 @@ static void on_agent_vmstat(QgaClient *c, const QmpReply *reply, const GuestVmst
         Guest *g = q->guest;
         if (reply->error < 0 || !vmstat) {
                 char problem[GUEST_AGENT_PROBLEM_MAX];
-                snprintf(problem, sizeof(problem), "guest agent: %s", reply->error_desc ?: strerror(-reply->error));
+                utf8_snprintf(problem, sizeof(problem), "guest agent: %s", reply->error_desc ?: strerror(-reply->error));
                 guest_set_agent_problem(g, problem);
                 q->agent_busy = false;
                 guest_cycle_step_done(g);
@@ -712,7 +713,7 @@ static void on_agent_disconnect(QgaClient *c _unused_, int error, const char *re
         q->agent_busy = false;
         if (guest_policy(g)->guest_agent && !guest_agent_problem(g)) { /* a failed read that broke it said more */
                 char problem[GUEST_AGENT_PROBLEM_MAX];
-                snprintf(problem, sizeof(problem), "guest agent: connection lost: %s", reason ?: strerror(-error));
+                utf8_snprintf(problem, sizeof(problem), "guest agent: connection lost: %s", reason ?: strerror(-error));
                 guest_set_agent_problem(g, problem);
         }
         q->agent_connected = 0;

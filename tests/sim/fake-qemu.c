@@ -39,7 +39,8 @@
  *   agent-hang       the agent accepts and reads, and never answers anything (not even a sync)
  *   agent-huge-vmstat /proc/vmstat is a million junk lines before the real counters (~30 MB,
  *                    generated per read, so it costs no memory here)
- *   agent-garbage    syncs are answered, every other command with bytes that are not JSON */
+ *   agent-garbage    syncs are answered, every other command with bytes that are not JSON
+ *   agent-utf8-error guest-file-open fails with a long error text of two-byte characters */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -90,11 +91,13 @@ static const char *const fault_names[_FAULT_MAX] = {
         [FAULT_AGENT_HANG] = "agent-hang",
         [FAULT_AGENT_HUGE_VMSTAT] = "agent-huge-vmstat",
         [FAULT_AGENT_GARBAGE] = "agent-garbage",
+        [FAULT_AGENT_UTF8_ERROR] = "agent-utf8-error",
         [FAULT_OUTSIDE_BALLOON] = "outside-balloon",
 };
 
 static bool fault_is_agent(FaultKind k) {
-        return k == FAULT_AGENT_HANG || k == FAULT_AGENT_HUGE_VMSTAT || k == FAULT_AGENT_GARBAGE;
+        return k == FAULT_AGENT_HANG || k == FAULT_AGENT_HUGE_VMSTAT || k == FAULT_AGENT_GARBAGE ||
+               k == FAULT_AGENT_UTF8_ERROR;
 }
 
 uint64_t huge_reply_size = HUGE_REPLY_DEFAULT;
@@ -444,7 +447,7 @@ static void help(void) {
                "                         deep-nesting, wrong-types, hang, close-mid-reply, event-flood,\n"
                "                         lying-stats, lie-free, lie-backwards, lie-huge, lie-future,\n"
                "                         stale-stats, stuck-balloon, outside-balloon, agent-hang,\n"
-               "                         agent-huge-vmstat,\n"
+               "                         agent-huge-vmstat, agent-utf8-error,\n"
                "                         agent-garbage (repeatable; agent-* give the guest an agent)\n"
                "  --agent                Give every guest a guest agent on DIR/sim-N.qga\n"
                "  --huge-reply-size MIB  Length of a huge-reply string (default 4)\n"

@@ -37,6 +37,7 @@ typedef enum FaultKind {
         FAULT_AGENT_HANG,
         FAULT_AGENT_HUGE_VMSTAT,
         FAULT_AGENT_GARBAGE,
+        FAULT_AGENT_UTF8_ERROR,
         FAULT_OUTSIDE_BALLOON,
         _FAULT_MAX,
 } FaultKind;
