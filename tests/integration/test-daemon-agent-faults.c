@@ -355,12 +355,33 @@ START_TEST(test_listing_survives_guest_text) {
 }
 END_TEST
 
+START_TEST(test_no_agent_connection_when_not_wanted) {
+        /* A sample after the guest was managed: a connection would have been made when it was
+         * taken over. */
+        GuestView v;
+        ck_assert_int_eq(guest_view_get(&d, "sim-1", &v), 0);
+        uint64_t managed = v.updated;
+        ck_assert_msg(guest_view_wait(&d, "sim-1", guest_view_updated_after, &managed, WAIT_SEC, &v),
+                      "sim-1: no sample in %d s", WAIT_SEC);
+        /* the listening socket does not block: EAGAIN when nobody connected */
+        ck_assert_int_eq(fcntl(unwanted_agent_fd, F_SETFL, O_NONBLOCK), 0);
+        int fd = accept4(unwanted_agent_fd, NULL, NULL, SOCK_CLOEXEC);
+        int error = errno;
+        if (fd >= 0)
+                close(fd);
+        ck_assert_msg(fd < 0 && error == EAGAIN, "rightsized connected to the agent of a guest-agent = no guest");
+        _cleanup_(json_object_putp) json_object *doc = ctl_show(G_AGENT_NOT_WANTED);
+        ck_assert(!json_true(doc, "agent"));
+        ck_assert_ptr_null(strstr(json_str(doc, "reason"), "guest agent"));
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("daemon-agent-faults");
         check_add_case_once(s, "agents", setup_agents, teardown_agents, 120,
                             CHECK_TESTS(test_healthy_agent, test_agent_hang, test_agent_huge_vmstat,
                                         test_agent_garbage));
         check_add_case_once(s, "guest-text", setup_guest_text, teardown_guest_text, 120,
-                            CHECK_TESTS(test_listing_survives_guest_text));
+                            CHECK_TESTS(test_listing_survives_guest_text, test_no_agent_connection_when_not_wanted));
         return check_run_suite(s);
 }
