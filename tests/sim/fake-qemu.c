@@ -18,6 +18,7 @@
  *   huge-reply       every reply carries a long string (--huge-reply-size, 4 MiB by default),
  *                    generated as the socket drains so that 100 MiB costs no memory here
  *   deep-nesting     every reply's "return" is an array nested 100000 deep
+ *   container-flood  every reply's "return" is an array of empty objects, just under 1 MiB
  *   wrong-types      every reply's values have the wrong JSON types (numbers as strings, ...)
  *   hang             commands are read and never answered
  *   close-mid-reply  half a reply is written, then the connection is closed
@@ -81,6 +82,7 @@ static const char *const fault_names[_FAULT_MAX] = {
         [FAULT_LYING_STATS] = "lying-stats",
         [FAULT_STUCK_BALLOON] = "stuck-balloon",
         [FAULT_DEEP_NESTING] = "deep-nesting",
+        [FAULT_CONTAINER_FLOOD] = "container-flood",
         [FAULT_WRONG_TYPES] = "wrong-types",
         [FAULT_EVENT_FLOOD] = "event-flood",
         [FAULT_LIE_FREE] = "lie-free",
@@ -444,7 +446,8 @@ static void help(void) {
                "  --virtio-mem SIZE_MIB  Give every guest a virtio-mem device vm0 of this maximum\n"
                "  --fault N:KIND[@SEC]   Guest N misbehaves (from SEC seconds on, or with @usr2 from\n"
                "                         SIGUSR2 on): garbage, huge-reply,\n"
-               "                         deep-nesting, wrong-types, hang, close-mid-reply, event-flood,\n"
+               "                         deep-nesting, container-flood, wrong-types, hang,\n"
+               "                         close-mid-reply, event-flood,\n"
                "                         lying-stats, lie-free, lie-backwards, lie-huge, lie-future,\n"
                "                         stale-stats, stuck-balloon, outside-balloon, agent-hang,\n"
                "                         agent-huge-vmstat, agent-utf8-error,\n"

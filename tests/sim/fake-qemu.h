@@ -27,6 +27,7 @@ typedef enum FaultKind {
         FAULT_LYING_STATS,
         FAULT_STUCK_BALLOON,
         FAULT_DEEP_NESTING,
+        FAULT_CONTAINER_FLOOD,
         FAULT_WRONG_TYPES,
         FAULT_EVENT_FLOOD,
         FAULT_LIE_FREE,
