@@ -329,7 +329,7 @@ START_TEST(test_listing_survives_guest_text) {
         int n;
 
         /* The agent's error, cut at the daemon's 96 bytes, is in sim-0's reason: whole characters
-         * only. (Before, the cut one failed GetGuest, and ListGuests for every guest.) */
+         * only (half a character would fail GetGuest, and ListGuests for every guest). */
         ck_assert_msg(guest_view_wait(&d, "sim-0", reason_has_agent_error, NULL, WAIT_SEC, &v),
                       "sim-0's reason never named its agent's error: '%s'", v.reason);
         ck_assert_msg(utf8_is_valid(v.reason), "sim-0's reason is not UTF-8: '%s'", v.reason);
