@@ -13,6 +13,7 @@
 #include "common/macro.h"
 #include "common/size.h"
 #include "common/time-util.h"
+#include "common/utf8.h"
 #include "daemon/host-hugepages.h"
 #include "daemon/host.h"
 #include "policies/hugepage-repair.h"
@@ -68,6 +69,7 @@ typedef struct GuestQmp {
 static void guest_schedule_reconnect(GuestQmp *q);
 static void guest_tick_arm(GuestQmp *q, uint64_t usec);
 static void agent_schedule_reconnect(GuestQmp *q);
+static void agent_follow_policy(GuestQmp *q);
 
 /* Each QMP call gets the poll interval as its timeout, within limits: a guest slower than
  * that would miss the next tick anyway. */
@@ -342,7 +344,7 @@ static void on_agent_vmstat(QgaClient *c, const QmpReply *reply, const GuestVmst
         Guest *g = q->guest;
         if (reply->error < 0 || !vmstat) {
                 char problem[GUEST_AGENT_PROBLEM_MAX];
-                snprintf(problem, sizeof(problem), "guest agent: %s", reply->error_desc ?: strerror(-reply->error));
+                utf8_snprintf(problem, sizeof(problem), "guest agent: %s", reply->error_desc ?: strerror(-reply->error));
                 guest_set_agent_problem(g, problem);
                 q->agent_busy = false;
                 guest_cycle_step_done(g);
@@ -381,6 +383,7 @@ static int on_tick(sd_event_source *s _unused_, uint64_t usec, void *userdata) {
                 guest_set_host_rss(g, host_process_rss("/proc", q->qemu_pid, &rss) >= 0 ? rss : UINT64_MAX);
         }
         hugepage_step(q);
+        agent_follow_policy(q);
 
         /* The cycle holds one step until every call was sent, so a call failing at once cannot
          * finish it early. */
@@ -718,7 +721,7 @@ static void on_agent_disconnect(QgaClient *c _unused_, int error, const char *re
         q->agent_busy = false;
         if (guest_policy(g)->guest_agent && !guest_agent_problem(g)) { /* a failed read that broke it said more */
                 char problem[GUEST_AGENT_PROBLEM_MAX];
-                snprintf(problem, sizeof(problem), "guest agent: connection lost: %s", reason ?: strerror(-error));
+                utf8_snprintf(problem, sizeof(problem), "guest agent: connection lost: %s", reason ?: strerror(-error));
                 guest_set_agent_problem(g, problem);
         }
         q->agent_connected = 0;
@@ -747,8 +750,14 @@ static int agent_connect(GuestQmp *q) {
         return 0;
 }
 
+static bool agent_wanted(const GuestQmp *q) {
+        return q->agent_path && guest_policy(q->guest)->guest_agent;
+}
+
 static int on_agent_reconnect(sd_event_source *s _unused_, uint64_t usec _unused_, void *userdata) {
         GuestQmp *q = userdata;
+        if (!agent_wanted(q))
+                return 0; /* the policy changed meanwhile: agent_follow_policy() connects if it changes back */
         if (agent_connect(q) < 0)
                 agent_schedule_reconnect(q);
         return 0;
@@ -765,6 +774,29 @@ static void agent_schedule_reconnect(GuestQmp *q) {
         }
         (void) sd_event_source_set_time(q->agent_reconnect, now + AGENT_RECONNECT_USEC);
         (void) sd_event_source_set_enabled(q->agent_reconnect, SD_EVENT_ONESHOT);
+}
+
+/* With guest-agent = no the daemon keeps no connection to the agent at all: the channel is the
+ * guest's to write, so a guest whose agent is not wanted gets nothing of the daemon's to spend.
+ * Followed at each tick, and only while no read is under way (its callback ends the cycle's
+ * step); turned on again, the agent is connected at once. */
+static void agent_follow_policy(GuestQmp *q) {
+        int reconnect = SD_EVENT_OFF;
+
+        if (!agent_wanted(q)) {
+                (void) sd_event_source_set_enabled(q->agent_reconnect, SD_EVENT_OFF);
+                if (q->qga && !q->agent_busy) {
+                        q->qga = qga_client_free(q->qga);
+                        q->agent_connected = 0;
+                        guest_set_agent_answers(q->guest, false);
+                        log_guest_info(q->guest, "Guest agent disconnected: the policy says guest-agent = no");
+                }
+                return;
+        }
+        if (q->agent_reconnect)
+                (void) sd_event_source_get_enabled(q->agent_reconnect, &reconnect);
+        if (!q->qga && reconnect == SD_EVENT_OFF && agent_connect(q) < 0)
+                agent_schedule_reconnect(q);
 }
 
 /* ---- public ---- */
@@ -801,7 +833,7 @@ int guest_qmp_start(Guest *g) {
         if (r < 0)
                 /* Typically ECONNREFUSED: QEMU bound the socket but does not listen yet. */
                 connect_failed(q, r);
-        if (q->agent_path && agent_connect(q) < 0)
+        if (agent_wanted(q) && agent_connect(q) < 0)
                 agent_schedule_reconnect(q);
         return 0;
 }

@@ -15,6 +15,7 @@
 #include "common/macro.h"
 #include "common/size.h"
 #include "common/time-util.h"
+#include "common/utf8.h"
 #include "daemon/host.h"
 #include "daemon/log.h"
 #include "daemon/socket-trust.h"
@@ -448,9 +449,9 @@ static uint64_t cycle_decide(Guest *g, uint64_t now) {
         rs_guest_set_grant(g->core, host_capped ? target : RS_UNKNOWN);
 
         if (!g->balloon_watch.stalled && !g->balloon_watch.paused_outside) {
-                size_t n = (size_t) snprintf(g->reason, sizeof(g->reason), "%s", d.reason);
+                size_t n = (size_t) utf8_snprintf(g->reason, sizeof(g->reason), "%s", d.reason);
                 if (g->agent_problem[0] && n < sizeof(g->reason))
-                        (void) snprintf(g->reason + n, sizeof(g->reason) - n, "; %s", g->agent_problem);
+                        (void) utf8_snprintf(g->reason + n, sizeof(g->reason) - n, "; %s", g->agent_problem);
         }
         if (target != g->target || d.state != before) {
                 const RsEstimate *e = rs_guest_estimate(g->core);
@@ -518,7 +519,7 @@ static void cycle_step_done(Guest *g) {
 void guest_set_agent_problem(Guest *g, const char *problem) {
         char text[sizeof(g->agent_problem)];
 
-        snprintf(text, sizeof(text), "%s", problem ?: "");
+        utf8_snprintf(text, sizeof(text), "%s", problem ?: "");
         if (strcmp(text, g->agent_problem) == 0)
                 return;
         if (text[0])

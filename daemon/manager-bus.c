@@ -15,6 +15,7 @@
 #include "common/macro.h"
 #include "common/size.h"
 #include "common/time-util.h"
+#include "common/utf8.h"
 #include "daemon/bus-polkit.h"
 #include "daemon/log.h"
 #include "daemon/manager-bus.h"
@@ -76,8 +77,24 @@ static int check_change_access(Manager *m, sd_bus_message *msg, const char *acti
         return bus_polkit_verify(m->polkit_registry, msg, action, error);
 }
 
+/* A string as it may go on the bus: sd-bus refuses invalid UTF-8, and one such string fails the
+ * whole reply (ListGuests for every guest). *tmp owns the escaped copy, if one was needed. */
+static const char *bus_string(const char *s, char **tmp) {
+        if (!s || utf8_is_valid(s))
+                return s;
+        *tmp = utf8_escape_invalid(s);
+        return *tmp;
+}
+
 static Guest *find_guest(Manager *m, const char *name, sd_bus_error *error) {
         Guest *g = manager_find_guest(m, name);
+        /* A name that is not UTF-8 (a socket file's) is listed escaped: found by that too. */
+        for (size_t i = 0; !g && i < m->n_guests; i++) {
+                _cleanup_free_ char *tmp = NULL;
+                const char *listed = bus_string(guest_name(m->guests[i]), &tmp);
+                if (listed && tmp && strcmp(listed, name) == 0)
+                        g = m->guests[i];
+        }
         if (!g)
                 sd_bus_error_setf(error, RS_BUS_ERROR_NO_SUCH_GUEST, "No guest named '%s'", name);
         return g;
@@ -109,8 +126,11 @@ typedef struct Record {
 } Record;
 
 static void record_str(Record *rec, const char *key, const char *value) {
+        _cleanup_free_ char *tmp = NULL;
+        const char *valid = bus_string(value, &tmp);
+
         if (rec->r >= 0 && value)
-                rec->r = sd_bus_message_append(rec->m, "{sv}", key, "s", value);
+                rec->r = valid ? sd_bus_message_append(rec->m, "{sv}", key, "s", valid) : -ENOMEM;
 }
 
 static void record_u64(Record *rec, const char *key, uint64_t value) {
@@ -398,9 +418,12 @@ static int property_get(sd_bus *bus, const char *path, const char *interface, co
                 return sd_bus_message_append(reply, "t", manager_reclaimed(m));
         if (strcmp(property, "ApiOutages") == 0)
                 return sd_bus_message_append(reply, "u", m->n_api_outages);
-        if (strcmp(property, "LastApiOutage") == 0)
+        if (strcmp(property, "LastApiOutage") == 0) {
+                _cleanup_free_ char *tmp = NULL;
+                const char *reason = bus_string(m->last_api_outage.reason, &tmp);
                 return sd_bus_message_append(reply, "(tts)", m->last_api_outage.start, m->last_api_outage.end,
-                                             m->last_api_outage.reason);
+                                             reason ?: "");
+        }
         return sd_bus_message_append(reply, "s", RIGHTSIZE_VERSION);
 }
 
@@ -678,9 +701,11 @@ void manager_bus_emit_estimate_changed(Manager *m, Guest *g) {
         /* What the guest decided the signal says, not the core's estimate now: while the core
          * re-measures, that is unknown, and the signal keeps the last known one (dbus-api.md). */
         const EstimateSignal *e = guest_estimate_signal(g);
-        if (!m->bus_owned || !guest_estimate(g))
+        _cleanup_free_ char *tmp = NULL;
+        const char *name = bus_string(guest_name(g), &tmp);
+        if (!m->bus_owned || !guest_estimate(g) || !name)
                 return;
-        (void) sd_bus_emit_signal(m->bus, RS_BUS_PATH, RS_BUS_INTERFACE, "EstimateChanged", "sttt", guest_name(g),
+        (void) sd_bus_emit_signal(m->bus, RS_BUS_PATH, RS_BUS_INTERFACE, "EstimateChanged", "sttt", name,
                                   e->estimate == RS_UNKNOWN ? 0 : e->estimate, e->lower == RS_UNKNOWN ? 0 : e->lower,
                                   e->upper == RS_UNKNOWN ? 0 : e->upper);
 }

@@ -146,6 +146,9 @@ void json_peer_command_free(JsonPeerCommand *cmd);
         int name##_set_max_depth(Type *c, int depth) {                                 \
                 return json_stream_set_max_depth(c->peer.stream, depth);              \
         }                                                                              \
+        int name##_set_max_containers(Type *c, size_t containers) {                    \
+                return json_stream_set_max_containers(c->peer.stream, containers);    \
+        }                                                                              \
         bool name##_is_closed(const Type *c) {                                         \
                 return !c || c->peer.state == JSON_PEER_CLOSED;                        \
         }                                                                              \

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include "qmp/json-containers.h"
 #include "qmp/json-stream.h"
 
 #define READ_CHUNK ((size_t) (64 * KIB))
@@ -35,6 +36,8 @@ struct JsonStream {
         json_tokener *tokener;
         size_t max_message;
         int max_depth;
+        size_t max_containers;
+        JsonContainerCount containers; /* of the value being parsed */
         size_t message_bytes; /* consumed so far for the value being parsed */
         bool partial;         /* a value has started (more than whitespace seen) */
         bool discard_until_sync;
@@ -85,6 +88,7 @@ static int tokener_make(JsonStream *s) {
         s->tokener = t;
         s->message_bytes = 0;
         s->partial = false;
+        json_container_count_reset(&s->containers);
         return 0;
 }
 
@@ -106,6 +110,7 @@ int json_stream_new(JsonStream **ret, sd_event *event, const JsonStreamCallbacks
                 .fd = -1,
                 .max_message = JSON_STREAM_MAX_MESSAGE_DEFAULT,
                 .max_depth = JSON_STREAM_MAX_DEPTH_DEFAULT,
+                .max_containers = JSON_STREAM_MAX_CONTAINERS_DEFAULT,
         };
         r = tokener_make(s);
         if (r < 0) {
@@ -120,6 +125,13 @@ int json_stream_set_max_message_size(JsonStream *s, size_t bytes) {
         if (s->state != STREAM_NEW)
                 return -EBUSY;
         s->max_message = bytes > 0 ? bytes : JSON_STREAM_MAX_MESSAGE_DEFAULT;
+        return 0;
+}
+
+int json_stream_set_max_containers(JsonStream *s, size_t containers) {
+        if (s->state != STREAM_NEW)
+                return -EBUSY;
+        s->max_containers = containers > 0 ? containers : JSON_STREAM_MAX_CONTAINERS_DEFAULT;
         return 0;
 }
 
@@ -202,7 +214,7 @@ static void process_input(JsonStream *s, size_t size) {
                 enum json_tokener_error error;
                 json_object *value;
                 const char *sync;
-                size_t chunk;
+                size_t chunk, allowed;
 
                 if (s->discard_until_sync) {
                         sync = memchr(s->input + pos, 0xFF, size - pos);
@@ -212,6 +224,7 @@ static void process_input(JsonStream *s, size_t size) {
                         pos = (size_t) (sync - s->input) + 1;
                         s->discard_until_sync = false;
                         json_tokener_reset(s->tokener);
+                        json_container_count_reset(&s->containers);
                         s->message_bytes = 0;
                         s->partial = false;
                         continue;
@@ -247,6 +260,25 @@ static void process_input(JsonStream *s, size_t size) {
                                         return;
                         }
                 }
+                /* Counted before json-c builds them: the parser gets the bytes up to the
+                 * container past the cap, so that a syntax error before it is still reported
+                 * as one, whatever the reads were. */
+                allowed = json_container_count_feed(&s->containers, s->input + pos, chunk, s->max_containers);
+                if (allowed < chunk) {
+                        if (allowed > 0) {
+                                value = json_tokener_parse_ex(s->tokener, s->input + pos, (int) allowed);
+                                error = json_tokener_get_error(s->tokener);
+                                json_object_put(value);
+                                if (error != json_tokener_continue && error != json_tokener_success) {
+                                        stream_fail(s, -EBADMSG, "malformed JSON from peer: %s",
+                                                    error == json_tokener_error_depth ? "nesting too deep"
+                                                                                      : json_tokener_error_desc(error));
+                                        return;
+                                }
+                        }
+                        stream_fail(s, -EMSGSIZE, "message has more than %zu objects and arrays", s->max_containers);
+                        return;
+                }
                 value = json_tokener_parse_ex(s->tokener, s->input + pos, (int) chunk);
                 error = json_tokener_get_error(s->tokener);
 
@@ -277,6 +309,7 @@ static void process_input(JsonStream *s, size_t size) {
                 s->message_bytes += chunk;
                 pos += chunk;
                 json_tokener_reset(s->tokener);
+                json_container_count_reset(&s->containers);
                 s->partial = false;
                 if (s->message_bytes > s->max_message) {
                         json_object_put(value);
@@ -553,6 +586,7 @@ void json_stream_discard_until_sync_byte(JsonStream *s) {
         s->discard_until_sync = true;
         s->carry_len = 0;
         json_tokener_reset(s->tokener);
+        json_container_count_reset(&s->containers);
         s->message_bytes = 0;
         s->partial = false;
 }

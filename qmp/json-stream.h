@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A stream of JSON values over a non-blocking stream socket, driven by sd-event.
  * It connects (or adopts a connected fd), frames incoming bytes into JSON values with
- * json-c's incremental tokener under a size and a nesting cap, and buffers outgoing bytes
+ * json-c's incremental tokener under a size, a nesting and a container cap, and buffers outgoing bytes
  * until the socket takes them. Shared by the QMP and guest agent clients; it knows
  * nothing about either protocol except the agent's 0xFF resynchronisation byte. */
 #pragma once
@@ -15,6 +15,11 @@
 
 #define JSON_STREAM_MAX_MESSAGE_DEFAULT ((size_t) (1 * MIB))
 #define JSON_STREAM_MAX_DEPTH_DEFAULT 32
+/* Objects and arrays in one message. json-c spends 600-800 bytes on an empty object, so
+ * this bounds a message's parse to a few MiB whatever its shape; QEMU's largest replies that
+ * rightsize asks for (query-memory-devices with 256 DIMMs, query-blockstats of a hundred
+ * disks) have a few hundred, the recorded sessions of the test guest six at most. */
+#define JSON_STREAM_MAX_CONTAINERS_DEFAULT ((size_t) 4096)
 /* Unsent output beyond this means the peer stopped reading. */
 #define JSON_STREAM_MAX_OUTPUT ((size_t) (16 * MIB))
 
@@ -34,9 +39,11 @@ int json_stream_new(JsonStream **ret, sd_event *event, const JsonStreamCallbacks
 JsonStream *json_stream_ref(JsonStream *s);
 JsonStream *json_stream_unref(JsonStream *s);
 
-/* Limits; set them before connecting. bytes == 0 and depth <= 0 restore the defaults. */
+/* Limits; set them before connecting. 0 (depth <= 0) restores a default. A message past a
+ * limit fails the stream with -EMSGSIZE (bytes, containers) or -EBADMSG (nesting). */
 int json_stream_set_max_message_size(JsonStream *s, size_t bytes);
 int json_stream_set_max_depth(JsonStream *s, int depth);
+int json_stream_set_max_containers(JsonStream *s, size_t containers);
 
 /* Starts a non-blocking connect to a unix socket; completion is reported through
  * callbacks->connected or ->failed. A full listen backlog is retried until closed. */

@@ -4,6 +4,7 @@ noinst_LIBRARIES += qmp/libqmp.a
 qmp_libqmp_a_CFLAGS = $(AM_CFLAGS) $(QMP_CFLAGS)
 qmp_libqmp_a_SOURCES = \
 	qmp/json-util.c qmp/json-util.h \
+	qmp/json-containers.c qmp/json-containers.h \
 	qmp/json-stream.c qmp/json-stream.h \
 	qmp/json-peer.c qmp/json-peer.h \
 	qmp/qmp-reply.c qmp/qmp-reply.h \

@@ -25,6 +25,9 @@ struct QgaClient {
         uint64_t n_sync_attempts;
         uint64_t n_syncs;
         sd_event_source *sync_timer;
+
+        uint64_t unsolicited_since; /* CLOCK_MONOTONIC start of the current allowance */
+        unsigned n_unsolicited;     /* messages nobody asked for since then */
 };
 
 static QgaClient *client_of(JsonPeer *p) {
@@ -87,6 +90,9 @@ int qga_client_new(QgaClient **ret, sd_event *event) {
         r = json_peer_new(&p, sizeof(QgaClient), event, &client_ops, QGA_DEFAULT_COMMAND_TIMEOUT_USEC);
         if (r < 0)
                 return r;
+        /* Set on a fresh stream, so they cannot fail. */
+        (void) json_stream_set_max_message_size(p->stream, QGA_MAX_MESSAGE);
+        (void) json_stream_set_max_containers(p->stream, QGA_MAX_CONTAINERS);
         *ret = client_of(p);
         (*ret)->sync_timeout = QGA_DEFAULT_SYNC_TIMEOUT_USEC;
         (*ret)->sync_seed = random_seed();
@@ -259,12 +265,29 @@ static bool is_our_sync_reply(QgaClient *c, json_object *message) {
         return json_value_get_u64(reply.result, &id) >= 0 && id == c->sync_id;
 }
 
+/* Counts a message nobody asked for. false: past the allowance, the connection is closed. */
+static bool note_unsolicited(QgaClient *c) {
+        uint64_t now;
+
+        c->peer.n_dropped++;
+        (void) sd_event_now(c->peer.event, CLOCK_MONOTONIC, &now);
+        if (c->n_unsolicited == 0 || now - c->unsolicited_since >= QGA_UNSOLICITED_INTERVAL_USEC) {
+                c->unsolicited_since = now;
+                c->n_unsolicited = 0;
+        }
+        if (++c->n_unsolicited <= QGA_UNSOLICITED_MAX)
+                return true;
+        json_peer_disconnect(&c->peer, -EPROTO, "more than %u messages nobody asked for in %" PRIu64 " s",
+                             QGA_UNSOLICITED_MAX, QGA_UNSOLICITED_INTERVAL_USEC / UINT64_C(1000000));
+        return false;
+}
+
 static void handle_sync_message(QgaClient *c, json_object *message) {
         if (!is_our_sync_reply(c, message)) {
                 /* A stale sync reply (from an attempt that timed out) or leftovers: our
                  * reply comes after its own 0xFF. */
-                c->peer.n_dropped++;
-                json_stream_discard_until_sync_byte(c->peer.stream);
+                if (note_unsolicited(c))
+                        json_stream_discard_until_sync_byte(c->peer.stream);
                 return;
         }
         c->syncing = false;
@@ -287,7 +310,7 @@ static void client_message(JsonPeer *p, json_object *message) {
         if (c->syncing)
                 handle_sync_message(c, message);
         else if (!cmd || qmp_reply_from_message(message, &reply) < 0)
-                p->n_dropped++;
+                (void) note_unsolicited(c);
         else {
                 json_peer_command_complete(p, cmd, &reply);
                 dispatch_next_or_disconnect(c);

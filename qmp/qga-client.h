@@ -28,6 +28,19 @@ typedef struct QgaClientCallbacks {
         qga_disconnect_fn disconnect; /* same error codes as the QMP client */
 } QgaClientCallbacks;
 
+/* The agent's limits, set by qga_client_new() (the JSON stream's defaults are QMP's). The
+ * largest reply rightsize asks for is a guest-file-read of QGA_FILE_READ_CHUNK (64 KiB): 87,384
+ * bytes of base64 and 60 of envelope. The replies recorded from the test guest
+ * (tests/fuzz/corpus) are at most 4.6 KiB (/proc/vmstat) with two objects; a guest-exec of
+ * /proc/vmstat would be the same text. */
+#define QGA_MAX_MESSAGE ((size_t) (128 * 1024))
+#define QGA_MAX_CONTAINERS ((size_t) 16)
+/* An honest agent sends a message nobody is waiting for only around a resync: the late reply
+ * of a command that timed out, a stale guest-sync-delimited reply. More than this many in one
+ * interval is a guest spending the daemon's time: the connection is closed with -EPROTO. */
+#define QGA_UNSOLICITED_MAX 16
+#define QGA_UNSOLICITED_INTERVAL_USEC (10 * UINT64_C(1000000))
+
 #define QGA_DEFAULT_COMMAND_TIMEOUT_USEC (10 * UINT64_C(1000000))
 /* Per guest-sync-delimited attempt; a silent agent (not started yet) is retried forever. */
 #define QGA_DEFAULT_SYNC_TIMEOUT_USEC (3 * UINT64_C(1000000))
@@ -42,8 +55,10 @@ QgaClient *qga_client_ref(QgaClient *c);
 QgaClient *qga_client_unref(QgaClient *c);
 
 void qga_client_set_callbacks(QgaClient *c, const QgaClientCallbacks *callbacks, void *userdata);
+/* Before connecting; 0 restores the JSON stream's default, not the agent's. */
 int qga_client_set_max_message_size(QgaClient *c, size_t bytes);
 int qga_client_set_max_depth(QgaClient *c, int depth);
+int qga_client_set_max_containers(QgaClient *c, size_t containers);
 void qga_client_set_default_timeout(QgaClient *c, uint64_t usec);
 void qga_client_set_sync_timeout(QgaClient *c, uint64_t usec);
 
@@ -78,7 +93,8 @@ const char *qga_client_get_last_error(const QgaClient *c);
 int qga_client_get_last_errno(const QgaClient *c);
 sd_event *qga_client_get_event(const QgaClient *c);
 size_t qga_client_get_n_pending(const QgaClient *c);
-/* Messages dropped: stale sync replies, replies with nothing in flight. */
+/* Messages dropped: stale sync replies, replies with nothing in flight (past
+ * QGA_UNSOLICITED_MAX an interval, the last one closes the connection). */
 uint64_t qga_client_get_n_dropped(const QgaClient *c);
 /* guest-sync-delimited exchanges completed (1 after connecting, +1 per resync). */
 uint64_t qga_client_get_n_syncs(const QgaClient *c);

@@ -69,9 +69,10 @@ QmpClient *qmp_client_unref(QmpClient *c);
 
 void qmp_client_set_callbacks(QmpClient *c, const QmpClientCallbacks *callbacks, void *userdata);
 void qmp_client_get_callbacks(QmpClient *c, QmpClientCallbacks *ret_callbacks, void **ret_userdata);
-/* Limits, before connecting. 0 restores the default (1 MiB, depth 32). */
+/* Limits, before connecting. 0 restores the default (1 MiB, depth 32, 4096 objects and arrays). */
 int qmp_client_set_max_message_size(QmpClient *c, size_t bytes);
 int qmp_client_set_max_depth(QmpClient *c, int depth);
+int qmp_client_set_max_containers(QmpClient *c, size_t containers);
 /* Default per-command timeout, and the limit for connect + greeting + capabilities. */
 void qmp_client_set_default_timeout(QmpClient *c, uint64_t usec);
 void qmp_client_set_handshake_timeout(QmpClient *c, uint64_t usec);

@@ -9,6 +9,8 @@
 #include "common/macro.h"
 #include "daemon/libvirt/libvirt-parse.h"
 #include "qmp/base64.h"
+#include "qmp/json-containers.h"
+#include "qmp/qga-client.h"
 
 /* ---- a tolerant tag scanner: enough for libvirt's own XML, never trusting it ---- */
 
@@ -756,6 +758,11 @@ static int agent_reply_return(const char *reply, json_object **ret_root, json_ob
 
         if (!reply)
                 return -EBADMSG;
+        /* The agent channel's caps (qga-client.h) before json-c builds anything: libvirt passes
+         * replies of up to 4 MiB, which json-c could make a GiB of objects. */
+        size_t len = strnlen(reply, QGA_MAX_MESSAGE + 1);
+        if (len > QGA_MAX_MESSAGE || !json_containers_within(reply, len, QGA_MAX_CONTAINERS))
+                return -EMSGSIZE;
         root = json_tokener_parse(reply);
         if (!root)
                 return -EBADMSG;

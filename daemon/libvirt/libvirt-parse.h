@@ -114,6 +114,10 @@ int libvirt_stats_map(const virTypedParameter *params, int n_params, LibvirtStat
 
 /* ---- guest agent replies (virDomainQemuAgentCommand) ---- */
 
+/* Both give -EMSGSIZE for a reply past the agent's caps of the QMP path (QGA_MAX_MESSAGE
+ * bytes, QGA_MAX_CONTAINERS objects and arrays), -EBADMSG for one that is not what they
+ * expect. */
+
 /* {"return": N} of guest-file-open: the handle. */
 int rs_agent_parse_file_open(const char *reply, int64_t *ret_handle);
 /* {"return": {"count": N, "buf-b64": "...", "eof": B}} of guest-file-read: the bytes are

@@ -6,6 +6,7 @@
  *                and again after every message that is an object with an integer "return"
  *   flags bit 1: a small message limit (512 bytes), to reach the size cap
  *   flags bit 2: a shallow nesting limit (4)
+ *   flags bit 3: a small container limit (8 objects and arrays a message)
  * The bytes are sent twice, through two fresh streams: once in 64 KiB writes and once cut into
  * pieces of 1..(seed+1) bytes (sizes from a PRNG seeded by the seed byte). Framing must not
  * depend on the cutting: for a valid stream both runs deliver the same messages and end at the
@@ -82,6 +83,8 @@ static void run_stream(Run *run, uint8_t flags, uint8_t seed, bool chunked, cons
                 fuzz_assert(json_stream_set_max_message_size(s, 512) >= 0);
         if (flags & 4)
                 fuzz_assert(json_stream_set_max_depth(s, 4) >= 0);
+        if (flags & 8)
+                fuzz_assert(json_stream_set_max_containers(s, 8) >= 0);
         fuzz_assert(json_stream_attach_fd(s, fds[0]) >= 0);
         if (run->agent_style)
                 json_stream_discard_until_sync_byte(s);

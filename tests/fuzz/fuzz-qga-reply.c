@@ -18,6 +18,7 @@
 
 #include "common/macro.h"
 #include "qmp/base64.h"
+#include "qmp/json-containers.h"
 #include "qmp/guest-procfs.h"
 #include "qmp/json-util.h"
 #include "qmp/qga-client.h"
@@ -231,7 +232,11 @@ static void decode_and_parse(const char *b64, size_t len) {
 
 static void parse_reply(const uint8_t *reply, size_t len) {
         char *text = fuzz_strndup(reply, len);
-        json_object *v = json_tokener_parse(text), *result;
+        /* Only what the client would parse: within the agent's caps (qga-client.h). */
+        json_object *v = len <= QGA_MAX_MESSAGE && json_containers_within(text, strlen(text), QGA_MAX_CONTAINERS)
+                                 ? json_tokener_parse(text)
+                                 : NULL;
+        json_object *result;
         const char *b64;
 
         parse_text(text, len);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
+#include "qmp/json-containers.h"
 #include "qmp/json-stream.h"
 #include "qmp/json-util.h"
 #include "qmp/qmp-client.h"
@@ -203,7 +204,13 @@ static void parse_values(const uint8_t *data, size_t size) {
         fuzz_assert(tok);
         json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_ALLOW_TRAILING_CHARS | JSON_TOKENER_VALIDATE_UTF8);
         while (pos < size) {
-                json_object *v = json_tokener_parse_ex(tok, (const char *) data + pos, (int) MIN(size - pos, (size_t) INT32_MAX));
+                json_object *v;
+
+                /* The client's cap on objects and arrays, so that a flood the client refuses does
+                 * not cost this harness what the cap saves the daemon. */
+                if (!json_containers_within((const char *) data + pos, size - pos, JSON_STREAM_MAX_CONTAINERS_DEFAULT))
+                        break;
+                v = json_tokener_parse_ex(tok, (const char *) data + pos, (int) MIN(size - pos, (size_t) INT32_MAX));
 
                 if (!v || json_tokener_get_error(tok) != json_tokener_success) {
                         json_object_put(v);

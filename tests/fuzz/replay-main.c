@@ -4,10 +4,14 @@
  * any read past the end). Arguments are files or directories; without any, the target's own
  * tests/fuzz/corpus/NAME and tests/fuzz/regressions/NAME (NAME from argv[0]), the first of which
  * must not be empty.
- * A crash or a failed fuzz_assert() aborts, which fails the test. */
+ * A crash or a failed fuzz_assert() aborts, which fails the test, and so does an input that
+ * takes the process's peak RSS up by more than REPLAY_RSS_GROWTH_MAX (a parser that turns a
+ * megabyte of input into hundreds of MiB), as libFuzzer's -rss_limit_mb does in contrib/fuzz.
+ * Not under ASan, whose quarantine keeps freed memory resident: there -rss_limit_mb judges. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +24,33 @@
 #ifndef FUZZ_DIR
 #error "FUZZ_DIR must be the absolute path of tests/fuzz"
 #endif
+
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+
+/* The largest inputs are the message caps (1 MiB of QMP): the parse of one, with its copies,
+ * costs a few MiB. */
+#define REPLAY_RSS_GROWTH_MAX ((uint64_t) 128 * MIB)
+
+/* The peak resident set so far (VmHWM), in bytes; 0 when /proc cannot tell. */
+static uint64_t peak_rss(void) {
+        FILE *f = fopen("/proc/self/status", "re");
+        char line[256];
+        unsigned long long kib;
+        uint64_t peak = 0;
+
+        while (f && peak == 0 && fgets(line, sizeof(line), f))
+                if (sscanf(line, "VmHWM: %llu kB", &kib) == 1)
+                        peak = (uint64_t) kib * 1024;
+        if (f)
+                fclose(f);
+        return peak;
+}
 
 static int replay_file(const char *path) {
         _cleanup_(closep) int fd = -1;
@@ -47,7 +78,16 @@ static int replay_file(const char *path) {
                 }
                 size += (size_t) n;
         }
+        uint64_t before = peak_rss();
         (void) LLVMFuzzerTestOneInput(data, size);
+#ifndef UNDER_ASAN
+        uint64_t after = peak_rss();
+        if (before > 0 && after > before + REPLAY_RSS_GROWTH_MAX) {
+                fprintf(stderr, "%s: %zu bytes of input took the peak RSS from %.1f to %.1f MiB\n", path, size,
+                        (double) before / MIB, (double) after / MIB);
+                abort();
+        }
+#endif
         return 0;
 }
 

@@ -11,18 +11,26 @@
  *     reason (and the log) says what is wrong with the agent;
  *   - no guest's target or balloon is below its floor;
  *   - the daemon's RSS stayed within a bound of what it was once the guests were managed.
+ * A second daemon checks what a guest's text cannot break and what is not read at all: an agent
+ * error cut in the middle of a character and a socket name that is not UTF-8 leave every guest
+ * listed; a guest whose policy says guest-agent = no gets no agent connection.
  * Waits are generous and assertions are on outcomes. */
 
 #include <check.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/macro.h"
+#include "common/utf8.h"
+#include "qmp/json-util.h"
 #include "tests/lib/bus-fixture.h"
 #include "tests/lib/daemon-fixture.h"
 #include "tests/lib/test-util.h"
@@ -264,10 +272,116 @@ START_TEST(test_agent_garbage) {
 }
 END_TEST
 
+/* ---- what the guest writes, and what the daemon does not read ---- */
+
+enum {
+        G_UTF8_ERROR,   /* its agent's error text is cut in the middle of a character */
+        G_AGENT_NOT_WANTED, /* policy guest-agent = no, an agent socket that accepts */
+};
+/* A socket file name that is not UTF-8: a guest whose name sd-bus would refuse. */
+#define LATIN1_NAME "caf\xe9"
+#define LATIN1_NAME_LISTED "caf\xef\xbf\xbd"
+
+static int unwanted_agent_fd = -1, latin1_qmp_fd = -1;
+
+static void setup_guest_text(void) {
+        static const char *const utf8_agent[] = {
+                "--scenario", "steady", "--time-scale", "20", "--fault", "0:agent-utf8-error", NULL,
+        };
+        static const char *const plain[] = { "--scenario", "steady", "--time-scale", "20", NULL };
+        _cleanup_free_ char *agent_path = NULL, *qmp_path = NULL;
+
+        daemon_fixture_setup(&d, &bus, BUS_POLICY_OPEN);
+        enable_agent_sockets();
+        daemon_fixture_write_policy(&d, "fast", daemon_fixture_fast_policy);
+        /* tried before "fast" (policy files go in name order) */
+        daemon_fixture_write_policy(&d, "a-no-agent",
+                                    "[policy]\nmatch = sim-1\npoll-interval = 1s\nfloor = 768M\n"
+                                    "floor-percent = 0\nguest-agent = no\n");
+        /* Listening before the guest appears: a daemon that connects at all has a connection
+         * waiting in its backlog. */
+        ck_assert_int_ge(asprintf(&agent_path, "%s/sim-1.qga", d.qmp_dir), 0);
+        unwanted_agent_fd = test_make_unix_socket(agent_path);
+        ck_assert_int_ge(asprintf(&qmp_path, "%s/" LATIN1_NAME ".qmp", d.qmp_dir), 0);
+        latin1_qmp_fd = test_make_unix_socket(qmp_path);
+        daemon_fixture_start_sim(&d, 1, G_AGENT_NOT_WANTED, 1, plain);
+        daemon_fixture_start_sim(&d, 0, G_UTF8_ERROR, 1, utf8_agent);
+        daemon_fixture_start(&d);
+        /* (sim-0 is the tests' to wait for: its text is what they check) */
+        guest_view_assert_sims_running(&d, G_AGENT_NOT_WANTED, 1, WAIT_SEC);
+}
+
+static void teardown_guest_text(void) {
+        daemon_fixture_teardown(&d, &bus);
+        if (unwanted_agent_fd >= 0)
+                close(unwanted_agent_fd);
+        if (latin1_qmp_fd >= 0)
+                close(latin1_qmp_fd);
+        unwanted_agent_fd = latin1_qmp_fd = -1;
+}
+
+static bool reason_has_agent_error(const GuestView *v, const void *data _unused_) {
+        return strstr(v->reason, "guest agent: opening /proc/vmstat: caf") != NULL;
+}
+
+START_TEST(test_listing_survives_guest_text) {
+        GuestView views[8], v;
+        int n;
+
+        /* The agent's error, cut at the daemon's 96 bytes, is in sim-0's reason: whole characters
+         * only (half a character would fail GetGuest, and ListGuests for every guest). */
+        ck_assert_msg(guest_view_wait(&d, "sim-0", reason_has_agent_error, NULL, WAIT_SEC, &v),
+                      "sim-0's reason never named its agent's error: '%s'", v.reason);
+        ck_assert_msg(utf8_is_valid(v.reason), "sim-0's reason is not UTF-8: '%s'", v.reason);
+        ck_assert_ptr_nonnull(strstr(v.reason, "caf\xc3\xa9\xc3\xa9"));
+
+        /* ListGuests has all three, the one named in Latin-1 with U+FFFD for its byte */
+        n = guest_view_list(&d, views, ARRAY_SIZE(views));
+        ck_assert_int_eq(n, 3);
+        bool latin1_listed = false;
+        for (int i = 0; i < n; i++) {
+                ck_assert_msg(utf8_is_valid(views[i].name) && utf8_is_valid(views[i].reason), "guest %d", i);
+                latin1_listed |= strcmp(views[i].name, LATIN1_NAME_LISTED) == 0;
+        }
+        ck_assert(latin1_listed);
+        /* and it is found by the name it is listed under */
+        ck_assert_int_eq(guest_view_get(&d, LATIN1_NAME_LISTED, &v), 0);
+        ck_assert_str_eq(v.name, LATIN1_NAME_LISTED);
+
+        _cleanup_(ctl_run_done) CtlRun list = ctl_run(&d, "list");
+        ck_assert_msg(list.code == 0, "rightsizectl list: %d %s", list.code, list.err);
+        ck_assert_ptr_nonnull(strstr(list.out, "sim-0"));
+        ck_assert_ptr_nonnull(strstr(list.out, LATIN1_NAME_LISTED));
+}
+END_TEST
+
+START_TEST(test_no_agent_connection_when_not_wanted) {
+        /* A sample after the guest was managed: a connection would have been made when it was
+         * taken over. */
+        GuestView v;
+        ck_assert_int_eq(guest_view_get(&d, "sim-1", &v), 0);
+        uint64_t managed = v.updated;
+        ck_assert_msg(guest_view_wait(&d, "sim-1", guest_view_updated_after, &managed, WAIT_SEC, &v),
+                      "sim-1: no sample in %d s", WAIT_SEC);
+        /* the listening socket does not block: EAGAIN when nobody connected */
+        ck_assert_int_eq(fcntl(unwanted_agent_fd, F_SETFL, O_NONBLOCK), 0);
+        int fd = accept4(unwanted_agent_fd, NULL, NULL, SOCK_CLOEXEC);
+        int error = errno;
+        if (fd >= 0)
+                close(fd);
+        ck_assert_msg(fd < 0 && error == EAGAIN, "rightsized connected to the agent of a guest-agent = no guest");
+        _cleanup_(json_object_putp) json_object *doc = ctl_show(G_AGENT_NOT_WANTED);
+        ck_assert(!json_true(doc, "agent"));
+        ck_assert_ptr_null(strstr(json_str(doc, "reason"), "guest agent"));
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("daemon-agent-faults");
         check_add_case_once(s, "agents", setup_agents, teardown_agents, 120,
                             CHECK_TESTS(test_healthy_agent, test_agent_hang, test_agent_huge_vmstat,
                                         test_agent_garbage));
+        check_add_case_once(s, "guest-text", setup_guest_text, teardown_guest_text, 120,
+                            CHECK_TESTS(test_listing_survives_guest_text, test_no_agent_connection_when_not_wanted));
         return check_run_suite(s);
 }

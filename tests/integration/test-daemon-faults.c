@@ -62,6 +62,7 @@ enum {
         G_STUCK,
         G_LYING,
         G_HANG_FROM_START,
+        G_CONTAINERS,
         N_FLEET,
         G_RESTART = 20,
 };
@@ -98,6 +99,7 @@ static void setup_fleet(void) {
                 "--fault", "14:stuck-balloon",
                 "--fault", "15:lying-stats" FAULT_AFTER,
                 "--fault", "16:hang",
+                "--fault", "17:container-flood" FAULT_AFTER,
                 NULL,
         };
         static const char *const healthy[] = { "--scenario", "steady", "--time-scale", "20", NULL };
@@ -208,6 +210,19 @@ END_TEST
 
 START_TEST(test_deep_nesting) {
         check_fault(G_DEEP, "nesting too deep");
+}
+END_TEST
+
+/* Each reply is just under 1 MiB of empty objects: within the byte cap, and 270 MiB once json-c has
+ * built them. The connection ends at 4096 of them, the daemon stays small (check_fault's RSS
+ * bound), and the guest is reconnected to, and fails the same way again. */
+START_TEST(test_container_flood) {
+        check_fault(G_CONTAINERS, "more than 4096 objects and arrays");
+        for (uint64_t start = monotonic_sec();
+             daemon_fixture_log_count(&d, "]: QMP connection lost: message has more than 4096") < 2;
+             usleep(250 * 1000))
+                ck_assert_msg(monotonic_sec() < start + WAIT_SEC, "sim-17 was not reconnected to");
+        daemon_fixture_assert_rss_bounded(&d, rss_managed_kib);
 }
 END_TEST
 
@@ -486,7 +501,7 @@ int main(void) {
 
         check_add_case_once(s, "fleet", setup_fleet, teardown_all, 600,
                             CHECK_TESTS(test_close_mid_reply, test_garbage, test_huge_reply, test_deep_nesting,
-                                        test_wrong_types, test_hang, test_hang_from_start, test_event_flood,
+                                        test_container_flood, test_wrong_types, test_hang, test_hang_from_start, test_event_flood,
                                         test_lie_free_above_total, test_lie_counters_backwards, test_lie_near_2_64,
                                         test_lie_future_update, test_stale_stats, test_random_lies, test_stuck_balloon,
                                         test_kill_9_and_restart));

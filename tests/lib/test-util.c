@@ -181,3 +181,12 @@ char *test_without_comment_lines(const char *text) {
         *w = '\0';
         return out;
 }
+
+uint64_t test_peak_rss(void) {
+        _cleanup_free_ char *status = test_read_file("/proc/self/status");
+        const char *line = status ? strstr(status, "\nVmHWM:") : NULL;
+        unsigned long long kib;
+
+        ck_assert_msg(line && sscanf(line, "\nVmHWM: %llu kB", &kib) == 1, "no VmHWM in /proc/self/status");
+        return (uint64_t) kib * 1024;
+}

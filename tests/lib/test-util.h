@@ -37,3 +37,7 @@ char *test_without_comment_lines(const char *text);
 
 /* Creates a listening unix socket at path and returns its fd (aborts on failure). */
 int test_make_unix_socket(const char *path);
+
+/* The process's peak resident set so far (VmHWM), in bytes: what an input cost in memory at its
+ * worst, not a timing. Aborts when /proc cannot tell. */
+uint64_t test_peak_rss(void);

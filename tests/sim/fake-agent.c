@@ -3,7 +3,8 @@
  * guest-sync-delimited, the latter answered behind a 0xFF), guest-info, and guest-file-open/
  * -read/-close of /proc/vmstat and /proc/pressure/memory rendered from the guest model's
  * counters, read back in base64 as the real agent does. The agent faults: a hung agent, a
- * /proc/vmstat of a million junk lines (generated per read), garbage replies. The sockets and
+ * /proc/vmstat of a million junk lines (generated per read), garbage replies, an error text of
+ * two-byte characters that the daemon's buffer cuts in the middle of one. The sockets and
  * connections are fake-qemu.c's. */
 
 #include <inttypes.h>
@@ -116,6 +117,15 @@ static json_object *agent_file_open(Guest *g, json_object *args) {
                 path = json_object_get_string(v);
         if (!path)
                 return error_reply("GenericError", "Parameter 'path' is missing");
+        if (guest_fault(g) == FAULT_AGENT_UTF8_ERROR) {
+                /* The daemon says "guest agent: opening /proc/vmstat: " (35 bytes) and this: its
+                 * 96-byte buffer ends in the middle of the e-acute that starts at byte 94. */
+                char desc[256];
+                size_t n = (size_t) sprintf(desc, "caf");
+                for (int i = 0; i < 60; i++)
+                        n += (size_t) sprintf(desc + n, "\xc3\xa9");
+                return error_reply("GenericError", desc);
+        }
         /* A free slot, or else the oldest handle: clients that drop the connection mid-read
          * leak theirs, and a long run must not run out. */
         for (size_t i = 0; i < ARRAY_SIZE(g->files) && (!f || f->handle != 0); i++)

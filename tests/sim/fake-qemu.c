@@ -18,6 +18,7 @@
  *   huge-reply       every reply carries a long string (--huge-reply-size, 4 MiB by default),
  *                    generated as the socket drains so that 100 MiB costs no memory here
  *   deep-nesting     every reply's "return" is an array nested 100000 deep
+ *   container-flood  every reply's "return" is an array of empty objects, just under 1 MiB
  *   wrong-types      every reply's values have the wrong JSON types (numbers as strings, ...)
  *   hang             commands are read and never answered
  *   close-mid-reply  half a reply is written, then the connection is closed
@@ -39,7 +40,8 @@
  *   agent-hang       the agent accepts and reads, and never answers anything (not even a sync)
  *   agent-huge-vmstat /proc/vmstat is a million junk lines before the real counters (~30 MB,
  *                    generated per read, so it costs no memory here)
- *   agent-garbage    syncs are answered, every other command with bytes that are not JSON */
+ *   agent-garbage    syncs are answered, every other command with bytes that are not JSON
+ *   agent-utf8-error guest-file-open fails with a long error text of two-byte characters */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -80,6 +82,7 @@ static const char *const fault_names[_FAULT_MAX] = {
         [FAULT_LYING_STATS] = "lying-stats",
         [FAULT_STUCK_BALLOON] = "stuck-balloon",
         [FAULT_DEEP_NESTING] = "deep-nesting",
+        [FAULT_CONTAINER_FLOOD] = "container-flood",
         [FAULT_WRONG_TYPES] = "wrong-types",
         [FAULT_EVENT_FLOOD] = "event-flood",
         [FAULT_LIE_FREE] = "lie-free",
@@ -90,11 +93,13 @@ static const char *const fault_names[_FAULT_MAX] = {
         [FAULT_AGENT_HANG] = "agent-hang",
         [FAULT_AGENT_HUGE_VMSTAT] = "agent-huge-vmstat",
         [FAULT_AGENT_GARBAGE] = "agent-garbage",
+        [FAULT_AGENT_UTF8_ERROR] = "agent-utf8-error",
         [FAULT_OUTSIDE_BALLOON] = "outside-balloon",
 };
 
 static bool fault_is_agent(FaultKind k) {
-        return k == FAULT_AGENT_HANG || k == FAULT_AGENT_HUGE_VMSTAT || k == FAULT_AGENT_GARBAGE;
+        return k == FAULT_AGENT_HANG || k == FAULT_AGENT_HUGE_VMSTAT || k == FAULT_AGENT_GARBAGE ||
+               k == FAULT_AGENT_UTF8_ERROR;
 }
 
 uint64_t huge_reply_size = HUGE_REPLY_DEFAULT;
@@ -441,10 +446,11 @@ static void help(void) {
                "  --virtio-mem SIZE_MIB  Give every guest a virtio-mem device vm0 of this maximum\n"
                "  --fault N:KIND[@SEC]   Guest N misbehaves (from SEC seconds on, or with @usr2 from\n"
                "                         SIGUSR2 on): garbage, huge-reply,\n"
-               "                         deep-nesting, wrong-types, hang, close-mid-reply, event-flood,\n"
+               "                         deep-nesting, container-flood, wrong-types, hang,\n"
+               "                         close-mid-reply, event-flood,\n"
                "                         lying-stats, lie-free, lie-backwards, lie-huge, lie-future,\n"
                "                         stale-stats, stuck-balloon, outside-balloon, agent-hang,\n"
-               "                         agent-huge-vmstat,\n"
+               "                         agent-huge-vmstat, agent-utf8-error,\n"
                "                         agent-garbage (repeatable; agent-* give the guest an agent)\n"
                "  --agent                Give every guest a guest agent on DIR/sim-N.qga\n"
                "  --huge-reply-size MIB  Length of a huge-reply string (default 4)\n"

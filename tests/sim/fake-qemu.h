@@ -27,6 +27,7 @@ typedef enum FaultKind {
         FAULT_LYING_STATS,
         FAULT_STUCK_BALLOON,
         FAULT_DEEP_NESTING,
+        FAULT_CONTAINER_FLOOD,
         FAULT_WRONG_TYPES,
         FAULT_EVENT_FLOOD,
         FAULT_LIE_FREE,
@@ -37,6 +38,7 @@ typedef enum FaultKind {
         FAULT_AGENT_HANG,
         FAULT_AGENT_HUGE_VMSTAT,
         FAULT_AGENT_GARBAGE,
+        FAULT_AGENT_UTF8_ERROR,
         FAULT_OUTSIDE_BALLOON,
         _FAULT_MAX,
 } FaultKind;

@@ -7,6 +7,7 @@
 
 #include "common/macro.h"
 #include "daemon/libvirt/libvirt-parse.h"
+#include "qmp/qga-client.h"
 #include "tests/lib/check-run.h"
 
 static const char domain_xml[] =
@@ -326,9 +327,45 @@ START_TEST(test_agent_replies) {
 }
 END_TEST
 
+/* The agent's caps of the QMP path hold here too: libvirt lets replies of 4 MiB through. */
+START_TEST(test_agent_reply_caps) {
+        size_t n, size = QGA_MAX_MESSAGE + 1024;
+        _cleanup_free_ char *big = malloc(size + 8), *flood = NULL;
+        char *buf = NULL, many[256];
+        size_t got = 0;
+        bool eof = false;
+        int64_t h;
+
+        /* a well-formed read reply, past the byte cap */
+        n = (size_t) sprintf(big, "{\"return\":{\"count\":1,\"eof\":true,\"buf-b64\":\"");
+        memset(big + n, 'A', (size - n) / 4 * 4);
+        strcpy(big + n + (size - n) / 4 * 4, "\"}}");
+        ck_assert_int_eq(rs_agent_parse_file_read(big, 1024 * 1024, &buf, &got, &eof), -EMSGSIZE);
+        ck_assert_ptr_null(buf);
+
+        /* a full 64 KiB chunk, the largest real reply, is within it */
+        n = (size_t) sprintf(big, "{\"return\":{\"count\":65536,\"eof\":true,\"buf-b64\":\"");
+        memset(big + n, 'A', 87380);
+        strcpy(big + n + 87380, "AA==\"}}");
+        ck_assert_int_eq(rs_agent_parse_file_read(big, 1024 * 1024, &buf, &got, &eof), 0);
+        ck_assert_uint_eq(got, 65536);
+        free(buf);
+
+        /* objects and arrays: the reply, its array and 15 more pass, one more does not */
+        n = (size_t) sprintf(many, "{\"return\": 7, \"x\": [");
+        for (unsigned i = 0; i < QGA_MAX_CONTAINERS - 2; i++)
+                n += (size_t) sprintf(many + n, i > 0 ? ",{}" : "{}");
+        strcpy(many + n, "]}");
+        ck_assert_int_eq(rs_agent_parse_file_open(many, &h), 0);
+        ck_assert_int_eq(h, 7);
+        ck_assert_int_gt(asprintf(&flood, "{\"return\": 7, \"x\": [{},%s", many + strlen("{\"return\": 7, \"x\": [")), 0);
+        ck_assert_int_eq(rs_agent_parse_file_open(flood, &h), -EMSGSIZE);
+}
+END_TEST
+
 int main(void) {
         return check_run_case("libvirt-parse", "pure", NULL, NULL, 0,
                               CHECK_TESTS(test_domain_xml, test_domain_xml_dimms, test_skip_reasons, test_garbage_xml,
                                           test_virtio_mem_update, test_align, test_metadata, test_stats_map,
-                                          test_agent_replies));
+                                          test_agent_replies, test_agent_reply_caps));
 }

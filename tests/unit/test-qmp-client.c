@@ -10,10 +10,12 @@
 #include <unistd.h>
 
 #include "common/macro.h"
+#include "qmp/json-stream.h"
 #include "qmp/qmp-client.h"
 #include "qmp/qmp-sync.h"
 #include "tests/lib/fake-qmp-peer.h"
 #include "tests/lib/check-run.h"
+#include "tests/lib/test-util.h"
 
 #define SHORT_TIMEOUT (50 * USEC_PER_MSEC)
 
@@ -692,6 +694,96 @@ START_TEST(test_oversized_message_configured_cap) {
 }
 END_TEST
 
+/* "[{},{},..." of `count` empty objects, in a reply; closed with "]}" if `closed`. */
+static char *objects_reply(size_t count, bool closed, size_t *ret_len) {
+        size_t n, size = 64 + count * 3;
+        char *text = malloc(size);
+
+        ck_assert_ptr_nonnull(text);
+        n = (size_t) sprintf(text, "{\"id\": %%ID%%, \"return\": [");
+        for (size_t i = 0; i < count; i++)
+                n += (size_t) sprintf(text + n, i > 0 ? ",{}" : "{}");
+        if (closed)
+                n += (size_t) sprintf(text + n, "]}");
+        *ret_len = n;
+        return text;
+}
+
+START_TEST(test_container_flood_closes_early) {
+        ReplyRecord first = {}, victim = {};
+        uint64_t peak_before, peak_after;
+        size_t len;
+        /* A megabyte of empty objects, never closed, within the byte cap: json-c would build
+         * them all (hundreds of MiB) and wait for the rest. */
+        _cleanup_free_ char *flood = objects_reply((JSON_STREAM_MAX_MESSAGE_DEFAULT - 64) / 3, false, &len);
+
+        fake_peer_greet(p);
+        fake_peer_expect(p, "first", NULL);
+        fake_peer_reply(p, "1");
+        fake_peer_expect(p, "victim", NULL);
+        fake_peer_send(p, flood);
+        peak_before = test_peak_rss();
+        execute("first", NULL, QMP_TIMEOUT_DEFAULT, &first);
+        execute("victim", NULL, QMP_TIMEOUT_DEFAULT, &victim);
+        run_script();
+        ck_assert(test_run_until_flag(e, &victim.done));
+        peak_after = test_peak_rss();
+        /* the reply before the flood was delivered; the flood ended the connection at the cap */
+        ck_assert_int_eq(first.error, 0);
+        ck_assert_str_eq(first.result, "1");
+        ck_assert_int_eq(victim.error, -ECONNRESET);
+        ck_assert_int_eq(n_disconnect, 1);
+        ck_assert_int_eq(disconnect_error, -EMSGSIZE);
+        ck_assert_msg(strstr(disconnect_reason, "more than 4096 objects and arrays"), "reason: %s", disconnect_reason);
+        /* 4096 objects cost a few MiB at most; the whole flood would cost about 270 MiB */
+        ck_assert_msg(peak_after - peak_before < 32 * MIB, "peak RSS grew by %.1f MiB",
+                      (double) (peak_after - peak_before) / MIB);
+        ck_assert(test_run_until(e, peer_saw_close, p));
+        reply_record_clear(&first);
+        reply_record_clear(&victim);
+}
+END_TEST
+
+START_TEST(test_containers_within_cap) {
+        ReplyRecord r = {};
+        size_t len;
+        /* exactly the cap: the reply object, its array and the objects in it */
+        _cleanup_free_ char *reply = objects_reply(JSON_STREAM_MAX_CONTAINERS_DEFAULT - 2, true, &len);
+
+        fake_peer_greet(p);
+        fake_peer_expect(p, "many", NULL);
+        fake_peer_send(p, reply);
+        execute("many", NULL, QMP_TIMEOUT_DEFAULT, &r);
+        run_script();
+        ck_assert(test_run_until_flag(e, &r.done));
+        ck_assert_int_eq(r.error, 0);
+        ck_assert(qmp_client_is_ready(c));
+        ck_assert_int_eq(n_disconnect, 0);
+        reply_record_clear(&r);
+}
+END_TEST
+
+START_TEST(test_configured_container_cap) {
+        QmpClient *small;
+        FakePeer *peer;
+        int fds[2];
+
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+        ck_assert_int_ge(qmp_client_new(&small, e), 0);
+        ck_assert_int_eq(qmp_client_set_max_containers(small, 3), 0);
+        ck_assert_int_ge(qmp_client_connect_fd(small, fds[0]), 0);
+        ck_assert_int_eq(qmp_client_set_max_containers(small, 5), -EBUSY);
+        ck_assert_int_ge(fake_peer_new(&peer, e, fds[1]), 0);
+        /* four containers, brackets inside strings not counted: one past the cap of 3 */
+        fake_peer_send(peer, "{\"QMP\": {\"version\": {\"x\": \"{[{[\\\"{\"}, \"capabilities\": []}}");
+        ck_assert(test_run_until(e, client_closed, small));
+        ck_assert_int_eq(qmp_client_get_last_errno(small), -EMSGSIZE);
+        ck_assert_ptr_nonnull(strstr(qmp_client_get_last_error(small), "more than 3 objects and arrays"));
+        qmp_client_free(small);
+        fake_peer_free(peer);
+}
+END_TEST
+
 /* ---- freeing or closing from callbacks ---- */
 
 START_TEST(test_free_in_reply_callback) {
@@ -964,7 +1056,9 @@ static Suite *qmp_client_suite(void) {
                                                test_disconnect_mid_reply, test_disconnect_between_messages,
                                                test_deep_nesting, test_nesting_within_limit, test_configured_depth_cap,
                                                test_oversized_message_default_cap, test_oversized_message_never_ends,
-                                               test_oversized_message_configured_cap, test_free_in_reply_callback,
+                                               test_oversized_message_configured_cap, test_container_flood_closes_early,
+                                               test_containers_within_cap, test_configured_container_cap,
+                                               test_free_in_reply_callback,
                                                test_close_in_reply_callback, test_free_in_event_callback,
                                                test_free_in_ready_callback, test_free_in_disconnect_callback,
                                                test_free_while_failing_pending_commands, test_free_in_timeout_callback,

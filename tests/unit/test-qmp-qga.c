@@ -114,6 +114,10 @@ static bool client_ready(void *userdata) {
         return qga_client_is_ready(userdata);
 }
 
+static bool client_closed(void *userdata) {
+        return qga_client_is_closed(userdata);
+}
+
 static bool dropped_one(void *userdata) {
         return qga_client_get_n_dropped(userdata) >= 1;
 }
@@ -140,7 +144,7 @@ static char *b64(const char *text) {
 
 /* Scripts the agent side of one guest-file-open/read.../close for content split in pieces. */
 static void script_file(const char *path, const char *const pieces[], size_t n_pieces) {
-        char args[256], reply[8192];
+        char args[256];
 
         snprintf(args, sizeof(args), "{\"path\": \"%s\", \"mode\": \"r\"}", path);
         fake_peer_expect(p, "guest-file-open", args);
@@ -150,8 +154,11 @@ static void script_file(const char *path, const char *const pieces[], size_t n_p
                 char *enc = b64(piece);
 
                 fake_peer_expect(p, "guest-file-read", "{\"handle\": 1000, \"count\": 65536}");
-                snprintf(reply, sizeof(reply), "{\"return\": {\"count\": %zu, \"buf-b64\": \"%s\", \"eof\": %s}}\n",
-                         strlen(piece), enc, i == n_pieces ? "true" : "false");
+                _cleanup_free_ char *reply = NULL;
+
+                ck_assert_int_ge(asprintf(&reply, "{\"return\": {\"count\": %zu, \"buf-b64\": \"%s\", \"eof\": %s}}\n",
+                                          strlen(piece), enc, i == n_pieces ? "true" : "false"),
+                                 0);
                 fake_peer_send(p, reply);
                 free(enc);
         }
@@ -281,6 +288,86 @@ START_TEST(test_reply_with_nothing_in_flight_dropped) {
 }
 END_TEST
 
+static bool dropped_many(void *userdata) {
+        return qga_client_get_n_dropped(userdata) >= QGA_UNSOLICITED_MAX;
+}
+
+/* `n` replies nobody asked for, in one write: one read, one moment for the allowance. */
+static void send_unsolicited(unsigned n) {
+        _cleanup_free_ char *text = malloc(n * 32 + 1);
+        size_t len = 0;
+
+        for (unsigned i = 0; i < n; i++)
+                len += (size_t) sprintf(text + len, "{\"return\": \"unsolicited\"}\n");
+        fake_peer_send(p, text);
+}
+
+START_TEST(test_unsolicited_within_allowance) {
+        sync_ok();
+        send_unsolicited(QGA_UNSOLICITED_MAX);
+        run_script();
+        ck_assert(test_run_until(e, dropped_many, c));
+        test_run_for(e, 20 * USEC_PER_MSEC);
+        ck_assert_uint_eq(qga_client_get_n_dropped(c), QGA_UNSOLICITED_MAX);
+        ck_assert(qga_client_is_ready(c));
+        ck_assert_int_eq(n_disconnect, 0);
+}
+END_TEST
+
+START_TEST(test_unsolicited_flood_closes) {
+        sync_ok();
+        send_unsolicited(QGA_UNSOLICITED_MAX + 1);
+        ck_assert(test_run_until(e, client_closed, c));
+        ck_assert_uint_eq(qga_client_get_n_dropped(c), QGA_UNSOLICITED_MAX + 1);
+        ck_assert_int_eq(n_disconnect, 1);
+        ck_assert_int_eq(disconnect_error, -EPROTO);
+        ck_assert_msg(strstr(qga_client_get_last_error(c), "messages nobody asked for"), "last error: %s",
+                      qga_client_get_last_error(c));
+}
+END_TEST
+
+/* A reply of the agent that breaks one of its limits ends the connection, the command with it. */
+static void assert_reply_closes(const char *reply, int want_error, const char *want_reason) {
+        Result r = {};
+
+        sync_ok();
+        fake_peer_expect(p, "guest-info", NULL);
+        fake_peer_send(p, reply);
+        ck_assert_int_ge(qga_client_execute(c, "guest-info", NULL, 0, on_reply, &r), 0);
+        run_script();
+        ck_assert(test_run_until_flag(e, &r.done));
+        ck_assert_int_eq(r.error, -ECONNRESET);
+        ck_assert_int_eq(n_disconnect, 1);
+        ck_assert_int_eq(disconnect_error, want_error);
+        ck_assert_msg(strstr(qga_client_get_last_error(c), want_reason), "last error: %s", qga_client_get_last_error(c));
+        result_clear(&r);
+}
+
+START_TEST(test_reply_past_agent_byte_cap) {
+        /* well-formed, within QMP's 1 MiB, past the agent's 128 KiB */
+        size_t size = QGA_MAX_MESSAGE + 1024;
+        _cleanup_free_ char *reply = malloc(size + 64);
+        size_t n = (size_t) sprintf(reply, "{\"return\": \"");
+
+        memset(reply + n, 'x', size);
+        n += size;
+        strcpy(reply + n, "\"}\n");
+        assert_reply_closes(reply, -EMSGSIZE, "exceeds the limit of 131072 bytes");
+}
+END_TEST
+
+START_TEST(test_reply_past_agent_container_cap) {
+        char reply[256];
+        size_t n = (size_t) sprintf(reply, "{\"return\": [");
+
+        /* the reply object, its array and 15 more: 17 */
+        for (unsigned i = 0; i < QGA_MAX_CONTAINERS - 1; i++)
+                n += (size_t) sprintf(reply + n, i > 0 ? ",{}" : "{}");
+        strcpy(reply + n, "]}\n");
+        assert_reply_closes(reply, -EMSGSIZE, "more than 16 objects and arrays");
+}
+END_TEST
+
 START_TEST(test_disconnect_mid_command) {
         Result a = {}, b = {};
 
@@ -371,6 +458,26 @@ START_TEST(test_read_file_in_chunks) {
         ck_assert_uint_eq(r.size, 12);
         ck_assert_str_eq(r.data, "hello world\n");
         ck_assert_int_eq(r.n_calls, 1);
+        result_clear(&r);
+}
+END_TEST
+
+START_TEST(test_read_file_full_chunk_fits_agent_cap) {
+        /* The largest reply rightsize asks the agent for: a whole QGA_FILE_READ_CHUNK. */
+        _cleanup_free_ char *piece = malloc(QGA_FILE_READ_CHUNK + 1);
+        const char *pieces[1] = { piece };
+        Result r = {};
+
+        memset(piece, 'v', QGA_FILE_READ_CHUNK);
+        piece[QGA_FILE_READ_CHUNK] = '\0';
+        sync_ok();
+        script_file("/proc/vmstat", pieces, 1);
+        ck_assert_int_ge(qga_read_file(c, "/proc/vmstat", 0, 0, on_file, &r), 0);
+        run_script();
+        ck_assert(test_run_until_flag(e, &r.done));
+        ck_assert_int_eq(r.error, 0);
+        ck_assert_uint_eq(r.size, QGA_FILE_READ_CHUNK);
+        ck_assert_int_eq(n_disconnect, 0);
         result_clear(&r);
 }
 END_TEST
@@ -620,7 +727,10 @@ static Suite *qga_suite(void) {
                                                test_read_file_open_fails, test_read_file_read_timeout,
                                                test_read_file_disconnect, test_free_during_file_read,
                                                test_read_vmstat_via_agent, test_read_psi_and_meminfo_via_agent,
-                                               test_read_vmstat_garbage_via_agent));
+                                               test_read_vmstat_garbage_via_agent, test_unsolicited_within_allowance,
+                                               test_unsolicited_flood_closes, test_reply_past_agent_byte_cap,
+                                               test_reply_past_agent_container_cap,
+                                               test_read_file_full_chunk_fits_agent_cap));
         tcase_add_loop_test(tc, test_read_file_bad_reply, 0, ARRAY_SIZE(bad_read_cases));
         check_add_case(s, "base64", NULL, NULL, 0, CHECK_TESTS(test_base64_vectors, test_base64_rejects));
         return s;
