@@ -546,9 +546,9 @@ WORKLOADS = {w.name: w for w in (Pgbench("select"), Pgbench("tpcb"), RedisUnifor
 # managed run's length and how many times it runs.
 CONFIGS = {
     "smoke": dict(step_mib=32, settle_s=30, window_s=20, min_windows=2, max_windows=4, floor_mib=192,
-                  calib_windows=3, managed_s=360, reps=1),
-    "full": dict(step_mib=16, settle_s=45, window_s=30, min_windows=2, max_windows=6, floor_mib=192,
-                 calib_windows=4, managed_s=480, reps=3),
+                  calib_windows=3, managed_s=300, reps=1),
+    "full": dict(step_mib=32, settle_s=30, window_s=20, min_windows=2, max_windows=6, floor_mib=192,
+                 calib_windows=4, managed_s=360, reps=3),
 }
 # Student's t at 90 % two-sided for n - 1 degrees of freedom: a verdict is stable when the
 # windows' mean ratio lies further from the bar than this many standard errors.
