@@ -640,32 +640,25 @@ def throughput_oracle(g, twin, cfg, reference):
     (or the floor), then halves the bracket between the last size that was enough and the first
     that was not until it is one step wide.  Returns {"oracle_mib", "steps", "refault_rule_mib"}."""
     step_mib, full = cfg["step_mib"], g.mem_mib
-    steps, good, bad = [], full, None
-    last = full
+    steps, bracket = [], {"good": full, "bad": None}
+
+    def visit(size):
+        """Judges size (going up from the last one visited: the load is warmed again first) and
+        narrows the bracket; whether it was enough."""
+        st = judge(g, twin, size, cfg, reference, bool(steps) and size > steps[-1]["size"])
+        steps.append(st)
+        bracket["good" if st["ok"] else "bad"] = size
+        return st["ok"]
     d = 2 * step_mib
-    while bad is None:
-        size = full - d
-        if size < cfg["floor_mib"]:
-            break
-        st = judge(g, twin, size, cfg, reference, size > last)
-        steps.append(st)
-        last = size
-        if st["ok"]:
-            good = size
+    while bracket["bad"] is None and full - d >= cfg["floor_mib"]:
+        if visit(full - d):
             d *= 2
-        else:
-            bad = size
-    while bad is not None and good - bad > step_mib:
-        size = int((good + bad) / 2 // step_mib * step_mib)
-        if size <= bad or size >= good:
+    while bracket["bad"] is not None and bracket["good"] - bracket["bad"] > step_mib:
+        size = int((bracket["good"] + bracket["bad"]) / 2 // step_mib * step_mib)
+        if not bracket["bad"] < size < bracket["good"]:
             break
-        st = judge(g, twin, size, cfg, reference, size > last)
-        steps.append(st)
-        last = size
-        if st["ok"]:
-            good = size
-        else:
-            bad = size
+        visit(size)
+    good, bad = bracket["good"], bracket["bad"]
     # The refault rule on the same windows: the smallest visited size clean by it with no visited
     # size above it failing.
     visited = sorted(steps, key=lambda s: -s["size"])

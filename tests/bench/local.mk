@@ -20,11 +20,11 @@ BENCH_FLAGS =
 
 # bench-scale drives tests/sim/fake-qemu, a check program that `all` does not build.
 # Part pgbench boots the Debian 12 distro guest (built on first use, see bench-distro-smoke).
-bench: all guest/initrd.gz tests/sim/fake-qemu
+bench: all guest/initrd.gz tests/sim/fake-qemu tests/model/model-bench
 	$(bench_env) RIGHTSIZE_DISTRO_GUEST_DIR=$${RIGHTSIZE_DISTRO_GUEST_DIR:-$(abs_top_builddir)/distro-guest} \
 		$(abs_top_srcdir)/tests/bench/run-all --out $(abs_top_srcdir)/BENCHMARKS.md $(BENCH_FLAGS)
 
-bench-full: all guest/initrd.gz tests/sim/fake-qemu
+bench-full: all guest/initrd.gz tests/sim/fake-qemu tests/model/model-bench
 	$(bench_env) RIGHTSIZE_DISTRO_GUEST_DIR=$${RIGHTSIZE_DISTRO_GUEST_DIR:-$(abs_top_builddir)/distro-guest} \
 		$(abs_top_srcdir)/tests/bench/run-all --full --out $(abs_top_srcdir)/BENCHMARKS.md $(BENCH_FLAGS)
 
@@ -50,7 +50,7 @@ EXTRA_DIST += tests/bench/run-all tests/bench/smoke tests/bench/benchlib.py test
 	tests/bench/bench-pgbench tests/bench/bench-redis tests/bench/bench-calibrate tests/bench/bench-shipped-file \
 	tests/bench/bench-distro-idle tests/bench/bench-phase tests/bench/bench-pgbench-tpcb \
 	tests/bench/bench-placement tests/bench/bench-refill \
-	tests/bench/applib.py tests/bench/bench-app tests/bench/guest/rs-zipf-get tests/bench/check-mom-sweep \
+	tests/bench/applib.py tests/bench/bench-app tests/bench/guest/rs-zipf-get tests/bench/check-mom-sweep tests/bench/bench-model \
 	tests/bench/bench-fio-zipf09 tests/bench/bench-fio-zipf12 tests/bench/bench-fio-zipf09-4g2c \
 	tests/bench/bench-redis-zipf tests/bench/bench-redis-uniform tests/bench/bench-sysbench-ro \
 	tests/bench/bench-sysbench-rw tests/bench/bench-compile tests/bench/bench-pgbench-s tests/bench/bench-tpcb
