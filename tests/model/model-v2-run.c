@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/macro.h"
+#include "policies/controller.h"
 #include "policies/estimator.h"
 
 typedef struct TruthCache {
@@ -24,33 +25,96 @@ static void truth_now(const GuestModelV2 *m, TruthCache *tc) {
         tc->throughput = guest_model_v2_truth_throughput(m, SHAPE_THROUGHPUT_TARGET);
 }
 
+/* The two cores behind one face: what the loop needs from either. */
+typedef struct Core {
+        ModelV2Core kind;
+        RsGuest *guest;
+        RsController *ctl;
+} Core;
+
+typedef struct CoreStep {
+        uint64_t target, estimate;
+        bool emergency;
+        const char *state;
+        char reason[RS_REASON_MAX];
+} CoreStep;
+
+static int core_new(Core *c, const RsPolicy *policy, const ModelV2Options *o, uint64_t guest_max) {
+        *c = (Core) { .kind = o ? o->core : MODEL_V2_ESTIMATOR };
+        if (c->kind == MODEL_V2_ESTIMATOR)
+                return rs_guest_new(&c->guest, policy, guest_max);
+        RsControllerParams params;
+        if (o->params)
+                params = *o->params;
+        else
+                rs_controller_params_init(&params, policy);
+        return rs_controller_new(&c->ctl, policy, &params, guest_max);
+}
+
+static void core_free(Core *c) {
+        c->guest = rs_guest_free(c->guest);
+        c->ctl = rs_controller_free(c->ctl);
+}
+
+static void core_step(Core *c, const RsSample *s, uint64_t now_usec, CoreStep *ret) {
+        if (c->kind == MODEL_V2_ESTIMATOR) {
+                RsDecision dec;
+                if (s)
+                        rs_guest_feed(c->guest, s, now_usec);
+                rs_guest_decide(c->guest, now_usec, &dec);
+                *ret = (CoreStep) { .target = dec.target, .estimate = dec.estimate, .state = rs_state_to_string(dec.state),
+                                    .emergency = dec.state == RS_STATE_EMERGENCY };
+                snprintf(ret->reason, sizeof(ret->reason), "%s", dec.reason);
+                return;
+        }
+        RsControllerDecision dec;
+        if (s)
+                rs_controller_feed(c->ctl, s, now_usec);
+        rs_controller_decide(c->ctl, &dec);
+        *ret = (CoreStep) { .target = dec.target, .estimate = dec.estimate, .state = rs_control_action_to_string(dec.action),
+                            .emergency = dec.action == RS_CONTROL_EMERGENCY };
+        snprintf(ret->reason, sizeof(ret->reason), "%s", dec.reason);
+}
+
+static bool core_streaming(const Core *c) {
+        if (c->kind == MODEL_V2_ESTIMATOR)
+                return rs_guest_estimate(c->guest)->streaming;
+        RsControllerDecision dec;
+        rs_controller_decide(c->ctl, &dec);
+        return dec.streaming;
+}
+
 int model_v2_run(const WorkloadDraw *d, const RsPolicy *policy, double sim_sec, bool verbose, ModelV2Score *ret) {
+        return model_v2_run_with(d, policy, NULL, sim_sec, verbose, ret);
+}
+
+int model_v2_run_with(const WorkloadDraw *d, const RsPolicy *policy, const ModelV2Options *o, double sim_sec, bool verbose,
+                      ModelV2Score *ret) {
         GuestModelV2 m;
-        RsGuest *g;
+        Core core;
         TruthCache tc = { .known = false };
         double interval = (double) policy->poll_interval_usec / USEC_PER_SEC;
         double below_since = -1;
-        RsState prev = _RS_STATE_MAX;
+        bool prev_emergency = false;
         int r;
 
         *ret = (ModelV2Score) { .draw = *d };
         guest_model_v2_init(&m, d, interval);
-        r = rs_guest_new(&g, policy, (uint64_t) d->boot_bytes);
+        r = core_new(&core, policy, o, (uint64_t) d->boot_bytes);
         if (r < 0)
                 return r;
 
         unsigned ticks = (unsigned) ceil(sim_sec / interval);
         for (unsigned t = 0; t < ticks; t++) {
                 RsSample s;
-                RsDecision dec;
+                CoreStep dec;
                 uint64_t now_usec = (uint64_t) (m.now_sec * USEC_PER_SEC) + USEC_PER_SEC; /* any monotonic clock */
 
                 guest_model_v2_sample(&m, &s);
-                rs_guest_feed(g, &s, now_usec);
-                rs_guest_decide(g, now_usec, &dec);
-                if (dec.state == RS_STATE_EMERGENCY && prev != RS_STATE_EMERGENCY)
+                core_step(&core, &s, now_usec, &dec);
+                if (dec.emergency && !prev_emergency)
                         ret->emergencies++;
-                prev = dec.state;
+                prev_emergency = dec.emergency;
                 guest_model_v2_set_target(&m, (double) dec.target);
                 guest_model_v2_step(&m);
                 ret->pushback_sec += m.step_pushback ? interval : 0;
@@ -67,14 +131,14 @@ int model_v2_run(const WorkloadDraw *d, const RsPolicy *policy, double sim_sec, 
                 if (verbose)
                         printf("t=%5.0fs %-9s size %6.1f MiB target %6.1f estimate %6.1f truth %6.1f/%6.1f stall %.4f "
                                "collateral %5.1f MiB refaults %8.0f | %s\n",
-                               m.now_sec, rs_state_to_string(dec.state), m.size / MIB, (double) dec.target / MIB,
+                               m.now_sec, dec.state, m.size / MIB, (double) dec.target / MIB,
                                rs_known(dec.estimate) ? (double) dec.estimate / MIB : -1.0, tc.stall / MIB,
                                tc.throughput / MIB, m.step_stall_sec / interval, m.step_collateral / MIB,
                                m.step_refaults, dec.reason);
         }
 
-        RsDecision dec;
-        rs_guest_decide(g, (uint64_t) (m.now_sec * USEC_PER_SEC) + USEC_PER_SEC, &dec);
+        CoreStep dec;
+        core_step(&core, NULL, (uint64_t) (m.now_sec * USEC_PER_SEC) + USEC_PER_SEC, &dec);
         truth_now(&m, &tc);
         ret->sim_sec = m.total_sec;
         ret->truth_stall = tc.stall;
@@ -93,7 +157,7 @@ int model_v2_run(const WorkloadDraw *d, const RsPolicy *policy, double sim_sec, 
                             m.size <= tc.stall * (1 + policy->margin_percent / 100) + (double) policy->dead_band_bytes;
         ret->starved = ret->longest_below_sec > MODEL_V2_STARVED_SEC;
         ret->oom_kills = m.oom_kills;
-        ret->streaming = rs_guest_estimate(g)->streaming;
-        rs_guest_free(g);
+        ret->streaming = core_streaming(&core);
+        core_free(&core);
         return 0;
 }

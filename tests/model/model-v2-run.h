@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "policies/controller.h"
 #include "policies/policy.h"
 #include "tests/model/guest-model-v2.h"
 
@@ -43,6 +44,20 @@ typedef struct ModelV2Score {
         bool streaming;              /* the core's stream verdict at the end */
 } ModelV2Score;
 
+typedef enum ModelV2Core {
+        MODEL_V2_ESTIMATOR,  /* today's estimator (estimator.h) */
+        MODEL_V2_CONTROLLER, /* the cost controller (controller.h), not yet wired into the daemon */
+        _MODEL_V2_CORE_MAX,
+} ModelV2Core;
+
+typedef struct ModelV2Options {
+        ModelV2Core core;
+        const RsControllerParams *params; /* the controller's; NULL: rs_controller_params_init() */
+} ModelV2Options;
+
 /* Runs `sim_sec` simulated seconds at the policy's polling interval. verbose: one line per
  * interval (replaying a draw). Returns 0 or a negative errno from the core. */
 int model_v2_run(const WorkloadDraw *d, const RsPolicy *policy, double sim_sec, bool verbose, ModelV2Score *ret);
+/* The same with a choice of core (NULL: today's estimator). */
+int model_v2_run_with(const WorkloadDraw *d, const RsPolicy *policy, const ModelV2Options *o, double sim_sec, bool verbose,
+                      ModelV2Score *ret);

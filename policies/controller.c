@@ -1,0 +1,375 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "policies/controller.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common/macro.h"
+
+/* The balloon's own slack: a guest within this of its target is there (QEMU balloons whole
+ * pages, and a guest may settle a little off an unaligned target), and one this far above it
+ * that stopped moving pushed back. */
+#define PUSHBACK_SLACK_BYTES (4.0 * MIB)
+#define PUSHBACK_SLACK_SHARE 0.005
+/* The estimate's average, in cost windows. */
+#define ESTIMATE_WINDOWS 4.0
+
+struct RsController {
+        RsPolicy policy;
+        RsControllerParams params;
+        uint64_t guest_max, floor, max;
+        RsRateTracker tracker;
+        RsCostWindow window;
+        double latency_measured;         /* seconds, 0: not measured */
+        uint64_t wm_min, wm_low, wm_high; /* summed over the zones */
+        bool wm_given;                   /* from /proc/zoneinfo, not computed */
+        uint64_t managed;                /* the largest MemTotal seen: what the kernel sized its watermarks by */
+
+        bool started;
+        double size;                     /* bytes: what the controller asks the guest to have */
+        double estimate;                 /* bytes */
+        double last_within;              /* bytes: the last size whose cost at rest was within target, 0 none */
+        double prev_actual;              /* bytes, 0 unknown */
+        uint64_t oom_prev;
+
+        double host_read_floor;          /* pages/s of host reads made at max: no memory saves them */
+        bool floor_known;
+        uint64_t floor_at_usec;
+        bool stream_seen;
+        uint64_t stream_at_usec;
+
+        uint64_t grant;
+        RsControllerDecision d;
+};
+
+void rs_controller_params_init(RsControllerParams *p, const RsPolicy *policy) {
+        *p = (RsControllerParams) {
+                /* senpai's pressure target: a stall no workload feels */
+                .cost_target = 0.001,
+                /* long enough that a step's passing refaults (hot pages its reclaim took, read
+                 * back within seconds) leave intervals within target in it; short enough that a
+                 * guest whose set grew gets memory well within a minute */
+                .cost_window_sec = 30,
+                /* a guest at zero cost gives a twentieth of its size a minute: a 4 GiB guest
+                 * reaches a quarter of it in under half an hour, and a step is small enough that
+                 * the cost it causes shows before the next one is large */
+                .tighten_per_min = 0.05,
+                /* twice the target costs a fifth of a percent of the size per second (2 % per
+                 * 10 s interval), up to 1 % per second from six targets up: a cliff crossed
+                 * by a step is left by a step of the same order, not by a leap */
+                .loosen_per_sec = 0.002,
+                .loosen_max_per_sec = 0.01,
+                .margin = policy ? policy->margin_percent / 100.0 : 0.10,
+                .blind_margin = 0.10,
+                /* a 4 KiB read from a local SSD, queueing included: the order of a swap-in */
+                .fault_latency_sec = 250e-6,
+                .stream_expiry_sec = 3600,
+        };
+}
+
+int rs_controller_params_validate(const RsControllerParams *p, const char **bad_name) {
+        const char *bad = NULL;
+        if (!(p->cost_target > 0 && p->cost_target < 0.5))
+                bad = "cost_target";
+        else if (!(p->cost_window_sec >= 1 && p->cost_window_sec <= 3600))
+                bad = "cost_window_sec";
+        else if (!(p->tighten_per_min > 0 && p->tighten_per_min <= 0.5))
+                bad = "tighten_per_min";
+        else if (!(p->loosen_per_sec > 0 && p->loosen_per_sec <= 1))
+                bad = "loosen_per_sec";
+        else if (!(p->loosen_max_per_sec >= p->loosen_per_sec && p->loosen_max_per_sec <= 1))
+                bad = "loosen_max_per_sec";
+        else if (!(p->margin >= 0 && p->margin <= 1))
+                bad = "margin";
+        else if (!(p->blind_margin >= 0 && p->blind_margin <= 1))
+                bad = "blind_margin";
+        else if (!(p->fault_latency_sec > 0 && p->fault_latency_sec < 1))
+                bad = "fault_latency_sec";
+        else if (!(p->stream_expiry_sec >= 0))
+                bad = "stream_expiry_sec";
+        if (bad_name)
+                *bad_name = bad;
+        return bad ? -EINVAL : 0;
+}
+
+void rs_watermarks_default(uint64_t managed_bytes, uint64_t *min, uint64_t *low, uint64_t *high) {
+        double managed_kb = (double) managed_bytes / 1024.0;
+        double min_kb = MIN(MAX(floor(sqrt(managed_kb * 16.0)), 128.0), 262144.0);
+        double step_kb = MAX(min_kb / 4.0, managed_kb * 10.0 / 10000.0);
+        *min = (uint64_t) (min_kb * 1024.0);
+        *low = (uint64_t) ((min_kb + step_kb) * 1024.0);
+        *high = (uint64_t) ((min_kb + 2 * step_kb) * 1024.0);
+}
+
+uint64_t rs_controller_start_size(uint64_t size, uint64_t free, uint64_t high_watermarks) {
+        if (!rs_known(size) || !rs_known(free) || !rs_known(high_watermarks))
+                return RS_UNKNOWN;
+        uint64_t unused = free > high_watermarks ? free - high_watermarks : 0;
+        return size > unused ? size - unused : 0;
+}
+
+int rs_controller_new(RsController **ret, const RsPolicy *policy, const RsControllerParams *params, uint64_t guest_max) {
+        const char *bad;
+        if (!ret || !policy || !params || guest_max == 0 || rs_policy_validate(policy, &bad) < 0 ||
+            rs_controller_params_validate(params, &bad) < 0)
+                return -EINVAL;
+        RsController *c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        c->policy = *policy;
+        c->params = *params;
+        c->guest_max = guest_max;
+        c->max = rs_policy_max(policy, guest_max);
+        c->floor = MIN(rs_policy_floor(policy, guest_max), c->max);
+        c->grant = RS_UNKNOWN;
+        c->oom_prev = RS_UNKNOWN;
+        rs_rate_tracker_init(&c->tracker);
+        rs_cost_window_init(&c->window, params->cost_window_sec);
+        c->d = (RsControllerDecision) {
+                .target = c->max,
+                .action = RS_CONTROL_WAIT,
+                .estimate = RS_UNKNOWN,
+                .floor = c->floor,
+                .max = c->max,
+                .cost_rest = -1,
+                .cost_target = params->cost_target,
+        };
+        snprintf(c->d.reason, sizeof(c->d.reason), "no sample yet");
+        *ret = c;
+        return 0;
+}
+
+RsController *rs_controller_free(RsController *c) {
+        free(c);
+        return NULL;
+}
+
+void rs_controller_set_fault_latency(RsController *c, double seconds) {
+        c->latency_measured = seconds > 0 && seconds < 1 ? seconds : 0;
+}
+
+void rs_controller_set_watermarks(RsController *c, uint64_t min, uint64_t low, uint64_t high) {
+        c->wm_given = high > 0 && min <= low && low <= high;
+        if (c->wm_given) {
+                c->wm_min = min;
+                c->wm_low = low;
+                c->wm_high = high;
+        }
+}
+
+void rs_controller_set_grant(RsController *c, uint64_t granted) {
+        c->grant = granted;
+}
+
+static double clamp_size(const RsController *c, double size) {
+        return CLAMP(size, (double) c->floor, (double) c->max);
+}
+
+static void say(RsController *c, RsControlAction a, const char *fmt, ...) _printf_(3, 4);
+static void say(RsController *c, RsControlAction a, const char *fmt, ...) {
+        va_list ap;
+        c->d.action = a;
+        va_start(ap, fmt);
+        vsnprintf(c->d.reason, sizeof(c->d.reason), fmt, ap);
+        va_end(ap);
+}
+
+static void update_watermarks(RsController *c, const RsSample *s) {
+        if (rs_known(s->level[RS_LEVEL_TOTAL]))
+                c->managed = MAX(c->managed, s->level[RS_LEVEL_TOTAL]);
+        if (!c->wm_given && c->managed > 0)
+                rs_watermarks_default(c->managed, &c->wm_min, &c->wm_low, &c->wm_high);
+}
+
+static double slack(double size) {
+        return MAX(PUSHBACK_SLACK_BYTES, PUSHBACK_SLACK_SHARE * size);
+}
+
+/* The working set: the size the controller settles at. Its target saws around that size (a
+ * slow descent, a loosening when the cost at rest crosses the target), so the estimate is the
+ * guest's size averaged over a few windows: as long as a loosening lasts, and short enough to
+ * follow a descent. */
+static void update_estimate(RsController *c, double actual, double dt) {
+        double tau = ESTIMATE_WINDOWS * c->params.cost_window_sec;
+        c->estimate += (1.0 - exp(-dt / tau)) * (actual - c->estimate);
+}
+
+/* What the guest uses: its size less the free memory above the high watermarks (the same
+ * reckoning as the start size). */
+static double used_size(const RsController *c, const RsSample *s, double actual) {
+        uint64_t used = rs_controller_start_size((uint64_t) actual, s->level[RS_LEVEL_FREE], c->wm_high);
+        return rs_known(used) ? (double) used : actual;
+}
+
+/* Reads the host made while the guest had all the memory it can have are reads no memory
+ * saves: the floor the estimated cost does not count. Learned only there, and forgotten when
+ * the guest has not been there for the expiry. */
+static void update_host_read_floor(RsController *c, const RsRates *r, double actual, uint64_t now) {
+        bool at_max = actual + slack(actual) >= (double) c->max;
+        if (at_max && r->interval_sec > 0 && r->known[RS_COUNTER_HOST_DISK_READ]) {
+                double pages = r->per_sec[RS_COUNTER_HOST_DISK_READ] / 4096.0;
+                c->host_read_floor = c->floor_known ? MIN(pages, c->host_read_floor + (pages - c->host_read_floor) / 4)
+                                                    : pages;
+                c->floor_known = true;
+                c->floor_at_usec = now;
+        } else if (c->floor_known && (double) (now - c->floor_at_usec) > c->params.stream_expiry_sec * 1e6) {
+                c->floor_known = false;
+                c->host_read_floor = 0;
+        }
+}
+
+/* A stream, by the kernel's own signals: refaults the kernel did not activate (their refault
+ * distance exceeds memory) that would cost more than the target if anyone waited for them,
+ * while nobody does (the cost at rest within target). Only an explanation: the cost already
+ * leaves a stream out. */
+static void update_stream_verdict(RsController *c, const RsCostInterval *ci, double rest, uint64_t now) {
+        double latency = c->latency_measured > 0 ? c->latency_measured : c->params.fault_latency_sec;
+        bool signs = false;
+        if (ci->source == RS_COST_PSI && ci->refaults >= 0 && ci->activations >= 0)
+                signs = (ci->refaults - ci->activations) * latency > c->params.cost_target && rest <= c->params.cost_target;
+        else if (ci->source == RS_COST_ESTIMATED)
+                signs = c->floor_known && c->host_read_floor * latency > c->params.cost_target;
+        if (signs) {
+                c->stream_seen = true;
+                c->stream_at_usec = now;
+        } else if (c->stream_seen && (double) (now - c->stream_at_usec) > c->params.stream_expiry_sec * 1e6)
+                c->stream_seen = false;
+        c->d.streaming = c->stream_seen;
+}
+
+/* The risk of an OOM kill: one happened, free memory near the min watermark, or the balloon
+ * stopped above its target (the guest has nothing left to free). NULL when none. */
+static const char *oom_risk(RsController *c, const RsSample *s, double actual) {
+        uint64_t ooms = rs_known(s->counter[RS_COUNTER_OOM_KILL]) ? s->counter[RS_COUNTER_OOM_KILL]
+                                                                  : s->counter[RS_COUNTER_OOM_KILLS];
+        bool killed = rs_known(ooms) && rs_known(c->oom_prev) && ooms > c->oom_prev;
+        c->oom_prev = ooms;
+        if (killed)
+                return "an OOM kill";
+        uint64_t free = s->level[RS_LEVEL_FREE];
+        if (rs_known(free) && c->wm_high > 0 && (double) free < (double) c->wm_min + (double) (c->wm_low - c->wm_min) / 2)
+                return "free memory at the min watermark";
+        uint64_t asked = s->level[RS_LEVEL_BALLOON_TARGET];
+        bool still = c->prev_actual > 0 && c->prev_actual - actual < slack(actual);
+        if (rs_known(asked) && actual > (double) asked + slack(actual) && still)
+                return "the balloon pushed back";
+        return NULL;
+}
+
+void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
+        const RsControllerParams *p = &c->params;
+        RsSample s = *sample;
+        RsRates r;
+
+        rs_sample_sanitize(&s, c->guest_max);
+        RsRateEvent ev = rs_rate_tracker_feed(&c->tracker, &s, now, &r);
+        update_watermarks(c, &s);
+        uint64_t actual_level = s.level[RS_LEVEL_BALLOON_ACTUAL];
+        if (!rs_known(actual_level)) {
+                say(c, RS_CONTROL_WAIT, "the guest's size is not known");
+                return;
+        }
+        double actual = (double) actual_level;
+        if (ev == RS_RATE_REBOOT) {
+                /* A new kernel: what the window measured was another guest's. */
+                rs_cost_window_reset(&c->window);
+                c->started = false;
+                c->oom_prev = RS_UNKNOWN;
+        }
+        if (!c->started) {
+                uint64_t start = rs_controller_start_size(actual_level, s.level[RS_LEVEL_FREE], c->wm_high);
+                c->size = clamp_size(c, rs_known(start) ? (double) start : actual);
+                c->estimate = c->size;
+                c->last_within = 0;
+                c->started = true;
+                c->prev_actual = actual;
+                (void) oom_risk(c, &s, actual);
+                update_host_read_floor(c, &r, actual, now);
+                say(c, RS_CONTROL_START, "start at what the guest uses plus its watermarks");
+                c->d.target = (uint64_t) c->size;
+                c->d.estimate = (uint64_t) c->estimate;
+                return;
+        }
+
+        update_host_read_floor(c, &r, actual, now);
+        double latency = c->latency_measured > 0 ? c->latency_measured : p->fault_latency_sec;
+        RsCostInterval ci;
+        rs_cost_interval(&r, latency, c->floor_known ? c->host_read_floor : 0, &ci);
+        const char *risk = oom_risk(c, &s, actual);
+        double prev_actual = c->prev_actual;
+        c->prev_actual = actual;
+        c->d.source = ci.source;
+        c->d.cost = ci.stall;
+
+        if (risk) {
+                double base = MAX(actual, c->last_within);
+                c->size = clamp_size(c, MAX(c->size, base * (1 + p->margin)));
+                if (c->estimate < actual)
+                        c->estimate = actual;
+                say(c, RS_CONTROL_EMERGENCY, "%s: back to %.0f MiB, the last size within target plus the margin", risk,
+                    c->size / MIB);
+        } else if (ci.source == RS_COST_NONE) {
+                say(c, RS_CONTROL_WAIT, "no cost this interval (no rates)");
+        } else {
+                double dt = r.interval_sec;
+                rs_cost_window_add(&c->window, ci.stall, dt, now);
+                double rest = rs_cost_window_rest(&c->window, now);
+                double ratio = rest / p->cost_target;
+                c->d.cost_mean = c->window.mean;
+                c->d.cost_rest = rest;
+                update_stream_verdict(c, &ci, rest, now);
+
+                if (ratio > 1) {
+                        /* Over target at rest: in proportion to how far over, from what the guest
+                         * uses. Memory it was given and has not filled yet (free above the
+                         * watermarks) is still coming back into use at the workload's pace, and
+                         * more of it would only lie free: so a guest that reads its set back in
+                         * over minutes is not loosened all the way to max meanwhile. */
+                        double share = MIN(p->loosen_max_per_sec, p->loosen_per_sec * (ratio - 1)) * dt;
+                        double used = used_size(c, &s, actual);
+                        c->size = clamp_size(c, MAX(used * (1 + share), MIN(c->size, actual)));
+                        say(c, RS_CONTROL_LOOSEN, "stall at rest %.3f %% over the target %.3f %%: +%.1f %%", 100 * rest,
+                            100 * p->cost_target, 100 * share);
+                } else if (actual > c->size + slack(actual) && prev_actual - actual >= slack(actual)) {
+                        say(c, RS_CONTROL_WAIT, "the balloon is still on its way to %.0f MiB", c->size / MIB);
+                } else {
+                        /* Scaled by how far under target both the size at rest and what the
+                         * workload paid over the window are: the passing refaults each step
+                         * causes are paid too, and the controller does not spend more than the
+                         * target on its own moves. */
+                        c->last_within = actual;
+                        double paid = MAX(ratio, c->window.mean / p->cost_target);
+                        double share = p->tighten_per_min / 60.0 * dt * MAX(0.0, 1 - paid);
+                        c->size = clamp_size(c, MIN(c->size, actual) * (1 - share));
+                        say(c, RS_CONTROL_TIGHTEN, "stall at rest %.3f %% under the target %.3f %%: -%.2f %%", 100 * rest,
+                            100 * p->cost_target, 100 * share);
+                }
+                update_estimate(c, actual, dt);
+        }
+
+        if (c->policy.mode == RS_MODE_OBSERVE) {
+                c->d.target = (uint64_t) actual;
+                c->d.urgent = false;
+                c->d.action = RS_CONTROL_OBSERVE;
+        } else {
+                c->d.target = (uint64_t) c->size;
+                c->d.urgent = c->d.action == RS_CONTROL_LOOSEN || c->d.action == RS_CONTROL_EMERGENCY;
+        }
+        c->d.estimate = (uint64_t) c->estimate;
+}
+
+void rs_controller_decide(const RsController *c, RsControllerDecision *ret) {
+        *ret = c->d;
+}
+
+const char *rs_control_action_to_string(RsControlAction a) {
+        static const char *const names[_RS_CONTROL_ACTION_MAX] = {
+                [RS_CONTROL_START] = "start",         [RS_CONTROL_WAIT] = "wait",
+                [RS_CONTROL_TIGHTEN] = "tighten",     [RS_CONTROL_LOOSEN] = "loosen",
+                [RS_CONTROL_EMERGENCY] = "emergency", [RS_CONTROL_OBSERVE] = "observe",
+        };
+        return a >= 0 && a < _RS_CONTROL_ACTION_MAX ? names[a] : "?";
+}

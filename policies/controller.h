@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* One continuous controller of a guest's size, by one cost in time (stall.h).
+ *
+ * The working set is defined by its cost: the smallest size whose steady memory stall stays
+ * at or below the cost target, a share of wall time. The controller holds the guest there:
+ *
+ *   - it starts where the guest's own levels say its memory is used, without crossing into
+ *     it: size - MemFree + the zones' high watermarks (rs_controller_start_size());
+ *   - under target, it tightens slowly, by a step scaled by how far under target the cost at
+ *     rest is (senpai's law): a guest that pays nothing gives fastest, one near its target
+ *     hardly at all;
+ *   - over target, it loosens in proportion to how far over: a guest that stalls always gets
+ *     memory, and a guest that stalls hard gets it at once;
+ *   - on the risk of an OOM kill (one happened, free memory near the min watermark, or the
+ *     balloon pushed back: the guest has nothing left to give), it goes back to the last size
+ *     that ran within target plus the margin, not to the maximum.
+ * Nothing else: no knee is bracketed, no size is held and probed again, no transient is
+ * waited out by a rule. The window does that: the cost at rest is the window's lowest
+ * interval, so the refaults a step's reclaim causes for a few seconds do not loosen the
+ * guest, and a size whose every interval stalls does.
+ *
+ * The estimate is the size the controller settled at: where the cost at rest stayed within
+ * target. A stream (reads no memory saves) shows in neither signal of the cost: PSI does
+ * not count it, and without the agent the host reads it makes at max are a floor. The
+ * stream verdict only explains (RsControllerDecision.streaming); it never takes memory.
+ *
+ * Pure: no I/O, no clock reads, no allocation after rs_controller_new().
+ *
+ *   RsController *c;
+ *   rs_controller_new(&c, &policy, &params, guest_max);
+ *   every interval:
+ *           rs_controller_feed(c, &sample, now_usec);
+ *           rs_controller_decide(c, &decision);   // decision.target to the arbiter, then actuation
+ *           rs_controller_set_grant(c, granted < decision.target ? granted : RS_UNKNOWN);
+ *   rs_controller_free(c);
+ *
+ * Not yet used by the daemon: today's estimator (estimator.h) still decides. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "policies/policy.h"
+#include "policies/rs-value.h"
+#include "policies/signals.h"
+#include "policies/stall.h"
+
+/* The tunables: each a time or a share, each documented in policies/README.md. */
+typedef struct RsControllerParams {
+        double cost_target;        /* share of wall time the working set may stall on memory at rest */
+        double cost_window_sec;    /* the window the cost is judged over: its average's time constant, and
+                                    * how long a size's every interval must stall before it is loosened */
+        double tighten_per_min;    /* share of the size given up per minute at zero cost */
+        double loosen_per_sec;     /* share of the size added per second for each target's worth of excess */
+        double loosen_max_per_sec; /* ... at most, per second */
+        double margin;             /* share above the last size within target an emergency returns to */
+        double blind_margin;       /* share added to the size held when the cost is only estimated (no PSI) */
+        double fault_latency_sec;  /* seconds one fault costs when the daemon measured none */
+        double stream_expiry_sec;  /* how long a stream verdict (and its host-read floor) lasts */
+} RsControllerParams;
+
+/* The defaults, with margin taken from the policy (margin_percent). */
+void rs_controller_params_init(RsControllerParams *p, const RsPolicy *policy);
+/* 0, or -EINVAL with *bad_name naming the first bad field. */
+int rs_controller_params_validate(const RsControllerParams *p, const char **bad_name);
+
+typedef enum RsControlAction {
+        RS_CONTROL_START,     /* first sample: the start size, nothing judged yet */
+        RS_CONTROL_WAIT,      /* no cost this interval (no rates), or the balloon not there yet */
+        RS_CONTROL_TIGHTEN,   /* under target at rest */
+        RS_CONTROL_LOOSEN,    /* over target at rest */
+        RS_CONTROL_EMERGENCY, /* OOM risk */
+        RS_CONTROL_OBSERVE,   /* mode=observe: the size is never changed */
+        _RS_CONTROL_ACTION_MAX,
+} RsControlAction;
+
+typedef struct RsControllerDecision {
+        uint64_t target;      /* bytes: the size to give the guest, within floor and max */
+        bool urgent;          /* loosening or an emergency: not to be capped or dead-banded */
+        RsControlAction action;
+        uint64_t estimate;    /* bytes: the working set, RS_UNKNOWN before the first sample */
+        uint64_t floor, max;
+        RsCostSource source;  /* where the cost came from */
+        double cost;          /* the interval's cost, share of wall time */
+        double cost_mean;     /* its average over the window */
+        double cost_rest;     /* the window's lowest interval: what the size costs at rest */
+        double cost_target;
+        bool streaming;       /* a stream verdict in force */
+        char reason[RS_REASON_MAX];
+} RsControllerDecision;
+
+typedef struct RsController RsController;
+
+/* guest_max: the most memory the guest can have, bytes. Returns 0, -EINVAL or -ENOMEM. */
+int rs_controller_new(RsController **ret, const RsPolicy *policy, const RsControllerParams *params, uint64_t guest_max);
+RsController *rs_controller_free(RsController *c);
+
+/* The per-fault latency the daemon measured on the host (e.g. the guest's disks' read time
+ * per read), seconds; 0 or less goes back to the default. */
+void rs_controller_set_fault_latency(RsController *c, double seconds);
+/* The guest's zones' watermarks summed, bytes, as /proc/zoneinfo reports them. Until set (or
+ * with 0s) they are computed as the kernel computes them at boot from the guest's memory. */
+void rs_controller_set_watermarks(RsController *c, uint64_t min, uint64_t low, uint64_t high);
+/* What the host granted after arbitration when less than the decision's target, else
+ * RS_UNKNOWN: the controller then judges the granted size, and does not loosen past what
+ * the host can give while it is short. */
+void rs_controller_set_grant(RsController *c, uint64_t granted);
+
+void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now_usec);
+void rs_controller_decide(const RsController *c, RsControllerDecision *ret);
+
+/* The kernel's default zone watermarks (mm/page_alloc.c, watermark_scale_factor 10) for a
+ * guest whose managed memory is managed_bytes: min_free_kbytes = sqrt(16 x managed KiB),
+ * low and high a step of max(min / 4, 0.1 % of managed) above each other. */
+void rs_watermarks_default(uint64_t managed_bytes, uint64_t *min, uint64_t *low, uint64_t *high);
+/* Where the controller starts: size - free + the high watermarks (free that is not the
+ * kernel's own reserve is the only memory surely unused). RS_UNKNOWN when a level is. */
+uint64_t rs_controller_start_size(uint64_t size, uint64_t free, uint64_t high_watermarks);
+
+const char *rs_control_action_to_string(RsControlAction a);

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The cost controller's pieces, by hand-made samples: the cost from PSI and from faults, the
+ * window's rest, the start size, the kernel's watermarks, and the law's directions (a guest
+ * within target gives, one over it gets, an OOM kill brings back the last size within target
+ * plus the margin). Its figures on guest model v2 are test-controller-property's. */
+#include <check.h>
+#include <errno.h>
+#include <math.h>
+
+#include "common/macro.h"
+#include "policies/controller.h"
+#include "tests/lib/check-run.h"
+
+#define SEC USEC_PER_SEC
+
+START_TEST(test_cost_from_psi_and_faults) {
+        RsRates r = { .interval_sec = 10 };
+        RsCostInterval ci;
+
+        r.known[RS_COUNTER_PSI_SOME_TOTAL] = true;
+        r.per_sec[RS_COUNTER_PSI_SOME_TOTAL] = 2000; /* 2 ms a second */
+        r.known[RS_COUNTER_MAJOR_FAULTS] = true;
+        r.per_sec[RS_COUNTER_MAJOR_FAULTS] = 1e6;    /* PSI wins wherever it is */
+        rs_cost_interval(&r, 250e-6, 0, &ci);
+        ck_assert_int_eq(ci.source, RS_COST_PSI);
+        ck_assert(fabs(ci.stall - 0.002) < 1e-12);
+
+        r.known[RS_COUNTER_PSI_SOME_TOTAL] = false;
+        r.per_sec[RS_COUNTER_MAJOR_FAULTS] = 10;
+        r.known[RS_COUNTER_SWAP_IN] = true;
+        r.per_sec[RS_COUNTER_SWAP_IN] = 8 * 4096; /* a swap-in is a major fault: the larger, not the sum */
+        rs_cost_interval(&r, 100e-6, 0, &ci);
+        ck_assert_int_eq(ci.source, RS_COST_ESTIMATED);
+        ck_assert(fabs(ci.stall - 10 * 100e-6) < 1e-12);
+
+        /* host reads above the floor count; the guest's own faults always do */
+        r.known[RS_COUNTER_HOST_DISK_READ] = true;
+        r.per_sec[RS_COUNTER_HOST_DISK_READ] = 1000 * 4096.0;
+        rs_cost_interval(&r, 100e-6, 900, &ci);
+        ck_assert(fabs(ci.stall - 100 * 100e-6) < 1e-12);
+        rs_cost_interval(&r, 100e-6, 2000, &ci);
+        ck_assert(fabs(ci.stall - 10 * 100e-6) < 1e-12);
+
+        r.interval_sec = 0;
+        rs_cost_interval(&r, 100e-6, 0, &ci);
+        ck_assert_int_eq(ci.source, RS_COST_NONE);
+}
+END_TEST
+
+START_TEST(test_window_rest_is_lowest_within_window) {
+        RsCostWindow w;
+        rs_cost_window_init(&w, 30);
+        ck_assert(rs_cost_window_rest(&w, 0) < 0);
+        rs_cost_window_add(&w, 0.0001, 10, 10 * SEC);
+        rs_cost_window_add(&w, 0.02, 10, 20 * SEC);   /* a step's passing refaults */
+        rs_cost_window_add(&w, 0.0002, 10, 30 * SEC);
+        ck_assert(rs_cost_window_rest(&w, 30 * SEC) == 0.0001);
+        ck_assert(w.mean > 0.0001);
+        rs_cost_window_add(&w, 0.01, 10, 40 * SEC);
+        rs_cost_window_add(&w, 0.01, 10, 50 * SEC);
+        rs_cost_window_add(&w, 0.01, 10, 60 * SEC);
+        rs_cost_window_add(&w, 0.01, 10, 70 * SEC);
+        /* every interval of the window over: the size itself stalls */
+        ck_assert(rs_cost_window_rest(&w, 70 * SEC) == 0.01);
+}
+END_TEST
+
+START_TEST(test_watermarks_and_start) {
+        uint64_t min, low, high;
+        rs_watermarks_default(1 * GIB, &min, &low, &high);
+        /* sqrt(16 x 1 GiB in KiB) = 4096 KiB; the step max(1024 KiB, 1048.576 KiB) */
+        ck_assert_uint_eq(min, 4096 * KIB);
+        ck_assert(low > min && high > low);
+        ck_assert_uint_eq(rs_controller_start_size(1 * GIB, 300 * MIB, 10 * MIB), 1 * GIB - 290 * MIB);
+        ck_assert_uint_eq(rs_controller_start_size(1 * GIB, 5 * MIB, 10 * MIB), 1 * GIB);
+        ck_assert_uint_eq(rs_controller_start_size(1 * GIB, RS_UNKNOWN, 10 * MIB), RS_UNKNOWN);
+}
+END_TEST
+
+typedef struct Fake {
+        RsSample s;
+        double psi_usec, majflt, ooms;
+        uint64_t now;
+} Fake;
+
+static void fake_sample(Fake *f, uint64_t size, uint64_t free, double stall, bool agent) {
+        rs_sample_init(&f->s);
+        f->now += 10 * SEC;
+        f->psi_usec += stall * 10 * 1e6;
+        f->majflt += stall * 10 / 250e-6;
+        f->s.level[RS_LEVEL_TOTAL] = size;
+        f->s.level[RS_LEVEL_FREE] = free;
+        f->s.level[RS_LEVEL_BALLOON_ACTUAL] = size;
+        f->s.counter[RS_COUNTER_MAJOR_FAULTS] = (uint64_t) f->majflt;
+        f->s.counter[RS_COUNTER_OOM_KILLS] = (uint64_t) f->ooms;
+        if (agent)
+                f->s.counter[RS_COUNTER_PSI_SOME_TOTAL] = (uint64_t) f->psi_usec;
+}
+
+START_TEST(test_law_directions) {
+        RsPolicy p;
+        RsControllerParams cp;
+        RsController *c;
+        RsControllerDecision d;
+        Fake f = { .now = 0 };
+        bool agent = _i;
+
+        rs_policy_init(&p);
+        rs_controller_params_init(&cp, &p);
+        ck_assert_int_eq(rs_controller_new(&c, &p, &cp, 4 * GIB), 0);
+
+        /* start: what is used plus the watermarks */
+        fake_sample(&f, 4 * GIB, 2 * GIB, 0, agent);
+        rs_controller_feed(c, &f.s, f.now);
+        rs_controller_decide(c, &d);
+        ck_assert_int_eq(d.action, RS_CONTROL_START);
+        ck_assert(d.target < 2300 * MIB && d.target > 2 * GIB);
+
+        /* within target: it tightens, slowly */
+        uint64_t size = d.target;
+        for (int i = 0; i < 6; i++) {
+                fake_sample(&f, size, 16 * MIB, 0, agent);
+                rs_controller_feed(c, &f.s, f.now);
+                rs_controller_decide(c, &d);
+                ck_assert_int_eq(d.action, RS_CONTROL_TIGHTEN);
+                ck_assert(d.target < size && d.target > size * 0.98);
+                size = d.target;
+        }
+        uint64_t within = size;
+
+        /* a stall at every interval of the window: it loosens, urgently, in proportion */
+        for (int i = 0; i < 4; i++) {
+                fake_sample(&f, size, 16 * MIB, 0.01, agent);
+                rs_controller_feed(c, &f.s, f.now);
+        }
+        rs_controller_decide(c, &d);
+        ck_assert_int_eq(d.action, RS_CONTROL_LOOSEN);
+        ck_assert(d.urgent);
+        ck_assert(d.target > size);
+        ck_assert_int_eq(d.source, agent ? RS_COST_PSI : RS_COST_ESTIMATED);
+
+        /* an OOM kill: the last size within target plus the margin */
+        f.ooms++;
+        fake_sample(&f, size, 16 * MIB, 0.01, agent);
+        rs_controller_feed(c, &f.s, f.now);
+        rs_controller_decide(c, &d);
+        ck_assert_int_eq(d.action, RS_CONTROL_EMERGENCY);
+        ck_assert(d.target >= within * 1.09);
+        ck_assert(d.target <= d.max && d.target >= d.floor);
+        rs_controller_free(c);
+}
+END_TEST
+
+START_TEST(test_params_validated) {
+        RsPolicy p;
+        RsControllerParams cp;
+        RsController *c;
+        const char *bad;
+        rs_policy_init(&p);
+        rs_controller_params_init(&cp, &p);
+        ck_assert_int_eq(rs_controller_params_validate(&cp, &bad), 0);
+        cp.cost_target = 0;
+        ck_assert_int_eq(rs_controller_params_validate(&cp, &bad), -EINVAL);
+        ck_assert_str_eq(bad, "cost_target");
+        ck_assert_int_eq(rs_controller_new(&c, &p, &cp, 4 * GIB), -EINVAL);
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("controller");
+        TCase *tc = check_add_case(s, "pieces", NULL, NULL, 0,
+                                   CHECK_TESTS(test_cost_from_psi_and_faults, test_window_rest_is_lowest_within_window,
+                                               test_watermarks_and_start, test_params_validated));
+        tcase_add_loop_test(tc, test_law_directions, 0, 2);
+        return check_run_suite(s);
+}
