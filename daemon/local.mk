@@ -4,6 +4,7 @@
 noinst_LIBRARIES += daemon/librightsized.a
 daemon_librightsized_a_SOURCES = \
 	daemon/log.c daemon/log.h \
+	daemon/log-ratelimit.c daemon/log-ratelimit.h \
 	daemon/fileio.c daemon/fileio.h \
 	daemon/conf.c daemon/conf.h \
 	daemon/discovery.c daemon/discovery.h \
