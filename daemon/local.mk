@@ -48,6 +48,7 @@ rightsized_SOURCES = \
 	daemon/manager.c daemon/manager.h \
 	daemon/manager-bus.c daemon/manager-bus.h \
 	daemon/bus-polkit.c daemon/bus-polkit.h \
+	daemon/bus-caller.c daemon/bus-caller.h \
 	daemon/guest.c daemon/guest.h daemon/guest-internal.h \
 	daemon/guest-actuate.c \
 	daemon/guest-qmp.c daemon/guest-qmp.h \
