@@ -4,6 +4,7 @@
 noinst_LIBRARIES += daemon/librightsized.a
 daemon_librightsized_a_SOURCES = \
 	daemon/log.c daemon/log.h \
+	daemon/log-ratelimit.c daemon/log-ratelimit.h \
 	daemon/fileio.c daemon/fileio.h \
 	daemon/conf.c daemon/conf.h \
 	daemon/discovery.c daemon/discovery.h \
@@ -47,6 +48,7 @@ rightsized_SOURCES = \
 	daemon/manager.c daemon/manager.h \
 	daemon/manager-bus.c daemon/manager-bus.h \
 	daemon/bus-polkit.c daemon/bus-polkit.h \
+	daemon/bus-caller.c daemon/bus-caller.h \
 	daemon/guest.c daemon/guest.h daemon/guest-internal.h \
 	daemon/guest-actuate.c \
 	daemon/guest-qmp.c daemon/guest-qmp.h \

@@ -6,6 +6,7 @@
 #define SD_JOURNAL_SUPPRESS_LOCATION /* we pass the caller's CODE_FILE= ourselves */
 
 #include "daemon/log.h"
+#include "daemon/log-ratelimit.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -223,6 +224,24 @@ static int log_to_journal(int level, int error, const char *file, int line, cons
         return sd_journal_sendv(iov, n);
 }
 
+/* A line past the rate limit, printf-style. */
+_printf_(9, 10) static void log_emit(int level, int error, const char *file, int line, const char *func,
+                                     const char *guest, const char *state, const LogEvent *event,
+                                     const char *format, ...) {
+        _cleanup_(freep) char *message = NULL;
+        va_list ap;
+
+        va_start(ap, format);
+        if (vasprintf(&message, format, ap) < 0)
+                message = NULL;
+        va_end(ap);
+        if (!message)
+                return;
+        if (log_target != LOG_TARGET_JOURNAL ||
+            log_to_journal(level, error, file, line, func, guest, state, event, message) < 0)
+                log_to_stderr(level, guest, state, message);
+}
+
 int log_internal(int level, int error, const char *file, int line, const char *func,
                  const char *guest, const char *state, const LogEvent *event, const char *format, ...) {
         int saved_errno = errno, ret = LOG_ERRNO_VALUE(error);
@@ -231,6 +250,20 @@ int log_internal(int level, int error, const char *file, int line, const char *f
 
         if (level > log_max_level)
                 return ret;
+
+        /* Lines about a guest are the guest's doing: limited per guest and call site. */
+        LogRatelimitVerdict verdict = log_ratelimit_check(guest, file, line, event && event->message_id);
+        if (!verdict.write) {
+                errno = saved_errno;
+                return ret;
+        }
+        if (verdict.suppressed_guest > 0)
+                log_emit(level, 0, file, line, func, guest, state, NULL,
+                         "Suppressed %u messages about this guest: over its share of the log",
+                         verdict.suppressed_guest);
+        if (verdict.suppressed_here > 0)
+                log_emit(level, 0, file, line, func, guest, state, NULL,
+                         "Suppressed %u messages like the next one about this guest", verdict.suppressed_here);
 
         /* %m prints the error we were given, not whatever errno happens to hold. */
         if (error != 0)

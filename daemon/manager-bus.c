@@ -16,6 +16,7 @@
 #include "common/size.h"
 #include "common/time-util.h"
 #include "common/utf8.h"
+#include "daemon/bus-caller.h"
 #include "daemon/bus-polkit.h"
 #include "daemon/log.h"
 #include "daemon/manager-bus.h"
@@ -297,11 +298,13 @@ static int method_set_guest(sd_bus_message *msg, void *userdata, sd_bus_error *e
         } else
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "Unknown key '%s' (expected policy, floor or max)", key);
-        log_guest_info(g, "Operator set %s=%s", key, value);
+        char caller[BUS_CALLER_DESCRIPTION_MAX];
+        log_guest_info(g, "Operator set %s=%s (%s)", key, value, bus_caller_describe(msg, caller, sizeof(caller)));
         return sd_bus_reply_method_return(msg, NULL);
 }
 
 static int pause_resume(sd_bus_message *msg, Manager *m, bool pause, sd_bus_error *error) {
+        char caller[BUS_CALLER_DESCRIPTION_MAX];
         const char *name;
         int r;
 
@@ -311,13 +314,16 @@ static int pause_resume(sd_bus_message *msg, Manager *m, bool pause, sd_bus_erro
         r = sd_bus_message_read(msg, "s", &name);
         if (r < 0)
                 return r;
+        bus_caller_describe(msg, caller, sizeof(caller));
         if (name[0] == '\0') {
+                log_info("Operator %s every guest (%s)", pause ? "paused" : "resumed", caller);
                 for (size_t i = 0; i < m->n_guests; i++)
                         guest_set_paused(m->guests[i], pause);
         } else {
                 Guest *g = find_guest(m, name, error);
                 if (!g)
                         return -ENOENT;
+                log_guest_info(g, "Operator %s the guest (%s)", pause ? "paused" : "resumed", caller);
                 guest_set_paused(g, pause);
         }
         return sd_bus_reply_method_return(msg, NULL);
@@ -348,6 +354,8 @@ static int method_probe(sd_bus_message *msg, void *userdata, sd_bus_error *error
         if (guest_request_probe(g) < 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "Guest '%s' is %s: cannot probe it now", name,
                                          guest_state_string(g));
+        char caller[BUS_CALLER_DESCRIPTION_MAX];
+        log_guest_info(g, "Operator asked for a probe (%s)", bus_caller_describe(msg, caller, sizeof(caller)));
         return sd_bus_reply_method_return(msg, NULL);
 }
 
@@ -359,6 +367,8 @@ static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         r = check_change_access(m, msg, RS_POLKIT_ACTION_RELOAD, error);
         if (r <= 0)
                 return r < 0 ? r : 1; /* 0: waiting for polkit, the call comes back */
+        char caller[BUS_CALLER_DESCRIPTION_MAX];
+        log_info("Operator asked for a reload (%s)", bus_caller_describe(msg, caller, sizeof(caller)));
         r = manager_reload(m, &message);
         if (r < 0)
                 return sd_bus_error_setf(error, RS_BUS_ERROR_RELOAD_FAILED, "%s", message ?: strerror(-r));
@@ -395,8 +405,9 @@ static int method_set_domain_policy(sd_bus_message *msg, void *userdata, sd_bus_
         if (r < 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "Writing the metadata of '%s' failed: %s",
                                          domain, strerror(-r));
-        log_info("Operator %s libvirt domain %s%s%s", policy[0] ? "enabled" : "disabled", domain,
-                 policy[0] ? " with policy " : "", policy);
+        char caller[BUS_CALLER_DESCRIPTION_MAX];
+        log_info("Operator %s libvirt domain %s%s%s (%s)", policy[0] ? "enabled" : "disabled", domain,
+                 policy[0] ? " with policy " : "", policy, bus_caller_describe(msg, caller, sizeof(caller)));
         return sd_bus_reply_method_return(msg, NULL);
 }
 

@@ -784,6 +784,11 @@ static void manager_shutdown_finish(Manager *m) {
         for (size_t i = 0; i < m->n_guests; i++)
                 (void) guest_save_state(m->guests[i]);
         manager_publish(m, true);
+        if (m->config->metrics_path) {
+                int r = metrics_remove_file(m->config->metrics_path);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to remove the metrics file %s: %m", m->config->metrics_path);
+        }
         (void) sd_event_exit(m->event, m->exit_error);
 }
 

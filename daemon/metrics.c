@@ -7,6 +7,7 @@
 #include "daemon/metrics.h"
 
 #include <errno.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -338,4 +339,12 @@ int metrics_write_file(const char *path, const MetricsGuest *guests, size_t n_gu
 
         /* No fsync: after a crash a stale or missing metrics file is harmless. */
         return write_file_atomic(path, text, size, 0644, 0);
+}
+
+int metrics_remove_file(const char *path) {
+        if (!path)
+                return -EINVAL;
+        if (unlink(path) < 0 && errno != ENOENT)
+                return -errno;
+        return 0;
 }

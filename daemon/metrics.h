@@ -83,6 +83,9 @@ int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const M
 
 /* Formats and replaces `path` atomically, world-readable (node_exporter runs as its own user). */
 int metrics_write_file(const char *path, const MetricsGuest *guests, size_t n_guests, const MetricsHost *host);
+/* Removes it (gone already: fine). A stopped daemon leaves none: node_exporter would otherwise go
+ * on exporting the last guests, sizes and states as if they were still managed. */
+int metrics_remove_file(const char *path);
 
 /* Writes s as an OpenMetrics label value body (no quotes): \\, \" and \n escaped, invalid UTF-8
  * bytes replaced by U+FFFD. */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <json-c/json.h>
 #include <libvirt/libvirt-qemu.h>
@@ -45,12 +46,37 @@ static void json_putp(json_object **j) {
         json_object_put(*j);
 }
 
+static uint64_t monotonic_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+}
+
+/* How the calls of one read are sent, and until when. */
+typedef struct AgentCalls {
+        libvirt_agent_command_fn command;
+        uint64_t deadline;         /* CLOCK_MONOTONIC µs; UINT64_MAX: each call its own timeout only */
+} AgentCalls;
+
+int libvirt_agent_call_timeout(uint64_t deadline, uint64_t now) {
+        uint64_t left;
+
+        if (deadline == UINT64_MAX)
+                return LIBVIRT_AGENT_TIMEOUT_SEC;
+        if (now >= deadline)
+                return -ETIMEDOUT;
+        /* libvirt counts in whole seconds: the last call may end up to a second past the deadline. */
+        left = (deadline - now + USEC_PER_SEC - 1) / USEC_PER_SEC;
+        return (int) MIN(left, (uint64_t) LIBVIRT_AGENT_TIMEOUT_SEC);
+}
+
 /* Runs {"execute": EXECUTE, "arguments": {KEY: handle-or-path, ...}}. */
-static int agent_run(virDomainPtr dom, const char *execute, json_object *arguments, char **ret, char *message,
-                     size_t message_size) {
+static int agent_run(const AgentCalls *calls, virDomainPtr dom, const char *execute, json_object *arguments,
+                     char **ret, char *message, size_t message_size) {
         _cleanup_(json_putp) json_object *cmd = json_object_new_object();
         const char *text;
         char *reply;
+        int timeout;
 
         if (!cmd) {
                 json_object_put(arguments);
@@ -62,7 +88,13 @@ static int agent_run(virDomainPtr dom, const char *execute, json_object *argumen
         text = json_object_to_json_string_ext(cmd, JSON_C_TO_STRING_PLAIN);
         if (!text)
                 return -ENOMEM;
-        reply = virDomainQemuAgentCommand(dom, text, LIBVIRT_AGENT_TIMEOUT_SEC, 0);
+        timeout = libvirt_agent_call_timeout(calls->deadline, monotonic_usec());
+        if (timeout < 0) {
+                if (message && message_size > 0)
+                        snprintf(message, message_size, "the agent's read took longer than its deadline");
+                return timeout;
+        }
+        reply = calls->command(dom, text, timeout, 0);
         if (!reply)
                 return agent_error(message, message_size);
         *ret = reply;
@@ -80,8 +112,8 @@ static json_object *handle_args(int64_t handle, int count) {
         return args;
 }
 
-int libvirt_agent_read_file(virDomainPtr dom, const char *path, char **ret, size_t *ret_size, char *message,
-                            size_t message_size) {
+static int agent_read_file(const AgentCalls *calls, virDomainPtr dom, const char *path, char **ret,
+                           size_t *ret_size, char *message, size_t message_size) {
         _cleanup_free_ char *reply = NULL, *buf = NULL;
         json_object *args;
         size_t size = 0;
@@ -96,7 +128,7 @@ int libvirt_agent_read_file(virDomainPtr dom, const char *path, char **ret, size
                 return -ENOMEM;
         json_object_object_add(args, "path", json_object_new_string(path));
         json_object_object_add(args, "mode", json_object_new_string("r"));
-        r = agent_run(dom, "guest-file-open", args, &reply, message, message_size);
+        r = agent_run(calls, dom, "guest-file-open", args, &reply, message, message_size);
         if (r < 0)
                 return r;
         r = rs_agent_parse_file_open(reply, &handle);
@@ -112,7 +144,7 @@ int libvirt_agent_read_file(virDomainPtr dom, const char *path, char **ret, size
                         r = -ENOMEM;
                         break;
                 }
-                r = agent_run(dom, "guest-file-read", args, &read_reply, message, message_size);
+                r = agent_run(calls, dom, "guest-file-read", args, &read_reply, message, message_size);
                 if (r < 0)
                         break;
                 r = rs_agent_parse_file_read(read_reply, LIBVIRT_AGENT_FILE_MAX, &buf, &size, &eof);
@@ -127,7 +159,7 @@ int libvirt_agent_read_file(virDomainPtr dom, const char *path, char **ret, size
                 _cleanup_free_ char *close_reply = NULL;
                 args = handle_args(handle, 0);
                 if (args)
-                        (void) agent_run(dom, "guest-file-close", args, &close_reply, NULL, 0);
+                        (void) agent_run(calls, dom, "guest-file-close", args, &close_reply, NULL, 0);
         }
         if (r < 0)
                 return r;
@@ -142,15 +174,22 @@ int libvirt_agent_read_file(virDomainPtr dom, const char *path, char **ret, size
         return 0;
 }
 
-int libvirt_agent_read_procfs(virDomainPtr dom, GuestVmstat *ret_vmstat, GuestPsi *ret_psi, char *message,
-                              size_t message_size) {
+int libvirt_agent_read_file(virDomainPtr dom, const char *path, char **ret, size_t *ret_size, char *message,
+                            size_t message_size) {
+        const AgentCalls calls = { .command = virDomainQemuAgentCommand, .deadline = UINT64_MAX };
+
+        return agent_read_file(&calls, dom, path, ret, ret_size, message, message_size);
+}
+
+static int agent_read_procfs(const AgentCalls *calls, virDomainPtr dom, GuestVmstat *ret_vmstat, GuestPsi *ret_psi,
+                             char *message, size_t message_size) {
         _cleanup_free_ char *vmstat = NULL, *psi = NULL;
         size_t size;
         int r;
 
         if (!ret_vmstat)
                 return -EINVAL;
-        r = libvirt_agent_read_file(dom, "/proc/vmstat", &vmstat, &size, message, message_size);
+        r = agent_read_file(calls, dom, "/proc/vmstat", &vmstat, &size, message, message_size);
         if (r < 0)
                 return r;
         if (guest_vmstat_parse(vmstat, size, ret_vmstat) <= 0) {
@@ -159,7 +198,7 @@ int libvirt_agent_read_procfs(virDomainPtr dom, GuestVmstat *ret_vmstat, GuestPs
                 return -EBADMSG;
         }
         if (ret_psi) {
-                r = libvirt_agent_read_file(dom, "/proc/pressure/memory", &psi, &size, message, message_size);
+                r = agent_read_file(calls, dom, "/proc/pressure/memory", &psi, &size, message, message_size);
                 if (r < 0)
                         return r;
                 r = guest_psi_parse(psi, size, ret_psi);
@@ -172,12 +211,22 @@ int libvirt_agent_read_procfs(virDomainPtr dom, GuestVmstat *ret_vmstat, GuestPs
         return 0;
 }
 
-/* ---- the worker: a LibvirtWorker (libvirt-worker.h) of its own, so that a slow agent
- * (5 s a call) never delays the stats and actuation calls ---- */
+int libvirt_agent_read_procfs(virDomainPtr dom, GuestVmstat *ret_vmstat, GuestPsi *ret_psi, char *message,
+                              size_t message_size) {
+        const AgentCalls calls = { .command = virDomainQemuAgentCommand, .deadline = UINT64_MAX };
+
+        return agent_read_procfs(&calls, dom, ret_vmstat, ret_psi, message, message_size);
+}
+
+/* ---- the worker: a pool of LibvirtWorker threads (libvirt-worker.h) of its own, so that a
+ * slow agent (5 s a call) never delays the stats and actuation calls, and, one domain at a
+ * time per thread, never the other domains' agents either ---- */
 
 struct LibvirtAgentJob {
         LibvirtJob *job;
         virDomainPtr dom;
+        libvirt_agent_command_fn command;
+        uint64_t deadline_usec;    /* the whole read's, from its start */
         libvirt_agent_done_fn done;
         /* Written by the worker, read on the loop after the hand-over. */
         int error;
@@ -188,12 +237,16 @@ struct LibvirtAgentJob {
 
 struct LibvirtAgentWorker {
         LibvirtWorker *worker;
+        libvirt_agent_command_fn command;
+        uint64_t job_deadline_usec;
 };
 
 static void agent_job_run(void *data) {
         LibvirtAgentJob *job = data;
+        /* From when a thread takes the job: a wait in the queue is not the guest's doing. */
+        const AgentCalls calls = { .command = job->command, .deadline = monotonic_usec() + job->deadline_usec };
 
-        job->error = libvirt_agent_read_procfs(job->dom, &job->vmstat, &job->psi, job->message, sizeof(job->message));
+        job->error = agent_read_procfs(&calls, job->dom, &job->vmstat, &job->psi, job->message, sizeof(job->message));
 }
 
 static void agent_job_done(void *data, void *userdata) {
@@ -220,24 +273,35 @@ static const LibvirtJobType agent_job_type = {
         .free = agent_job_free,
 };
 
-int libvirt_agent_worker_new(sd_event *event, LibvirtAgentWorker **ret) {
+int libvirt_agent_worker_new_full(sd_event *event, const LibvirtAgentWorkerConfig *config, LibvirtAgentWorker **ret) {
         LibvirtAgentWorker *w;
         int r;
 
-        if (!event || !ret)
+        if (!event || !config || !ret || config->threads == 0 || config->job_deadline_usec == 0)
                 return -EINVAL;
         w = calloc(1, sizeof(*w));
         if (!w)
                 return -ENOMEM;
+        w->command = config->command ?: virDomainQemuAgentCommand;
+        w->job_deadline_usec = config->job_deadline_usec;
         /* No stall watchdog: the agent's calls have a timeout of their own, and a hung
          * libvirtd gets the connection cut by the backend's calls. */
-        r = libvirt_worker_new(event, "libvirt-agent-done", NULL, &w->worker);
+        r = libvirt_worker_new_pool(event, "libvirt-agent-done", NULL, config->threads, &w->worker);
         if (r < 0) {
                 free(w);
                 return r;
         }
         *ret = w;
         return 0;
+}
+
+int libvirt_agent_worker_new(sd_event *event, LibvirtAgentWorker **ret) {
+        const LibvirtAgentWorkerConfig config = {
+                .threads = LIBVIRT_AGENT_THREADS,
+                .job_deadline_usec = LIBVIRT_AGENT_JOB_DEADLINE_USEC,
+        };
+
+        return libvirt_agent_worker_new_full(event, &config, ret);
 }
 
 LibvirtAgentWorker *libvirt_agent_worker_free(LibvirtAgentWorker *w) {
@@ -250,12 +314,16 @@ LibvirtAgentWorker *libvirt_agent_worker_free(LibvirtAgentWorker *w) {
 
 int libvirt_agent_submit(LibvirtAgentWorker *w, virDomainPtr dom, libvirt_agent_done_fn done, void *userdata,
                          LibvirtAgentJob **ret_job) {
+        char uuid[VIR_UUID_STRING_BUFLEN];
         LibvirtAgentJob *job;
         LibvirtJob *handle;
         int r;
 
         if (!w || !dom || !done)
                 return -EINVAL;
+        /* The domain is the job's key: its reads run one at a time, on one thread at most. */
+        if (virDomainGetUUIDString(dom, uuid) < 0)
+                return -EIO;
         job = calloc(1, sizeof(*job));
         if (!job)
                 return -ENOMEM;
@@ -265,7 +333,9 @@ int libvirt_agent_submit(LibvirtAgentWorker *w, virDomainPtr dom, libvirt_agent_
         }
         job->dom = dom;
         job->done = done;
-        r = libvirt_worker_submit(w->worker, &agent_job_type, NULL, job, userdata, &handle);
+        job->command = w->command;
+        job->deadline_usec = w->job_deadline_usec;
+        r = libvirt_worker_submit(w->worker, &agent_job_type, uuid, job, userdata, &handle);
         if (r < 0)
                 return r;
         job->job = handle;

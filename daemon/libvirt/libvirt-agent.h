@@ -3,11 +3,13 @@
  *
  * libvirt's agent calls are synchronous and may take their whole timeout (5 s each, and a
  * file read is three or more of them) when a guest's agent is slow or gone. The daemon is one
- * sd-event loop, so they run on a worker thread of their own instead (libvirt-worker.h): jobs
- * go in a queue, the worker runs them one after the other on the shared libvirt connection
- * (libvirt's API is thread-safe), and each result comes back on the loop through an eventfd,
- * where the job's callback runs. A slow agent therefore delays only the agent reads queued
- * behind it: never the loop, nor the backend's stats and actuation calls (another worker).
+ * sd-event loop, so they run on worker threads of their own instead (libvirt-worker.h): jobs
+ * go in a queue, a pool of threads runs them on the shared libvirt connection (libvirt's API
+ * is thread-safe), and each result comes back on the loop through an eventfd, where the job's
+ * callback runs. A domain's reads run one at a time, on one thread at most, and a read (all
+ * its calls) ends at a deadline: a guest whose agent answers just before every timeout holds
+ * one thread for that long, while the other threads serve the other domains. Never the loop,
+ * nor the backend's stats and actuation calls (another worker).
  *
  * Reading guest files through the agent makes libvirt mark the domain tainted
  * (custom-ga-command): callers do it only when configured to. */
@@ -15,14 +17,25 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <libvirt/libvirt.h>
 #include <systemd/sd-event.h>
 
+#include "common/macro.h"
 #include "qmp/guest-procfs.h"
 
 #define LIBVIRT_AGENT_TIMEOUT_SEC 5
 #define LIBVIRT_AGENT_FILE_MAX (256 * 1024)
+/* A worker's read of /proc/vmstat and PSI, all its calls: longer than the loop waits for it
+ * (10 s at most, guest-libvirt.c), shorter than the six or more calls at 5 s it could take. */
+#define LIBVIRT_AGENT_JOB_DEADLINE_USEC (10 * USEC_PER_SEC)
+/* Threads for the agent reads: as many domains with a slow agent before the others wait. */
+#define LIBVIRT_AGENT_THREADS 4
+
+/* A call's timeout in seconds for a read that must end by `deadline` (CLOCK_MONOTONIC µs,
+ * UINT64_MAX: none): at most LIBVIRT_AGENT_TIMEOUT_SEC, -ETIMEDOUT once it is past. */
+int libvirt_agent_call_timeout(uint64_t deadline, uint64_t now);
 
 /* Reads a guest file (guest-file-open/read/close) into a NUL-terminated buffer of at most
  * LIBVIRT_AGENT_FILE_MAX bytes. Thread-safe, does not log: -errno (-ETIMEDOUT when the agent
@@ -42,8 +55,19 @@ typedef struct LibvirtAgentJob LibvirtAgentJob;
 typedef void (*libvirt_agent_done_fn)(int error, const GuestVmstat *vmstat, const GuestPsi *psi,
                                       const char *message, void *userdata);
 
+/* virDomainQemuAgentCommand's signature: how a worker sends each call (a stand-in in tests). */
+typedef char *(*libvirt_agent_command_fn)(virDomainPtr dom, const char *command, int timeout, unsigned flags);
+
+typedef struct LibvirtAgentWorkerConfig {
+        unsigned threads;
+        uint64_t job_deadline_usec;
+        libvirt_agent_command_fn command; /* NULL: virDomainQemuAgentCommand */
+} LibvirtAgentWorkerConfig;
+
+/* LIBVIRT_AGENT_THREADS threads, LIBVIRT_AGENT_JOB_DEADLINE_USEC per read. */
 int libvirt_agent_worker_new(sd_event *event, LibvirtAgentWorker **ret);
-/* Cancels every job and waits for the one running (at most the agent's timeout per call). */
+int libvirt_agent_worker_new_full(sd_event *event, const LibvirtAgentWorkerConfig *config, LibvirtAgentWorker **ret);
+/* Cancels every job and waits for the ones running (at most the agent's timeout per call). */
 LibvirtAgentWorker *libvirt_agent_worker_free(LibvirtAgentWorker *w);
 
 /* Queues a /proc/vmstat + PSI read of `dom` (referenced until the job is done). *ret_job

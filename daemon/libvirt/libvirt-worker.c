@@ -9,10 +9,10 @@
 #include <unistd.h>
 
 #include "common/macro.h"
-#include "common/worker-thread.h"
 #include "daemon/libvirt/libvirt-worker.h"
 
 #define KEY_MAX 64
+#define THREADS_MAX 16
 
 struct LibvirtJob {
         LibvirtJob *next;
@@ -21,21 +21,21 @@ struct LibvirtJob {
         void *data;
         void *userdata;
         bool cancelled;            /* loop thread only (the worker never reads it) */
+        uint64_t started;          /* under lock: CLOCK_MONOTONIC µs when a thread took it */
 };
 
 struct LibvirtWorker {
         sd_event_source *completion;
         int efd;
-        pthread_t thread;
-        bool thread_started;
+        pthread_t threads[THREADS_MAX];
+        unsigned n_threads;        /* started */
         LibvirtWatchdog *watchdog;
 
         pthread_mutex_t lock;
         pthread_cond_t wake;
         bool quit;                 /* under lock */
-        LibvirtJob *queue;         /* under lock, FIFO */
-        LibvirtJob *running;       /* under lock */
-        uint64_t running_since;    /* under lock */
+        LibvirtJob *queue;         /* under lock, oldest first */
+        LibvirtJob *running[THREADS_MAX]; /* under lock: each thread's job, or NULL */
         LibvirtJob *finished;      /* under lock, newest first */
         LibvirtJob *dispatching;   /* loop only: handed back, done not yet run, oldest first */
         unsigned pending;          /* under lock: queued + running + finished + dispatching */
@@ -63,24 +63,51 @@ static void job_list_free(LibvirtJob *j) {
         }
 }
 
+static bool key_running(LibvirtWorker *w, const char *key) {
+        for (unsigned i = 0; i < w->n_threads; i++)
+                if (w->running[i] && strcmp(w->running[i]->key, key) == 0)
+                        return true;
+        return false;
+}
+
+/* Under lock: takes the oldest queued job whose key no other thread is running. One key (one
+ * domain) therefore holds at most one thread, however slow its calls: the other threads serve
+ * the other keys in the order they asked. Jobs without a key are never held back. */
+static LibvirtJob *queue_take(LibvirtWorker *w) {
+        for (LibvirtJob **p = &w->queue; *p; p = &(*p)->next) {
+                LibvirtJob *job = *p;
+                if (job->key[0] && key_running(w, job->key))
+                        continue;
+                *p = job->next;
+                job->next = NULL;
+                return job;
+        }
+        return NULL;
+}
+
+typedef struct WorkerThread {
+        LibvirtWorker *worker;
+        unsigned index;
+} WorkerThread;
+
 static void *worker_main(void *arg) {
-        LibvirtWorker *w = arg;
+        WorkerThread *t = arg;
+        LibvirtWorker *w = t->worker;
+        unsigned index = t->index;
         uint64_t one = 1;
 
+        free(t);
         pthread_mutex_lock(&w->lock);
         for (;;) {
-                LibvirtJob *job;
+                LibvirtJob *job = NULL;
                 int slot;
 
-                while (!w->quit && !w->queue)
+                while (!w->quit && !(job = queue_take(w)))
                         pthread_cond_wait(&w->wake, &w->lock);
                 if (w->quit)
                         break;
-                job = w->queue;
-                w->queue = job->next;
-                job->next = NULL;
-                w->running = job;
-                w->running_since = monotonic_usec();
+                w->running[index] = job;
+                job->started = monotonic_usec();
                 pthread_mutex_unlock(&w->lock);
 
                 slot = libvirt_watchdog_call_begin(w->watchdog);
@@ -88,10 +115,12 @@ static void *worker_main(void *arg) {
                 libvirt_watchdog_call_end(w->watchdog, slot);
 
                 pthread_mutex_lock(&w->lock);
-                w->running = NULL;
-                w->running_since = 0;
+                w->running[index] = NULL;
                 job->next = w->finished;
                 w->finished = job;
+                /* A job of this key may wait for this thread to be done with it. */
+                if (job->key[0])
+                        pthread_cond_broadcast(&w->wake);
                 /* The loop reads the eventfd; a full counter cannot happen at one write per job. */
                 (void) !write(w->efd, &one, sizeof(one));
         }
@@ -141,11 +170,12 @@ static int on_completion(sd_event_source *s _unused_, int fd, uint32_t revents _
         return 0;
 }
 
-int libvirt_worker_new(sd_event *event, const char *description, LibvirtWatchdog *watchdog, LibvirtWorker **ret) {
+int libvirt_worker_new_pool(sd_event *event, const char *description, LibvirtWatchdog *watchdog, unsigned threads,
+                            LibvirtWorker **ret) {
         LibvirtWorker *w;
         int r;
 
-        if (!event || !ret)
+        if (!event || !ret || threads == 0 || threads > THREADS_MAX)
                 return -EINVAL;
         w = calloc(1, sizeof(*w));
         if (!w)
@@ -164,21 +194,46 @@ int libvirt_worker_new(sd_event *event, const char *description, LibvirtWatchdog
                 return r;
         }
         (void) sd_event_source_set_description(w->completion, description ?: "libvirt-worker-done");
-        r = -pthread_create(&w->thread, NULL, worker_main, w);
-        if (r < 0) {
-                libvirt_worker_free(w);
-                return r;
+        for (unsigned i = 0; i < threads; i++) {
+                WorkerThread *t = malloc(sizeof(*t));
+                if (!t) {
+                        libvirt_worker_free(w);
+                        return -ENOMEM;
+                }
+                *t = (WorkerThread){ .worker = w, .index = i };
+                /* n_threads only grows under lock: a started thread reads it in key_running(). */
+                pthread_mutex_lock(&w->lock);
+                r = -pthread_create(&w->threads[i], NULL, worker_main, t);
+                if (r == 0)
+                        w->n_threads++;
+                pthread_mutex_unlock(&w->lock);
+                if (r < 0) {
+                        free(t);
+                        libvirt_worker_free(w);
+                        return r;
+                }
         }
-        w->thread_started = true;
         *ret = w;
         return 0;
+}
+
+int libvirt_worker_new(sd_event *event, const char *description, LibvirtWatchdog *watchdog, LibvirtWorker **ret) {
+        return libvirt_worker_new_pool(event, description, watchdog, 1, ret);
+}
+
+static void worker_threads_stop(LibvirtWorker *w) {
+        pthread_mutex_lock(&w->lock);
+        w->quit = true;
+        pthread_cond_broadcast(&w->wake);
+        pthread_mutex_unlock(&w->lock);
+        for (unsigned i = 0; i < w->n_threads; i++)
+                (void) pthread_join(w->threads[i], NULL);
 }
 
 LibvirtWorker *libvirt_worker_free(LibvirtWorker *w) {
         if (!w)
                 return NULL;
-        if (w->thread_started)
-                worker_thread_stop(w->thread, &w->lock, &w->wake, &w->quit);
+        worker_threads_stop(w);
         job_list_free(w->queue);
         job_list_free(w->finished);
         job_list_free(w->dispatching);
@@ -235,7 +290,8 @@ int libvirt_worker_submit(LibvirtWorker *w, const LibvirtJobType *type, const ch
                 ;
         *tail = job;
         w->pending++;
-        pthread_cond_signal(&w->wake);
+        /* Every thread: the one that wakes first may find this job's key running elsewhere. */
+        pthread_cond_broadcast(&w->wake);
         pthread_mutex_unlock(&w->lock);
         if (ret_job)
                 *ret_job = job;
@@ -273,8 +329,9 @@ void libvirt_worker_cancel_key(LibvirtWorker *w, const char *key) {
                 } else
                         p = &j->next;
         }
-        if (w->running && strcmp(w->running->key, key) == 0)
-                w->running->cancelled = true;
+        for (unsigned i = 0; i < w->n_threads; i++)
+                if (w->running[i] && strcmp(w->running[i]->key, key) == 0)
+                        w->running[i]->cancelled = true;
         cancel_in(w->finished, key);
         cancel_in(w->dispatching, key);
         pthread_mutex_unlock(&w->lock);
@@ -292,14 +349,19 @@ unsigned libvirt_worker_pending(LibvirtWorker *w) {
 }
 
 bool libvirt_worker_busy(LibvirtWorker *w, uint64_t *ret_since) {
-        bool busy;
+        uint64_t since = 0;
+        bool busy = false;
 
         if (!w)
                 return false;
         pthread_mutex_lock(&w->lock);
-        busy = w->running;
-        if (ret_since)
-                *ret_since = w->running_since;
+        for (unsigned i = 0; i < w->n_threads; i++)
+                if (w->running[i] && (!busy || w->running[i]->started < since)) {
+                        busy = true;
+                        since = w->running[i]->started;
+                }
         pthread_mutex_unlock(&w->lock);
+        if (ret_since)
+                *ret_since = since;
         return busy;
 }

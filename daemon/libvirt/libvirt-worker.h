@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* A worker thread for libvirt calls, so that the daemon's loop never waits on libvirtd.
+/* Worker threads for libvirt calls, so that the daemon's loop never waits on libvirtd.
  *
  * libvirt's calls are synchronous RPCs. A libvirtd that hangs never answers them (libvirt
  * 9.0's client does not end a call by keepalive), and a domain busy with a job holds a call
  * up to libvirt's 30 s job wait. The daemon is one sd-event loop: such calls run here instead.
- * Jobs go in a FIFO queue; the thread runs them one after the other (on a connection shared
- * with the loop: libvirt's API is thread-safe), and each result comes back on the loop
- * through an eventfd, where the job's `done` runs.
+ * Jobs go in a queue; a thread runs them one after the other (on a connection shared with the
+ * loop: libvirt's API is thread-safe), and each result comes back on the loop through an
+ * eventfd, where the job's `done` runs.
+ *
+ * - Threads: one (libvirt_worker_new) runs the jobs in the order they came. A pool
+ *   (libvirt_worker_new_pool) takes the oldest job whose key no other thread is running: the
+ *   jobs of one key (one domain) run one at a time, so a domain whose calls are slow holds one
+ *   thread at most, and the other domains' jobs go on on the others.
  *
  * - Coalescing: a job submitted with a key replaces a job of the same coalescing type and key that is
  *   still queued (not yet running): the latest data wins, the older data is freed and its
@@ -40,9 +45,13 @@ typedef struct LibvirtJobType {
         void (*free)(void *data);
 } LibvirtJobType;
 
-/* watchdog may be NULL (no stall watchdog for these calls); it must outlive the worker. */
+/* One thread. watchdog may be NULL (no stall watchdog for these calls); it must outlive the
+ * worker. */
 int libvirt_worker_new(sd_event *event, const char *description, LibvirtWatchdog *watchdog, LibvirtWorker **ret);
-/* Cancels every job and waits for the one running (if it hangs: until the watchdog cuts it). */
+/* `threads` threads (1..16), one key at a time each. */
+int libvirt_worker_new_pool(sd_event *event, const char *description, LibvirtWatchdog *watchdog, unsigned threads,
+                            LibvirtWorker **ret);
+/* Cancels every job and waits for the ones running (if one hangs: until the watchdog cuts it). */
 LibvirtWorker *libvirt_worker_free(LibvirtWorker *w);
 
 /* Queues a job; takes data (freed with type->free, also on failure). key may be NULL (never
@@ -58,5 +67,6 @@ void libvirt_worker_cancel_key(LibvirtWorker *w, const char *key);
 
 /* Jobs not yet handed back: queued, running or waiting for the loop. */
 unsigned libvirt_worker_pending(LibvirtWorker *w);
-/* Whether a job runs right now, and since when (CLOCK_MONOTONIC µs, may be NULL). */
+/* Whether a job runs right now, and since when the oldest running one (CLOCK_MONOTONIC µs, may
+ * be NULL). */
 bool libvirt_worker_busy(LibvirtWorker *w, uint64_t *ret_since);

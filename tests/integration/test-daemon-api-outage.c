@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/bus-api.h"
@@ -168,6 +169,14 @@ START_TEST(test_refused_name_is_loud_then_recovered) {
                       status.err);
         ck_assert_msg(strstr(status.out, "the bus policy does not let rightsized own"), "rightsizectl status:\n%s",
                       status.out);
+
+        /* Stopped, it leaves no metrics file that would go on showing the guest as managed. */
+        _cleanup_free_ char *metrics = NULL;
+        ck_assert_int_ge(asprintf(&metrics, "%s/rightsize.prom", d.dir), 0);
+        ck_assert(metrics_show_guest());
+        int stopped = daemon_fixture_stop(&d, SIGTERM);
+        ck_assert_msg(WIFEXITED(stopped) && WEXITSTATUS(stopped) == 0, "rightsized stopped with status %d", stopped);
+        ck_assert_msg(access(metrics, F_OK) < 0 && errno == ENOENT, "%s is still there after the stop", metrics);
 }
 END_TEST
 

@@ -197,8 +197,13 @@ START_TEST(test_set_guest) {
         GuestView v;
 
         /* A new floor holds from the next interval on. */
-        r = call("SetGuest", 3, "sim-1", "floor", "1G");
+        PendingCall set = bus_call_start(&bus, 0, 0, "SetGuest", 3, "sim-1", "floor", "1G");
+        char who[128];
+        snprintf(who, sizeof(who), "Operator set floor=1G (uid 0, pid %u)", (unsigned) set.pid);
+        r = bus_call_finish(&set);
         assert_ok(&r, "SetGuest floor=1G");
+        /* The change names who made it. */
+        ck_assert_msg(daemon_fixture_wait_log(&d, who, WAIT_SEC), "no '%s' in %s", who, d.log_path);
         v = view(G_SET);
         ck_assert_uint_eq(v.floor, 1 * GIB);
         for (int i = 0; i < 3; i++) {
@@ -243,8 +248,12 @@ START_TEST(test_pause_resume) {
         CallResult r;
         GuestView v, first;
 
-        r = call("Pause", 1, "sim-2", NULL, NULL);
+        PendingCall pause = bus_call_start(&bus, 0, 0, "Pause", 1, "sim-2", NULL, NULL);
+        char who[128];
+        snprintf(who, sizeof(who), "Operator paused the guest (uid 0, pid %u)", (unsigned) pause.pid);
+        r = bus_call_finish(&pause);
         assert_ok(&r, "Pause(sim-2)");
+        ck_assert_msg(daemon_fixture_wait_log(&d, who, WAIT_SEC), "no '%s' in %s", who, d.log_path);
         v = view(G_PAUSE);
         ck_assert(v.paused);
         ck_assert_str_eq(v.state, "paused");

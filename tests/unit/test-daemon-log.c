@@ -12,10 +12,14 @@
 
 #include "common/macro.h"
 #include "daemon/log.h"
+#include "daemon/log-ratelimit.h"
 #include "tests/lib/test-util.h"
 #include "tests/lib/check-run.h"
 
 static void setup(void) {
+        log_ratelimit_configure(LOG_RATELIMIT_INTERVAL_USEC, LOG_RATELIMIT_BURST, LOG_RATELIMIT_GUEST_BURST);
+        log_ratelimit_set_clock(NULL);
+        log_ratelimit_reset();
         unsetenv("JOURNAL_STREAM");
         log_set_target(LOG_TARGET_STDERR);
         log_set_max_level(LOG_INFO);
@@ -317,9 +321,114 @@ START_TEST(test_journal_fields) {
 }
 END_TEST
 
+static unsigned count_lines(const char *out, const char *needle) {
+        unsigned n = 0;
+
+        for (const char *p = out; (p = strstr(p, needle)); p += strlen(needle))
+                n++;
+        return n;
+}
+
+/* A guest that makes the daemon warn every time, with text of its choosing each time: at most
+ * the burst of lines from that place, while another guest's line from the same place and an
+ * event of the first guest still go out. */
+START_TEST(test_guest_flood_limited) {
+        _cleanup_(freep) char *out = NULL;
+
+        test_stderr_begin();
+        for (int i = 0; i < 1000; i++)
+                log_named_guest_warning("noisy", NULL, "agent says: junk %d", i);
+        log_named_guest_warning("quiet", NULL, "agent says: %s", "one line");
+        log_named_guest_event(LOG_ERR, "noisy", "fault", &((LogEvent){ .message_id = LOG_MESSAGE_FAULT,
+                                                                      .target_bytes = UINT64_MAX,
+                                                                      .actual_bytes = UINT64_MAX,
+                                                                      .estimate_bytes = UINT64_MAX }),
+                              "Fault: %s", "stats lie");
+        out = test_stderr_end();
+        ck_assert_uint_eq(count_lines(out, "warning: noisy: agent says: junk"), 10);
+        ck_assert_uint_eq(count_lines(out, "warning: quiet: agent says: one line\n"), 1);
+        ck_assert_uint_eq(count_lines(out, "err: noisy [fault]: Fault: stats lie\n"), 1);
+}
+END_TEST
+
+static uint64_t fake_now;
+
+static uint64_t fake_clock(void) {
+        return fake_now;
+}
+
+static void log_from_site(const char *guest, int site) {
+        switch (site) {
+        case 0: log_named_guest_notice(guest, NULL, "site zero"); break;
+        case 1: log_named_guest_notice(guest, NULL, "site one"); break;
+        case 2: log_named_guest_notice(guest, NULL, "site two"); break;
+        default: log_named_guest_notice(guest, NULL, "site other"); break;
+        }
+}
+
+/* After the interval, the next line says how many were dropped before it, once. */
+START_TEST(test_suppressed_count_said) {
+        _cleanup_(freep) char *out = NULL;
+
+        log_ratelimit_set_clock(fake_clock);
+        log_ratelimit_configure(30 * USEC_PER_SEC, 3, 1000);
+        fake_now = 1000 * USEC_PER_SEC;
+        test_stderr_begin();
+        for (int i = 0; i < 10; i++)
+                log_from_site("web1", 0);
+        fake_now += 29 * USEC_PER_SEC;
+        log_from_site("web1", 0); /* still the same window: dropped */
+        fake_now += 1 * USEC_PER_SEC;
+        log_from_site("web1", 0);
+        log_from_site("web1", 0);
+        out = test_stderr_end();
+        ck_assert_str_eq(out, "notice: web1: site zero\n"
+                              "notice: web1: site zero\n"
+                              "notice: web1: site zero\n"
+                              "notice: web1: Suppressed 8 messages like the next one about this guest\n"
+                              "notice: web1: site zero\n"
+                              "notice: web1: site zero\n");
+        /* Lines without a guest are the daemon's own: never limited. */
+        test_stderr_begin();
+        for (int i = 0; i < 20; i++)
+                log_notice("daemon line");
+        free(out);
+        out = test_stderr_end();
+        ck_assert_uint_eq(count_lines(out, "notice: daemon line\n"), 20);
+}
+END_TEST
+
+/* Over all its call sites, a guest gets its own budget; the dropped ones are counted where they
+ * came from and in the guest's count. */
+START_TEST(test_guest_budget_over_sites) {
+        _cleanup_(freep) char *out = NULL;
+
+        log_ratelimit_set_clock(fake_clock);
+        log_ratelimit_configure(30 * USEC_PER_SEC, 100, 4);
+        fake_now = 5000 * USEC_PER_SEC;
+        test_stderr_begin();
+        for (int i = 0; i < 3; i++)
+                for (int site = 0; site < 3; site++)
+                        log_from_site("db", site);
+        log_from_site("other", 2);
+        fake_now += 30 * USEC_PER_SEC;
+        log_from_site("db", 2);
+        out = test_stderr_end();
+        ck_assert_str_eq(out, "notice: db: site zero\n"
+                              "notice: db: site one\n"
+                              "notice: db: site two\n"
+                              "notice: db: site zero\n"
+                              "notice: other: site two\n"
+                              "notice: db: Suppressed 5 messages about this guest: over its share of the log\n"
+                              "notice: db: Suppressed 2 messages like the next one about this guest\n"
+                              "notice: db: site two\n");
+}
+END_TEST
+
 int main(void) {
         return check_run_case("daemon-log", "log", setup, NULL, 0,
                               CHECK_TESTS(test_stderr_format, test_level_filter, test_errno_return,
                                           test_untrusted_names_escaped, test_level_names, test_journal_stream_detection,
-                                          test_journal_fields));
+                                          test_journal_fields, test_guest_flood_limited, test_suppressed_count_said,
+                                          test_guest_budget_over_sites));
 }

@@ -4,19 +4,25 @@
  * domain "test" with a virtio balloon): the stats call reports the domain and runs one at a
  * time, a balloon target set asynchronously reaches the domain and its done runs on the loop,
  * calls the domain cannot take fail before they are queued, and a domain that leaves takes its
- * calls' callbacks with it. */
+ * calls' callbacks with it. The agent's worker (libvirt-agent.h) on the test driver's domains,
+ * with a stand-in for the agent's command (the test driver has no agent): a domain whose agent
+ * answers just before each timeout holds one thread until its read's deadline, while another
+ * domain's reads go on. */
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 #include <systemd/sd-event.h>
 
 #include "common/macro.h"
+#include "daemon/libvirt/libvirt-agent.h"
 #include "daemon/libvirt/libvirt-backend.h"
 #include "tests/lib/check-run.h"
 
@@ -210,11 +216,161 @@ START_TEST(test_domain_leaves) {
 }
 END_TEST
 
+/* ---- the agent's worker ---- */
+
+#define SLOW_NAME "slow-agent"
+
+static atomic_int slow_calls, honest_calls;
+static atomic_bool slow_hold;              /* the slow agent waits (as one that never answers) */
+
+typedef struct AgentSeen {
+        unsigned done;
+        int error;
+} AgentSeen;
+
+static AgentSeen slow_seen, honest_seen;
+
+/* guest-file-open (handle 1 for /proc/vmstat, 2 for PSI), -read (one chunk: "pgmajfault 7", or
+ * a quiet PSI), -close, as qemu-ga answers them. */
+static char *fake_reply(const char *command) {
+        if (strstr(command, "guest-file-open"))
+                return strdup(strstr(command, "vmstat") ? "{\"return\": 1}" : "{\"return\": 2}");
+        if (strstr(command, "guest-file-read") && strstr(command, "\"handle\":1"))
+                /* base64 of "pgmajfault 7\n" */
+                return strdup("{\"return\": {\"count\": 13, \"buf-b64\": \"cGdtYWpmYXVsdCA3Cg==\", \"eof\": true}}");
+        if (strstr(command, "guest-file-read"))
+                return strdup("{\"return\": {\"count\": 96, \"buf-b64\": \"c29tZSBhdmcxMD0wLjAwIGF2ZzYwPTAuMDAgYXZnMzAwPTAuMDAgdG90YWw9MApmdWxsIGF2ZzEwPTAuMDAgYXZnNjA9MC4wMCBhdmczMDA9MC4wMCB0b3RhbD0wCg==\", \"eof\": true}}");
+        return strdup("{\"return\": {}}");
+}
+
+/* The slow domain's agent answers 100 ms before each call's timeout, or, while slow_hold is
+ * set, only then: a read takes all its calls' timeouts. */
+static char *fake_agent_command(virDomainPtr dom, const char *command, int timeout, unsigned flags _unused_) {
+        if (strcmp(virDomainGetName(dom), SLOW_NAME) == 0) {
+                atomic_fetch_add(&slow_calls, 1);
+                do
+                        (void) usleep((useconds_t) (timeout * 1000000 - 100000));
+                while (atomic_load(&slow_hold));
+        } else
+                atomic_fetch_add(&honest_calls, 1);
+        return fake_reply(command);
+}
+
+static void on_agent_read(int error, const GuestVmstat *vmstat, const GuestPsi *psi _unused_,
+                          const char *message _unused_, void *userdata) {
+        AgentSeen *a = userdata;
+
+        a->done++;
+        a->error = error;
+        if (error >= 0)
+                ck_assert_uint_eq(vmstat->value[GUEST_VMSTAT_PGMAJFAULT], 7);
+}
+
+static bool honest_read_twice(void) {
+        return honest_seen.done >= 2;
+}
+
+static bool slow_read_done(void) {
+        return slow_seen.done > 0;
+}
+
+static virDomainPtr slow_domain_new(virConnectPtr conn) {
+        virDomainPtr dom = virDomainCreateXML(conn,
+                                              "<domain type='test'><name>" SLOW_NAME "</name>"
+                                              "<memory unit='MiB'>512</memory><os><type>hvm</type></os></domain>",
+                                              0);
+        ck_assert_ptr_nonnull(dom);
+        return dom;
+}
+
+/* Two threads: while the slow domain's read hangs, the honest domain's reads are done, one after
+ * the other; the slow domain's second read waits for its first, not on the other thread. */
+START_TEST(test_agent_slow_domain_does_not_delay_others) {
+        _cleanup_(sd_event_unrefp) sd_event *e = NULL;
+        const LibvirtAgentWorkerConfig config = {
+                /* A short deadline only so that the slow reads end soon once let go. */
+                .threads = 2, .job_deadline_usec = 1 * USEC_PER_SEC, .command = fake_agent_command,
+        };
+        LibvirtAgentWorker *w = NULL;
+        virConnectPtr conn = virConnectOpen(URI);
+        virDomainPtr honest, slow;
+
+        ck_assert_ptr_nonnull(conn);
+        honest = virDomainLookupByName(conn, "test");
+        ck_assert_ptr_nonnull(honest);
+        slow = slow_domain_new(conn);
+        atomic_store(&slow_hold, true);
+        slow_seen = (AgentSeen){};
+        honest_seen = (AgentSeen){};
+        ck_assert_int_eq(sd_event_new(&e), 0);
+        ck_assert_int_eq(libvirt_agent_worker_new_full(e, &config, &w), 0);
+
+        ck_assert_int_eq(libvirt_agent_submit(w, slow, on_agent_read, &slow_seen, NULL), 0);
+        ck_assert_int_eq(libvirt_agent_submit(w, slow, on_agent_read, &slow_seen, NULL), 0);
+        ck_assert_int_eq(libvirt_agent_submit(w, honest, on_agent_read, &honest_seen, NULL), 0);
+        ck_assert_int_eq(libvirt_agent_submit(w, honest, on_agent_read, &honest_seen, NULL), 0);
+        run_until(e, honest_read_twice);
+        ck_assert_int_eq(honest_seen.error, 0);
+        ck_assert_uint_eq(slow_seen.done, 0);
+        /* One read of the slow domain at a time: its first call, and no other. */
+        ck_assert_int_eq(atomic_load(&slow_calls), 1);
+
+        atomic_store(&slow_hold, false);
+        libvirt_agent_worker_free(w);
+        virDomainDestroy(slow);
+        virDomainFree(slow);
+        virDomainFree(honest);
+        virConnectClose(conn);
+}
+END_TEST
+
+/* A read's calls share one deadline: the agent that answers just before each 5 s timeout ends
+ * its read after two calls (2 s, then the second left), not after six (30 s). */
+START_TEST(test_agent_read_deadline) {
+        _cleanup_(sd_event_unrefp) sd_event *e = NULL;
+        const LibvirtAgentWorkerConfig config = {
+                .threads = 1, .job_deadline_usec = 2 * USEC_PER_SEC, .command = fake_agent_command,
+        };
+        LibvirtAgentWorker *w = NULL;
+        virConnectPtr conn = virConnectOpen(URI);
+        virDomainPtr slow;
+
+        ck_assert_ptr_nonnull(conn);
+        slow = slow_domain_new(conn);
+        atomic_store(&slow_hold, false);
+        atomic_store(&slow_calls, 0);
+        slow_seen = (AgentSeen){};
+        ck_assert_int_eq(sd_event_new(&e), 0);
+        ck_assert_int_eq(libvirt_agent_worker_new_full(e, &config, &w), 0);
+        ck_assert_int_eq(libvirt_agent_submit(w, slow, on_agent_read, &slow_seen, NULL), 0);
+        run_until(e, slow_read_done);
+        ck_assert_int_eq(slow_seen.error, -ETIMEDOUT);
+        /* A whole read is six calls (open, read, close for vmstat and for PSI). */
+        ck_assert_int_lt(atomic_load(&slow_calls), 6);
+
+        libvirt_agent_worker_free(w);
+        virDomainDestroy(slow);
+        virDomainFree(slow);
+        virConnectClose(conn);
+}
+END_TEST
+
+START_TEST(test_agent_call_timeout) {
+        ck_assert_int_eq(libvirt_agent_call_timeout(UINT64_MAX, 123), LIBVIRT_AGENT_TIMEOUT_SEC);
+        ck_assert_int_eq(libvirt_agent_call_timeout(100 * USEC_PER_SEC, 0), LIBVIRT_AGENT_TIMEOUT_SEC);
+        ck_assert_int_eq(libvirt_agent_call_timeout(100 * USEC_PER_SEC, 98 * USEC_PER_SEC), 2);
+        ck_assert_int_eq(libvirt_agent_call_timeout(100 * USEC_PER_SEC, 100 * USEC_PER_SEC - 1), 1);
+        ck_assert_int_eq(libvirt_agent_call_timeout(100 * USEC_PER_SEC, 100 * USEC_PER_SEC), -ETIMEDOUT);
+}
+END_TEST
+
 static void quiet_error(void *userdata _unused_, virErrorPtr error _unused_) {
 }
 
 int main(void) {
         virSetErrorFunc(NULL, quiet_error);
         return check_run_case("libvirt-backend-async", "test-driver", NULL, NULL, 60,
-                              CHECK_TESTS(test_stats_async, test_balloon_async, test_domain_leaves));
+                              CHECK_TESTS(test_stats_async, test_balloon_async, test_domain_leaves,
+                                          test_agent_slow_domain_does_not_delay_others, test_agent_read_deadline,
+                                          test_agent_call_timeout));
 }

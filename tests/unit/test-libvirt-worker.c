@@ -3,8 +3,9 @@
  * that block on a pipe when told to, so the queue can be filled behind a running job. It runs
  * jobs in order and hands results back on the loop; coalesces queued jobs of one key (the
  * latest data wins, the older is freed and never reported); cancels by job and by key; frees
- * everything on free; and with a stall watchdog, a job stuck on a socket gets it shut down
- * and returns. Real threads, a real sd-event loop. */
+ * everything on free; with a stall watchdog, a job stuck on a socket gets it shut down and
+ * returns; and a pool runs one job of a key at a time, so a key whose job hangs holds one
+ * thread while the other keys' jobs run. Real threads, a real sd-event loop. */
 #include <check.h>
 #include <errno.h>
 #include <poll.h>
@@ -271,8 +272,61 @@ START_TEST(test_watchdog_cuts_a_stuck_job) {
 }
 END_TEST
 
+/* The job of the honest key is done. */
+static bool done_value_seen(int value) {
+        for (unsigned i = 0; i < n_done; i++)
+                if (done_values[i] == value)
+                        return true;
+        return false;
+}
+
+/* A pool of two threads: one key's job hangs (a domain whose agent never answers in time) with
+ * more of its jobs queued behind it; another key's jobs, queued after all of them, still run,
+ * each in turn, while the hung job runs on. The hung key's queued jobs wait for it, not on the
+ * second thread. */
+START_TEST(test_pool_slow_key_holds_one_thread) {
+        _cleanup_(sd_event_unrefp) sd_event *e = NULL;
+        LibvirtWorker *w = NULL;
+        int pair[2];
+
+        reset();
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+        ck_assert_int_eq(sd_event_new(&e), 0);
+        ck_assert_int_eq(libvirt_worker_new_pool(e, NULL, NULL, 2, &w), 0);
+        ck_assert_int_eq(libvirt_worker_submit(w, &plain_type, "slow", data_new(100, pair[0]), &n_done, NULL), 0);
+        while (!libvirt_worker_busy(w, NULL))
+                ck_assert_int_ge(sd_event_run(e, 10 * USEC_PER_MSEC), 0);
+        for (int i = 1; i <= 3; i++)
+                ck_assert_int_eq(libvirt_worker_submit(w, &plain_type, "slow", data_new(100 + i, -1), &n_done, NULL), 0);
+        for (int i = 1; i <= 4; i++)
+                ck_assert_int_eq(libvirt_worker_submit(w, &plain_type, "honest", data_new(i, -1), &n_done, NULL), 0);
+
+        /* No clock: the honest jobs are done while the slow one still hangs, or the test's
+         * timeout ends it. */
+        while (!done_value_seen(40))
+                ck_assert_int_ge(sd_event_run(e, 100 * USEC_PER_MSEC), 0);
+        ck_assert_uint_eq(n_done, 4);
+        for (int i = 0; i < 4; i++)
+                ck_assert_int_eq(done_values[i], (i + 1) * 10);
+        ck_assert(libvirt_worker_busy(w, NULL));
+        /* The hung job and nothing else of its key ran. */
+        ck_assert_int_eq(atomic_load(&runs), 5);
+        ck_assert_uint_eq(libvirt_worker_pending(w), 4);
+
+        ck_assert_int_eq(write(pair[1], "x", 1), 1);
+        drain(e, w);
+        ck_assert_uint_eq(n_done, 8);
+        ck_assert_int_eq(done_values[4], 100);
+        for (int i = 5; i < 8; i++)
+                ck_assert_int_eq(done_values[i], (100 + i - 4) * 10);
+        w = libvirt_worker_free(w);
+        close(pair[0]);
+        close(pair[1]);
+}
+END_TEST
+
 int main(void) {
         return check_run_case("libvirt-worker", "core", NULL, NULL, 60,
                               CHECK_TESTS(test_fifo_and_results, test_coalescing, test_cancel, test_free_with_jobs,
-                                          test_watchdog_cuts_a_stuck_job));
+                                          test_watchdog_cuts_a_stuck_job, test_pool_slow_key_holds_one_thread));
 }
