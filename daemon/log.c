@@ -251,8 +251,12 @@ int log_internal(int level, int error, const char *file, int line, const char *f
         if (level > log_max_level)
                 return ret;
 
-        /* Lines about a guest are the guest's doing: limited per guest and call site. */
-        LogRatelimitVerdict verdict = log_ratelimit_check(guest, file, line, event && event->message_id);
+        /* Notices and worse about a guest are the guest's doing (its faults, its text): limited
+         * per guest and call site. Info and debug lines are the decisions, one a guest per poll
+         * interval at most, which the operator chose: an audit trail, never thinned. */
+        LogRatelimitVerdict verdict = { .write = true };
+        if (level <= LOG_NOTICE)
+                verdict = log_ratelimit_check(guest, file, line, event && event->message_id);
         if (!verdict.write) {
                 errno = saved_errno;
                 return ret;

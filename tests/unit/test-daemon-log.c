@@ -351,6 +351,21 @@ START_TEST(test_guest_flood_limited) {
 }
 END_TEST
 
+/* A guest's decision lines (info: one a poll interval, at the operator's pace) are its audit
+ * trail: none is thinned, however many in a row. */
+START_TEST(test_decisions_not_limited) {
+        _cleanup_(freep) char *out = NULL;
+
+        log_set_max_level(LOG_INFO);
+        test_stderr_begin();
+        for (int i = 0; i < 100; i++)
+                log_named_guest_info("busy", "probe", "probing: clean at %d MiB", 600 - i);
+        out = test_stderr_end();
+        ck_assert_uint_eq(count_lines(out, "busy [probe]: probing: clean at"), 100);
+        ck_assert_ptr_null(strstr(out, "Suppressed"));
+}
+END_TEST
+
 static uint64_t fake_now;
 
 static uint64_t fake_clock(void) {
@@ -429,6 +444,6 @@ int main(void) {
         return check_run_case("daemon-log", "log", setup, NULL, 0,
                               CHECK_TESTS(test_stderr_format, test_level_filter, test_errno_return,
                                           test_untrusted_names_escaped, test_level_names, test_journal_stream_detection,
-                                          test_journal_fields, test_guest_flood_limited, test_suppressed_count_said,
+                                          test_journal_fields, test_guest_flood_limited, test_decisions_not_limited, test_suppressed_count_said,
                                           test_guest_budget_over_sites));
 }
