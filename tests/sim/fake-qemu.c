@@ -377,7 +377,7 @@ static int guest_listen(Sim *sim, Guest *g, const char *dir, bool agent) {
         return listen_at(sim, g, dir, "qmp", &g->path, &g->listen_fd, &g->accept_io, guest_on_accept);
 }
 
-/* One line per guest: "sim-N commands stats-reads balloon-sets actual-bytes", replaced
+/* One line per guest: "sim-N commands stats-reads balloon-sets actual-bytes target-bytes", replaced
  * atomically, so a benchmark can count the cycles a client completed without trusting the client,
  * and a test can read where a client left the balloon. */
 static int write_counters(Sim *sim) {
@@ -391,8 +391,8 @@ static int write_counters(Sim *sim) {
                 return -errno;
         for (unsigned i = 0; i < sim->n_guests; i++) {
                 const Guest *g = &sim->guests[i];
-                fprintf(f, "sim-%u %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", g->index, g->n_commands,
-                        g->n_stats_reads, g->n_balloon_sets, g->model.actual);
+                fprintf(f, "sim-%u %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", g->index,
+                        g->n_commands, g->n_stats_reads, g->n_balloon_sets, g->model.actual, g->model.target);
         }
         if (fclose(f) != 0 || rename(tmp, sim->counters_path) < 0) {
                 int r = -errno;
