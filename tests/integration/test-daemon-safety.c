@@ -178,6 +178,8 @@ START_TEST(test_stop_before_an_estimate_leaves_the_takeover_size) {
         ck_assert_int_ge(asprintf(&counters, "%s/counters", d.dir), 0);
         const char *const sim[] = { "--scenario", "steady", "--time-scale", "1", "--start-balloon", "1536",
                                     "--counters", counters, NULL };
+        /* The fixture's config keeps guests as they are at a stop. */
+        daemon_fixture_set_config(&d, "shutdown-action", "estimate");
         /* Slow: nothing is learned before the stop. */
         daemon_fixture_write_policy(&d, "slow", "[policy]\nmatch = *\npoll-interval = 5s\n");
         daemon_fixture_start_sims(&d, 1, sim, WAIT_SEC);
