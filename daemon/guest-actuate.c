@@ -72,18 +72,22 @@ bool guest_balloon_driver_pending(Guest *g, uint64_t now) {
         return !g->balloon_driver_seen && now < g->running_since + BALLOON_DRIVER_GRACE_USEC;
 }
 
-static void guest_pause_outside(Guest *g) {
+void guest_pause_outside(Guest *g, bool raised, bool restored) {
         char b1[FORMAT_SIZE_MAX], b2[FORMAT_SIZE_MAX];
 
         g->paused = true;
         g->balloon_watch.paused_outside = true;
+        g->balloon_watch.raised_outside = raised;
         snprintf(g->reason, sizeof(g->reason),
-                 "balloon set from outside: %s, below the %s rightsize asked for (virsh setmem, another "
-                 "controller or an operator?): paused; rightsizectl resume takes the guest back",
-                 fmt_size(b1, sizeof(b1), g->actual), fmt_size(b2, sizeof(b2), g->balloon_target));
+                 "balloon set from outside: %s, %s the %s rightsize asked for (virsh setmem, another "
+                 "controller or an operator?): paused%s; rightsizectl resume takes the guest back",
+                 fmt_size(b1, sizeof(b1), g->actual), raised ? "above" : "below",
+                 fmt_size(b2, sizeof(b2), g->balloon_target), restored ? " (before the daemon restarted)" : "");
         /* What is set now is theirs: a resume sends ours again. */
         balloon_watch_target(g, g->actual);
         balloon_watch_moved(&g->balloon_watch, g->actual);
+        if (restored)
+                return; /* logged when it happened */
         LogEvent event = {
                 .message_id = LOG_MESSAGE_OUTSIDE,
                 .guest_uuid = g->uuid,
@@ -92,15 +96,66 @@ static void guest_pause_outside(Guest *g) {
                 .estimate_bytes = UINT64_MAX,
         };
         log_named_guest_event(LOG_WARNING, g->name, "paused", &event, "%s", g->reason);
+        (void) guest_save_state(g);
         guest_notify(g, false);
 }
 
-/* A balloon that reached its target and then went below it, with no new target from us: a
- * balloon never inflates past what it was asked, so someone else asked (virsh setmem, MoM,
- * Proxmox, an operator on a second QMP socket). Two controllers fighting every interval is worse
- * than either: the guest is paused, with the reason, until the operator resumes it. Two samples
- * in a row, so that a reading taken as our own command lands cannot count; the first already
- * holds our actuators back (true: do not actuate this cycle), or we would answer the other
+/* What the balloon leaves of the boot memory, for a raise: QEMU's balloon actual; for a libvirt
+ * domain its live currentMemory (balloon.current, virtio-mem taken away), which follows every
+ * size libvirt sets or sees, where the direct read is only taken while the balloon is away from
+ * its target and may be an old one. */
+static uint64_t balloon_size_for_raise(const Guest *g) {
+        uint64_t plugged = g->vmem_id ? g->vmem_size : 0;
+        if (g->source == GUEST_SOURCE_LIBVIRT && g->actual > plugged)
+                return g->actual - plugged;
+        return g->balloon_actual;
+}
+
+bool guest_balloon_raised(const Guest *g) {
+        uint64_t plugged = g->vmem_id ? MIN(g->vmem_requested, g->balloon_target) : 0;
+
+        if (!g->balloon_watch.reached || g->balloon_target <= plugged)
+                return false;
+        uint64_t ours = g->balloon_target - plugged;
+        return balloon_size_for_raise(g) > ours + MAX(OUTSIDE_MIN_BYTES, ours / 50);
+}
+
+/* A raise waits for the guest's balloon driver to be seen working (stats newer than when the
+ * raise was first seen): a guest that reboots is above its target too, its driver gone and its
+ * balloon given back until the driver loads and inflates again. Counters that restarted say it
+ * was a reboot: the balloon goes back to its target by itself. Returns false when it was one. */
+static bool raise_is_outside(Guest *g, bool *ret_wait) {
+        BalloonWatch *w = &g->balloon_watch;
+
+        *ret_wait = false;
+        /* Deflate-on-oom gives pages back as the guest nears its OOM killer: the core's own
+         * emergency, not someone else's size. */
+        if (rs_guest_state(g->core) == RS_STATE_EMERGENCY) {
+                w->outside_samples = 0;
+                return false;
+        }
+        if (w->outside_samples == 0) {
+                w->raise_stats = g->stats_last_update;
+                return true;
+        }
+        if (g->major_backwards_cycles > 0) {
+                log_guest_info(g, "Balloon above its target after a guest reboot: not a change from outside");
+                w->reached = false;
+                w->outside_samples = 0;
+                return false;
+        }
+        *ret_wait = g->stats_last_update != 0 && g->stats_last_update == w->raise_stats;
+        return true;
+}
+
+/* A balloon that reached its target and then moved away from it, with no new target from us: a
+ * balloon never inflates past what it was asked, nor deflates past it but for the guest's OOM
+ * killer (deflate-on-oom), so someone else asked (virsh setmem, MoM, Proxmox, an operator on a
+ * second QMP socket), down or up. Taking a raise for the guest's own need would move the
+ * estimate and probe the guest back down: two controllers fighting every interval is worse than
+ * either. The guest is paused, with the reason, until the operator resumes it. Two samples in a
+ * row, so that a reading taken as our own command lands cannot count; the first already holds
+ * our actuators back (true: do not actuate this cycle), or we would answer the other
  * controller's change before knowing it was one. */
 static bool balloon_set_from_outside(Guest *g) {
         BalloonWatch *w = &g->balloon_watch;
@@ -114,13 +169,21 @@ static bool balloon_set_from_outside(Guest *g) {
         }
         if (g->balloon_actual + 4 * MIB >= ours && g->balloon_actual <= ours + 4 * MIB)
                 w->reached = true;
-        if (!w->reached || g->balloon_actual + tolerance >= ours) {
+        bool below = g->balloon_actual + tolerance < ours, above = guest_balloon_raised(g);
+        if (!w->reached || (!below && !above)) {
                 w->outside_samples = 0;
                 return false;
         }
+        if (above) {
+                bool wait;
+                if (!raise_is_outside(g, &wait))
+                        return false;
+                if (wait)
+                        return true;
+        }
         if (++w->outside_samples < OUTSIDE_SAMPLES)
                 return true;
-        guest_pause_outside(g);
+        guest_pause_outside(g, above, false);
         return true;
 }
 
@@ -230,6 +293,8 @@ static void guest_add_dimm(Guest *g, uint64_t bytes) {
         g->dimm_count++;
         g->dimm_bytes += bytes;
         g->dimm_sent_bytes = bytes;
+        /* The DIMM lands in the balloon's actual above its target: ours, not a raise from outside. */
+        g->balloon_watch.reached = false;
         int r = g->driver->add_dimm(g, bytes, g->driver_data);
         if (r < 0) {
                 g->counters.actuator_failures[GUEST_ACTUATOR_DIMM]++;
@@ -315,6 +380,42 @@ void guest_actuate(Guest *g, uint64_t target, bool urgent, bool fine, uint64_t n
         }
 }
 
+/* ---- giving back ---- */
+
+bool guest_probe_under_way(const Guest *g) {
+        if (!g->core || g->phase != GUEST_PHASE_RUNNING || g->paused)
+                return false;
+        RsState s = rs_guest_state(g->core);
+        return s == RS_STATE_PROBE || s == RS_STATE_BACKOFF || s == RS_STATE_GROW || s == RS_STATE_EMERGENCY;
+}
+
+void guest_give_back(Guest *g, const char *why) {
+        char b1[FORMAT_SIZE_MAX], b2[FORMAT_SIZE_MAX];
+
+        if (!g->core || g->actual == 0 || g->held_size == 0 || g->phase != GUEST_PHASE_RUNNING)
+                return;
+        uint64_t size = MIN(MAX(g->held_size, guest_floor(g)), guest_max(g));
+        if (g->actual >= size && g->balloon_target >= size)
+                return;
+        size = MAX(size, g->actual);
+        if (guest_send_balloon(g, size) < 0)
+                return;
+        g->target = size;
+        log_guest_info(g, "%s in the middle of a probe: giving the guest back %s (it has %s)", why,
+                       fmt_size(b1, sizeof(b1), size), fmt_size(b2, sizeof(b2), g->actual));
+}
+
+void guest_adopt(Guest *g) {
+        uint64_t size = g->adopt_size;
+
+        g->adopt_size = 0;
+        /* A balloon another controller set stays theirs. */
+        if (size == 0 || g->actual == 0 || g->actual >= size || g->balloon_watch.paused_outside)
+                return;
+        if (guest_send_balloon(g, size) == 0)
+                g->target = size;
+}
+
 /* ---- shutdown ---- */
 
 int guest_shutdown(Guest *g, ShutdownAction action, void (*done)(Guest *g, void *userdata), void *userdata) {
@@ -328,6 +429,10 @@ int guest_shutdown(Guest *g, ShutdownAction action, void (*done)(Guest *g, void 
                 return 0;
         if (action == SHUTDOWN_ACTION_ESTIMATE && e->estimate != RS_UNKNOWN)
                 size = e->estimate + (uint64_t) ((double) e->estimate * g->policy.margin_percent / 100.0);
+        else if (action == SHUTDOWN_ACTION_ESTIMATE && g->takeover_size > 0)
+                /* Nothing learned yet: the size the guest had before rightsize, not max (a stop
+                 * comes with every package upgrade, and must not grow guests). */
+                size = g->takeover_size;
         else
                 size = guest_max(g);
         size = CLAMP(size, guest_floor(g), guest_max(g));

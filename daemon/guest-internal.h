@@ -16,8 +16,10 @@
  * then went below it was set from outside (another controller: the guest is paused). */
 typedef struct BalloonWatch {
         bool reached;             /* it came to balloon_target since that was sent */
-        unsigned outside_samples; /* samples in a row below the target it had reached */
+        unsigned outside_samples; /* samples in a row away from the target it had reached */
+        uint64_t raise_stats;     /* the stats' last-update when a raise was first seen */
         bool paused_outside;      /* the guest is paused for that (the reason says) */
+        bool raised_outside;      /* ... and it was set above its target, not below */
         uint64_t prev_actual;     /* where it was when it last moved toward its target (0: not yet) */
         unsigned stall_count;     /* cycles since then, away from its target */
         bool stalled;             /* pushing is held back */
@@ -64,6 +66,8 @@ struct Guest {
         uint64_t vmem_requested; /* the requested-size last asked for (or found) */
         uint64_t balloon_actual; /* QMP guests: query-balloon's actual, which leaves virtio-mem out */
         bool fpr_known, free_page_reporting;
+        bool deflate_on_oom_known, deflate_on_oom;
+        bool deflate_warned;   /* the warning that a probe runs without deflate-on-oom was given */
         uint64_t host_rss;     /* UINT64_MAX when unknown */
         uint64_t guest_max;
 
@@ -87,6 +91,16 @@ struct Guest {
         uint64_t balloon_target; /* last "balloon" sent, 0: never */
         BalloonWatch balloon_watch;
         uint64_t actual;       /* query-balloon, 0 until known */
+        /* The size the guest had when rightsize first took it over (kept in the state file, so a
+         * restart keeps the first one, not a squeezed size): where a stop leaves a guest that has
+         * no estimate yet, and where a guest whose state file is unusable goes back to. 0: unknown. */
+        uint64_t takeover_size;
+        /* The size the guest was held at (in LEARN or HOLD) before the probe under way began:
+         * what a pause or observe mode gives back. 0: none yet. */
+        uint64_t held_size;
+        /* Where the guest goes once attached, before the core learns it (a state file it could
+         * not resume from); 0: nowhere. */
+        uint64_t adopt_size;
         uint64_t updated_realtime;
 
         /* The balloon driver: not seen until the guest reports stats or its balloon moves
@@ -144,4 +158,19 @@ void guest_set_fault(Guest *g, const char *fmt, ...) _printf_(2, 3);
 /* guest-actuate.c: whether the balloon driver has not shown yet (a booting guest: its balloon
  * counts neither as pushback nor as a stall), and the cycle's target to the devices. */
 bool guest_balloon_driver_pending(Guest *g, uint64_t now);
+/* The guest is paused because its balloon was set from outside (raised: above rightsize's
+ * target); restored: as the state file says, after a restart (reason set, nothing logged). */
+void guest_pause_outside(Guest *g, bool raised, bool restored);
+/* The balloon is above the target it had reached: raised from outside (being confirmed, or
+ * confirmed), or a guest rebooting. Either way not the guest pushing back. */
+bool guest_balloon_raised(const Guest *g);
+/* The guest is in a probe, or on its way back from one (PROBE, BACKOFF, GROW, EMERGENCY). */
+bool guest_probe_under_way(const Guest *g);
+/* Pause or observe mode begins in a probe (guest_probe_under_way(); why: "Paused", "Observe mode
+ * begins"): a guest that a probe left below
+ * the size it was held at gets that size back (or keeps what it has, when more), since nothing
+ * will move it afterwards: not an OOM storm, not the daemon's stop. */
+void guest_give_back(Guest *g, const char *why);
+/* Sends the guest to adopt_size when it has less (once, as it is taken over). */
+void guest_adopt(Guest *g);
 void guest_actuate(Guest *g, uint64_t target, bool urgent, bool fine, uint64_t now);

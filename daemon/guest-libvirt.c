@@ -217,6 +217,8 @@ static void domain_attach(LibvirtGuests *lg, Domain *d, const LibvirtDomainInfo 
                 .vmem_requested = qmp_value_is_known(info->virtio_mem_requested) ? info->virtio_mem_requested : 0,
                 .fpr_known = true,
                 .free_page_reporting = info->free_page_reporting,
+                .deflate_on_oom_known = true,
+                .deflate_on_oom = info->autodeflate,
                 .agent = lg->agent && info->agent_channel,
                 .mem_max_size = info->max_memory,
                 .mem_slots = info->memory_slots,

@@ -476,6 +476,13 @@ static void on_fpr(QmpClient *c _unused_, const QmpReply *reply, bool value, voi
         guest_setup_done(q);
 }
 
+static void on_deflate_on_oom(QmpClient *c _unused_, const QmpReply *reply, bool value, void *userdata) {
+        GuestQmp *q = userdata;
+        q->res.deflate_on_oom_known = reply->error >= 0;
+        q->res.deflate_on_oom = reply->error >= 0 && value;
+        guest_setup_done(q);
+}
+
 static void on_size_summary(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
         GuestQmp *q = userdata;
         uint64_t base;
@@ -572,6 +579,8 @@ static void on_qmp_ready(QmpClient *c, void *userdata) {
         if (qmp_set_stats_polling_interval(c, NULL, interval, t, on_polling_set, q) >= 0)
                 q->setup_pending++;
         if (qmp_get_free_page_reporting(c, NULL, t, on_fpr, q) >= 0)
+                q->setup_pending++;
+        if (qmp_get_deflate_on_oom(c, NULL, t, on_deflate_on_oom, q) >= 0)
                 q->setup_pending++;
         if (qmp_client_execute(c, "query-memory-size-summary", NULL, t, on_size_summary, q) >= 0)
                 q->setup_pending++;

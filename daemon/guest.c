@@ -30,6 +30,7 @@
 #define DATA_CLEAN_CYCLES 3
 
 static int guest_setup_finish(Guest *g);
+static int guest_apply_policy(Guest *g);
 
 void guest_notify(Guest *g, bool estimate_changed) {
         if (g->hooks && g->hooks->updated)
@@ -98,6 +99,14 @@ int guest_save_state(Guest *g) {
         (void) guest_state_set_int(&rec, "tier", s.tier);
         (void) guest_state_set_int(&rec, "streaming", s.streaming);
         (void) guest_state_set_int(&rec, "hold_doublings", s.hold_doublings);
+        /* The daemon's own, beside the core's snapshot: used even when the snapshot cannot be. */
+        (void) guest_state_set_int(&rec, "takeover_bytes", (int64_t) MIN(g->takeover_size, (uint64_t) INT64_MAX));
+        (void) guest_state_set_int(&rec, "balloon_sent_bytes", (int64_t) MIN(g->balloon_target, (uint64_t) INT64_MAX));
+        (void) guest_state_set_int(&rec, "paused", g->paused && !g->balloon_watch.paused_outside);
+        (void) guest_state_set_int(&rec, "paused_outside",
+                                   !g->balloon_watch.paused_outside ? 0 : g->balloon_watch.raised_outside ? 2 : 1);
+        (void) guest_state_set_int(&rec, "override_floor", (int64_t) MIN(g->override_floor, (uint64_t) INT64_MAX));
+        (void) guest_state_set_int(&rec, "override_max", (int64_t) MIN(g->override_max, (uint64_t) INT64_MAX));
 
         r = state_file_save(g->state_dir, &rec);
         if (r < 0)
@@ -118,40 +127,33 @@ static int get_u64_field(const GuestStateRecord *rec, const char *key, uint64_t 
         return 0;
 }
 
-static int guest_restore_state(Guest *g) {
-        GuestStateRecord rec;
+/* The core's snapshot, from a state file that loaded: 1 when the core resumed from it, -errno
+ * (logged) when it cannot be used. */
+static int guest_restore_snapshot(Guest *g, const GuestStateRecord *rec) {
         RsGuestSnapshot s = {};
         int64_t v;
         int r;
 
-        if (!g->state_dir)
-                return 0;
-        r = state_file_load(g->state_dir, g->name, &rec);
-        if (r == -ENOENT)
-                return 0;
-        if (r < 0)
-                return log_named_guest_warning_errno(g->name, NULL, r, "Ignoring the state file: %m");
-
-        if (guest_state_get_int(&rec, "magic", &v) < 0 || (uint64_t) v != RS_SNAPSHOT_MAGIC ||
-            guest_state_get_int(&rec, "version", &v) < 0 || v != RS_SNAPSHOT_VERSION)
+        if (guest_state_get_int(rec, "magic", &v) < 0 || (uint64_t) v != RS_SNAPSHOT_MAGIC ||
+            guest_state_get_int(rec, "version", &v) < 0 || v != RS_SNAPSHOT_VERSION)
                 return log_named_guest_warning_errno(g->name, NULL, EPROTONOSUPPORT,
                                                "Ignoring the state file: not a snapshot this daemon can read");
         s.magic = RS_SNAPSHOT_MAGIC;
         s.version = RS_SNAPSHOT_VERSION;
-        if (get_u64_field(&rec, "guest_max", &s.guest_max) < 0 || get_u64_field(&rec, "estimate", &s.estimate) < 0 ||
-            get_u64_field(&rec, "lower", &s.lower) < 0 || get_u64_field(&rec, "upper", &s.upper) < 0 ||
-            get_u64_field(&rec, "scan_onset", &s.scan_onset) < 0 || get_u64_field(&rec, "target", &s.target) < 0 ||
-            guest_state_get_double(&rec, "baseline_useful", &s.baseline_useful) < 0 ||
-            guest_state_get_double(&rec, "baseline_scan", &s.baseline_scan) < 0 ||
-            guest_state_get_double(&rec, "baseline_psi", &s.baseline_psi) < 0)
+        if (get_u64_field(rec, "guest_max", &s.guest_max) < 0 || get_u64_field(rec, "estimate", &s.estimate) < 0 ||
+            get_u64_field(rec, "lower", &s.lower) < 0 || get_u64_field(rec, "upper", &s.upper) < 0 ||
+            get_u64_field(rec, "scan_onset", &s.scan_onset) < 0 || get_u64_field(rec, "target", &s.target) < 0 ||
+            guest_state_get_double(rec, "baseline_useful", &s.baseline_useful) < 0 ||
+            guest_state_get_double(rec, "baseline_scan", &s.baseline_scan) < 0 ||
+            guest_state_get_double(rec, "baseline_psi", &s.baseline_psi) < 0)
                 return log_named_guest_warning_errno(g->name, NULL, EBADMSG, "Ignoring the state file: fields missing");
-        if (guest_state_get_int(&rec, "baseline_known", &v) >= 0)
+        if (guest_state_get_int(rec, "baseline_known", &v) >= 0)
                 s.baseline_known = (uint32_t) v;
-        if (guest_state_get_int(&rec, "tier", &v) >= 0 && v >= 0 && v < _RS_TIER_MAX)
+        if (guest_state_get_int(rec, "tier", &v) >= 0 && v >= 0 && v < _RS_TIER_MAX)
                 s.tier = (uint32_t) v;
-        if (guest_state_get_int(&rec, "streaming", &v) >= 0)
+        if (guest_state_get_int(rec, "streaming", &v) >= 0)
                 s.streaming = v != 0;
-        if (guest_state_get_int(&rec, "hold_doublings", &v) >= 0 && v >= 0 && v <= 64)
+        if (guest_state_get_int(rec, "hold_doublings", &v) >= 0 && v >= 0 && v <= 64)
                 s.hold_doublings = (uint32_t) v; /* absent in older files: 0, the policy's hold */
 
         r = rs_guest_restore(g->core, &s, now_usec(CLOCK_MONOTONIC));
@@ -163,6 +165,80 @@ static int guest_restore_state(Guest *g) {
                        "Resumed from the state file: estimate %s, target %s",
                        fmt_size(b1, sizeof(b1), s.estimate), fmt_size(b2, sizeof(b2), s.target));
         return 1;
+}
+
+/* What the daemon keeps beside the core's snapshot, used even when the snapshot cannot be: the
+ * size the guest had when rightsize first took it over, the operator's overrides and pause, and
+ * a pause for a balloon set from outside. Returns whether the take-over size was there. */
+static bool guest_restore_daemon_fields(Guest *g, const GuestStateRecord *rec) {
+        uint64_t takeover = 0, floor = 0, max = 0;
+        int64_t v;
+        bool have_takeover = false;
+
+        if (get_u64_field(rec, "takeover_bytes", &takeover) >= 0 && rs_known(takeover) && takeover > 0) {
+                g->takeover_size = takeover;
+                have_takeover = true;
+        }
+        if (get_u64_field(rec, "override_floor", &floor) < 0 || !rs_known(floor))
+                floor = 0;
+        if (get_u64_field(rec, "override_max", &max) < 0 || !rs_known(max))
+                max = 0;
+        if (floor > 0 || max > 0) {
+                g->override_floor = floor;
+                g->override_max = max;
+                if (guest_apply_policy(g) < 0) {
+                        g->override_floor = g->override_max = 0;
+                        log_guest_warning(g, "Dropping the floor and max set before the restart: they no longer "
+                                             "make a valid policy with %s", g->policy.name);
+                } else
+                        log_guest_info(g, "The floor and max set before the restart are kept");
+        }
+        if (guest_state_get_int(rec, "paused_outside", &v) >= 0 && (v == 1 || v == 2)) {
+                guest_pause_outside(g, v == 2, true);
+                log_guest_notice(g, "Still paused: its balloon was set from outside before the restart; "
+                                    "rightsizectl resume takes the guest back");
+        } else if (guest_state_get_int(rec, "paused", &v) >= 0 && v != 0) {
+                g->paused = true;
+                log_guest_notice(g, "Still paused by the operator, as before the restart");
+        }
+        return have_takeover;
+}
+
+/* The state file: the core resumes from it, or, when there is one the core cannot use (a crash
+ * left it damaged, the guest's size or actuator changed), the guest may have been left squeezed
+ * by a probe: it goes back to the size it had when rightsize took it over (max when even that is
+ * lost) before the core learns it, instead of being learned at the squeezed size. */
+static int guest_restore_state(Guest *g) {
+        char b[FORMAT_SIZE_MAX];
+        GuestStateRecord rec;
+        int r;
+
+        if (!g->state_dir)
+                return 0;
+        r = state_file_load(g->state_dir, g->name, &rec);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0) {
+                g->adopt_size = guest_max(g);
+                log_guest_warning(g, "The state file cannot be read: the guest goes back to max (%s) before "
+                                     "learning, as a probe may have left it squeezed",
+                                  fmt_size(b, sizeof(b), g->adopt_size));
+                return r;
+        }
+        bool have_takeover = guest_restore_daemon_fields(g, &rec);
+        r = guest_restore_snapshot(g, &rec);
+        if (r >= 0)
+                return r;
+        g->adopt_size = have_takeover ? MIN(MAX(g->takeover_size, guest_floor(g)), guest_max(g)) : guest_max(g);
+        uint64_t sent = 0;
+        char b2[FORMAT_SIZE_MAX];
+        (void) get_u64_field(&rec, "balloon_sent_bytes", &sent);
+        log_guest_warning(g, "The guest goes back to %s (%s) before learning: its balloon was last set to %s by "
+                             "rightsize, maybe in a probe",
+                          fmt_size(b, sizeof(b), g->adopt_size),
+                          have_takeover ? "its size when rightsize took it over" : "max",
+                          rs_known(sent) && sent > 0 ? fmt_size(b2, sizeof(b2), sent) : "an unknown size");
+        return r;
 }
 
 /* ---- history ---- */
@@ -303,6 +379,18 @@ static void guest_update_counts(Guest *g, RsState before, RsState after) {
                 g->counters.probe_cycles++;
 }
 
+/* A probe squeezes until the guest refaults; without deflate-on-oom, a step too far meets the
+ * guest's OOM killer instead of a balloon that gives way. Said once, at the first probe. */
+static void guest_warn_probe_without_deflate(Guest *g, RsState before, RsState after) {
+        if (g->deflate_warned || !g->deflate_on_oom_known || g->deflate_on_oom || after != RS_STATE_PROBE ||
+            before == RS_STATE_PROBE)
+                return;
+        g->deflate_warned = true;
+        log_guest_warning(g, "Probing a guest whose balloon has no deflate-on-oom (libvirt: <memballoon "
+                             "autodeflate='on'>): a squeeze too far meets its OOM killer before it can take "
+                             "memory back");
+}
+
 static bool estimate_changed(Guest *g) {
         return estimate_signal_update(&g->signalled, rs_guest_estimate(g->core));
 }
@@ -393,9 +481,12 @@ static bool cycle_sample(Guest *g, uint64_t now) {
         g->sample.level[RS_LEVEL_BALLOON_ACTUAL] = g->actual ?: RS_UNKNOWN;
         if (g->vmem_id)
                 g->sample.level[RS_LEVEL_VIRTIO_MEM_SIZE] = g->vmem_size;
-        /* The pushback signal: the target we asked for (the guest's own size before that). */
-        g->sample.level[RS_LEVEL_BALLOON_TARGET] = guest_balloon_driver_pending(g, now) ? RS_UNKNOWN
-                                                   : g->balloon_target ?: g->actual ?: RS_UNKNOWN;
+        /* The pushback signal: the target we asked for (the guest's own size before that). A
+         * balloon raised above a target it had reached is someone else's size (or a reboot), not
+         * the guest refusing to give memory: read as pushback, it would grow the estimate. */
+        g->sample.level[RS_LEVEL_BALLOON_TARGET] = guest_balloon_driver_pending(g, now) || guest_balloon_raised(g)
+                                                           ? RS_UNKNOWN
+                                                           : g->balloon_target ?: g->actual ?: RS_UNKNOWN;
 
         /* Everything the guest told us is untrusted. */
         RsSample reported = g->sample;
@@ -436,6 +527,7 @@ static uint64_t cycle_decide(Guest *g, uint64_t now) {
         g->updated_realtime = now_usec(CLOCK_REALTIME);
         guest_update_rates(g, now);
         guest_update_counts(g, before, d.state);
+        guest_warn_probe_without_deflate(g, before, d.state);
 
         uint64_t target = g->hooks && g->hooks->arbitrate ? g->hooks->arbitrate(g, g->userdata) : d.target;
         if (g->policy.mode == RS_MODE_OBSERVE)
@@ -475,8 +567,14 @@ static uint64_t cycle_decide(Guest *g, uint64_t now) {
 
 /* The target to the devices (guest_actuate()), and into the history. */
 static void cycle_apply(Guest *g, uint64_t target, uint64_t now) {
+        RsState state = rs_guest_state(g->core);
+
         g->target = target;
         guest_actuate(g, target, g->decision.urgent, g->decision.fine, now);
+        /* Where the guest is held, for a pause or observe mode that comes in the middle of the
+         * probe that follows (guest_give_back()). */
+        if (state == RS_STATE_LEARN || state == RS_STATE_HOLD)
+                g->held_size = g->target ?: g->actual;
         history_push(g, g->updated_realtime);
 }
 
@@ -565,6 +663,8 @@ static int guest_setup_finish(Guest *g) {
                         g->phase = GUEST_PHASE_FAULTY;
                         return r;
                 }
+                /* Before the state file, which keeps the first take-over's size across restarts. */
+                g->takeover_size = g->actual;
                 (void) guest_restore_state(g);
         }
 
@@ -585,6 +685,7 @@ static int guest_setup_finish(Guest *g) {
         g->balloon_driver_seen = false;
         g->fault[0] = '\0';
         g->data_fault = false;
+        guest_adopt(g);
         /* The cycles come from the driver. */
         guest_notify(g, false);
         return 0;
@@ -667,12 +768,16 @@ static int guest_apply_policy(Guest *g) {
                 p.max_bytes = g->override_max;
         if (rs_policy_validate(&p, &bad) < 0)
                 return -EINVAL;
+        /* Read before the core takes the policy: in observe mode it leaves the probe at once. */
+        bool give_back = g->policy.mode != RS_MODE_OBSERVE && p.mode == RS_MODE_OBSERVE && guest_probe_under_way(g);
         if (g->core && rs_guest_set_policy(g->core, &p) < 0)
                 return -EINVAL;
         uint64_t old_interval = g->policy.poll_interval_usec;
         g->policy = p;
         if (g->driver->policy_changed)
                 g->driver->policy_changed(g, old_interval, g->driver_data);
+        if (give_back)
+                guest_give_back(g, "Observe mode begins");
         return 0;
 }
 
@@ -693,16 +798,23 @@ int guest_set_overrides(Guest *g, uint64_t floor, uint64_t max) {
         if (r < 0) {
                 g->override_floor = of;
                 g->override_max = om;
+                return r;
         }
-        return r;
+        /* An operator's choice outlives a restart. */
+        (void) guest_save_state(g);
+        return 0;
 }
 
 void guest_set_paused(Guest *g, bool paused) {
         if (g->paused == paused)
                 return;
+        if (paused && guest_probe_under_way(g))
+                guest_give_back(g, "Paused");
         g->paused = paused;
         g->balloon_watch.paused_outside = false;
         log_guest_info(g, paused ? "Paused by the operator" : "Resumed by the operator");
+        /* An operator's choice outlives a restart. */
+        (void) guest_save_state(g);
 }
 
 int guest_request_probe(Guest *g) {
@@ -883,6 +995,8 @@ int guest_attach(Guest *g, const GuestResources *res) {
                 g->actual = res->actual;
         g->fpr_known = res->fpr_known;
         g->free_page_reporting = res->free_page_reporting;
+        g->deflate_on_oom_known = res->deflate_on_oom_known;
+        g->deflate_on_oom = res->deflate_on_oom;
         g->driven_agent = res->agent;
         /* A core exists already (re-attach): its size stays what it was created with. */
         if (g->core && g->phase == GUEST_PHASE_RUNNING)

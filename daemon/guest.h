@@ -107,6 +107,9 @@ typedef struct GuestResources {
         const char *vmem_id;        /* NULL: no virtio-mem */
         uint64_t vmem_size, vmem_max, vmem_block, vmem_requested;
         bool fpr_known, free_page_reporting;
+        /* The balloon's deflate-on-oom (libvirt's autodeflate): without it a probe that squeezes
+         * too far meets the guest's OOM killer instead of a balloon that gives way. */
+        bool deflate_on_oom_known, deflate_on_oom;
         bool agent;                 /* signals from the guest agent are expected */
         /* DIMM hotplug room, as for QMP guests: maxmem and its slots (0: none), what the
          * memory devices take of them, and the DIMMs among them. */

@@ -511,6 +511,18 @@ int qmp_get_free_page_reporting(QmpClient *c, const char *qom_path, uint64_t tim
                              });
 }
 
+int qmp_get_deflate_on_oom(QmpClient *c, const char *qom_path, uint64_t timeout_usec, qmp_bool_fn callback, void *userdata) {
+        return qom_get_typed(c,
+                             qom_path,
+                             "deflate-on-oom",
+                             timeout_usec,
+                             &(HelperCall) {
+                                     .handle = handle_bool,
+                                     .callback.boolean = callback,
+                                     .userdata = userdata,
+                             });
+}
+
 static void handle_guest_stats(HelperCall *call, QmpClient *c, const QmpReply *reply) {
         QmpGuestStats stats;
         QmpReply r = *reply;

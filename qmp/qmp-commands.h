@@ -59,6 +59,9 @@ int qmp_set_stats_polling_interval(QmpClient *c,
 int qmp_get_stats_polling_interval(QmpClient *c, const char *qom_path, uint64_t timeout_usec, qmp_u64_fn callback, void *userdata);
 /* free-page-reporting of the balloon device (a bool property). */
 int qmp_get_free_page_reporting(QmpClient *c, const char *qom_path, uint64_t timeout_usec, qmp_bool_fn callback, void *userdata);
+/* deflate-on-oom of the balloon device (a bool property): whether the guest takes memory back
+ * from its balloon before its OOM killer runs. */
+int qmp_get_deflate_on_oom(QmpClient *c, const char *qom_path, uint64_t timeout_usec, qmp_bool_fn callback, void *userdata);
 
 /* ---- balloon guest stats (qom-get guest-stats) ---- */
 

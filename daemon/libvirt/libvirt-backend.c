@@ -107,6 +107,7 @@ void domain_fill_info(DomainRecord *d) {
                 .skip_reason = d->skip_reason,
                 .agent_channel = d->xml.agent_channel,
                 .free_page_reporting = d->xml.free_page_reporting,
+                .autodeflate = d->xml.autodeflate,
                 .maximum = d->maximum,
                 .actual = d->actual,
                 .max_memory = d->xml.max_memory,

@@ -49,6 +49,7 @@ typedef struct LibvirtDomainInfo {
         const char *skip_reason;   /* NULL when rightsize may act on it */
         bool agent_channel;        /* has org.qemu.guest_agent.0 (the agent may still be down) */
         bool free_page_reporting;
+        bool autodeflate;           /* <memballoon autodeflate='on'>: QEMU's deflate-on-oom */
         uint64_t maximum;          /* bytes: the balloon's ceiling (<memory> minus virtio-mem) */
         uint64_t actual;           /* bytes the balloon leaves the guest (without virtio-mem, as
                                     * BALLOON_CHANGE reports it; virsh dominfo adds virtio-mem) */

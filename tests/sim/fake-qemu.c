@@ -31,6 +31,8 @@
  *   stale-stats      the statistics are refreshed once and never again
  *   stuck-balloon    balloon is accepted but the guest never moves
  *   outside-balloon  another controller sets the balloon once, to 85 % of where it is
+ *   outside-raise    another controller gives the guest all its memory back once (virsh setmem
+ *                    up, MoM growing it)
  *
  * Guest agent (--agent, or any agent-* fault for that guest): a qemu-guest-agent on DIR/sim-N.qga
  * beside the QMP socket. It speaks the agent protocol (no greeting, no ids; a 0xFF byte resets
@@ -95,6 +97,7 @@ static const char *const fault_names[_FAULT_MAX] = {
         [FAULT_AGENT_GARBAGE] = "agent-garbage",
         [FAULT_AGENT_UTF8_ERROR] = "agent-utf8-error",
         [FAULT_OUTSIDE_BALLOON] = "outside-balloon",
+        [FAULT_OUTSIDE_RAISE] = "outside-raise",
 };
 
 static bool fault_is_agent(FaultKind k) {
@@ -307,6 +310,10 @@ static void guest_step(Guest *g) {
                 guest_model_set_target(m, m->actual / 100 * 85);
                 g->outside_done = true;
         }
+        if (fault == FAULT_OUTSIDE_RAISE && !g->outside_done) {
+                guest_model_set_target(m, m->cfg.boot_bytes);
+                g->outside_done = true;
+        }
         guest_model_step(m);
         if (g->polling_interval > 0 && !(fault == FAULT_STALE_STATS && g->have_stats) &&
             (!g->have_stats || m->now_usec - g->stats_updated_usec >= g->polling_interval * USEC_PER_SEC)) {
@@ -370,8 +377,9 @@ static int guest_listen(Sim *sim, Guest *g, const char *dir, bool agent) {
         return listen_at(sim, g, dir, "qmp", &g->path, &g->listen_fd, &g->accept_io, guest_on_accept);
 }
 
-/* One line per guest: "sim-N commands stats-reads balloon-sets", replaced atomically, so a
- * benchmark can count the cycles a client completed without trusting the client. */
+/* One line per guest: "sim-N commands stats-reads balloon-sets actual-bytes target-bytes", replaced
+ * atomically, so a benchmark can count the cycles a client completed without trusting the client,
+ * and a test can read where a client left the balloon. */
 static int write_counters(Sim *sim) {
         _cleanup_free_ char *tmp = NULL;
         if (!sim->counters_path)
@@ -383,8 +391,8 @@ static int write_counters(Sim *sim) {
                 return -errno;
         for (unsigned i = 0; i < sim->n_guests; i++) {
                 const Guest *g = &sim->guests[i];
-                fprintf(f, "sim-%u %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", g->index, g->n_commands, g->n_stats_reads,
-                        g->n_balloon_sets);
+                fprintf(f, "sim-%u %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", g->index,
+                        g->n_commands, g->n_stats_reads, g->n_balloon_sets, g->model.actual, g->model.target);
         }
         if (fclose(f) != 0 || rename(tmp, sim->counters_path) < 0) {
                 int r = -errno;
@@ -449,10 +457,13 @@ static void help(void) {
                "                         deep-nesting, container-flood, wrong-types, hang,\n"
                "                         close-mid-reply, event-flood,\n"
                "                         lying-stats, lie-free, lie-backwards, lie-huge, lie-future,\n"
-               "                         stale-stats, stuck-balloon, outside-balloon, agent-hang,\n"
+               "                         stale-stats, stuck-balloon, outside-balloon,\n"
+               "                         outside-raise, agent-hang,\n"
                "                         agent-huge-vmstat, agent-utf8-error,\n"
                "                         agent-garbage (repeatable; agent-* give the guest an agent)\n"
                "  --agent                Give every guest a guest agent on DIR/sim-N.qga\n"
+               "  --start-balloon MIB    Every guest starts with its balloon at this size (another\n"
+               "                         controller set it before rightsized came)\n"
                "  --huge-reply-size MIB  Length of a huge-reply string (default 4)\n"
                "  --first-index N        Number the guests from N (sim-N.qmp, seed S+N, --fault N),\n"
                "                         so that several processes can share one directory\n"
@@ -475,6 +486,7 @@ int main(int argc, char *argv[]) {
                 ARG_COUNTERS,
                 ARG_HUGE,
                 ARG_AGENT,
+                ARG_START_BALLOON,
         };
         static const struct option options[] = {
                 { "dir", required_argument, NULL, ARG_DIR },
@@ -489,12 +501,13 @@ int main(int argc, char *argv[]) {
                 { "counters", required_argument, NULL, ARG_COUNTERS },
                 { "huge-reply-size", required_argument, NULL, ARG_HUGE },
                 { "agent", no_argument, NULL, ARG_AGENT },
+                { "start-balloon", required_argument, NULL, ARG_START_BALLOON },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
         const char *dir = NULL;
         unsigned n_guests = 1, first_index = 0;
-        uint64_t seed = 1, vm_max = 0;
+        uint64_t seed = 1, vm_max = 0, start_balloon = 0;
         int scenario = SCENARIO_MIXED;
         bool randomize = false, agents = false;
         double time_scale = 1.0;
@@ -540,6 +553,11 @@ int main(int argc, char *argv[]) {
                         break;
                 case ARG_AGENT:
                         agents = true;
+                        break;
+                case ARG_START_BALLOON:
+                        start_balloon = strtoull(optarg, &end, 10) * MIB;
+                        if (*end || start_balloon == 0)
+                                goto usage;
                         break;
                 case ARG_VM:
                         vm_max = strtoull(optarg, &end, 10) * MIB;
@@ -636,6 +654,8 @@ int main(int argc, char *argv[]) {
                 if (g->fault == FAULT_LYING_STATS && g->fault_after_usec == 0 && !g->fault_on_signal)
                         cfg.lie_probability = 1.0;
                 guest_model_init(&g->model, &cfg);
+                if (start_balloon > 0 && start_balloon < cfg.boot_bytes)
+                        g->model.target = g->model.actual = start_balloon;
                 g->last_actual = g->model.actual;
                 g->vm_max = vm_max;
                 /* one tick period for everyone: the first guest's interval (all scenarios share it) */

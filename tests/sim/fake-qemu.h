@@ -40,6 +40,7 @@ typedef enum FaultKind {
         FAULT_AGENT_GARBAGE,
         FAULT_AGENT_UTF8_ERROR,
         FAULT_OUTSIDE_BALLOON,
+        FAULT_OUTSIDE_RAISE,
         _FAULT_MAX,
 } FaultKind;
 

@@ -314,6 +314,8 @@ static json_object *execute(Guest *g, const char *cmd, json_object *args) {
                         return return_reply(json_object_new_uint64(g->polling_interval));
                 if (is_balloon_path(path) && strcmp(prop, "free-page-reporting") == 0)
                         return return_reply(json_object_new_boolean(g->index % 2 == 0));
+                if (is_balloon_path(path) && strcmp(prop, "deflate-on-oom") == 0)
+                        return return_reply(json_object_new_boolean(g->model.cfg.deflate_on_oom));
                 if (is_virtio_mem_path(g, path) && strcmp(prop, "requested-size") == 0)
                         return return_reply(json_object_new_uint64(g->vm_requested));
                 if (is_virtio_mem_path(g, path) && strcmp(prop, "size") == 0)
