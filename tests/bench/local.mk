@@ -6,7 +6,7 @@
 #                   $(top_srcdir)/BENCHMARKS.md and its plots in $(top_srcdir)/docs/bench, keeping the
 #                   sections of the parts it does not run (the page marks the stale ones)
 # make bench-full   every part, at a milestone: the above, then the calibration, placement, the shipped
-#                   runs, the refault-judged application parts with MoM, the phase change, the idle
+#                   runs, the other application parts, the refault-judged ones with MoM, the phase change, the idle
 #                   distro guest, the experiments reclaim and lrugen (kept from their last run) and scale
 # make bench-smoke  the short version CI runs (one workload, shortened oracle, < 4 minutes);
 #                   writes into $(abs_top_builddir)/bench-smoke; fails on a harness failure, an
