@@ -13,6 +13,10 @@
 #define RS_BUS_ERROR_NO_SUCH_DOMAIN "org.rightsize.Manager1.Error.NoSuchDomain"
 #define RS_BUS_ERROR_LIBVIRT_UNAVAILABLE "org.rightsize.Manager1.Error.LibvirtUnavailable"
 
+/* The group whose members may read (etc/org.rightsize.Manager1.conf names it; the daemon's
+ * read-group= defaults to it). */
+#define RS_READ_GROUP "rightsize"
+
 /* polkit actions (etc/org.rightsize.policy): changing guests, reloading the configuration */
 #define RS_POLKIT_ACTION_MANAGE "org.rightsize.manage"
 #define RS_POLKIT_ACTION_RELOAD "org.rightsize.reload"

@@ -30,6 +30,7 @@
 
 static CtlJsonMode arg_json = CTL_JSON_OFF;
 static bool arg_names;
+static bool arg_all;
 static bool arg_no_pager;
 static const char *arg_policy;
 
@@ -51,8 +52,8 @@ static void help(void) {
                "  show GUEST            Everything about one guest, with a chart of its history\n"
                "  history GUEST         Target, actual and estimate over time\n"
                "  set GUEST KEY=VALUE   Override for one guest: policy=NAME, floor=SIZE, max=SIZE\n"
-               "  pause [GUEST]         Stop resizing a guest (every guest without GUEST)\n"
-               "  resume [GUEST]        Resize it again\n"
+               "  pause GUEST|--all     Stop resizing a guest (or every guest)\n"
+               "  resume GUEST|--all    Resize it again\n"
                "  probe GUEST           Start a probe now\n"
                "  reload                Re-read rightsized.conf and the policies\n"
                "  status                The daemon: version, guests managed, memory reclaimed\n"
@@ -73,6 +74,7 @@ static void help(void) {
                "                        indented (pretty, the default) or on one line (short)\n"
                "     --name             With list: guest names only, one a line\n"
                "     --no-pager         Do not pipe long output into a pager\n"
+               "     --all              With pause and resume: every guest\n"
                "  -p --policy NAME      The policy `enable` writes\n"
                "  -h --help             Show this help\n"
                "     --version          Show the version\n"
@@ -116,6 +118,15 @@ static int report_bus_error(const char *what, const sd_bus_error *error, int r) 
                 return EXIT_DENIED;
         }
         if (sd_bus_error_has_name(error, SD_BUS_ERROR_ACCESS_DENIED) || r == -EACCES || r == -EPERM) {
+                /* dbus-daemon's own refusal ("Rejected send message, 2 matched rules; ...") says
+                 * nothing to whoever typed the command: it is the bus policy's read group they lack.
+                 * rightsized's refusals (polkit) come with a message of their own. */
+                if (error->message && strncmp(error->message, "Rejected send message", strlen("Rejected send message")) == 0) {
+                        fprintf(stderr, "rightsizectl: %s: permission denied: reading rightsized takes root or membership of "
+                                "the group \"%s\" (its D-Bus policy, %s.conf; read-group= in rightsized.conf)\n",
+                                what, RS_READ_GROUP, RS_BUS_NAME);
+                        return EXIT_DENIED;
+                }
                 fprintf(stderr, "rightsizectl: %s: permission denied%s%s\n", what,
                         error->message ? ": " : "", error->message ?: "");
                 return EXIT_DENIED;
@@ -279,6 +290,11 @@ static int bad_reply(const char *what, int r) {
         return EXIT_FAIL;
 }
 
+static int compare_guests_by_name(const void *a, const void *b) {
+        const CtlGuest *x = a, *y = b;
+        return strcmp(x->name ?: "", y->name ?: "");
+}
+
 static int fetch_guests(sd_bus *bus, GuestList *ret) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         int code, r;
@@ -305,6 +321,9 @@ static int fetch_guests(sd_bus *bus, GuestList *ret) {
                 if (r < 0)
                         return bad_reply("list guests", r);
         }
+        /* The daemon answers in its own order (discovery's); a person scans a list by name. */
+        if (ret->n > 1)
+                qsort(ret->guests, ret->n, sizeof(CtlGuest), compare_guests_by_name);
         return EXIT_OK;
 }
 
@@ -761,6 +780,7 @@ static int verb_set(sd_bus *bus, int n_args _unused_, char **args) {
         return cmd_set(bus, args[0], args[1]);
 }
 
+/* "" asks the daemon for every guest (main() let it through only with --all). */
 static int verb_pause(sd_bus *bus, int n_args, char **args) {
         return call(bus, "pause", "Pause", NULL, "s", n_args > 0 ? args[0] : "");
 }
@@ -866,10 +886,12 @@ int main(int argc, char *argv[]) {
                 ARG_LIST_VERBS,
                 ARG_LIST_OPTIONS,
                 ARG_LIST_POLICIES,
+                ARG_ALL,
         };
         static const struct option options[] = {
                 { "json", optional_argument, NULL, ARG_JSON },
                 { "name", no_argument, NULL, ARG_NAME },
+                { "all", no_argument, NULL, ARG_ALL },
                 { "no-pager", no_argument, NULL, ARG_NO_PAGER },
                 { "policy", required_argument, NULL, 'p' },
                 { "help", no_argument, NULL, 'h' },
@@ -909,6 +931,9 @@ int main(int argc, char *argv[]) {
                         break;
                 case ARG_NO_PAGER:
                         arg_no_pager = true;
+                        break;
+                case ARG_ALL:
+                        arg_all = true;
                         break;
                 case ARG_LIST_VERBS:
                         list_verbs();
@@ -966,6 +991,16 @@ int main(int argc, char *argv[]) {
         }
         if (arg_names && strcmp(verb, "list") != 0) {
                 fprintf(stderr, "rightsizectl: --name only goes with list\n");
+                return EXIT_USAGE;
+        }
+        /* Pausing every guest is a different act from pausing one: a forgotten name must not do it. */
+        bool every_guest_verb = strcmp(verb, "pause") == 0 || strcmp(verb, "resume") == 0;
+        if (arg_all && !every_guest_verb) {
+                fprintf(stderr, "rightsizectl: --all only goes with pause and resume\n");
+                return EXIT_USAGE;
+        }
+        if (every_guest_verb && arg_all == (n_args > 0)) {
+                fprintf(stderr, "rightsizectl: %s: name a guest, or --all for every guest\n", verb);
                 return EXIT_USAGE;
         }
         if (arg_names && arg_json) {

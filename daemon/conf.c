@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/bus-api.h"
 #include "common/duration.h"
 #include "common/macro.h"
 #include "daemon/log.h"
@@ -31,7 +32,7 @@
 #define DEFAULT_HOST_RESERVE (UINT64_C(1) << 30)
 #define DEFAULT_QMP_SOCKETS "/run/qemu/*.qmp"
 #define DEFAULT_AGENT_PATTERN "%d/%n.qga"
-#define DEFAULT_READ_GROUP "rightsize"
+#define DEFAULT_READ_GROUP RS_READ_GROUP
 #define DEFAULT_LIBVIRT_URI "qemu:///system"
 /* A package starts the daemon as it installs: guests nobody chose a policy for are watched and
  * estimated, not resized, until the operator says so. */

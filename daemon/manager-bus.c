@@ -65,8 +65,13 @@ static int check_read_access(Manager *m, sd_bus_message *msg, sd_bus_error *erro
                 if (gr && creds_in_group(creds, gr->gr_gid))
                         return 0;
         }
+        /* The group by name: the one thing a refused operator needs to know. */
+        if (m->config->read_group)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "Reading rightsized's guests requires root or membership of the group \"%s\"",
+                                         m->config->read_group);
         return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                "Reading rightsized's guests requires root or the read group");
+                                "Reading rightsized's guests requires root (read-group= is empty)");
 }
 
 /* Before any change: 1 go on, <0 refused (error set), 0 polkit is being asked. On 0 the handler

@@ -8,13 +8,28 @@
 # not running or a bus that hangs costs a TAB at most RIGHTSIZECTL_COMPLETION_TIMEOUT seconds
 # (default 2) and offers no names.
 
-__rightsizectl() {
+__rightsizectl_quietly() { # command args...
         # stdin from /dev/null: no polkit agent prompt, and the non-interactive call timeout.
         if command -v timeout >/dev/null 2>&1; then
-                timeout "${RIGHTSIZECTL_COMPLETION_TIMEOUT:-2}" rightsizectl "$@" </dev/null 2>/dev/null
+                timeout "${RIGHTSIZECTL_COMPLETION_TIMEOUT:-2}" "$@" </dev/null 2>/dev/null
         else
-                command rightsizectl "$@" </dev/null 2>/dev/null
+                command "$@" </dev/null 2>/dev/null
         fi
+}
+
+__rightsizectl() {
+        __rightsizectl_quietly rightsizectl "$@"
+}
+
+# The libvirt domains rightsized does not manage yet, for `enable`: virsh's (its default URI, as
+# LIBVIRT_DEFAULT_URI or root's qemu:///system say) without the guests rightsized lists.
+__rightsizectl_unmanaged_domains() {
+        local domains managed d
+        domains=$(__rightsizectl_quietly virsh -q list --all --name)
+        managed=$'\n'$(__rightsizectl list --name)$'\n'
+        while IFS= read -r d; do
+                [[ -n $d && $managed != *$'\n'"$d"$'\n'* ]] && printf '%s\n' "$d"
+        done <<<"$domains"
 }
 
 # COMPREPLY from newline-separated words that start with the word being completed. The words are
@@ -103,8 +118,11 @@ _rightsizectl() {
         fi
 
         case $verb in
-        show | history | probe | pause | resume | enable | disable | monitor)
+        show | history | probe | pause | resume | disable | monitor)
                 ((n_args == 0)) && __rightsizectl_reply "$(__rightsizectl list --name)"
+                ;;
+        enable)
+                ((n_args == 0)) && __rightsizectl_reply "$(__rightsizectl_unmanaged_domains)"
                 ;;
         set)
                 if ((n_args == 0)); then

@@ -520,10 +520,10 @@ START_TEST(test_list) {
 END_TEST
 
 START_TEST(test_list_names) {
-        /* One name a line, in the daemon's order, defanged, and nothing else. */
+        /* One name a line, sorted by name (the daemon answers in its own order), defanged, and nothing else. */
         _cleanup_(ctl_run_done) CtlRun r = run_ctl("list", "--name");
         ck_assert_int_eq(r.code, 0);
-        ck_assert_str_eq(r.out, "web1\nevil?]0;owned??[2J\nbroken\n" WIDE "\n");
+        ck_assert_str_eq(r.out, "broken\nevil?]0;owned??[2J\n" WIDE "\nweb1\n");
         ck_assert_str_eq(r.err, "");
         _cleanup_(ctl_run_done) CtlRun d = run_ctl("--name"); /* list is the default */
         ck_assert_int_eq(d.code, 0);
@@ -561,8 +561,9 @@ START_TEST(test_list_json) {
         ck_assert_int_eq(r.code, 0);
         ck_assert(json_object_object_get_ex(o, "guests", &guests));
         ck_assert_uint_eq(json_object_array_length(guests), 4);
-        json_object *web = json_object_array_get_idx(guests, 0), *hostile = json_object_array_get_idx(guests, 1),
-                    *broken = json_object_array_get_idx(guests, 2);
+        /* Sorted by name: broken, the hostile one ("evil..."), the wide one ("gäst-..."), web1. */
+        json_object *web = json_object_array_get_idx(guests, 3), *hostile = json_object_array_get_idx(guests, 1),
+                    *broken = json_object_array_get_idx(guests, 0);
         ck_assert(json_object_object_get_ex(web, "estimate", &v));
         ck_assert_uint_eq(json_object_get_uint64(v), 1200 * MIB);
         ck_assert(json_object_object_get_ex(web, "reclaimed", &v));
@@ -638,7 +639,13 @@ START_TEST(test_changes) {
         ck_assert_int_eq(a.code, 0);
         _cleanup_(ctl_run_done) CtlRun b = run_ctl("set", "web1", "policy=aggressive");
         ck_assert_int_eq(b.code, 0);
-        _cleanup_(ctl_run_done) CtlRun c = run_ctl("pause");
+        /* A bare pause would stop every guest: it asks for --all, and sends nothing. */
+        _cleanup_(ctl_run_done) CtlRun bare = run_ctl("pause");
+        ck_assert_int_eq(bare.code, 2);
+        ck_assert_msg(strstr(bare.err, "--all"), "stderr: %s", bare.err);
+        _cleanup_(ctl_run_done) CtlRun both = run_ctl("resume", "web1", "--all");
+        ck_assert_int_eq(both.code, 2);
+        _cleanup_(ctl_run_done) CtlRun c = run_ctl("pause", "--all");
         ck_assert_int_eq(c.code, 0);
         _cleanup_(ctl_run_done) CtlRun d = run_ctl("resume", "web1");
         ck_assert_int_eq(d.code, 0);
@@ -845,7 +852,7 @@ START_TEST(test_ascii_without_utf8_locale) {
         /* JSON is not for a terminal: the name exactly, JSON-escaped or not, never replaced. */
         json_object *o = parse_json(w.out), *guests, *v;
         ck_assert(json_object_object_get_ex(o, "guests", &guests));
-        ck_assert(json_object_object_get_ex(json_object_array_get_idx(guests, 3), "name", &v));
+        ck_assert(json_object_object_get_ex(json_object_array_get_idx(guests, 2), "name", &v));
         ck_assert_str_eq(json_object_get_string(v), WIDE);
         json_object_put(o);
 }
