@@ -349,7 +349,10 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
         }
         if (!c->started) {
                 uint64_t start = rs_controller_start_size(actual_level, s.level[RS_LEVEL_FREE], c->wm_high);
-                double from = rs_known(start) ? (double) start - old_bytes(c, &s) : actual;
+                /* Less what nothing touched for the aging period, a bet the cost may refute:
+                 * with the margin on it, so the step there takes cold pages, not the set's. */
+                double old = rs_known(start) ? MIN(old_bytes(c, &s), (double) start) : 0;
+                double from = rs_known(start) ? MIN((double) start, ((double) start - old) * (1 + (old > 0) * p->margin)) : actual;
                 c->size = clamp_size(c, MAX(from, headroom_floor(c, 0)));
                 c->estimate = c->size;
                 c->last_within = 0;

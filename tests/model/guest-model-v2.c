@@ -18,7 +18,10 @@
 #define MINOR_FAULTS_PER_SEC 800.0
 #define EVICTION_AVERAGE_SEC 10.0              /* the eviction rate refault distances are judged by */
 #define SLAB_RECLAIMABLE_SHARE 0.2             /* of the kernel's memory, reclaimable slab (MemAvailable counts half) */
-#define LRU_GEN_AGE_SEC 300.0                  /* the daemon's MGLRU aging period: older generations are "old" */
+/* The daemon's MGLRU aging period: older generations are "old". Half an hour: a page idle that
+ * long and needed after all faults once per half hour, which a start that leaves it out can afford
+ * to find out (the cost shows it); at five minutes a slow loop's pages counted as idle. */
+#define LRU_GEN_AGE_SEC 1800.0
 
 /* xorshift64*: the counters' jitter, reproducible from the draw's seed. */
 static double rng_unit(GuestModelV2 *m) {
