@@ -437,9 +437,76 @@ static const GuestHooks guest_hooks = {
         .peer_trusted = manager_peer_trusted,
 };
 
-/* ---- discovery ---- */
+/* ---- guests ---- */
 
-static int manager_add_guest(Manager *m, Guest *g) {
+/* A guest in the operator's words: where it comes from. */
+static char *guest_where(const Guest *g) {
+        char *s = NULL;
+        if (guest_qmp_path(g))
+                return asprintf(&s, "QMP socket %s", guest_qmp_path(g)) < 0 ? NULL : s;
+        return asprintf(&s, "libvirt domain %s", guest_uuid(g) ?: "?") < 0 ? NULL : s;
+}
+
+static void refused_guest_done(RefusedGuest *r) {
+        free(r->name);
+        free(r->qmp_path);
+        free(r->uuid);
+        free(r->where);
+        free(r->owner_where);
+        *r = (RefusedGuest) {};
+}
+
+static ssize_t manager_find_refused(const Manager *m, const char *qmp_path, const char *uuid) {
+        for (size_t i = 0; i < m->n_refused; i++) {
+                const RefusedGuest *r = &m->refused[i];
+                if ((qmp_path && r->qmp_path && streq(qmp_path, r->qmp_path)) || (uuid && r->uuid && streq(uuid, r->uuid)))
+                        return (ssize_t) i;
+        }
+        return -1;
+}
+
+static void manager_drop_refused(Manager *m, size_t i) {
+        refused_guest_done(&m->refused[i]);
+        memmove(m->refused + i, m->refused + i + 1, (m->n_refused - i - 1) * sizeof(RefusedGuest));
+        m->n_refused--;
+}
+
+/* Another guest has g's name: g would share its state file (one per name), its metrics series
+ * and its D-Bus record, and the two would overwrite each other's state. g is turned away, said
+ * once however often its source reports it again. */
+static int manager_refuse_guest(Manager *m, Guest *g, const Guest *owner) {
+        const char *path = guest_qmp_path(g), *uuid = path ? NULL : guest_uuid(g);
+
+        if (manager_find_refused(m, path, uuid) >= 0)
+                return -EEXIST;
+        RefusedGuest *array = realloc(m->refused, (m->n_refused + 1) * sizeof(RefusedGuest));
+        if (!array)
+                return log_oom();
+        m->refused = array;
+        RefusedGuest r = {
+                .name = strdup(guest_name(g)),
+                .qmp_path = path ? strdup(path) : NULL,
+                .uuid = uuid ? strdup(uuid) : NULL,
+                .where = guest_where(g),
+                .owner_where = guest_where(owner),
+        };
+        if (!r.name || (path && !r.qmp_path) || (uuid && !r.uuid) || !r.where || !r.owner_where) {
+                refused_guest_done(&r);
+                return log_oom();
+        }
+        m->refused[m->n_refused++] = r;
+        log_named_guest_error(r.name, "refused",
+                              "Refusing %s: %s already has the name %s, and two guests of one name would share a "
+                              "state file, metrics and a D-Bus record. Rename one of them; this one is taken on "
+                              "once the name is free",
+                              r.where, r.owner_where, r.name);
+        return -EEXIST;
+}
+
+int manager_add_guest(Manager *m, Guest *g) {
+        const Guest *owner = manager_find_guest(m, guest_name(g));
+        if (owner)
+                return manager_refuse_guest(m, g, owner);
         Guest **array = realloc(m->guests, (m->n_guests + 1) * sizeof(Guest *));
         if (!array)
                 return -ENOMEM;
@@ -453,6 +520,8 @@ static int manager_add_guest(Manager *m, Guest *g) {
         return 0;
 }
 
+static int on_take_on_refused(sd_event_source *s, void *userdata);
+
 static void manager_remove_guest(Manager *m, Guest *g) {
         for (size_t i = 0; i < m->n_guests; i++)
                 if (m->guests[i] == g) {
@@ -465,6 +534,14 @@ static void manager_remove_guest(Manager *m, Guest *g) {
         guest_free(g);
         manager_arbitration_invalidate(m); /* its memory is free for the others */
         manager_publish(m, true);
+        /* Its name may free a refused guest's: taken on from the loop, not from inside the
+         * driver that is removing this one (a libvirt driver being freed, discovery's callback). */
+        if (m->n_refused > 0 && !m->stopping) {
+                if (m->take_on_refused)
+                        (void) sd_event_source_set_enabled(m->take_on_refused, SD_EVENT_ONESHOT);
+                else
+                        (void) sd_event_add_defer(m->event, &m->take_on_refused, on_take_on_refused, m);
+        }
 }
 
 bool manager_has_libvirt(const Manager *m) {
@@ -492,6 +569,13 @@ static void libvirt_remove_guest(void *userdata, Guest *g) {
         manager_remove_guest(userdata, g);
 }
 
+static void libvirt_refused_domain_gone(void *userdata, const char *uuid) {
+        Manager *m = userdata;
+        ssize_t i = manager_find_refused(m, NULL, uuid);
+        if (i >= 0)
+                manager_drop_refused(m, (size_t) i);
+}
+
 static bool libvirt_stopping(void *userdata) {
         const Manager *m = userdata;
         return m->stopping;
@@ -502,8 +586,11 @@ static const LibvirtGuestsOps libvirt_ops = {
         .resolve_policy = libvirt_resolve_policy,
         .add_guest = libvirt_add_guest,
         .remove_guest = libvirt_remove_guest,
+        .refused_domain_gone = libvirt_refused_domain_gone,
         .stopping = libvirt_stopping,
 };
+
+/* ---- discovery ---- */
 
 static ssize_t manager_find_path(Manager *m, const char *path) {
         for (size_t i = 0; i < m->n_guests; i++)
@@ -519,8 +606,7 @@ Guest *manager_find_guest(Manager *m, const char *name) {
         return NULL;
 }
 
-static void on_guest_added(Discovery *d _unused_, const char *path, const char *name, void *userdata) {
-        Manager *m = userdata;
+static void manager_add_qmp_guest(Manager *m, const char *path, const char *name) {
         _cleanup_free_ char *agent = NULL;
         RsPolicy policy;
         Guest *g;
@@ -543,6 +629,8 @@ static void on_guest_added(Discovery *d _unused_, const char *path, const char *
                 if (r < 0)
                         guest_free(g);
         }
+        if (r == -EEXIST)
+                return; /* refused, and said so */
         if (r < 0) {
                 log_error_errno(r, "%s: cannot set up the guest: %m", name);
                 return;
@@ -551,12 +639,45 @@ static void on_guest_added(Discovery *d _unused_, const char *path, const char *
         (void) guest_qmp_start(g);
 }
 
+/* Each refused guest whose name is free now is taken on, the oldest refusal first; one that
+ * cannot be (its socket or domain went meanwhile) lets the next of its name try. */
+static int on_take_on_refused(sd_event_source *s _unused_, void *userdata) {
+        Manager *m = userdata;
+
+        for (size_t i = 0; i < m->n_refused && !m->stopping;) {
+                if (manager_find_guest(m, m->refused[i].name)) {
+                        i++;
+                        continue;
+                }
+                RefusedGuest r = m->refused[i];
+                memmove(m->refused + i, m->refused + i + 1, (m->n_refused - i - 1) * sizeof(RefusedGuest));
+                m->n_refused--;
+                log_named_guest_info(r.name, "connecting", "The name is free: taking on %s", r.where);
+                if (r.qmp_path)
+                        manager_add_qmp_guest(m, r.qmp_path, r.name);
+                else if (r.uuid && m->libvirt)
+                        libvirt_guests_retry_domain(m->libvirt, r.uuid);
+                refused_guest_done(&r);
+                /* The list may have changed under the calls: start over (each pass takes one off). */
+                i = 0;
+        }
+        return 0;
+}
+
+static void on_guest_added(Discovery *d _unused_, const char *path, const char *name, void *userdata) {
+        manager_add_qmp_guest(userdata, path, name);
+}
+
 static void on_guest_removed(Discovery *d _unused_, const char *path, const char *name, void *userdata) {
         Manager *m = userdata;
         ssize_t i = manager_find_path(m, path);
 
-        if (i < 0)
+        if (i < 0) {
+                i = manager_find_refused(m, path, NULL);
+                if (i >= 0)
+                        manager_drop_refused(m, (size_t) i);
                 return;
+        }
         Guest *g = m->guests[i];
         log_named_guest_info(name, guest_state_string(g), "QMP socket %s is gone: no longer managed", path);
         manager_remove_guest(m, g);
@@ -592,6 +713,10 @@ Manager *manager_free(Manager *m) {
                 guest_free(m->guests[i]);
         free(m->guests);
         free(m->shares);
+        for (size_t i = 0; i < m->n_refused; i++)
+                refused_guest_done(&m->refused[i]);
+        free(m->refused);
+        sd_event_source_disable_unref(m->take_on_refused);
         rs_policy_set_clear(&m->policies);
         config_free(m->config);
         sd_event_source_disable_unref(m->watchdog);

@@ -27,6 +27,17 @@ typedef struct ManagerShare {
         bool short_of_memory;   /* the host was short at that computation */
 } ManagerShare;
 
+/* A guest turned away because another one already has its name (manager.c): both would have
+ * shared a state file, a metrics series and a D-Bus record. Kept so that the operator sees it
+ * (RefusedGuests) and so that it is taken on once the name is free. */
+typedef struct RefusedGuest {
+        char *name;
+        char *qmp_path;        /* the refused guest's QMP socket, or NULL */
+        char *uuid;            /* the refused libvirt domain's UUID, or NULL */
+        char *where;           /* the refused guest, in words: "QMP socket PATH", "libvirt domain UUID" */
+        char *owner_where;     /* the guest that has the name, in the same words */
+} RefusedGuest;
+
 /* A time the D-Bus API was unavailable (manager-bus.c): realtime µs, and why. */
 typedef struct ApiOutage {
         uint64_t start;       /* 0: none */
@@ -47,6 +58,9 @@ typedef struct Manager {
         Guest **guests;
         struct ManagerShare *shares; /* the arbitration's cached shares, parallel to guests */
         size_t n_guests;
+        RefusedGuest *refused;       /* guests turned away for a name in use */
+        size_t n_refused;
+        sd_event_source *take_on_refused; /* deferred: a name was freed */
 
         HostMemory host;
         uint64_t host_read_usec;
@@ -104,6 +118,9 @@ void manager_api_changed(Manager *m);
 const char *manager_api_error(const Manager *m);
 
 Guest *manager_find_guest(Manager *m, const char *name);
+/* A guest to manage (a QMP socket's or a libvirt domain's): -EEXIST, logged and kept in
+ * m->refused, when another guest has its name. */
+int manager_add_guest(Manager *m, Guest *g);
 /* Sum over guests of (max − actual). */
 uint64_t manager_reclaimed(const Manager *m);
 unsigned manager_guests_managed(const Manager *m);
