@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
+#include "common/time-util.h"
 #include "daemon/guest-libvirt.h"
 #include "daemon/guest-qmp.h"
 #include "daemon/host-thp.h"
@@ -29,6 +30,11 @@
 #define PUBLISH_INTERVAL_USEC (1 * USEC_PER_SEC)
 #define HOST_READ_INTERVAL_USEC (500 * USEC_PER_MSEC)
 #define SHUTDOWN_TIMEOUT_USEC (5 * USEC_PER_SEC)
+/* The state files of guests long gone are looked for this long after the start (time for
+ * discovery and libvirt to have reported the guests present, whose files are kept), then daily,
+ * and at each reload. */
+#define STATE_AGE_FIRST_USEC (1 * 3600 * USEC_PER_SEC)
+#define STATE_AGE_INTERVAL_USEC (24 * 3600 * USEC_PER_SEC)
 
 static bool streq(const char *a, const char *b) {
         return strcmp(a, b) == 0;
@@ -166,6 +172,36 @@ static int manager_lock_state_dir(const char *dir, int *fd) {
         if (*fd >= 0)
                 close(*fd);
         *fd = lock_fd;
+        return 0;
+}
+
+/* ---- the state directory's upkeep ---- */
+
+static bool state_file_in_use(const char *path, void *userdata) {
+        Manager *m = userdata;
+
+        for (size_t i = 0; i < m->n_guests + m->n_refused; i++) {
+                const char *name = i < m->n_guests ? guest_name(m->guests[i]) : m->refused[i - m->n_guests].name;
+                _cleanup_free_ char *mine = NULL;
+                if (state_file_path(m->config->state_dir, name, &mine) < 0 || streq(mine, path))
+                        return true; /* kept when in doubt */
+        }
+        return false;
+}
+
+static void manager_age_state_files(Manager *m) {
+        if (!m->config->state_dir)
+                return;
+        int r = state_dir_age_out(m->config->state_dir, now_usec(CLOCK_REALTIME), m->config->state_remove_usec,
+                                  state_file_in_use, m);
+        if (r < 0 && r != -ENOENT)
+                log_warning_errno(r, "Cannot look for old state files in %s: %m", m->config->state_dir);
+}
+
+static int on_state_age_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        manager_age_state_files(userdata);
+        (void) sd_event_source_set_time(s, usec + STATE_AGE_INTERVAL_USEC);
+        (void) sd_event_source_set_enabled(s, SD_EVENT_ON);
         return 0;
 }
 
@@ -517,6 +553,7 @@ int manager_add_guest(Manager *m, Guest *g) {
         m->shares = shares;
         m->shares[m->n_guests] = (ManagerShare) {};
         m->guests[m->n_guests++] = g;
+        guest_set_state_stale_usec(g, m->config->state_stale_usec);
         return 0;
 }
 
@@ -717,6 +754,7 @@ Manager *manager_free(Manager *m) {
                 refused_guest_done(&m->refused[i]);
         free(m->refused);
         sd_event_source_disable_unref(m->take_on_refused);
+        sd_event_source_disable_unref(m->state_age_timer);
         rs_policy_set_clear(&m->policies);
         config_free(m->config);
         sd_event_source_disable_unref(m->watchdog);
@@ -770,6 +808,12 @@ int manager_start(Manager *m) {
                 r = manager_lock_state_dir(m->config->state_dir, &m->state_lock_fd);
                 if (r == -EBUSY)
                         return r;
+                /* Ours alone now, and nothing is being saved yet. */
+                (void) state_dir_remove_leftovers(m->config->state_dir);
+                r = sd_event_add_time_relative(m->event, &m->state_age_timer, CLOCK_MONOTONIC, STATE_AGE_FIRST_USEC,
+                                               0, on_state_age_timer, m);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot schedule the removal of old state files: %m");
         }
 
         /* Without the bus the guests are still managed: a failure is logged, shown in STATUS= and
@@ -844,6 +888,7 @@ int manager_reload(Manager *m, char **ret_error) {
                         log_error("Reload failed, keeping the running configuration: %s", error ?: strerror(-r));
                         goto fail;
                 }
+                (void) state_dir_remove_leftovers(config->state_dir);
         }
         rs_policy_set_clear(&m->policies);
         m->policies = set;
@@ -855,6 +900,7 @@ int manager_reload(Manager *m, char **ret_error) {
         for (size_t i = 0; i < m->n_guests; i++) {
                 Guest *g = m->guests[i];
                 RsPolicy p;
+                guest_set_state_stale_usec(g, m->config->state_stale_usec);
                 if (guest_source(g) != GUEST_SOURCE_QEMU)
                         continue; /* below */
                 select_policy(m, guest_name(g), NULL, &p);
@@ -879,6 +925,7 @@ int manager_reload(Manager *m, char **ret_error) {
                         log_warning("libvirt guests unavailable after the reload");
         }
         manager_arbitration_invalidate(m); /* new floors, maxima, shares, host reserve */
+        manager_age_state_files(m);        /* with state-remove-after as it is now */
         /* An operator who just installed the bus policy need not wait for the next retry. */
         manager_bus_retry_now(m);
         log_info("Reloaded %s: %zu policies", m->config_path, m->policies.n);

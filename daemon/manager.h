@@ -83,6 +83,7 @@ typedef struct Manager {
         unsigned n_api_outages;       /* ended since the daemon started */
 
         int state_lock_fd;            /* holds the state directory's lock (state-lock.h), or -1 */
+        sd_event_source *state_age_timer; /* removes the state files of guests long gone */
         bool bus_name_taken;          /* another process owns the bus name: this daemon must go */
         bool started;                 /* manager_start() is done: guests may be managed */
         int exit_error;               /* -errno the daemon exits with once stopped, or 0 */
