@@ -3,7 +3,6 @@
  * need root or the read group; changes need root, or polkit's yes for their action
  * (daemon/bus-polkit.c, asked without blocking). The logic lives in manager.c and guest.c. */
 #include <errno.h>
-#include <grp.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -60,11 +59,11 @@ static int check_read_access(Manager *m, sd_bus_message *msg, sd_bus_error *erro
                 return r;
         if (uid == 0)
                 return 0;
-        if (m->config->read_group) {
-                struct group *gr = getgrnam(m->config->read_group);
-                if (gr && creds_in_group(creds, gr->gr_gid))
-                        return 0;
-        }
+        gid_t gid;
+        if (m->config->read_group &&
+            group_cache_get(&m->read_group_cache, m->config->read_group, now_usec(CLOCK_MONOTONIC), &gid) >= 0 &&
+            creds_in_group(creds, gid))
+                return 0;
         return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED,
                                 "Reading rightsized's guests requires root or the read group");
 }

@@ -755,6 +755,7 @@ Manager *manager_free(Manager *m) {
         free(m->refused);
         sd_event_source_disable_unref(m->take_on_refused);
         sd_event_source_disable_unref(m->state_age_timer);
+        group_cache_clear(&m->read_group_cache);
         rs_policy_set_clear(&m->policies);
         config_free(m->config);
         sd_event_source_disable_unref(m->watchdog);
@@ -896,6 +897,7 @@ int manager_reload(Manager *m, char **ret_error) {
         m->config = TAKE_PTR(config);
         config_free(old);
         log_set_max_level(m->config->log_level);
+        group_cache_clear(&m->read_group_cache); /* read-group may name another group, or one just created */
 
         for (size_t i = 0; i < m->n_guests; i++) {
                 Guest *g = m->guests[i];

@@ -13,6 +13,7 @@
 
 #include "daemon/conf.h"
 #include "daemon/discovery.h"
+#include "daemon/group-cache.h"
 #include "daemon/guest.h"
 #include "daemon/host.h"
 #include "policies/policy-file.h"
@@ -72,6 +73,7 @@ typedef struct Manager {
         sd_bus *bus;
         sd_bus_slot *bus_slot;
         struct BusPolkitRegistry *polkit_registry; /* changes by non-root callers (bus-polkit.h) */
+        GroupCache read_group_cache;  /* read-group's gid: no NSS lookup per D-Bus read */
         /* The API is up once the name is ours; until then, and after a disconnection, the bus is
          * retried on a timer while the guests are managed as ever (manager-bus.c). */
         bool bus_owned;
