@@ -13,6 +13,7 @@ int parse_duration(const char *s, uint64_t *ret_usec) {
         } units[] = {
                 { "", 1e6 },   { "s", 1e6 },    { "sec", 1e6 }, { "us", 1 },       { "ms", 1e3 },
                 { "m", 60e6 }, { "min", 60e6 }, { "h", 3600e6 }, { "hour", 3600e6 },
+                { "d", 86400e6 }, { "day", 86400e6 }, { "days", 86400e6 },
         };
         const char *unit;
         double v;

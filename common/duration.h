@@ -5,7 +5,8 @@
 #include <stdint.h>
 
 /* The one duration parser of rightsize (the config, the policy files). Accepts
- * "<number>[.<fraction>][ ][unit]" with unit us, ms, s or sec, m or min, h or hour (any case);
+ * "<number>[.<fraction>][ ][unit]" with unit us, ms, s or sec, m or min, h or hour, d, day or
+ * days (any case);
  * a plain number is seconds. Returns 0 and microseconds, -EINVAL for text that is not a
  * duration, or -ERANGE when it is too large (10^18 us). */
 int parse_duration(const char *s, uint64_t *ret_usec);

@@ -156,7 +156,7 @@ CtlGuestCounts ctl_guest_counts(const CtlGuest *guests, size_t n) {
 }
 
 int ctl_status_exit_code(const CtlGuestCounts *c) {
-        return c->faulty > c->skipped ? EXIT_FAULTY : EXIT_OK;
+        return c->faulty > c->skipped || c->refused > 0 ? EXIT_FAULTY : EXIT_OK;
 }
 
 /* ---- the terminal: glyphs and colours ---- */

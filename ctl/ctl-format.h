@@ -73,9 +73,11 @@ bool ctl_guest_skipped(const CtlGuest *g);
 
 typedef struct CtlGuestCounts {
         size_t guests, faulty, skipped, paused; /* skipped ones count as faulty too */
+        size_t refused;                         /* turned away: their name is another guest's */
 } CtlGuestCounts;
 CtlGuestCounts ctl_guest_counts(const CtlGuest *guests, size_t n);
-/* status's exit status: EXIT_FAULTY when a guest has a fault other than being skipped, else EXIT_OK. */
+/* status's exit status: EXIT_FAULTY when a guest has a fault other than being skipped, or a guest
+ * was refused, else EXIT_OK. */
 int ctl_status_exit_code(const CtlGuestCounts *c);
 
 /* max - actual when both are known, else CTL_UNKNOWN. */

@@ -57,7 +57,7 @@ static void help(void) {
                "  probe GUEST           Start a probe now\n"
                "  reload                Re-read rightsized.conf and the policies\n"
                "  status                The daemon: version, guests managed, memory reclaimed\n"
-               "                        (exit status 6 when a guest is faulty)\n"
+               "                        (exit status 6 when a guest is faulty or refused)\n"
                "  report                What rightsizing gives this host: configured memory against\n"
                "                        what the guests need, what they would give back, what is\n"
                "                        returned, the cost paid, and the guests with most to give\n"
@@ -86,7 +86,7 @@ static void help(void) {
                "  3  no such guest\n"
                "  4  rightsized is not running, or the bus cannot be reached\n"
                "  5  permission denied (changes need root or polkit's yes; reads need the read group)\n"
-               "  6  status: a guest is faulty (a skipped libvirt domain does not count)\n"
+               "  6  status: a guest is faulty (a skipped libvirt domain does not count) or refused\n"
                "\n"
                "The bus is the system bus, or $DBUS_SYSTEM_BUS_ADDRESS when set. Unicode glyphs\n"
                "need a UTF-8 locale, colours a terminal (NO_COLOR=1 or SYSTEMD_COLORS=0: none).\n");
@@ -494,6 +494,34 @@ static void print_api_outage(sd_bus *bus) {
         printf("\n");
 }
 
+/* Guests the daemon turned away because another guest has their name: not managed at all, so
+ * they count like a fault. Printed when `print`; returns how many (0 from an older daemon). */
+static size_t refused_guests(sd_bus *bus, bool print, json_object *json_array) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const char *name, *where, *owner;
+        size_t n = 0;
+
+        if (sd_bus_get_property(bus, RS_BUS_NAME, RS_BUS_PATH, RS_BUS_INTERFACE, "RefusedGuests", NULL, &reply,
+                                "a(sss)") < 0 ||
+            sd_bus_message_enter_container(reply, 'a', "(sss)") < 0)
+                return 0;
+        while (sd_bus_message_read(reply, "(sss)", &name, &where, &owner) > 0) {
+                n++;
+                if (json_array) {
+                        json_object *o = json_object_new_object();
+                        json_object_object_add(o, "name", json_object_new_string(name));
+                        json_object_object_add(o, "where", json_object_new_string(where));
+                        json_object_object_add(o, "name-taken-by", json_object_new_string(owner));
+                        json_object_array_add(json_array, o);
+                }
+                if (print) {
+                        _cleanup_free_ char *n1 = ctl_sanitize(name), *w = ctl_sanitize(where), *o = ctl_sanitize(owner);
+                        printf("%14s: %s (%s): the name is taken by %s\n", "Refused", n1 ?: "?", w ?: "?", o ?: "?");
+                }
+        }
+        return n;
+}
+
 #define REPORT_TOP 5
 
 static int cmd_report(sd_bus *bus) {
@@ -561,11 +589,15 @@ static int cmd_status(sd_bus *bus) {
                 json_object_object_add(o, "reclaimed-bytes", json_object_new_uint64(reclaimed));
                 json_object_object_add(o, "reclaimable-bytes",
                                        json_object_new_uint64(ctl_report(l.guests, l.n).reclaimable));
+                json_object *refused = json_object_new_array();
+                c.refused = refused_guests(bus, false, refused);
+                json_object_object_add(o, "guests-refused", refused);
                 code = print_json(o);
                 return code != EXIT_OK ? code : ctl_status_exit_code(&c);
         }
         char buf[FORMAT_SIZE_MAX];
         _cleanup_free_ char *clean = ctl_sanitize(version);
+        c.refused = refused_guests(bus, false, NULL);
         bool faulty = ctl_status_exit_code(&c) != EXIT_OK;
         printf("%s%s%s rightsized %s\n", ctl_color(faulty ? CTL_COLOR_RED : CTL_COLOR_GREEN),
                ctl_glyph(CTL_GLYPH_BULLET), ctl_color(CTL_COLOR_NORMAL), clean ?: "?");
@@ -577,6 +609,7 @@ static int cmd_status(sd_bus *bus) {
         CtlReport rep = ctl_report(l.guests, l.n);
         printf("%14s: %s (%zu guest%s with an estimate; rightsizectl report)\n", "Would give",
                format_size(buf, sizeof(buf), rep.reclaimable), rep.with_estimate, rep.with_estimate == 1 ? "" : "s");
+        (void) refused_guests(bus, true, NULL);
         print_api_outage(bus);
         return ctl_status_exit_code(&c);
 }

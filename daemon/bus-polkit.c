@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-event.h>
+#include <time.h>
 
 #include "common/bus-api.h"
 #include "common/macro.h"
@@ -19,9 +20,20 @@
 
 typedef struct PolkitQuery PolkitQuery;
 
+/* A user's checks in the current window. */
+typedef struct PolkitUserWindow {
+        uid_t uid;
+        uint64_t start;           /* CLOCK_MONOTONIC µs; 0: the slot is free */
+        unsigned started;
+} PolkitUserWindow;
+
+/* Users followed at once: past that, the oldest window is forgotten (its user starts afresh). */
+#define POLKIT_USERS_TRACKED 64
+
 struct PolkitQuery {
         BusPolkitRegistry *registry;
         PolkitQuery *prev, *next;
+        uid_t uid;                /* whose budget it counts against (sender_identify()) */
 
         sd_bus_message *request;  /* the caller's method call, held until the verdict is used */
         char *action;
@@ -35,7 +47,46 @@ struct PolkitQuery {
 struct BusPolkitRegistry {
         PolkitQuery *queries;
         unsigned n_queries;
+        PolkitUserWindow users[POLKIT_USERS_TRACKED];
 };
+
+static uint64_t now_monotonic_usec(void) {
+        struct timespec ts;
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
+}
+
+/* Whether uid may start one more query now; counts it when it may. */
+static bool user_may_start(BusPolkitRegistry *registry, uid_t uid) {
+        uint64_t now = now_monotonic_usec() + 1; /* never 0, the free slot's mark */
+        PolkitUserWindow *w = NULL, *oldest = &registry->users[0];
+        unsigned waiting = 0;
+
+        for (PolkitQuery *q = registry->queries; q; q = q->next)
+                waiting += q->slot && q->uid == uid;
+        if (waiting >= BUS_POLKIT_USER_QUERIES_MAX)
+                return false;
+
+        for (size_t i = 0; i < POLKIT_USERS_TRACKED && !w; i++) {
+                PolkitUserWindow *u = &registry->users[i];
+                if (u->start != 0 && u->uid == uid)
+                        w = u;
+                else if (u->start < oldest->start)
+                        oldest = u;
+        }
+        if (!w) {
+                w = oldest;
+                *w = (PolkitUserWindow) { .uid = uid, .start = now };
+        }
+        if (now >= w->start + BUS_POLKIT_USER_INTERVAL_USEC) {
+                w->start = now;
+                w->started = 0;
+        }
+        if (w->started >= BUS_POLKIT_USER_BURST)
+                return false;
+        w->started++;
+        return true;
+}
 
 static PolkitQuery *polkit_query_free(PolkitQuery *q) {
         if (!q)
@@ -165,7 +216,8 @@ static int on_polkit_reply(sd_bus_message *reply, void *userdata, sd_bus_error *
         return 0;
 }
 
-static int start_query(BusPolkitRegistry *registry, sd_bus_message *call, const char *action, sd_bus_error *error) {
+static int start_query(BusPolkitRegistry *registry, sd_bus_message *call, uid_t uid, const char *action,
+                       sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         sd_bus *bus = sd_bus_message_get_bus(call);
         const char *sender = sd_bus_message_get_sender(call);
@@ -179,6 +231,12 @@ static int start_query(BusPolkitRegistry *registry, sd_bus_message *call, const 
         if (registry->n_queries >= BUS_POLKIT_QUERIES_MAX)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "Too many authorization checks in progress, try again");
+        if (!user_may_start(registry, uid)) {
+                log_debug("Refusing a polkit check for uid %u (%s): over its share", (unsigned) uid,
+                          sender_or_unknown(call));
+                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                         "Too many authorization checks from this user, try again later");
+        }
 
         r = sd_bus_message_new_method_call(bus, &m, POLKIT_BUS_NAME, POLKIT_BUS_PATH, POLKIT_BUS_INTERFACE,
                                            "CheckAuthorization");
@@ -193,7 +251,7 @@ static int start_query(BusPolkitRegistry *registry, sd_bus_message *call, const 
         q = calloc(1, sizeof(*q));
         if (!q)
                 return -ENOMEM;
-        *q = (PolkitQuery) { .request = sd_bus_message_ref(call), .error = SD_BUS_ERROR_NULL };
+        *q = (PolkitQuery) { .request = sd_bus_message_ref(call), .uid = uid, .error = SD_BUS_ERROR_NULL };
         q->action = strdup(action);
         if (!q->action) {
                 polkit_query_free(q);
@@ -213,23 +271,22 @@ static int start_query(BusPolkitRegistry *registry, sd_bus_message *call, const 
         return 0;
 }
 
-static int sender_is_root(sd_bus_message *call) {
+/* The caller's effective uid as the bus itself vouches for it (never /proc guesswork): whether it
+ * is root, and whose budget its checks count against ((uid_t) -1 for every caller the bus says
+ * nothing of). */
+static int sender_identify(sd_bus_message *call, bool *ret_root, uid_t *ret_budget) {
         _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
-        uint64_t augmented;
         uid_t uid;
         int r;
 
         r = sd_bus_query_sender_creds(call, SD_BUS_CREDS_EUID, &creds);
         if (r < 0)
                 return r;
-        /* Only what the bus itself says about the peer counts, never /proc guesswork. */
-        augmented = sd_bus_creds_get_augmented_mask(creds);
-        if (augmented & SD_BUS_CREDS_EUID)
-                return false;
-        r = sd_bus_creds_get_euid(creds, &uid);
-        if (r < 0)
-                return r;
-        return uid == 0;
+        if ((sd_bus_creds_get_augmented_mask(creds) & SD_BUS_CREDS_EUID) || sd_bus_creds_get_euid(creds, &uid) < 0)
+                uid = (uid_t) -1;
+        *ret_root = uid == 0;
+        *ret_budget = uid;
+        return 0;
 }
 
 int bus_polkit_verify(BusPolkitRegistry *registry, sd_bus_message *call, const char *action, sd_bus_error *error) {
@@ -254,10 +311,12 @@ int bus_polkit_verify(BusPolkitRegistry *registry, sd_bus_message *call, const c
                 return r;
         }
 
-        r = sender_is_root(call);
+        bool root;
+        uid_t budget;
+        r = sender_identify(call, &root, &budget);
         if (r < 0)
                 return r;
-        if (r > 0)
+        if (root)
                 return 1;
-        return start_query(registry, call, action, error);
+        return start_query(registry, call, budget, action, error);
 }

@@ -15,6 +15,13 @@ typedef struct BusPolkitRegistry BusPolkitRegistry;
 /* At most this many queries wait for polkit at once; more callers are refused (LimitsExceeded)
  * rather than letting a flood of calls grow the daemon. */
 #define BUS_POLKIT_QUERIES_MAX 128U
+/* Per user, whatever the number of its connections (a client opens as many as it likes): at most
+ * this many of its queries wait at once, and at most BUS_POLKIT_USER_BURST start per
+ * BUS_POLKIT_USER_INTERVAL_USEC. More get LimitsExceeded, so that a hostile local user can make
+ * the daemon neither hammer polkit nor crowd out the others' checks. */
+#define BUS_POLKIT_USER_QUERIES_MAX 8U
+#define BUS_POLKIT_USER_BURST 16U
+#define BUS_POLKIT_USER_INTERVAL_USEC (10ULL * 1000000ULL)
 
 int bus_polkit_registry_new(BusPolkitRegistry **ret);
 /* Cancels the queries in flight and drops the messages they hold; the bus may be gone already

@@ -170,6 +170,8 @@ int config_new_default(Config **ret) {
                 .log_level = LOG_INFO,
                 .host_reserve = { .relative = false, .bytes = DEFAULT_HOST_RESERVE },
                 .shutdown_action = SHUTDOWN_ACTION_ESTIMATE,
+                .state_stale_usec = DEFAULT_STATE_STALE_USEC,
+                .state_remove_usec = DEFAULT_STATE_REMOVE_USEC,
                 .read_group = strdup(DEFAULT_READ_GROUP),
                 .manage = strv_new_empty(),
                 .exclude = strv_new_empty(),
@@ -198,7 +200,8 @@ bool config_equal(const Config *a, const Config *b) {
         return streq_null(a->policy_dir, b->policy_dir) && streq_null(a->state_dir, b->state_dir) &&
                a->log_level == b->log_level && size_spec_equal(&a->host_reserve, &b->host_reserve) &&
                streq_null(a->metrics_path, b->metrics_path) && a->shutdown_action == b->shutdown_action &&
-               streq_null(a->read_group, b->read_group) && strv_equal(a->manage, b->manage) &&
+               streq_null(a->read_group, b->read_group) && a->state_stale_usec == b->state_stale_usec &&
+               a->state_remove_usec == b->state_remove_usec && strv_equal(a->manage, b->manage) &&
                strv_equal(a->exclude, b->exclude) && streq_null(a->unmatched_policy, b->unmatched_policy) &&
                strv_equal(a->qmp_sockets, b->qmp_sockets) && strv_equal(a->qemu_users, b->qemu_users) &&
                streq_null(a->agent_socket_pattern, b->agent_socket_pattern) &&
@@ -223,6 +226,7 @@ typedef enum ValueType {
         VALUE_BOOL,
         VALUE_URI,
         VALUE_CALL_TIMEOUT,  /* a duration: 1 s .. 10 min */
+        VALUE_AGE,           /* a duration, 0 for never */
         VALUE_POLICY_NAME,   /* a policy file's name or a preset: letters, digits, "-", "_", "." */
 } ValueType;
 
@@ -241,6 +245,8 @@ static const ConfigKey config_keys[] = {
         { "daemon", "metrics-path", VALUE_OPTIONAL_PATH, offsetof(Config, metrics_path) },
         { "daemon", "shutdown-action", VALUE_SHUTDOWN_ACTION, offsetof(Config, shutdown_action) },
         { "daemon", "read-group", VALUE_GROUP, offsetof(Config, read_group) },
+        { "daemon", "state-stale-after", VALUE_AGE, offsetof(Config, state_stale_usec) },
+        { "daemon", "state-remove-after", VALUE_AGE, offsetof(Config, state_remove_usec) },
         { "guests", "manage", VALUE_GLOB_LIST, offsetof(Config, manage) },
         { "guests", "exclude", VALUE_GLOB_LIST, offsetof(Config, exclude) },
         { "guests", "unmatched-policy", VALUE_POLICY_NAME, offsetof(Config, unmatched_policy) },
@@ -613,6 +619,12 @@ static int parse_value(ParseContext *ctx, const ConfigKey *k, const char *value)
                         return parse_fail(ctx, -EINVAL, "key '%s': invalid duration '%s' (expected e.g. 15s, 1500ms, 2min)",
                                           k->key, value);
                 return 0;
+
+        case VALUE_AGE:
+                if (parse_duration(value, field) < 0)
+                        return parse_fail(ctx, -EINVAL, "key '%s': invalid duration '%s' (expected e.g. 7d, 12h, or 0 for never)",
+                                          k->key, value);
+                return 0;
         }
 
         return -EINVAL;
@@ -854,6 +866,16 @@ static void print_value(const Config *c, const ConfigKey *k, FILE *f) {
                         fprintf(f, "%" PRIu64 "s", usec / USEC_PER_SEC);
                 else
                         fprintf(f, "%" PRIu64 "ms", usec / USEC_PER_MSEC);
+                break;
+        }
+        case VALUE_AGE: {
+                uint64_t usec = *(const uint64_t *) field, day = 24 * 3600 * USEC_PER_SEC;
+                if (usec % day == 0)
+                        fprintf(f, "%" PRIu64 "d", usec / day);
+                else if (usec % USEC_PER_SEC == 0)
+                        fprintf(f, "%" PRIu64 "s", usec / USEC_PER_SEC);
+                else
+                        fprintf(f, "%" PRIu64 "us", usec);
                 break;
         }
         }

@@ -30,6 +30,8 @@ typedef struct Config {
         char *metrics_path;            /* NULL: no metrics file */
         ShutdownAction shutdown_action;
         char *read_group;              /* NULL: reads are root-only too */
+        uint64_t state_stale_usec;     /* a state file older than this: its sizes are not trusted (0: never) */
+        uint64_t state_remove_usec;    /* an absent guest's state file older than this is removed (0: never) */
 
         /* [guests]: fnmatch() globs matched against guest names and UUIDs. */
         char **manage;                 /* NULL-terminated, never NULL itself */
@@ -52,6 +54,12 @@ typedef struct Config {
          * table in conf.c: --check-config prints it. Not compared by config_equal(). */
         char **origins;
 } Config;
+
+/* A week: a hold resumed after longer would be a guess about a workload nobody watched. */
+#define DEFAULT_STATE_STALE_USEC (7 * 24 * 3600 * UINT64_C(1000000))
+/* A quarter: a guest off that long is most likely gone, and its operator's pause or overrides
+ * with it. */
+#define DEFAULT_STATE_REMOVE_USEC (90 * 24 * 3600 * UINT64_C(1000000))
 
 #define DEFAULT_LIBVIRT_CALL_TIMEOUT_USEC (15 * UINT64_C(1000000))
 #define LIBVIRT_CALL_TIMEOUT_MIN_USEC (1 * UINT64_C(1000000))

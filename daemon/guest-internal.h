@@ -34,6 +34,7 @@ struct Guest {
         char *qmp_path;        /* NULL for driven guests */
         char *agent_path;      /* NULL: no agent */
         char *state_dir;       /* NULL: no state file */
+        uint64_t state_stale_usec; /* a state file older than this is not trusted for sizes (0: never) */
         sd_event *event;
         const GuestHooks *hooks;
         void *userdata;

@@ -271,7 +271,8 @@ static void on_domain_added(LibvirtBackend *b _unused_, const LibvirtDomainInfo 
                                 guest_free(d->guest);
                 }
                 if (r < 0) {
-                        log_error_errno(r, "%s: cannot set up the libvirt guest: %m", info->name);
+                        if (r != -EEXIST) /* refused by the manager, which said why */
+                                log_error_errno(r, "%s: cannot set up the libvirt guest: %m", info->name);
                         domain_free(d);
                         return;
                 }
@@ -308,10 +309,20 @@ static void on_domain_removed(LibvirtBackend *b _unused_, const char *uuid, cons
         LibvirtGuests *lg = userdata;
         Domain *d = domain_find(lg, uuid);
 
-        if (!d)
+        if (!d) {
+                if (lg->ops->refused_domain_gone)
+                        lg->ops->refused_domain_gone(lg->userdata, uuid);
                 return;
+        }
         log_named_guest_info(name, guest_state_string(d->guest), "libvirt domain %s: %s, no longer managed", uuid, why);
         domain_drop(lg, d);
+}
+
+void libvirt_guests_retry_domain(LibvirtGuests *lg, const char *uuid) {
+        const LibvirtDomainInfo *info = lg->backend ? libvirt_backend_get_domain(lg->backend, uuid) : NULL;
+
+        if (info && !domain_find(lg, uuid))
+                on_domain_added(lg->backend, info, false, lg);
 }
 
 static void on_memory_device_changed(LibvirtBackend *b _unused_, const char *uuid, const char *alias, uint64_t size,

@@ -42,6 +42,8 @@ typedef struct LibvirtGuestsOps {
         /* A guest to arbitrate, or one that went away (its state is saved by then). */
         int (*add_guest)(void *userdata, Guest *g);
         void (*remove_guest)(void *userdata, Guest *g);
+        /* A domain add_guest() refused (-EEXIST: its name is another guest's) went away. */
+        void (*refused_domain_gone)(void *userdata, const char *uuid);
         /* The daemon is shutting down: no new guests, no new work. */
         bool (*stopping)(void *userdata);
 } LibvirtGuestsOps;
@@ -57,6 +59,10 @@ LibvirtGuests *libvirt_guests_free(LibvirtGuests *lg);
 bool libvirt_guests_config_matches(const LibvirtGuests *lg, const Config *c);
 /* After a reload, with the new configuration: the policies are selected again. */
 void libvirt_guests_reload(LibvirtGuests *lg, const Config *config);
+
+/* Offers the domain to the manager again (add_guest() refused it while its name was taken):
+ * nothing when libvirt no longer has it, or it is managed already. */
+void libvirt_guests_retry_domain(LibvirtGuests *lg, const char *uuid);
 
 /* rightsizectl enable|disable: writes (policy != NULL) or removes the domain's metadata,
  * live and persistently, on the daemon's connection. -ENOTCONN while libvirtd is away,

@@ -226,6 +226,28 @@ static int guest_restore_state(Guest *g) {
                 return r;
         }
         bool have_takeover = guest_restore_daemon_fields(g, &rec);
+        uint64_t now = now_usec(CLOCK_REALTIME);
+        /* Sizes learned of a workload nobody watched since (the daemon stopped, the guest off) are
+         * a guess: the operator's choices above stand, the sizes are learned again. A file dated
+         * ahead of the clock cannot be judged: not trusted either. */
+        bool stale = g->state_stale_usec > 0 &&
+                     (rec.saved_at_usec > now + STATS_FUTURE_SLACK_SEC * USEC_PER_SEC ||
+                      rec.saved_at_usec + g->state_stale_usec < now);
+        if (stale) {
+                g->adopt_size = have_takeover ? MIN(MAX(g->takeover_size, guest_floor(g)), guest_max(g)) : guest_max(g);
+                if (rec.saved_at_usec > now)
+                        log_guest_notice(g, "The state file is dated ahead of the clock: its sizes are not trusted, "
+                                            "the guest goes back to %s (%s) and is learned anew",
+                                         fmt_size(b, sizeof(b), g->adopt_size),
+                                         have_takeover ? "its size when rightsize took it over" : "max");
+                else
+                        log_guest_notice(g, "The state file was saved %.1f days ago, more than state-stale-after: its "
+                                            "sizes are not trusted, the guest goes back to %s (%s) and is learned anew",
+                                         (double) (now - rec.saved_at_usec) / (86400.0 * USEC_PER_SEC),
+                                         fmt_size(b, sizeof(b), g->adopt_size),
+                                         have_takeover ? "its size when rightsize took it over" : "max");
+                return -ESTALE;
+        }
         r = guest_restore_snapshot(g, &rec);
         if (r >= 0)
                 return r;
@@ -822,6 +844,10 @@ int guest_request_probe(Guest *g) {
                 return -EBUSY;
         g->probe_requested = true;
         return 0;
+}
+
+void guest_set_state_stale_usec(Guest *g, uint64_t usec) {
+        g->state_stale_usec = usec;
 }
 
 int guest_set_state_dir(Guest *g, const char *dir) {

@@ -202,6 +202,9 @@ void guest_set_paused(Guest *g, bool paused);
 /* Probe at the next tick instead of after the hold time. -EBUSY when the guest is not running. */
 int guest_request_probe(Guest *g);
 int guest_set_state_dir(Guest *g, const char *dir);
+/* A state file saved longer ago than this (state-stale-after=; 0: none is) is not trusted for
+ * sizes: the guest is brought back to its take-over size and learned anew. */
+void guest_set_state_stale_usec(Guest *g, uint64_t usec);
 
 /* "learn" ... "observe", or "paused", "faulty", "connecting" (the D-Bus API's words). */
 const char *guest_state_string(const Guest *g);

@@ -9,6 +9,7 @@ daemon_librightsized_a_SOURCES = \
 	daemon/conf.c daemon/conf.h \
 	daemon/discovery.c daemon/discovery.h \
 	daemon/socket-trust.c daemon/socket-trust.h \
+	daemon/group-cache.c daemon/group-cache.h \
 	daemon/state-file.c daemon/state-file.h \
 	daemon/state-lock.c daemon/state-lock.h \
 	daemon/notify.c daemon/notify.h \
@@ -30,6 +31,7 @@ daemon_tests = \
 	tests/unit/test-daemon-config \
 	tests/unit/test-daemon-discovery \
 	tests/unit/test-daemon-state-file \
+	tests/unit/test-daemon-group-cache \
 	tests/unit/test-daemon-notify \
 	tests/unit/test-daemon-metrics \
 	tests/unit/test-daemon-estimate-signal \

@@ -3,7 +3,6 @@
  * need root or the read group; changes need root, or polkit's yes for their action
  * (daemon/bus-polkit.c, asked without blocking). The logic lives in manager.c and guest.c. */
 #include <errno.h>
-#include <grp.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -60,11 +59,11 @@ static int check_read_access(Manager *m, sd_bus_message *msg, sd_bus_error *erro
                 return r;
         if (uid == 0)
                 return 0;
-        if (m->config->read_group) {
-                struct group *gr = getgrnam(m->config->read_group);
-                if (gr && creds_in_group(creds, gr->gr_gid))
-                        return 0;
-        }
+        gid_t gid;
+        if (m->config->read_group &&
+            group_cache_get(&m->read_group_cache, m->config->read_group, now_usec(CLOCK_MONOTONIC), &gid) >= 0 &&
+            creds_in_group(creds, gid))
+                return 0;
         /* The group by name: the one thing a refused operator needs to know. */
         if (m->config->read_group)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
@@ -440,6 +439,19 @@ static int property_get(sd_bus *bus, const char *path, const char *interface, co
                 return sd_bus_message_append(reply, "(tts)", m->last_api_outage.start, m->last_api_outage.end,
                                              reason ?: "");
         }
+        if (strcmp(property, "RefusedGuests") == 0) {
+                r = sd_bus_message_open_container(reply, 'a', "(sss)");
+                for (size_t i = 0; r >= 0 && i < m->n_refused; i++) {
+                        _cleanup_free_ char *t1 = NULL, *t2 = NULL, *t3 = NULL;
+                        const RefusedGuest *g = &m->refused[i];
+                        const char *name = bus_string(g->name, &t1), *where = bus_string(g->where, &t2),
+                                   *owner = bus_string(g->owner_where, &t3);
+                        if (!name || !where || !owner)
+                                return -ENOMEM;
+                        r = sd_bus_message_append(reply, "(sss)", name, where, owner);
+                }
+                return r < 0 ? r : sd_bus_message_close_container(reply);
+        }
         return sd_bus_message_append(reply, "s", RIGHTSIZE_VERSION);
 }
 
@@ -451,6 +463,8 @@ static const sd_bus_vtable manager_vtable[] = {
         /* What an outage of this API itself was: told once the API is back. */
         SD_BUS_PROPERTY("ApiOutages", "u", property_get, 0, 0),
         SD_BUS_PROPERTY("LastApiOutage", "(tts)", property_get, 0, 0),
+        /* Guests turned away because another has their name: (name, where, who has the name). */
+        SD_BUS_PROPERTY("RefusedGuests", "a(sss)", property_get, 0, 0),
         SD_BUS_METHOD("ListGuests", "", "aa{sv}", method_list_guests, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("GetGuest", "s", "a{sv}", method_get_guest, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("GetHistory", "s", "a(tttt)", method_get_history, SD_BUS_VTABLE_UNPRIVILEGED),

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
+#include "common/time-util.h"
 #include "daemon/guest-libvirt.h"
 #include "daemon/guest-qmp.h"
 #include "daemon/host-thp.h"
@@ -29,6 +30,11 @@
 #define PUBLISH_INTERVAL_USEC (1 * USEC_PER_SEC)
 #define HOST_READ_INTERVAL_USEC (500 * USEC_PER_MSEC)
 #define SHUTDOWN_TIMEOUT_USEC (5 * USEC_PER_SEC)
+/* The state files of guests long gone are looked for this long after the start (time for
+ * discovery and libvirt to have reported the guests present, whose files are kept), then daily,
+ * and at each reload. */
+#define STATE_AGE_FIRST_USEC (1 * 3600 * USEC_PER_SEC)
+#define STATE_AGE_INTERVAL_USEC (24 * 3600 * USEC_PER_SEC)
 
 static bool streq(const char *a, const char *b) {
         return strcmp(a, b) == 0;
@@ -166,6 +172,36 @@ static int manager_lock_state_dir(const char *dir, int *fd) {
         if (*fd >= 0)
                 close(*fd);
         *fd = lock_fd;
+        return 0;
+}
+
+/* ---- the state directory's upkeep ---- */
+
+static bool state_file_in_use(const char *path, void *userdata) {
+        Manager *m = userdata;
+
+        for (size_t i = 0; i < m->n_guests + m->n_refused; i++) {
+                const char *name = i < m->n_guests ? guest_name(m->guests[i]) : m->refused[i - m->n_guests].name;
+                _cleanup_free_ char *mine = NULL;
+                if (state_file_path(m->config->state_dir, name, &mine) < 0 || streq(mine, path))
+                        return true; /* kept when in doubt */
+        }
+        return false;
+}
+
+static void manager_age_state_files(Manager *m) {
+        if (!m->config->state_dir)
+                return;
+        int r = state_dir_age_out(m->config->state_dir, now_usec(CLOCK_REALTIME), m->config->state_remove_usec,
+                                  state_file_in_use, m);
+        if (r < 0 && r != -ENOENT)
+                log_warning_errno(r, "Cannot look for old state files in %s: %m", m->config->state_dir);
+}
+
+static int on_state_age_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        manager_age_state_files(userdata);
+        (void) sd_event_source_set_time(s, usec + STATE_AGE_INTERVAL_USEC);
+        (void) sd_event_source_set_enabled(s, SD_EVENT_ON);
         return 0;
 }
 
@@ -437,9 +473,76 @@ static const GuestHooks guest_hooks = {
         .peer_trusted = manager_peer_trusted,
 };
 
-/* ---- discovery ---- */
+/* ---- guests ---- */
 
-static int manager_add_guest(Manager *m, Guest *g) {
+/* A guest in the operator's words: where it comes from. */
+static char *guest_where(const Guest *g) {
+        char *s = NULL;
+        if (guest_qmp_path(g))
+                return asprintf(&s, "QMP socket %s", guest_qmp_path(g)) < 0 ? NULL : s;
+        return asprintf(&s, "libvirt domain %s", guest_uuid(g) ?: "?") < 0 ? NULL : s;
+}
+
+static void refused_guest_done(RefusedGuest *r) {
+        free(r->name);
+        free(r->qmp_path);
+        free(r->uuid);
+        free(r->where);
+        free(r->owner_where);
+        *r = (RefusedGuest) {};
+}
+
+static ssize_t manager_find_refused(const Manager *m, const char *qmp_path, const char *uuid) {
+        for (size_t i = 0; i < m->n_refused; i++) {
+                const RefusedGuest *r = &m->refused[i];
+                if ((qmp_path && r->qmp_path && streq(qmp_path, r->qmp_path)) || (uuid && r->uuid && streq(uuid, r->uuid)))
+                        return (ssize_t) i;
+        }
+        return -1;
+}
+
+static void manager_drop_refused(Manager *m, size_t i) {
+        refused_guest_done(&m->refused[i]);
+        memmove(m->refused + i, m->refused + i + 1, (m->n_refused - i - 1) * sizeof(RefusedGuest));
+        m->n_refused--;
+}
+
+/* Another guest has g's name: g would share its state file (one per name), its metrics series
+ * and its D-Bus record, and the two would overwrite each other's state. g is turned away, said
+ * once however often its source reports it again. */
+static int manager_refuse_guest(Manager *m, Guest *g, const Guest *owner) {
+        const char *path = guest_qmp_path(g), *uuid = path ? NULL : guest_uuid(g);
+
+        if (manager_find_refused(m, path, uuid) >= 0)
+                return -EEXIST;
+        RefusedGuest *array = realloc(m->refused, (m->n_refused + 1) * sizeof(RefusedGuest));
+        if (!array)
+                return log_oom();
+        m->refused = array;
+        RefusedGuest r = {
+                .name = strdup(guest_name(g)),
+                .qmp_path = path ? strdup(path) : NULL,
+                .uuid = uuid ? strdup(uuid) : NULL,
+                .where = guest_where(g),
+                .owner_where = guest_where(owner),
+        };
+        if (!r.name || (path && !r.qmp_path) || (uuid && !r.uuid) || !r.where || !r.owner_where) {
+                refused_guest_done(&r);
+                return log_oom();
+        }
+        m->refused[m->n_refused++] = r;
+        log_named_guest_error(r.name, "refused",
+                              "Refusing %s: %s already has the name %s, and two guests of one name would share a "
+                              "state file, metrics and a D-Bus record. Rename one of them; this one is taken on "
+                              "once the name is free",
+                              r.where, r.owner_where, r.name);
+        return -EEXIST;
+}
+
+int manager_add_guest(Manager *m, Guest *g) {
+        const Guest *owner = manager_find_guest(m, guest_name(g));
+        if (owner)
+                return manager_refuse_guest(m, g, owner);
         Guest **array = realloc(m->guests, (m->n_guests + 1) * sizeof(Guest *));
         if (!array)
                 return -ENOMEM;
@@ -450,8 +553,11 @@ static int manager_add_guest(Manager *m, Guest *g) {
         m->shares = shares;
         m->shares[m->n_guests] = (ManagerShare) {};
         m->guests[m->n_guests++] = g;
+        guest_set_state_stale_usec(g, m->config->state_stale_usec);
         return 0;
 }
+
+static int on_take_on_refused(sd_event_source *s, void *userdata);
 
 static void manager_remove_guest(Manager *m, Guest *g) {
         for (size_t i = 0; i < m->n_guests; i++)
@@ -465,6 +571,14 @@ static void manager_remove_guest(Manager *m, Guest *g) {
         guest_free(g);
         manager_arbitration_invalidate(m); /* its memory is free for the others */
         manager_publish(m, true);
+        /* Its name may free a refused guest's: taken on from the loop, not from inside the
+         * driver that is removing this one (a libvirt driver being freed, discovery's callback). */
+        if (m->n_refused > 0 && !m->stopping) {
+                if (m->take_on_refused)
+                        (void) sd_event_source_set_enabled(m->take_on_refused, SD_EVENT_ONESHOT);
+                else
+                        (void) sd_event_add_defer(m->event, &m->take_on_refused, on_take_on_refused, m);
+        }
 }
 
 bool manager_has_libvirt(const Manager *m) {
@@ -492,6 +606,13 @@ static void libvirt_remove_guest(void *userdata, Guest *g) {
         manager_remove_guest(userdata, g);
 }
 
+static void libvirt_refused_domain_gone(void *userdata, const char *uuid) {
+        Manager *m = userdata;
+        ssize_t i = manager_find_refused(m, NULL, uuid);
+        if (i >= 0)
+                manager_drop_refused(m, (size_t) i);
+}
+
 static bool libvirt_stopping(void *userdata) {
         const Manager *m = userdata;
         return m->stopping;
@@ -502,8 +623,11 @@ static const LibvirtGuestsOps libvirt_ops = {
         .resolve_policy = libvirt_resolve_policy,
         .add_guest = libvirt_add_guest,
         .remove_guest = libvirt_remove_guest,
+        .refused_domain_gone = libvirt_refused_domain_gone,
         .stopping = libvirt_stopping,
 };
+
+/* ---- discovery ---- */
 
 static ssize_t manager_find_path(Manager *m, const char *path) {
         for (size_t i = 0; i < m->n_guests; i++)
@@ -519,8 +643,7 @@ Guest *manager_find_guest(Manager *m, const char *name) {
         return NULL;
 }
 
-static void on_guest_added(Discovery *d _unused_, const char *path, const char *name, void *userdata) {
-        Manager *m = userdata;
+static void manager_add_qmp_guest(Manager *m, const char *path, const char *name) {
         _cleanup_free_ char *agent = NULL;
         RsPolicy policy;
         Guest *g;
@@ -543,6 +666,8 @@ static void on_guest_added(Discovery *d _unused_, const char *path, const char *
                 if (r < 0)
                         guest_free(g);
         }
+        if (r == -EEXIST)
+                return; /* refused, and said so */
         if (r < 0) {
                 log_error_errno(r, "%s: cannot set up the guest: %m", name);
                 return;
@@ -551,12 +676,45 @@ static void on_guest_added(Discovery *d _unused_, const char *path, const char *
         (void) guest_qmp_start(g);
 }
 
+/* Each refused guest whose name is free now is taken on, the oldest refusal first; one that
+ * cannot be (its socket or domain went meanwhile) lets the next of its name try. */
+static int on_take_on_refused(sd_event_source *s _unused_, void *userdata) {
+        Manager *m = userdata;
+
+        for (size_t i = 0; i < m->n_refused && !m->stopping;) {
+                if (manager_find_guest(m, m->refused[i].name)) {
+                        i++;
+                        continue;
+                }
+                RefusedGuest r = m->refused[i];
+                memmove(m->refused + i, m->refused + i + 1, (m->n_refused - i - 1) * sizeof(RefusedGuest));
+                m->n_refused--;
+                log_named_guest_info(r.name, "connecting", "The name is free: taking on %s", r.where);
+                if (r.qmp_path)
+                        manager_add_qmp_guest(m, r.qmp_path, r.name);
+                else if (r.uuid && m->libvirt)
+                        libvirt_guests_retry_domain(m->libvirt, r.uuid);
+                refused_guest_done(&r);
+                /* The list may have changed under the calls: start over (each pass takes one off). */
+                i = 0;
+        }
+        return 0;
+}
+
+static void on_guest_added(Discovery *d _unused_, const char *path, const char *name, void *userdata) {
+        manager_add_qmp_guest(userdata, path, name);
+}
+
 static void on_guest_removed(Discovery *d _unused_, const char *path, const char *name, void *userdata) {
         Manager *m = userdata;
         ssize_t i = manager_find_path(m, path);
 
-        if (i < 0)
+        if (i < 0) {
+                i = manager_find_refused(m, path, NULL);
+                if (i >= 0)
+                        manager_drop_refused(m, (size_t) i);
                 return;
+        }
         Guest *g = m->guests[i];
         log_named_guest_info(name, guest_state_string(g), "QMP socket %s is gone: no longer managed", path);
         manager_remove_guest(m, g);
@@ -592,6 +750,12 @@ Manager *manager_free(Manager *m) {
                 guest_free(m->guests[i]);
         free(m->guests);
         free(m->shares);
+        for (size_t i = 0; i < m->n_refused; i++)
+                refused_guest_done(&m->refused[i]);
+        free(m->refused);
+        sd_event_source_disable_unref(m->take_on_refused);
+        sd_event_source_disable_unref(m->state_age_timer);
+        group_cache_clear(&m->read_group_cache);
         rs_policy_set_clear(&m->policies);
         config_free(m->config);
         sd_event_source_disable_unref(m->watchdog);
@@ -645,6 +809,12 @@ int manager_start(Manager *m) {
                 r = manager_lock_state_dir(m->config->state_dir, &m->state_lock_fd);
                 if (r == -EBUSY)
                         return r;
+                /* Ours alone now, and nothing is being saved yet. */
+                (void) state_dir_remove_leftovers(m->config->state_dir);
+                r = sd_event_add_time_relative(m->event, &m->state_age_timer, CLOCK_MONOTONIC, STATE_AGE_FIRST_USEC,
+                                               0, on_state_age_timer, m);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot schedule the removal of old state files: %m");
         }
 
         /* Without the bus the guests are still managed: a failure is logged, shown in STATUS= and
@@ -719,6 +889,7 @@ int manager_reload(Manager *m, char **ret_error) {
                         log_error("Reload failed, keeping the running configuration: %s", error ?: strerror(-r));
                         goto fail;
                 }
+                (void) state_dir_remove_leftovers(config->state_dir);
         }
         rs_policy_set_clear(&m->policies);
         m->policies = set;
@@ -726,10 +897,12 @@ int manager_reload(Manager *m, char **ret_error) {
         m->config = TAKE_PTR(config);
         config_free(old);
         log_set_max_level(m->config->log_level);
+        group_cache_clear(&m->read_group_cache); /* read-group may name another group, or one just created */
 
         for (size_t i = 0; i < m->n_guests; i++) {
                 Guest *g = m->guests[i];
                 RsPolicy p;
+                guest_set_state_stale_usec(g, m->config->state_stale_usec);
                 if (guest_source(g) != GUEST_SOURCE_QEMU)
                         continue; /* below */
                 select_policy(m, guest_name(g), NULL, &p);
@@ -754,6 +927,7 @@ int manager_reload(Manager *m, char **ret_error) {
                         log_warning("libvirt guests unavailable after the reload");
         }
         manager_arbitration_invalidate(m); /* new floors, maxima, shares, host reserve */
+        manager_age_state_files(m);        /* with state-remove-after as it is now */
         /* An operator who just installed the bus policy need not wait for the next retry. */
         manager_bus_retry_now(m);
         log_info("Reloaded %s: %zu policies", m->config_path, m->policies.n);

@@ -13,6 +13,7 @@
 
 #include "daemon/conf.h"
 #include "daemon/discovery.h"
+#include "daemon/group-cache.h"
 #include "daemon/guest.h"
 #include "daemon/host.h"
 #include "policies/policy-file.h"
@@ -26,6 +27,17 @@ typedef struct ManagerShare {
         uint64_t stamp;         /* the host reading it belongs to, 0: none */
         bool short_of_memory;   /* the host was short at that computation */
 } ManagerShare;
+
+/* A guest turned away because another one already has its name (manager.c): both would have
+ * shared a state file, a metrics series and a D-Bus record. Kept so that the operator sees it
+ * (RefusedGuests) and so that it is taken on once the name is free. */
+typedef struct RefusedGuest {
+        char *name;
+        char *qmp_path;        /* the refused guest's QMP socket, or NULL */
+        char *uuid;            /* the refused libvirt domain's UUID, or NULL */
+        char *where;           /* the refused guest, in words: "QMP socket PATH", "libvirt domain UUID" */
+        char *owner_where;     /* the guest that has the name, in the same words */
+} RefusedGuest;
 
 /* A time the D-Bus API was unavailable (manager-bus.c): realtime µs, and why. */
 typedef struct ApiOutage {
@@ -47,6 +59,9 @@ typedef struct Manager {
         Guest **guests;
         struct ManagerShare *shares; /* the arbitration's cached shares, parallel to guests */
         size_t n_guests;
+        RefusedGuest *refused;       /* guests turned away for a name in use */
+        size_t n_refused;
+        sd_event_source *take_on_refused; /* deferred: a name was freed */
 
         HostMemory host;
         uint64_t host_read_usec;
@@ -58,6 +73,7 @@ typedef struct Manager {
         sd_bus *bus;
         sd_bus_slot *bus_slot;
         struct BusPolkitRegistry *polkit_registry; /* changes by non-root callers (bus-polkit.h) */
+        GroupCache read_group_cache;  /* read-group's gid: no NSS lookup per D-Bus read */
         /* The API is up once the name is ours; until then, and after a disconnection, the bus is
          * retried on a timer while the guests are managed as ever (manager-bus.c). */
         bool bus_owned;
@@ -69,6 +85,7 @@ typedef struct Manager {
         unsigned n_api_outages;       /* ended since the daemon started */
 
         int state_lock_fd;            /* holds the state directory's lock (state-lock.h), or -1 */
+        sd_event_source *state_age_timer; /* removes the state files of guests long gone */
         bool bus_name_taken;          /* another process owns the bus name: this daemon must go */
         bool started;                 /* manager_start() is done: guests may be managed */
         int exit_error;               /* -errno the daemon exits with once stopped, or 0 */
@@ -104,6 +121,9 @@ void manager_api_changed(Manager *m);
 const char *manager_api_error(const Manager *m);
 
 Guest *manager_find_guest(Manager *m, const char *name);
+/* A guest to manage (a QMP socket's or a libvirt domain's): -EEXIST, logged and kept in
+ * m->refused, when another guest has its name. */
+int manager_add_guest(Manager *m, Guest *g);
 /* Sum over guests of (max − actual). */
 uint64_t manager_reclaimed(const Manager *m);
 unsigned manager_guests_managed(const Manager *m);

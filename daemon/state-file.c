@@ -4,12 +4,16 @@
 
 #include "daemon/state-file.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <json-c/json.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/macro.h"
@@ -415,4 +419,93 @@ int state_file_remove(const char *dir, const char *name) {
         if (unlink(path) < 0 && errno != ENOENT)
                 return -errno;
         return 0;
+}
+
+/* ---- the directory ---- */
+
+static bool has_suffix(const char *s, const char *suffix) {
+        size_t n = strlen(s), k = strlen(suffix);
+        return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* write_file_atomic()'s temporary name for a state file: "." NAME ".json." and 6 characters. */
+static bool is_leftover_name(const char *name) {
+        size_t n = strlen(name);
+        if (name[0] != '.' || n < strlen("..json.XXXXXX"))
+                return false;
+        const char *tail = name + n - strlen(".json.XXXXXX");
+        if (strncmp(tail, ".json.", strlen(".json.")) != 0)
+                return false;
+        for (const char *p = tail + strlen(".json."); *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
+                        return false;
+        return true;
+}
+
+static bool is_state_file_name(const char *name) {
+        return name[0] != '.' && has_suffix(name, ".json") && strlen(name) > strlen(".json");
+}
+
+static void closedirp(DIR **d) {
+        if (*d)
+                closedir(*d);
+}
+
+int state_dir_remove_leftovers(const char *dir) {
+        _cleanup_(closedirp) DIR *d = opendir(dir);
+        struct dirent *de;
+        int removed = 0;
+
+        if (!d)
+                return -errno;
+        while ((de = readdir(d))) {
+                struct stat st;
+                if (!is_leftover_name(de->d_name) || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                    !S_ISREG(st.st_mode))
+                        continue;
+                if (unlinkat(dirfd(d), de->d_name, 0) < 0) {
+                        log_warning_errno(errno, "Cannot remove %s/%s, left by an interrupted save: %m", dir, de->d_name);
+                        continue;
+                }
+                removed++;
+        }
+        if (removed > 0)
+                log_info("Removed %d temporary file%s in %s left by saves a crash interrupted", removed,
+                         removed == 1 ? "" : "s", dir);
+        return removed;
+}
+
+int state_dir_age_out(const char *dir, uint64_t now_realtime_usec, uint64_t max_age_usec, StateFileInUseFn in_use,
+                      void *userdata) {
+        _cleanup_(closedirp) DIR *d = NULL;
+        struct dirent *de;
+        int removed = 0;
+
+        if (max_age_usec == 0 || now_realtime_usec < max_age_usec)
+                return 0;
+        d = opendir(dir);
+        if (!d)
+                return -errno;
+        while ((de = readdir(d))) {
+                _cleanup_(freep) char *path = NULL;
+                struct stat st;
+                if (!is_state_file_name(de->d_name) || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                    !S_ISREG(st.st_mode))
+                        continue;
+                uint64_t written = (uint64_t) st.st_mtim.tv_sec * 1000000 + (uint64_t) st.st_mtim.tv_nsec / 1000;
+                if (st.st_mtim.tv_sec < 0 || written + max_age_usec > now_realtime_usec)
+                        continue;
+                if (asprintf(&path, "%s/%s", dir, de->d_name) < 0)
+                        return -ENOMEM;
+                if (in_use && in_use(path, userdata))
+                        continue;
+                if (unlinkat(dirfd(d), de->d_name, 0) < 0) {
+                        log_warning_errno(errno, "Cannot remove the old state file %s: %m", path);
+                        continue;
+                }
+                log_info("Removed the state file %s: last written %" PRIu64 " days ago, by a guest not seen since "
+                         "(state-remove-after)", path, (now_realtime_usec - written) / (86400 * UINT64_C(1000000)));
+                removed++;
+        }
+        return removed;
 }

@@ -35,6 +35,14 @@ struct RsController {
         double prev_actual;              /* bytes, 0 unknown */
         uint64_t oom_prev;
 
+        /* Whether the guest's anonymous memory can leave: from its swap levels where the agent
+         * reports them, else learned (a swap-out says yes; the guest at the edge of an OOM
+         * with no swap-out says no). Unknown counts as yes: the cost judges what swapping costs,
+         * and the first descent meets the edge as a pushback, not as a kill. */
+        int swap;                        /* 1 can swap, 0 cannot, -1 not known */
+        double need;                     /* bytes the guest cannot give without swapping: size - MemAvailable, 0 unknown */
+        double need_growth;              /* bytes/s that grew at, its fastest lately */
+
         double host_read_floor;          /* pages/s of host reads made at max: no memory saves them */
         bool floor_known;
         uint64_t floor_at_usec;
@@ -126,6 +134,7 @@ int rs_controller_new(RsController **ret, const RsPolicy *policy, const RsContro
         c->floor = MIN(rs_policy_floor(policy, guest_max), c->max);
         c->grant = RS_UNKNOWN;
         c->oom_prev = RS_UNKNOWN;
+        c->swap = -1;
         rs_rate_tracker_init(&c->tracker);
         rs_cost_window_init(&c->window, params->cost_window_sec);
         c->d = (RsControllerDecision) {
@@ -240,6 +249,54 @@ static void update_stream_verdict(RsController *c, const RsCostInterval *ci, dou
         c->d.streaming = c->stream_seen;
 }
 
+/* Whether anonymous memory can leave: the guest's swap levels when known, else what it did. */
+static void update_swap(RsController *c, const RsSample *s, const RsRates *r, double actual) {
+        uint64_t total = s->level[RS_LEVEL_SWAP_TOTAL], free = s->level[RS_LEVEL_SWAP_FREE];
+        if (rs_known(total) && rs_known(free))
+                c->swap = (double) free > slack(actual);
+        else if (r->interval_sec > 0 && ((r->known[RS_COUNTER_SWAP_OUT] && r->per_sec[RS_COUNTER_SWAP_OUT] > 0) ||
+                                         (r->known[RS_COUNTER_PSWPOUT] && r->per_sec[RS_COUNTER_PSWPOUT] > 0)))
+                c->swap = 1;
+}
+
+/* What the guest cannot give without swapping (its size less MemAvailable), and how fast that
+ * grew: a set of anonymous memory growing where it cannot swap is met before it fills the
+ * guest, not after the OOM killer. The growth is the fastest lately (it decays over the cost
+ * window): a set read in at a steady pace keeps its pace between two intervals. */
+static void update_need(RsController *c, const RsSample *s, double actual, double dt) {
+        uint64_t avail = s->level[RS_LEVEL_AVAILABLE];
+        if (!rs_known(avail)) {
+                c->need = 0;
+                return;
+        }
+        double need = actual > (double) avail ? actual - (double) avail : 0;
+        if (c->need > 0 && dt > 0) {
+                double g = MAX(0.0, (need - c->need) / dt);
+                c->need_growth = MAX(g, c->need_growth * exp(-dt / c->params.cost_window_sec));
+        }
+        c->need = need;
+}
+
+/* Where a guest that cannot swap may be held at the least: what it cannot give plus the
+ * margin, plus what it grows by until the next decision has been carried out (two
+ * intervals). 0 when the guest can swap (the cost judges) or the level is unknown. */
+static double headroom_floor(const RsController *c, double dt) {
+        if (c->swap != 0 || c->need <= 0)
+                return 0;
+        return c->need * (1 + c->params.margin) + c->need_growth * 2 * dt;
+}
+
+/* Memory nothing touched for MGLRU's aging period: not the guest's working set to start
+ * from. Old anonymous memory only where it can leave (swap). 0 without MGLRU. */
+static double old_bytes(const RsController *c, const RsSample *s) {
+        double old = 0;
+        if (rs_known(s->level[RS_LEVEL_FILE_OLD]))
+                old += (double) s->level[RS_LEVEL_FILE_OLD];
+        if (c->swap != 0 && rs_known(s->level[RS_LEVEL_ANON_OLD]))
+                old += (double) s->level[RS_LEVEL_ANON_OLD];
+        return old;
+}
+
 /* The risk of an OOM kill: one happened, free memory near the min watermark, or the balloon
  * stopped above its target (the guest has nothing left to free). NULL when none. */
 static const char *oom_risk(RsController *c, const RsSample *s, double actual) {
@@ -273,22 +330,37 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
                 return;
         }
         double actual = (double) actual_level;
+        if (ev == RS_RATE_REBOOT)
+                c->swap = -1, c->need = 0, c->need_growth = 0;
+        update_swap(c, &s, &r, actual);
+        update_need(c, &s, actual, r.interval_sec);
         if (ev == RS_RATE_REBOOT) {
                 /* A new kernel: what the window measured was another guest's. */
                 rs_cost_window_reset(&c->window);
                 c->started = false;
                 c->oom_prev = RS_UNKNOWN;
         }
+        if (!c->started && r.interval_sec <= 0 && actual + slack(actual) >= (double) c->max) {
+                /* One interval at max first: the host reads made there are the stream floor
+                 * (reads no memory saves), which can be learned nowhere else. */
+                say(c, RS_CONTROL_WAIT, "one interval at max before starting: reads no memory saves");
+                c->d.target = c->max;
+                return;
+        }
         if (!c->started) {
                 uint64_t start = rs_controller_start_size(actual_level, s.level[RS_LEVEL_FREE], c->wm_high);
-                c->size = clamp_size(c, rs_known(start) ? (double) start : actual);
+                /* Less what nothing touched for the aging period, a bet the cost may refute:
+                 * with the margin on it, so the step there takes cold pages, not the set's. */
+                double old = rs_known(start) ? MIN(old_bytes(c, &s), (double) start) : 0;
+                double from = rs_known(start) ? MIN((double) start, ((double) start - old) * (1 + (old > 0) * p->margin)) : actual;
+                c->size = clamp_size(c, MAX(from, headroom_floor(c, 0)));
                 c->estimate = c->size;
                 c->last_within = 0;
                 c->started = true;
                 c->prev_actual = actual;
                 (void) oom_risk(c, &s, actual);
                 update_host_read_floor(c, &r, actual, now);
-                say(c, RS_CONTROL_START, "start at what the guest uses plus its watermarks");
+                say(c, RS_CONTROL_START, "start at what the guest uses plus its watermarks, less what nothing touched lately");
                 c->d.target = (uint64_t) c->size;
                 c->d.estimate = (uint64_t) c->estimate;
                 return;
@@ -304,9 +376,18 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
         c->d.source = ci.source;
         c->d.cost = ci.stall;
 
+        if (risk && c->swap < 0 && !(r.interval_sec > 0 && ((r.known[RS_COUNTER_SWAP_OUT] && r.per_sec[RS_COUNTER_SWAP_OUT] > 0) ||
+                                                            (r.known[RS_COUNTER_PSWPOUT] && r.per_sec[RS_COUNTER_PSWPOUT] > 0))))
+                c->swap = 0; /* at the edge without swapping a page: nothing anonymous can leave */
+        /* A guest that cannot swap and has less than half the headroom it should have left is
+         * at risk as surely as one at its min watermark, only earlier. */
+        double hfloor = headroom_floor(c, MAX(r.interval_sec, 0.0));
+        if (!risk && hfloor > 0 && actual - c->need < (hfloor - c->need) / 2)
+                risk = "its unswappable use eating the headroom";
+
         if (risk) {
                 double base = MAX(actual, c->last_within);
-                c->size = clamp_size(c, MAX(c->size, base * (1 + p->margin)));
+                c->size = clamp_size(c, MAX(MAX(c->size, base * (1 + p->margin)), hfloor));
                 if (c->estimate < actual)
                         c->estimate = actual;
                 say(c, RS_CONTROL_EMERGENCY, "%s: back to %.0f MiB, the last size within target plus the margin", risk,
@@ -347,7 +428,19 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
                         say(c, RS_CONTROL_TIGHTEN, "stall at rest %.3f %% under the target %.3f %%: -%.2f %%", 100 * rest,
                             100 * p->cost_target, 100 * share);
                 }
-                update_estimate(c, actual, dt);
+                /* Where the headroom holds the guest, no cost was found below it: its working
+                 * set is what it cannot give, and the margin is the headroom's. */
+                double held_for = actual;
+                if (hfloor > 0 && c->size <= hfloor + slack(actual)) {
+                        held_for = MIN(actual, c->need);
+                        if (hfloor > c->size) {
+                                /* what it cannot give grew into the margin: back above it, at once */
+                                c->size = clamp_size(c, hfloor);
+                                say(c, RS_CONTROL_LOOSEN, "it cannot swap: %.0f MiB it cannot give plus the margin",
+                                    c->need / MIB);
+                        }
+                }
+                update_estimate(c, held_for, dt);
         }
 
         if (c->policy.mode == RS_MODE_OBSERVE) {

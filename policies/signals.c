@@ -13,6 +13,10 @@ static const char *const level_names[_RS_LEVEL_MAX] = {
         [RS_LEVEL_BALLOON_TARGET] = "balloon-target",
         [RS_LEVEL_PSI_SOME_AVG10] = "psi-some-avg10",
         [RS_LEVEL_PSI_FULL_AVG10] = "psi-full-avg10",
+        [RS_LEVEL_SWAP_TOTAL] = "swap-total",
+        [RS_LEVEL_SWAP_FREE] = "swap-free",
+        [RS_LEVEL_ANON_OLD] = "anon-old",
+        [RS_LEVEL_FILE_OLD] = "file-old",
         [RS_LEVEL_HOST_MEM_AVAILABLE] = "host-mem-available",
         [RS_LEVEL_HOST_PSI_SOME_AVG10] = "host-psi-some-avg10",
         [RS_LEVEL_HOST_PSI_FULL_AVG10] = "host-psi-full-avg10",
@@ -82,6 +86,7 @@ void rs_sample_sanitize(RsSample *s, uint64_t mem_max) {
                 static const RsLevel sized[] = {
                         RS_LEVEL_TOTAL,          RS_LEVEL_FREE,           RS_LEVEL_AVAILABLE,
                         RS_LEVEL_DISK_CACHES,    RS_LEVEL_BALLOON_ACTUAL, RS_LEVEL_VIRTIO_MEM_SIZE, RS_LEVEL_BALLOON_TARGET,
+                        RS_LEVEL_ANON_OLD,       RS_LEVEL_FILE_OLD,
                 };
                 for (size_t i = 0; i < ARRAY_SIZE(sized); i++)
                         if (rs_known(s->level[sized[i]]) && s->level[sized[i]] > limit)
@@ -94,7 +99,8 @@ void rs_sample_sanitize(RsSample *s, uint64_t mem_max) {
         if (rs_known(total)) {
                 if (total == 0)
                         s->level[RS_LEVEL_TOTAL] = RS_UNKNOWN;
-                static const RsLevel parts[] = { RS_LEVEL_FREE, RS_LEVEL_AVAILABLE, RS_LEVEL_DISK_CACHES };
+                static const RsLevel parts[] = { RS_LEVEL_FREE, RS_LEVEL_AVAILABLE, RS_LEVEL_DISK_CACHES, RS_LEVEL_ANON_OLD,
+                                                 RS_LEVEL_FILE_OLD };
                 for (size_t i = 0; i < ARRAY_SIZE(parts); i++)
                         if (rs_known(s->level[parts[i]]) && s->level[parts[i]] > total)
                                 s->level[parts[i]] = RS_UNKNOWN;
@@ -111,6 +117,10 @@ void rs_sample_sanitize(RsSample *s, uint64_t mem_max) {
                 s->level[RS_LEVEL_FREE] = RS_UNKNOWN;
                 s->level[RS_LEVEL_AVAILABLE] = RS_UNKNOWN;
         }
+
+        if (rs_known(s->level[RS_LEVEL_SWAP_FREE]) && rs_known(s->level[RS_LEVEL_SWAP_TOTAL]) &&
+            s->level[RS_LEVEL_SWAP_FREE] > s->level[RS_LEVEL_SWAP_TOTAL])
+                s->level[RS_LEVEL_SWAP_FREE] = s->level[RS_LEVEL_SWAP_TOTAL] = RS_UNKNOWN;
 
         static const RsLevel psi[] = {
                 RS_LEVEL_PSI_SOME_AVG10,

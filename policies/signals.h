@@ -34,6 +34,14 @@ typedef enum RsLevel {
         /* guest /proc/pressure/memory avg10, hundredths of a percent (0..10000) */
         RS_LEVEL_PSI_SOME_AVG10,
         RS_LEVEL_PSI_FULL_AVG10,
+        /* guest /proc/meminfo SwapTotal and SwapFree, bytes: whether anonymous memory can leave */
+        RS_LEVEL_SWAP_TOTAL,
+        RS_LEVEL_SWAP_FREE,
+        /* guest MGLRU (lru_gen): anonymous and file pages in the generations older than the
+         * daemon's aging period, bytes: pages nothing touched for that long, which reclaim
+         * takes first. Unknown without the agent or without MGLRU. */
+        RS_LEVEL_ANON_OLD,
+        RS_LEVEL_FILE_OLD,
         /* host */
         RS_LEVEL_HOST_MEM_AVAILABLE,
         RS_LEVEL_HOST_PSI_SOME_AVG10,

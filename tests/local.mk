@@ -12,6 +12,7 @@ integration_tests = \
 	tests/integration/test-daemon-agent-faults \
 	tests/integration/test-daemon-coexist \
 	tests/integration/test-daemon-safety \
+	tests/integration/test-daemon-state-dir \
 	tests/integration/test-daemon-second \
 	tests/integration/test-daemon-api-outage \
 	tests/integration/test-daemon-config \

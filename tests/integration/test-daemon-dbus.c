@@ -432,7 +432,13 @@ static bool get_users(Users *u) {
                                     BUS_FIXTURE_READ_GROUP);
                 return false;
         }
-        *u = (Users) { pw->pw_uid, daemon_pw->pw_uid, gr->gr_gid, daemon_pw->pw_gid };
+        /* getpwnam() returns the same static buffer each time: the second call overwrote the
+         * first's, and both users were `daemon`. */
+        *u = (Users) { .outsider_uid = daemon_pw->pw_uid, .member_gid = gr->gr_gid, .outsider_gid = daemon_pw->pw_gid };
+        pw = getpwnam("nobody");
+        ck_assert_ptr_nonnull(pw);
+        u->member_uid = pw->pw_uid;
+        ck_assert_uint_ne(u->member_uid, u->outsider_uid);
         ck_assert_uint_ne(u->member_gid, u->outsider_gid);
         return true;
 }
@@ -516,6 +522,38 @@ START_TEST(test_access_daemon_checks) {
         assert_ok(&r, "Reload");
         assert_reads(u.member_uid, u.member_gid, false);
         assert_reads(0, 0, true);
+        ck_assert(daemon_fixture_alive(&d));
+}
+END_TEST
+
+/* A user's polkit checks are limited however many connections it opens: a flood of changes from
+ * one user gets LimitsExceeded past its share, and another user's check still goes to polkit. */
+START_TEST(test_polkit_checks_limited_per_user) {
+        enum { CALLS = 40 };
+        PendingCall calls[CALLS];
+        unsigned denied = 0, limited = 0;
+        Users u;
+        if (!get_users(&u))
+                return;
+
+        for (unsigned i = 0; i < CALLS; i++) /* each its own connection */
+                calls[i] = bus_call_start(&bus, u.member_uid, u.member_gid, "Probe", 1, "sim-1", NULL, NULL);
+        for (unsigned i = 0; i < CALLS; i++) {
+                CallResult r = bus_call_finish(&calls[i]);
+                if (strcmp(r.error, SD_BUS_ERROR_LIMITS_EXCEEDED) == 0)
+                        limited++;
+                else {
+                        assert_change_refused(&r, RS_POLKIT_ACTION_MANAGE, "Probe as non-root");
+                        denied++;
+                }
+        }
+        /* At most two windows' worth went to polkit (the calls may straddle a window's end). */
+        ck_assert_msg(denied >= 1 && denied <= 2 * 16 && limited >= CALLS - 2 * 16,
+                      "%u of %d checks went to polkit, %u were limited", denied, CALLS, limited);
+        CallResult other = call_as(u.outsider_uid, u.outsider_gid, "Probe", 1, "sim-1", NULL, NULL);
+        assert_change_refused(&other, RS_POLKIT_ACTION_MANAGE, "another user's Probe");
+        CallResult root = call("Probe", 1, "sim-1", NULL, NULL);
+        assert_ok(&root, "root's Probe");
         ck_assert(daemon_fixture_alive(&d));
 }
 END_TEST
@@ -683,7 +721,8 @@ int main(void) {
                             CHECK_TESTS(test_list_guests, test_get_guest, test_get_history, test_set_guest,
                                         test_pause_resume, test_probe, test_reload, test_estimate_changed,
                                         test_injection));
-        check_add_case(s, "access", setup_open, teardown_fleet, 120, CHECK_TESTS(test_access_daemon_checks));
+        check_add_case(s, "access", setup_open, teardown_fleet, 120, CHECK_TESTS(test_access_daemon_checks,
+                                                                                    test_polkit_checks_limited_per_user));
         check_add_case(s, "system-bus", setup_system_bus, teardown_fleet, 120,
                        CHECK_TESTS(test_access_system_bus_policy));
         return check_run_suite(s);

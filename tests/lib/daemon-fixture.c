@@ -171,8 +171,13 @@ void sim_name(unsigned index, char *buf, size_t size) {
 }
 
 void daemon_fixture_start_sim(DaemonFixture *d, unsigned slot, unsigned first, unsigned n, const char *const *extra) {
+        daemon_fixture_start_sim_in(d, slot, d->qmp_dir, first, n, extra);
+}
+
+void daemon_fixture_start_sim_in(DaemonFixture *d, unsigned slot, const char *dir, unsigned first, unsigned n,
+                                 const char *const *extra) {
         char binary[PATH_MAX], n_arg[16], first_arg[16], buf[16];
-        const char *argv[64] = { "fake-qemu", "--dir", d->qmp_dir, "--guests", n_arg, "--first-index", first_arg };
+        const char *argv[64] = { "fake-qemu", "--dir", dir, "--guests", n_arg, "--first-index", first_arg };
         size_t argc = 7;
         int out[2];
 

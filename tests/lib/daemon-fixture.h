@@ -57,6 +57,9 @@ void sim_name(unsigned index, char *buf, size_t size);
  * arguments (NULL-terminated list, may be NULL); returns once it printed READY. The slot
  * (0..3) names the process for daemon_fixture_kill_sim(). */
 void daemon_fixture_start_sim(DaemonFixture *d, unsigned slot, unsigned first, unsigned n, const char *const *extra);
+/* The same with the sockets in another directory (which the config's qmp-sockets must name). */
+void daemon_fixture_start_sim_in(DaemonFixture *d, unsigned slot, const char *dir, unsigned first, unsigned n,
+                                 const char *const *extra);
 void daemon_fixture_kill_sim(DaemonFixture *d, unsigned slot, int sig);
 /* Simulated guests running: fake-qemu in slot 0 serving sim-0 .. sim-(n-1) with the extra
  * arguments, then rightsized; returns once every one of them is managed, failing the test if one

@@ -18,6 +18,10 @@
 #define MINOR_FAULTS_PER_SEC 800.0
 #define EVICTION_AVERAGE_SEC 10.0              /* the eviction rate refault distances are judged by */
 #define SLAB_RECLAIMABLE_SHARE 0.2             /* of the kernel's memory, reclaimable slab (MemAvailable counts half) */
+/* The daemon's MGLRU aging period: older generations are "old". Half an hour: a page idle that
+ * long and needed after all faults once per half hour, which a start that leaves it out can afford
+ * to find out (the cost shows it); at five minutes a slow loop's pages counted as idle. */
+#define LRU_GEN_AGE_SEC 1800.0
 
 /* xorshift64*: the counters' jitter, reproducible from the draw's seed. */
 static double rng_unit(GuestModelV2 *m) {
@@ -415,6 +419,39 @@ double guest_model_v2_truth_throughput(const GuestModelV2 *m, double fraction_of
         return shape_truth_throughput(&m->w, &m->phase, fraction_of_full);
 }
 
+/* Bytes of a tier's resident pages nothing touched for LRU_GEN_AGE_SEC: what MGLRU's old
+ * generations hold of it. A loop touches a page once a pass; random and Zipf pages are
+ * touched as a Poisson process at their rate. */
+static double tier_old_bytes(const GuestModelV2 *m, unsigned i) {
+        const ShapeTier *t = &m->phase.tier[i];
+        double in = tier_in_memory(m, i);
+        if (in <= 0 || t->reuse_sec <= 0)
+                return 0;
+        switch (t->access) {
+        case SHAPE_LOOP:
+                return in * MAX(0.0, 1.0 - LRU_GEN_AGE_SEC / t->reuse_sec);
+        case SHAPE_RANDOM:
+                return in * exp(-LRU_GEN_AGE_SEC / t->reuse_sec);
+        default:
+                /* the resident pages' mean rate stands in for each one's */
+                return in * exp(-LRU_GEN_AGE_SEC * shape_tier_resident_mean_rate(t, m->resident[i]));
+        }
+}
+
+static void sample_lru_gen(const GuestModelV2 *m, RsSample *s) {
+        double anon = m->idle_anon, file = m->idle_file;
+        /* the stream's pages were read once, in order: those read more than the age ago */
+        file += MAX(0.0, m->stream_cache - m->phase.stream_bytes_per_sec * LRU_GEN_AGE_SEC);
+        for (unsigned i = 0; i < m->phase.n_tiers; i++) {
+                if (m->phase.tier[i].backing == SHAPE_ANON)
+                        anon += tier_old_bytes(m, i);
+                else
+                        file += tier_old_bytes(m, i);
+        }
+        s->level[RS_LEVEL_ANON_OLD] = (uint64_t) MAX(0.0, anon);
+        s->level[RS_LEVEL_FILE_OLD] = (uint64_t) MAX(0.0, file);
+}
+
 void guest_model_v2_sample(const GuestModelV2 *m, RsSample *s) {
         rs_sample_init(s);
         double total = m->size - m->w.reserved_bytes; /* the balloon takes its pages out of MemTotal */
@@ -446,6 +483,10 @@ void guest_model_v2_sample(const GuestModelV2 *m, RsSample *s) {
                         s->counter[i] = (uint64_t) m->c[i];
                 s->level[RS_LEVEL_PSI_SOME_AVG10] = (uint64_t) (m->psi_some_avg10 * 100.0);
                 s->level[RS_LEVEL_PSI_FULL_AVG10] = (uint64_t) (m->psi_full_avg10 * 100.0);
+                s->level[RS_LEVEL_SWAP_TOTAL] = (uint64_t) m->w.swap_bytes;
+                s->level[RS_LEVEL_SWAP_FREE] = (uint64_t) MAX(0.0, m->w.swap_bytes - m->swapped);
+                if (m->w.lru_gen)
+                        sample_lru_gen(m, s);
         }
         s->counter[RS_COUNTER_HOST_DISK_READ] = (uint64_t) m->c[RS_COUNTER_HOST_DISK_READ];
 }

@@ -234,6 +234,12 @@ void workload_draw(ShapeFamily family, uint64_t seed, WorkloadDraw *ret) {
         }
         fit_at_full_size(d);
         fill_page_cache(d, draw_uniform(&x, 0.5, 0.95));
+        /* Half the guests with an agent run MGLRU (Debian 12's kernel builds it, off by
+         * default). Drawn from its own stream, after everything else, so every draw's shape
+         * and guest stay what they were before the model reported MGLRU (the held-out
+         * baseline was frozen on them). */
+        uint64_t y = seed * UINT64_C(0xD1B54A32D192ED03) + (uint64_t) family;
+        d->lru_gen = d->agent && draw_chance(&y, 0.5);
 }
 
 static int describe_phase(const ShapePhase *p, char *buf, size_t len) {
@@ -258,10 +264,11 @@ static int describe_phase(const ShapePhase *p, char *buf, size_t len) {
 void workload_describe(const WorkloadDraw *d, char *buf, size_t len) {
         int n = snprintf(buf, len,
                          "family=%s seed=%llu boot=%.0fMiB kernel=%.0fMiB swap=%s agent=%s lat anon %.0fus file %.0fus "
-                         "loop-amp %.2f collateral %.3f/%.3f inflate %.0fMiB/s:",
+                         "lru_gen=%s loop-amp %.2f collateral %.3f/%.3f inflate %.0fMiB/s:",
                          shape_family_name(d->family), (unsigned long long) d->seed, d->boot_bytes / MIB_D,
                          d->kernel_bytes / MIB_D, d->swap_bytes > 0 ? "yes" : "no", d->agent ? "yes" : "no",
-                         d->anon_miss_sec * 1e6, d->file_miss_sec * 1e6, d->loop_amplification, d->collateral_cold,
+                         d->anon_miss_sec * 1e6, d->file_miss_sec * 1e6, d->lru_gen ? "yes" : "no", d->loop_amplification,
+                         d->collateral_cold,
                          d->collateral_anon, d->inflate_bytes_per_sec / MIB_D);
         if (n < 0 || (size_t) n >= len)
                 return;

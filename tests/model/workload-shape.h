@@ -95,7 +95,8 @@ typedef struct WorkloadDraw {
         double reserved_bytes;       /* firmware and kernel image: not in MemTotal */
         double kernel_bytes;         /* slab, page tables, stacks: in MemTotal, never reclaimed */
         double swap_bytes;           /* 0: no swap */
-        bool agent;                  /* guest agent: vmstat and PSI */
+        bool agent;                  /* guest agent: vmstat, PSI and /proc/meminfo's swap */
+        bool lru_gen;                /* MGLRU on, read through the agent: the old generations' sizes */
         double anon_miss_sec;        /* latency of one swap-in */
         double file_miss_sec;        /* latency of one file read */
         double loop_amplification;   /* a loop with a deficit d of its pages misses min(1, a x d) of its touches */

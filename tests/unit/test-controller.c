@@ -109,6 +109,12 @@ START_TEST(test_law_directions) {
         rs_controller_params_init(&cp, &p);
         ck_assert_int_eq(rs_controller_new(&c, &p, &cp, 4 * GIB), 0);
 
+        /* one interval at max first (the reads made there are the stream floor) */
+        fake_sample(&f, 4 * GIB, 2 * GIB, 0, agent);
+        rs_controller_feed(c, &f.s, f.now);
+        rs_controller_decide(c, &d);
+        ck_assert_int_eq(d.action, RS_CONTROL_WAIT);
+        ck_assert_uint_eq(d.target, d.max);
         /* start: what is used plus the watermarks */
         fake_sample(&f, 4 * GIB, 2 * GIB, 0, agent);
         rs_controller_feed(c, &f.s, f.now);
@@ -151,6 +157,104 @@ START_TEST(test_law_directions) {
 }
 END_TEST
 
+/* MGLRU's old generations are not where the guest starts: old file pages never, old
+ * anonymous ones only where swap lets them leave. */
+START_TEST(test_start_less_old_generations) {
+        RsPolicy p;
+        RsControllerParams cp;
+        RsController *c;
+        RsControllerDecision d;
+        bool swap = _i;
+
+        rs_policy_init(&p);
+        rs_controller_params_init(&cp, &p);
+        ck_assert_int_eq(rs_controller_new(&c, &p, &cp, 4 * GIB), 0);
+        uint64_t started[2];
+        for (int with_gens = 0; with_gens < 2; with_gens++) {
+                Fake f = { .now = with_gens * 1000 * SEC };
+                rs_controller_free(c);
+                ck_assert_int_eq(rs_controller_new(&c, &p, &cp, 4 * GIB), 0);
+                for (int i = 0; i < 2; i++) {
+                        fake_sample(&f, 4 * GIB, 1 * GIB, 0, true);
+                        f.s.level[RS_LEVEL_AVAILABLE] = 2 * GIB;
+                        f.s.level[RS_LEVEL_SWAP_TOTAL] = f.s.level[RS_LEVEL_SWAP_FREE] = swap ? 4 * GIB : 0;
+                        if (with_gens) {
+                                f.s.level[RS_LEVEL_FILE_OLD] = 500 * MIB;
+                                f.s.level[RS_LEVEL_ANON_OLD] = 700 * MIB;
+                        }
+                        rs_controller_feed(c, &f.s, f.now);
+                }
+                rs_controller_decide(c, &d);
+                ck_assert_int_eq(d.action, RS_CONTROL_START);
+                started[with_gens] = d.target;
+        }
+        /* less the old pages, with the margin on what is left (the bet may be wrong) */
+        double expect = ((double) started[0] - (swap ? 1200 : 500) * (double) MIB) * (1 + cp.margin);
+        ck_assert_msg(fabs((double) started[1] - expect) < 2 * MIB, "started at %.0f MiB, not %.0f",
+                      (double) started[1] / MIB, expect / MIB);
+        rs_controller_free(c);
+}
+END_TEST
+
+/* A guest that cannot swap shows no cost for the anonymous memory it cannot give: it is held
+ * above it by the margin and what it grows by, and a growth that eats half the headroom is an
+ * emergency before the OOM killer's. Without its swap levels it learns it at the edge. */
+START_TEST(test_no_swap_headroom) {
+        RsPolicy p;
+        RsControllerParams cp;
+        RsController *c;
+        RsControllerDecision d;
+        Fake f = { .now = 0 };
+        bool levels = _i;
+
+        rs_policy_init(&p);
+        rs_controller_params_init(&cp, &p);
+        ck_assert_int_eq(rs_controller_new(&c, &p, &cp, 4 * GIB), 0);
+        uint64_t size = 4 * GIB, need = 1 * GIB;
+        for (int i = 0; i < 200; i++) {
+                uint64_t avail = size > need ? size - need : 0;
+                fake_sample(&f, size, MIN(avail, 64 * MIB), 0, true);
+                f.s.level[RS_LEVEL_AVAILABLE] = avail;
+                if (levels)
+                        f.s.level[RS_LEVEL_SWAP_TOTAL] = f.s.level[RS_LEVEL_SWAP_FREE] = 0;
+                /* the balloon stops short of what the guest cannot give */
+                f.s.level[RS_LEVEL_BALLOON_TARGET] = size;
+                rs_controller_feed(c, &f.s, f.now);
+                rs_controller_decide(c, &d);
+                if (d.target < need + 4 * MIB) {
+                        f.s.level[RS_LEVEL_BALLOON_TARGET] = d.target;
+                        size = need + 4 * MIB;
+                } else
+                        size = d.target;
+        }
+        /* held at what it cannot give plus the margin, its estimate that */
+        ck_assert(size >= need * 1.09 && size <= need * 1.12);
+        ck_assert(d.estimate > need * 0.97 && d.estimate < need * 1.03);
+
+        /* it grows 5 MiB a second (half its margin an interval): met at once, with two intervals of
+         * growth added to the headroom */
+        bool emergency = false;
+        for (int i = 0; i < 6; i++) {
+                need += 50 * MIB;
+                uint64_t avail = size > need ? size - need : 0;
+                ck_assert_msg(avail > 0, "grew past its size at step %d", i);
+                fake_sample(&f, size, MIN(avail, 64 * MIB), 0, true);
+                f.s.level[RS_LEVEL_AVAILABLE] = avail;
+                if (levels)
+                        f.s.level[RS_LEVEL_SWAP_TOTAL] = f.s.level[RS_LEVEL_SWAP_FREE] = 0;
+                f.s.level[RS_LEVEL_BALLOON_TARGET] = size;
+                rs_controller_feed(c, &f.s, f.now);
+                rs_controller_decide(c, &d);
+                emergency |= d.action == RS_CONTROL_EMERGENCY;
+                ck_assert(d.urgent);
+                size = d.target;
+        }
+        ck_assert(emergency);
+        ck_assert(size > need * 1.1 + 50 * MIB);
+        rs_controller_free(c);
+}
+END_TEST
+
 START_TEST(test_params_validated) {
         RsPolicy p;
         RsControllerParams cp;
@@ -172,5 +276,7 @@ int main(void) {
                                    CHECK_TESTS(test_cost_from_psi_and_faults, test_window_rest_is_lowest_within_window,
                                                test_watermarks_and_start, test_params_validated));
         tcase_add_loop_test(tc, test_law_directions, 0, 2);
+        tcase_add_loop_test(tc, test_start_less_old_generations, 0, 2);
+        tcase_add_loop_test(tc, test_no_swap_headroom, 0, 2);
         return check_run_suite(s);
 }

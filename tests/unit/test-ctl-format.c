@@ -351,6 +351,12 @@ START_TEST(test_status_exit_code) {
         ck_assert_int_eq(ctl_status_exit_code(&c), EXIT_FAULTY);
         ck_assert_int_eq(EXIT_FAULTY, 6); /* documented in rightsizectl(1) and --help */
 
+        /* A guest refused for a name in use is not managed at all: a failure too. */
+        c = ctl_guest_counts(g, 1);
+        ck_assert_int_eq(ctl_status_exit_code(&c), EXIT_OK);
+        c.refused = 1;
+        ck_assert_int_eq(ctl_status_exit_code(&c), EXIT_FAULTY);
+
         /* "skipped" must be the prefix, not merely a word in the fault. */
         CtlGuest h;
         guest_fill(&h, "h", "hold", GIB);

@@ -69,6 +69,8 @@ static const char default_text[] =
         "metrics-path =\n"
         "shutdown-action = estimate\n"
         "read-group = rightsize\n"
+        "state-stale-after = 7d\n"
+        "state-remove-after = 90d\n"
         "\n"
         "[guests]\n"
         "manage = *\n"

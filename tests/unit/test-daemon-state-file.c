@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/macro.h"
@@ -385,9 +386,99 @@ START_TEST(test_remove) {
 }
 END_TEST
 
+static char *in_dir(const char *name) {
+        char *path = NULL;
+        ck_assert_int_ge(asprintf(&path, "%s/%s", dir, name), 0);
+        return path;
+}
+
+static void write_aged(const char *name, uint64_t age_sec) {
+        _cleanup_(freep) char *path = in_dir(name);
+        test_write_file(path, "{}");
+        struct timespec ts[2] = { { .tv_sec = time(NULL) - (time_t) age_sec }, { .tv_sec = time(NULL) - (time_t) age_sec } };
+        ck_assert_int_eq(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+static bool exists(const char *name) {
+        _cleanup_(freep) char *path = in_dir(name);
+        return access(path, F_OK) == 0;
+}
+
+START_TEST(test_leftovers_removed) {
+        GuestStateRecord a;
+
+        /* What a crash in the middle of write_file_atomic() leaves, beside what must stay. */
+        write_aged(".web1.json.a1B2c3", 0);
+        write_aged(".web%2F2.json.ZZZZZZ", 3600);
+        write_aged(".rightsized.lock", 0);
+        write_aged(".web1.json.short", 0);   /* not mkostemp's six characters */
+        write_aged("web1.json", 0);
+        write_aged("notes.txt", 0);
+        _cleanup_(freep) char *sub = in_dir(".web3.json.abcdef");
+        ck_assert_int_eq(mkdir(sub, 0700), 0); /* not a regular file */
+
+        ck_assert_int_eq(state_dir_remove_leftovers(dir), 2);
+        ck_assert(!exists(".web1.json.a1B2c3"));
+        ck_assert(!exists(".web%2F2.json.ZZZZZZ"));
+        ck_assert(exists(".rightsized.lock"));
+        ck_assert(exists(".web1.json.short"));
+        ck_assert(exists("web1.json"));
+        ck_assert(exists("notes.txt"));
+        ck_assert(exists(".web3.json.abcdef"));
+        ck_assert_int_eq(state_dir_remove_leftovers(dir), 0);
+
+        /* A real save's file is left alone, and still loads. */
+        fill_record(&a, "web1");
+        ck_assert_int_eq(state_file_save(dir, &a), 0);
+        ck_assert_int_eq(state_dir_remove_leftovers(dir), 0);
+        ck_assert_int_eq(state_file_load(dir, "web1", &a), 0);
+        ck_assert_int_eq(state_dir_remove_leftovers("/nonexistent/rightsize"), -ENOENT);
+}
+END_TEST
+
+static bool in_use_web_present(const char *path, void *userdata) {
+        unsigned *asked = userdata;
+        (*asked)++;
+        return strstr(path, "/present.json") != NULL;
+}
+
+START_TEST(test_old_files_aged_out_unless_in_use) {
+        const uint64_t day = 86400;
+        unsigned asked = 0;
+
+        write_aged("gone.json", 100 * day);
+        write_aged("present.json", 100 * day);  /* its guest is here: kept however old */
+        write_aged("recent.json", 10 * day);
+        write_aged("old-notes.txt", 100 * day); /* not a state file */
+        write_aged(".gone2.json.abcdef", 100 * day); /* leftovers are state_dir_remove_leftovers()'s */
+        _cleanup_(freep) char *sub = in_dir("olddir.json");
+        ck_assert_int_eq(mkdir(sub, 0700), 0);
+
+        uint64_t now = (uint64_t) time(NULL) * USEC_PER_SEC;
+        /* 0: never. */
+        ck_assert_int_eq(state_dir_age_out(dir, now, 0, in_use_web_present, &asked), 0);
+        ck_assert(exists("gone.json"));
+
+        ck_assert_int_eq(state_dir_age_out(dir, now, 90 * day * USEC_PER_SEC, in_use_web_present, &asked), 1);
+        ck_assert(!exists("gone.json"));
+        ck_assert(exists("present.json"));
+        ck_assert(exists("recent.json"));
+        ck_assert(exists("old-notes.txt"));
+        ck_assert(exists(".gone2.json.abcdef"));
+        ck_assert(exists("olddir.json"));
+        ck_assert_uint_eq(asked, 2); /* only the old state files were asked about */
+
+        /* A shorter limit reaches the recent one too. */
+        ck_assert_int_eq(state_dir_age_out(dir, now, 7 * day * USEC_PER_SEC, in_use_web_present, &asked), 1);
+        ck_assert(!exists("recent.json"));
+        ck_assert(exists("present.json"));
+}
+END_TEST
+
 int main(void) {
         return check_run_case("daemon-state-file", "state-file", setup, teardown, 120,
                               CHECK_TESTS(test_round_trip, test_fields, test_paths_are_escaped,
                                           test_bad_files_discarded, test_every_truncation_and_corruption,
-                                          test_disk_full_keeps_old_state, test_remove));
+                                          test_disk_full_keeps_old_state, test_remove, test_leftovers_removed,
+                                          test_old_files_aged_out_unless_in_use));
 }
