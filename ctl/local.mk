@@ -3,7 +3,8 @@
 # (tests/sim). Included from the top Makefile.am, after daemon/local.mk.
 
 bin_PROGRAMS += rightsizectl
-rightsizectl_SOURCES = ctl/rightsizectl.c ctl/ctl-format.c ctl/ctl-format.h ctl/ctl-pager.c ctl/ctl-pager.h
+rightsizectl_SOURCES = ctl/rightsizectl.c ctl/ctl-format.c ctl/ctl-format.h ctl/ctl-pager.c ctl/ctl-pager.h \
+	ctl/ctl-polkit-agent.c ctl/ctl-polkit-agent.h
 # (the version comes in as a define: the CLI includes no config.h)
 # and so does the daemon's default policy directory (etc/local.mk), for the completions' policy names
 rightsizectl_CPPFLAGS = $(AM_CPPFLAGS) -DRIGHTSIZECTL_VERSION='"$(PACKAGE_VERSION)"' \

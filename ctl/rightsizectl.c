@@ -23,6 +23,7 @@
 #include "common/size.h"
 #include "ctl/ctl-format.h"
 #include "ctl/ctl-pager.h"
+#include "ctl/ctl-polkit-agent.h"
 
 #define DEFAULT_ENABLE_POLICY "balanced"
 
@@ -791,6 +792,7 @@ typedef struct Verb {
         const char *name;
         int min_args, max_args;
         int (*run)(sd_bus *bus, int n_args, char **args);
+        bool changes; /* asks rightsized to change something: root, or polkit's yes */
 } Verb;
 
 static int verb_report(sd_bus *bus, int n_args _unused_, char **args _unused_) {
@@ -849,11 +851,13 @@ static int verb_monitor(sd_bus *bus, int n_args, char **args) {
 }
 
 static const Verb verbs[] = {
-        { "list", 0, 0, verb_list },       { "show", 1, 1, verb_show },     { "history", 1, 1, verb_history },
-        { "set", 2, 2, verb_set },         { "pause", 0, 1, verb_pause },   { "resume", 0, 1, verb_resume },
-        { "probe", 1, 1, verb_probe },     { "reload", 0, 0, verb_reload }, { "status", 0, 0, verb_status },
-        { "enable", 1, 1, verb_enable },   { "disable", 1, 1, verb_disable }, { "report", 0, 0, verb_report },
-        { "monitor", 0, 1, verb_monitor },
+        { "list", 0, 0, verb_list, false },         { "show", 1, 1, verb_show, false },
+        { "history", 1, 1, verb_history, false },   { "set", 2, 2, verb_set, true },
+        { "pause", 0, 1, verb_pause, true },        { "resume", 0, 1, verb_resume, true },
+        { "probe", 1, 1, verb_probe, true },        { "reload", 0, 0, verb_reload, true },
+        { "status", 0, 0, verb_status, false },     { "enable", 1, 1, verb_enable, true },
+        { "disable", 1, 1, verb_disable, true },    { "report", 0, 0, verb_report, false },
+        { "monitor", 0, 1, verb_monitor, false },
 };
 
 /* For the shell completions (contrib/completion/), which take the commands and options from
@@ -1048,6 +1052,10 @@ int main(int argc, char *argv[]) {
         code = connect_bus(&bus);
         if (code != EXIT_OK)
                 return code;
+        /* A change may need polkit's yes, and polkit an administrator's password: over SSH there is
+         * no agent to ask for it unless we bring one. */
+        if (verbs[v].changes)
+                ctl_polkit_agent_open();
 
         return verbs[v].run(bus, n_args, args);
 }

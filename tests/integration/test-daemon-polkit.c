@@ -4,14 +4,17 @@
  * namespace of its own, where only our action file (etc/org.rightsize.policy) and a test rules file
  * are visible (bind mounts over /usr/share/polkit-1/actions, /etc/polkit-1/rules.d and
  * /usr/share/polkit-1/rules.d, gone with the namespace); the real rightsized with simulated guests.
- * The rules grant org.rightsize.manage to the user `daemon`, and org.rightsize.reload to `nobody`
- * after authentication (which `nobody` cannot give). Asserted:
+ * The rules grant org.rightsize.manage to the user `daemon`, refuse it to `nobody`, and grant
+ * org.rightsize.reload to `nobody` after authentication (which `nobody` cannot give); the rest
+ * falls to the shipped defaults (an administrator's password). Asserted:
  *  - `daemon` pauses, resumes and sets a floor (the calls succeed and the guests show it), also
- *    through rightsizectl, but may not Reload (refused naming org.rightsize.reload);
+ *    through rightsizectl, but may not Reload without a password (naming org.rightsize.reload);
  *  - `nobody` is refused with AccessDenied naming org.rightsize.manage, nothing changes; its Reload
  *    gets InteractiveAuthorizationRequired, also with an authentication agent registered for it
  *    (polkit is not told it may ask); when the call allows interactive authorization, polkit asks
  *    that agent, which authenticates an administrator, and the Reload is done;
+ *  - `rightsizectl reload` as nobody at a terminal with no agent around (SSH) brings pkttyagent,
+ *    which polkit asks: its request reaches the terminal; hung up, nothing is done or left running;
  *  - root needs no polkit: its calls work while polkitd is frozen (SIGSTOP);
  *  - rightsized never waits for polkit: with polkitd frozen and a query pending, root's reads and
  *    changes are answered at once, and the pending call completes once polkitd thaws; a caller
@@ -26,6 +29,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
+#include <poll.h>
+#include <pty.h>
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
@@ -60,6 +66,8 @@ static const char rules[] =
         "                return polkit.Result.YES;\n"
         "        if (action.id == \"" RS_POLKIT_ACTION_RELOAD "\" && subject.user == \"nobody\")\n"
         "                return polkit.Result.AUTH_ADMIN;\n"
+        "        if (action.id == \"" RS_POLKIT_ACTION_MANAGE "\" && subject.user == \"nobody\")\n"
+        "                return polkit.Result.NO;\n"
         "});\n";
 
 static const char *const sim_args[] = { "--scenario", "steady", "--time-scale", "20", NULL };
@@ -323,9 +331,12 @@ START_TEST(test_authorized_user) {
         r = as_daemon("Pause", 1, "nosuch", NULL, NULL);
         bus_call_assert_error(&r, RS_BUS_ERROR_NO_SUCH_GUEST, "Pause(nosuch) as daemon");
 
-        /* The rules grant manage, not reload. */
+        /* The rules grant manage, not reload: reload falls to the shipped defaults, an
+         * administrator's password (auth_admin_keep, over SSH too), which this call did not allow
+         * polkit to ask for. */
         r = as_daemon("Reload", 0, NULL, NULL, NULL);
-        assert_refused(&r, SD_BUS_ERROR_ACCESS_DENIED, RS_POLKIT_ACTION_RELOAD, "Reload as daemon");
+        assert_refused(&r, SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED, RS_POLKIT_ACTION_RELOAD,
+                       "Reload as daemon");
 
         /* Through the CLI, as daemon. */
         _cleanup_(ctl_run_done) CtlRun p = ctl_run_as(&d, daemon_uid, daemon_gid, "pause", "sim-1", (const char *) NULL);
@@ -390,6 +401,60 @@ START_TEST(test_interactive_authorization) {
         ck_assert_msg(read(asked, &c, 1) == 1, "the agent was never asked");
         stop_agent(agent, asked);
         ck_assert(daemon_fixture_wait_log(&d, "Reloaded", WAIT_SEC));
+}
+END_TEST
+
+/* rightsizectl at a terminal, as nobody, asks for a change polkit wants an administrator for, with
+ * no agent in sight (an SSH login): it brings its own text agent (pkttyagent, for its own bus
+ * connection), and polkit asks that agent: the request reaches the terminal. Then the terminal
+ * goes away (the administrator gives up): nothing was changed, and nothing is left running. */
+START_TEST(test_ctl_brings_an_agent) {
+        char binary[PATH_MAX], buf[8192];
+        size_t len = 0;
+        int master, status;
+
+        if (access("/usr/bin/pkttyagent", X_OK) < 0) {
+                check_cannot_set_up("test_ctl_brings_an_agent", "pkttyagent is not installed (Debian package polkitd)");
+                return;
+        }
+        snprintf(binary, sizeof(binary), "%s/rightsizectl", getenv("top_builddir") ?: ".");
+        pid_t pid = forkpty(&master, NULL, NULL, NULL);
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                if (setgroups(1, &nobody_gid) < 0 || setresgid(nobody_gid, nobody_gid, nobody_gid) < 0 ||
+                    setresuid(nobody_uid, nobody_uid, nobody_uid) < 0)
+                        _exit(121);
+                setenv("DBUS_SYSTEM_BUS_ADDRESS", bus.address, 1);
+                unsetenv("RIGHTSIZECTL_NO_POLKIT_AGENT");
+                execl(binary, "rightsizectl", "reload", (char *) NULL);
+                _exit(122);
+        }
+        uint64_t deadline = monotonic_sec() + WAIT_SEC;
+        while (!strstr(buf, RS_POLKIT_ACTION_RELOAD)) {
+                ck_assert_msg(monotonic_sec() < deadline, "no authentication request on the terminal after %d s: %s",
+                              WAIT_SEC, buf);
+                struct pollfd p = { .fd = master, .events = POLLIN };
+                if (poll(&p, 1, 500) <= 0)
+                        continue;
+                ssize_t n = read(master, buf + len, sizeof(buf) - 1 - len);
+                ck_assert_msg(n > 0, "the terminal closed before polkit asked: %s", buf);
+                len += (size_t) n;
+                buf[len] = '\0';
+                ck_assert_msg(len < sizeof(buf) - 1, "too much on the terminal: %s", buf);
+        }
+        /* pkttyagent's own words, so it was that agent polkit asked. */
+        ck_assert_msg(strstr(buf, "AUTHENTICATING FOR"), "terminal: %s", buf);
+        /* The terminal hangs up: the session's processes get SIGHUP. */
+        close(master);
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_msg(!WIFEXITED(status) || WEXITSTATUS(status) != 0, "the reload went through without a password");
+        /* No agent left behind for nobody. */
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "pgrep -u %u -x pkttyagent >/dev/null", (unsigned) nobody_uid);
+        for (uint64_t until = monotonic_sec() + WAIT_SEC; system(cmd) == 0;) {
+                ck_assert_msg(monotonic_sec() < until, "a pkttyagent of nobody's still runs");
+                usleep(200 * 1000);
+        }
 }
 END_TEST
 
@@ -526,7 +591,7 @@ int main(void) {
         Suite *s = suite_create("daemon-polkit");
         check_add_case_once(s, "polkit", setup, teardown, 0,
                             CHECK_TESTS(test_authorized_user, test_unauthorized_user, test_interactive_authorization,
-                                        test_root_needs_no_polkit, test_never_blocks,
+                                        test_ctl_brings_an_agent, test_root_needs_no_polkit, test_never_blocks,
                                         test_daemon_stops_with_query_in_flight, test_polkit_absent));
         /* One process: the tests share polkitd and the daemon, and some stop or freeze them. */
         return check_run_suite_nofork(s);
