@@ -455,9 +455,8 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
                         say(c, RS_CONTROL_WAIT, "the balloon is still on its way to %.0f MiB", c->size / MIB);
                 } else {
                         /* Scaled by how far under target both the size at rest and what the
-                         * workload paid over the window are: the passing refaults each step
-                         * causes are paid too, and the controller does not spend more than the
-                         * target on its own moves. */
+                         * sizes held cost over the window are: after a size that stalled, the
+                         * tightening stays back for a while rather than going straight there. */
                         c->last_within = actual;
                         double paid = MAX(ratio, c->spent / p->cost_target);
                         double share = p->tighten_per_min / 60.0 * dt * MAX(0.0, 1 - paid);

@@ -18,8 +18,9 @@
  * memory), and expires.
  *
  * The cost is judged over windows in seconds, not samples: the interval's cost, its average
- * over the window (what the workload paid), and the window's lowest interval (what the size
- * costs at rest, without the passing refaults a balloon step's reclaim causes). */
+ * over the window (what the workload paid), the window's lowest interval, and what the size
+ * costs at rest, from its own intervals, a step's passing stall judged by the level its decay
+ * tends to (rs_cost_window_settled()). */
 #pragma once
 
 #include <stdbool.h>
