@@ -2,7 +2,8 @@
 /* The cost controller's pieces, by hand-made samples: the cost from PSI and from faults, the
  * window's rest, what a size costs (a step's passing stall by the level it decays to), the
  * start size, the kernel's watermarks, and the law's directions (a guest within target gives,
- * one over it gets, an OOM kill brings back the last size within target plus the margin). Its figures on guest model v2 are test-controller-property's. */
+ * one over it gets, an OOM kill brings back the last size within target plus the margin).
+ * Its figures on guest model v2 are test-controller-property's. */
 #include <check.h>
 #include <errno.h>
 #include <math.h>
