@@ -33,6 +33,12 @@ struct RsController {
         double estimate;                 /* bytes */
         double last_within;              /* bytes: the last size whose cost at rest was within target, 0 none */
         double prev_actual;              /* bytes, 0 unknown */
+        double last_rest;                /* the cost at rest of the last size judged */
+        double spent;                    /* the cost averaged over the window, a passing stall at its level */
+        double spent_before;             /* ... as it was before the interval of the last move */
+        uint64_t spent_before_at;
+        uint64_t last_cost_at;           /* the end of the last interval with a cost */
+        uint64_t moved_at;               /* the end of the last interval the guest's size moved in */
         uint64_t oom_prev;
 
         /* Whether the guest's anonymous memory can leave: from its swap levels where the agent
@@ -373,6 +379,11 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
         const char *risk = oom_risk(c, &s, actual);
         double prev_actual = c->prev_actual;
         c->prev_actual = actual;
+        if (fabs(actual - prev_actual) >= slack(actual)) {
+                c->moved_at = now;
+                c->spent_before = c->spent;
+                c->spent_before_at = c->last_cost_at;
+        }
         c->d.source = ci.source;
         c->d.cost = ci.stall;
 
@@ -397,13 +408,39 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
         } else {
                 double dt = r.interval_sec;
                 rs_cost_window_add(&c->window, ci.stall, dt, now);
-                double rest = rs_cost_window_rest(&c->window, now);
+                /* A step's reclaim takes hot pages with the cold; they come back at the rate they
+                 * are touched, so their stall decays, over as long as the workload's reuse time,
+                 * which may well be longer than the window. What the size itself costs is the
+                 * level that decay tends to: a size is not loosened for a passing stall.
+                 * Until its intervals say what it costs (the move's own interval, or a cost
+                 * still falling), a size is not loosened at all, and tightened only while this
+                 * interval and the last size judged were within target. */
+                bool passing;
+                double settled = rs_cost_window_settled(&c->window, c->moved_at, &passing);
+                bool judged = settled >= 0;
+                double rest = judged ? settled : MAX(c->last_rest, ci.stall);
+                if (judged)
+                        c->last_rest = rest;
                 double ratio = rest / p->cost_target;
+                /* The cost the sizes held have paid, over the window: since the last move, at
+                 * what that size costs at rest once that is known (a step's passing stall is not
+                 * the size's doing, and whatever it is, it is paid once), every interval's
+                 * stall until then. A size that stalled keeps the tightening back for a window
+                 * after the loosen that left it. */
+                if (judged)
+                        c->spent = rest + (c->spent_before - rest) * exp(-(double) (now - c->spent_before_at) / 1e6 /
+                                                                          p->cost_window_sec);
+                else
+                        c->spent += (1.0 - exp(-dt / p->cost_window_sec)) * (ci.stall - c->spent);
+                c->last_cost_at = now;
                 c->d.cost_mean = c->window.mean;
                 c->d.cost_rest = rest;
                 update_stream_verdict(c, &ci, rest, now);
 
-                if (ratio > 1) {
+                if (ratio > 1 && !judged) {
+                        say(c, RS_CONTROL_WAIT, "stall %.3f %% at a size not judged yet (a step's stall may be passing)",
+                            100 * ci.stall);
+                } else if (ratio > 1) {
                         /* Over target at rest: in proportion to how far over, from what the guest
                          * uses. Memory it was given and has not filled yet (free above the
                          * watermarks) is still coming back into use at the workload's pace, and
@@ -418,15 +455,14 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
                         say(c, RS_CONTROL_WAIT, "the balloon is still on its way to %.0f MiB", c->size / MIB);
                 } else {
                         /* Scaled by how far under target both the size at rest and what the
-                         * workload paid over the window are: the passing refaults each step
-                         * causes are paid too, and the controller does not spend more than the
-                         * target on its own moves. */
+                         * sizes held cost over the window are: after a size that stalled, the
+                         * tightening stays back for a while rather than going straight there. */
                         c->last_within = actual;
-                        double paid = MAX(ratio, c->window.mean / p->cost_target);
+                        double paid = MAX(ratio, c->spent / p->cost_target);
                         double share = p->tighten_per_min / 60.0 * dt * MAX(0.0, 1 - paid);
                         c->size = clamp_size(c, MIN(c->size, actual) * (1 - share));
-                        say(c, RS_CONTROL_TIGHTEN, "stall at rest %.3f %% under the target %.3f %%: -%.2f %%", 100 * rest,
-                            100 * p->cost_target, 100 * share);
+                        say(c, RS_CONTROL_TIGHTEN, "stall at rest %.3f %%%s under the target %.3f %%: -%.2f %%", 100 * rest,
+                            passing ? " (where a passing stall settles)" : "", 100 * p->cost_target, 100 * share);
                 }
                 /* Where the headroom holds the guest, no cost was found below it: its working
                  * set is what it cannot give, and the margin is the headroom's. */

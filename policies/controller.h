@@ -15,9 +15,10 @@
  *     balloon pushed back: the guest has nothing left to give), it goes back to the last size
  *     that ran within target plus the margin, not to the maximum.
  * Nothing else: no knee is bracketed, no size is held and probed again, no transient is
- * waited out by a rule. The window does that: the cost at rest is the window's lowest
- * interval, so the refaults a step's reclaim causes for a few seconds do not loosen the
- * guest, and a size whose every interval stalls does.
+ * waited out by a rule. A size is judged by its own intervals (rs_cost_window_settled()): a
+ * stall that does not fall is the size's, and one that decays geometrically (the hot pages a
+ * step's reclaim took, coming back) is judged by the level it tends to, so a step's passing
+ * stall does not loosen the guest, however long the workload's reuse time.
  *
  * The estimate is the size the controller settled at: where the cost at rest stayed within
  * target. A stream (reads no memory saves) shows in neither signal of the cost: PSI does
@@ -48,8 +49,8 @@
 /* The tunables: each a time or a share, each documented in policies/README.md. */
 typedef struct RsControllerParams {
         double cost_target;        /* share of wall time the working set may stall on memory at rest */
-        double cost_window_sec;    /* the window the cost is judged over: its average's time constant, and
-                                    * how long a size's every interval must stall before it is loosened */
+        double cost_window_sec;    /* the time constant of what the sizes held cost (the tightening's
+                                    * brake) and, times four, of the estimate's average */
         double tighten_per_min;    /* share of the size given up per minute at zero cost */
         double loosen_per_sec;     /* share of the size added per second for each target's worth of excess */
         double loosen_max_per_sec; /* ... at most, per second */
@@ -83,7 +84,8 @@ typedef struct RsControllerDecision {
         RsCostSource source;  /* where the cost came from */
         double cost;          /* the interval's cost, share of wall time */
         double cost_mean;     /* its average over the window */
-        double cost_rest;     /* the window's lowest interval: what the size costs at rest */
+        double cost_rest;     /* what the size costs at rest (rs_cost_window_settled()), or the last
+                               * size judged's while this one is not */
         double cost_target;
         bool streaming;       /* a stream verdict in force */
         char reason[RS_REASON_MAX];

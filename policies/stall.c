@@ -84,6 +84,40 @@ double rs_cost_window_rest(const RsCostWindow *w, uint64_t now_usec) {
         return lowest;
 }
 
+double rs_cost_window_settled(const RsCostWindow *w, uint64_t since_usec, bool *passing) {
+        double c[3];
+        unsigned n = 0;
+        *passing = false;
+        /* the newest three intervals at the size, oldest first */
+        for (unsigned k = 0; k < MIN(w->ring_len, 3u); k++) {
+                unsigned i = (w->ring_next + RS_COST_RING - 1 - k) % RS_COST_RING;
+                if (w->ring_at[i] < since_usec)
+                        break; /* before the move (the interval it ended in counts: its burst of
+                                * reclaim only makes a decay look steeper) */
+                n++;
+        }
+        for (unsigned k = 0; k < n; k++)
+                c[k] = w->ring_stall[(w->ring_next + RS_COST_RING - n + k) % RS_COST_RING];
+        if (n < 2)
+                return -1;                      /* the move's own interval: nothing known yet */
+        double d1 = c[n - 1] - c[n - 2];
+        if (d1 >= 0)
+                return MIN(c[n - 1], c[n - 2]); /* not falling: what the size costs */
+        if (n < 3)
+                return -1;                      /* falling: passing or not, a third interval tells */
+        double d0 = c[1] - c[0];
+        /* strictly falling, by less each time: a decay toward a level. Falling otherwise (in a
+         * straight line, or faster): the newest, the least the size has cost. */
+        if (!(d0 < 0 && d1 > d0))
+                return c[2];
+        double q = d1 / d0;
+        *passing = true;
+        /* no further below the newest than the three fell: noise on a steady cost can look
+         * like a slow decay, whose limit would be far below */
+        double limit = c[2] + MAX(d1 * q / (1 - q), -(c[0] - c[2]));
+        return CLAMP(limit, 0.0, c[2]);
+}
+
 const char *rs_cost_source_to_string(RsCostSource s) {
         switch (s) {
         case RS_COST_NONE:

@@ -18,8 +18,9 @@
  * memory), and expires.
  *
  * The cost is judged over windows in seconds, not samples: the interval's cost, its average
- * over the window (what the workload paid), and the window's lowest interval (what the size
- * costs at rest, without the passing refaults a balloon step's reclaim causes). */
+ * over the window (what the workload paid), the window's lowest interval, and what the size
+ * costs at rest, from its own intervals, a step's passing stall judged by the level its decay
+ * tends to (rs_cost_window_settled()). */
 #pragma once
 
 #include <stdbool.h>
@@ -65,5 +66,19 @@ void rs_cost_window_reset(RsCostWindow *w);
 void rs_cost_window_add(RsCostWindow *w, double stall, double interval_sec, uint64_t now_usec);
 /* The lowest interval cost within the window ending at now_usec; -1 when none. */
 double rs_cost_window_rest(const RsCostWindow *w, uint64_t now_usec);
+/* What the size costs, from the intervals at it: those ending at or after since_usec (the
+ * interval the size's move ended in, then the ones at it), at most the newest three.
+ *   - Two or more, the newest not lower than the one before: the cost is not passing; the
+ *     lower of the two is what the size costs (at once: a size that stalls is not kept for
+ *     a whole window).
+ *   - Three falling geometrically (each fall a constant share of the one before, as hot pages
+ *     a step's reclaim took come back at the rate they are touched): passing (*passing set);
+ *     their limit (Aitken's extrapolation), at least 0 and at most the newest, is what the
+ *     size costs, however long the decay takes (no further below the newest than the three
+ *     fell: noise on a steady cost can look like a slow decay).
+ *   - Three falling otherwise: the newest.
+ *   - Otherwise (the move's own interval alone, or two falling) -1: the size is not judged
+ *     yet. */
+double rs_cost_window_settled(const RsCostWindow *w, uint64_t since_usec, bool *passing);
 
 const char *rs_cost_source_to_string(RsCostSource s);

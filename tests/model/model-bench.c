@@ -4,7 +4,7 @@
  * a measurement, not a test: it exits 0 whatever the figures (the model's own properties are
  * asserted by tests/unit/test-guest-model-v2).
  *
- *   model-bench [--draws N] [--seconds S] [--core estimator|controller|both] [--tuning-only]
+ *   model-bench [--draws N] [--seconds S] [--core estimator|controller|both] [--tuning-only] [--list]
  *               [--param NAME=VALUE]... [--holdout-baseline FILE] [--write-holdout FILE]
  *   model-bench --family NAME --seed N [--core ...]      replay one draw, an interval a line
  *
@@ -226,6 +226,10 @@ static const char *core_title(ModelV2Core c) {
         return c == MODEL_V2_ESTIMATOR ? "Today's estimator" : "The cost controller (policies/controller.c, not yet wired in)";
 }
 
+/* --list: a line per draw on stderr (family, seed, error, cost, starved, OOM kills), to find
+ * the draws worth replaying. */
+static bool list_draws;
+
 /* Runs one core over the draws; fills all[] per family. Returns false if the core refused a draw. */
 static bool run_core(const RsPolicy *p, const ModelV2Options *o, unsigned draws, double seconds, bool tuning_only,
                      FamilyFigures *all, bool *ran) {
@@ -245,6 +249,12 @@ static bool run_core(const RsPolicy *p, const ModelV2Options *o, unsigned draws,
                         workload_describe(&d, desc, sizeof(desc));
                         fprintf(stderr, "the core refused a draw: %s\n", desc);
                         ok = false;
+                }
+                if (list_draws) {
+                        const ModelV2Score *x = &scores[fam][n[fam]];
+                        fprintf(stderr, "%s %llu error %+.1f %% cost %.3f %% below %.0f s OOM %u\n", shape_family_name(fam),
+                                (unsigned long long) d.seed, 100 * x->error_stall, 100 * x->cost, x->longest_below_sec,
+                                x->oom_kills);
                 }
                 n[fam]++;
         }
@@ -322,10 +332,12 @@ int main(int argc, char **argv) {
                         core = v, i++;
                 else if (strcmp(a, "--tuning-only") == 0)
                         tuning_only = true;
+                else if (strcmp(a, "--list") == 0)
+                        list_draws = true;
                 else if (strcmp(a, "--param") == 0 && v && set_param(&cp, v) == 0)
                         i++;
                 else {
-                        fprintf(stderr, "usage: %s [--draws N] [--seconds S] [--core estimator|controller|both] [--tuning-only]\n"
+                        fprintf(stderr, "usage: %s [--draws N] [--seconds S] [--core estimator|controller|both] [--tuning-only] [--list]\n"
                                         "          [--param NAME=VALUE]... [--holdout-baseline FILE] [--write-holdout FILE]\n"
                                         "       %s --family NAME --seed N [--seconds S] [--core estimator|controller]\n",
                                 argv[0], argv[0]);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The cost controller's pieces, by hand-made samples: the cost from PSI and from faults, the
- * window's rest, the start size, the kernel's watermarks, and the law's directions (a guest
- * within target gives, one over it gets, an OOM kill brings back the last size within target
- * plus the margin). Its figures on guest model v2 are test-controller-property's. */
+ * window's rest, what a size costs (a step's passing stall by the level it decays to), the
+ * start size, the kernel's watermarks, and the law's directions (a guest within target gives,
+ * one over it gets, an OOM kill brings back the last size within target plus the margin).
+ * Its figures on guest model v2 are test-controller-property's. */
 #include <check.h>
 #include <errno.h>
 #include <math.h>
@@ -62,6 +63,49 @@ START_TEST(test_window_rest_is_lowest_within_window) {
         rs_cost_window_add(&w, 0.01, 10, 70 * SEC);
         /* every interval of the window over: the size itself stalls */
         ck_assert(rs_cost_window_rest(&w, 70 * SEC) == 0.01);
+}
+END_TEST
+
+/* What a size costs, from its own intervals: a steady cost at once, a geometric decay (a
+ * step's collateral coming back) by the level it tends to, and nothing from two falling. */
+START_TEST(test_window_settled) {
+        RsCostWindow w;
+        bool passing;
+        rs_cost_window_init(&w, 30);
+        rs_cost_window_add(&w, 0.0001, 10, 10 * SEC); /* before the move */
+        rs_cost_window_add(&w, 0.02, 10, 20 * SEC);   /* the move's interval */
+        ck_assert(rs_cost_window_settled(&w, 20 * SEC, &passing) < 0);
+        rs_cost_window_add(&w, 0.021, 10, 30 * SEC);
+        /* not falling: the size's own cost, judged after two intervals, not a window */
+        ck_assert(rs_cost_window_settled(&w, 20 * SEC, &passing) == 0.02);
+        ck_assert(!passing);
+
+        /* a decay toward 0.0002 by half each interval: the limit, not the newest */
+        rs_cost_window_init(&w, 30);
+        rs_cost_window_add(&w, 0.0002 + 0.008, 10, 10 * SEC);
+        rs_cost_window_add(&w, 0.0002 + 0.004, 10, 20 * SEC);
+        ck_assert(rs_cost_window_settled(&w, 10 * SEC, &passing) < 0);
+        rs_cost_window_add(&w, 0.0002 + 0.002, 10, 30 * SEC);
+        double settled = rs_cost_window_settled(&w, 10 * SEC, &passing);
+        ck_assert(passing);
+        ck_assert(fabs(settled - 0.0002) < 1e-9);
+        /* an interval before the move does not count */
+        ck_assert(rs_cost_window_settled(&w, 20 * SEC, &passing) < 0);
+
+        /* a straight fall is no decay toward a level: the newest */
+        rs_cost_window_init(&w, 30);
+        rs_cost_window_add(&w, 0.006, 10, 10 * SEC);
+        rs_cost_window_add(&w, 0.004, 10, 20 * SEC);
+        rs_cost_window_add(&w, 0.002, 10, 30 * SEC);
+        ck_assert(rs_cost_window_settled(&w, 0, &passing) == 0.002);
+        ck_assert(!passing);
+        /* noise on a steady cost that looks like a slow decay: no further down than it fell */
+        rs_cost_window_init(&w, 30);
+        rs_cost_window_add(&w, 0.0100, 10, 10 * SEC);
+        rs_cost_window_add(&w, 0.0095, 10, 20 * SEC);
+        rs_cost_window_add(&w, 0.0091, 10, 30 * SEC);
+        settled = rs_cost_window_settled(&w, 0, &passing);
+        ck_assert(settled >= 0.0091 - 0.0009 - 1e-12);
 }
 END_TEST
 
@@ -153,6 +197,71 @@ START_TEST(test_law_directions) {
         ck_assert_int_eq(d.action, RS_CONTROL_EMERGENCY);
         ck_assert(d.target >= within * 1.09);
         ck_assert(d.target <= d.max && d.target >= d.floor);
+        rs_controller_free(c);
+}
+END_TEST
+
+/* Starts a controller and tightens it a few intervals at zero cost; returns the size. */
+static uint64_t started(RsController *c, Fake *f, bool agent) {
+        RsControllerDecision d;
+        fake_sample(f, 4 * GIB, 2 * GIB, 0, agent);
+        rs_controller_feed(c, &f->s, f->now);
+        fake_sample(f, 4 * GIB, 2 * GIB, 0, agent);
+        rs_controller_feed(c, &f->s, f->now);
+        rs_controller_decide(c, &d);
+        uint64_t size = d.target;
+        for (int i = 0; i < 4; i++) {
+                fake_sample(f, size, 16 * MIB, 0, agent);
+                rs_controller_feed(c, &f->s, f->now);
+                rs_controller_decide(c, &d);
+                size = d.target;
+        }
+        return size;
+}
+
+/* A step's passing stall (hot pages its reclaim took, coming back at a decaying rate, here
+ * for longer than the window) is not the size's cost: no loosening, and the tightening goes
+ * on once the decay says where it settles. The same stall held steady is the size's: it is
+ * loosened after two intervals at it. */
+START_TEST(test_passing_stall) {
+        RsPolicy p;
+        RsControllerParams cp;
+        RsController *c;
+        RsControllerDecision d;
+        Fake f = { .now = 0 };
+        bool agent = _i;
+
+        rs_policy_init(&p);
+        rs_controller_params_init(&cp, &p);
+        ck_assert_int_eq(rs_controller_new(&c, &p, &cp, 4 * GIB), 0);
+        uint64_t size = started(c, &f, agent) - 64 * MIB; /* a step the balloon takes */
+        double stall = 0.008;
+        bool tightened = false;
+        for (int i = 0; i < 8; i++, stall *= 0.7) {
+                fake_sample(&f, size, 16 * MIB, stall, agent);
+                rs_controller_feed(c, &f.s, f.now);
+                rs_controller_decide(c, &d);
+                ck_assert_int_ne(d.action, RS_CONTROL_LOOSEN);
+                /* judged passing by the fourth interval; by the sixth the brake it put on the
+                 * tightening is gone, though the stall is still over target */
+                if (i >= 5 && d.action == RS_CONTROL_TIGHTEN && d.target < size * 0.995)
+                        tightened = true;
+        }
+        ck_assert(tightened);
+        rs_controller_free(c);
+
+        ck_assert_int_eq(rs_controller_new(&c, &p, &cp, 4 * GIB), 0);
+        f = (Fake) { .now = 0 };
+        size = started(c, &f, agent) - 64 * MIB;
+        fake_sample(&f, size, 16 * MIB, 0.008, agent);
+        rs_controller_feed(c, &f.s, f.now);
+        rs_controller_decide(c, &d);
+        ck_assert_int_eq(d.action, RS_CONTROL_WAIT); /* the move's own interval: not judged */
+        fake_sample(&f, size, 16 * MIB, 0.008, agent);
+        rs_controller_feed(c, &f.s, f.now);
+        rs_controller_decide(c, &d);
+        ck_assert_int_eq(d.action, RS_CONTROL_LOOSEN);
+        ck_assert(d.target > size);
         rs_controller_free(c);
 }
 END_TEST
@@ -273,9 +382,10 @@ END_TEST
 int main(void) {
         Suite *s = suite_create("controller");
         TCase *tc = check_add_case(s, "pieces", NULL, NULL, 0,
-                                   CHECK_TESTS(test_cost_from_psi_and_faults, test_window_rest_is_lowest_within_window,
+                                   CHECK_TESTS(test_cost_from_psi_and_faults, test_window_rest_is_lowest_within_window, test_window_settled,
                                                test_watermarks_and_start, test_params_validated));
         tcase_add_loop_test(tc, test_law_directions, 0, 2);
+        tcase_add_loop_test(tc, test_passing_stall, 0, 2);
         tcase_add_loop_test(tc, test_start_less_old_generations, 0, 2);
         tcase_add_loop_test(tc, test_no_swap_headroom, 0, 2);
         return check_run_suite(s);
