@@ -674,9 +674,15 @@ def throughput_oracle(g, twin, cfg, reference):
         if not st["refault_ok"]:
             break
         rule = st["size"]
-    g.set_balloon(full)
+    # Full size again, after the squeezes: under TCG a balloon squeeze splits the host's huge pages
+    # under the guest's RAM and leaves it slower at any size until they are collapsed again
+    # (../shared/guest-lab.md, 2026-12-06). A full size that no longer reaches the calibration
+    # says how much of every verdict above is the squeeze's lasting cost rather than the size's.
+    after = judge(g, twin, full, cfg, reference, True)
+    bl.log(f"oracle: {g.label}: full size again, after the bisection: throughput {after['ratio']:.3f} of the "
+           "calibration's")
     return {"oracle_mib": good, "floor_reached": bad is None, "steps": steps, "refault_rule_mib": rule,
-            "refault_limit": g.limit()}
+            "refault_limit": g.limit(), "full_after": after}
 
 
 def image_stamp():
