@@ -25,7 +25,9 @@
         (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | \
          IN_ONLYDIR)
 
-#define DEFAULT_RETRY_USEC (5 * USEC_PER_SEC)
+/* Before retrying a directory that could not be watched for reasons other than not existing (no
+ * permission, the inotify watch limit). */
+#define RETRY_USEC (5 * USEC_PER_SEC)
 
 typedef struct WatchDir {
         char *path;
@@ -50,7 +52,6 @@ struct Discovery {
         sd_event *event;
         sd_event_source *io_source;
         sd_event_source *retry_source;
-        uint64_t retry_usec;
         int inotify_fd;
 
         WatchDir *dirs;
@@ -269,7 +270,7 @@ static void schedule_retry(Discovery *d) {
 
         if (d->retry_source)
                 return;
-        r = sd_event_add_time_relative(d->event, &d->retry_source, CLOCK_MONOTONIC, d->retry_usec, 0, on_retry, d);
+        r = sd_event_add_time_relative(d->event, &d->retry_source, CLOCK_MONOTONIC, RETRY_USEC, 0, on_retry, d);
         if (r < 0)
                 log_warning_errno(r, "Cannot schedule a retry of QMP socket directories: %m");
 }
@@ -439,7 +440,6 @@ int discovery_new(sd_event *event, DiscoveryAddedFn added, DiscoveryRemovedFn re
         d->added = added;
         d->removed = removed;
         d->userdata = userdata;
-        d->retry_usec = DEFAULT_RETRY_USEC;
 
         d->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
         if (d->inotify_fd < 0)
@@ -581,9 +581,4 @@ void discovery_set_trust(Discovery *d, const SocketTrust *trust) {
         for (size_t i = d->n_sockets; i > 0; i--)
                 if (d->sockets[i - 1].refused)
                         socket_remove_at(d, i - 1);
-}
-
-void discovery_set_retry_usec(Discovery *d, uint64_t usec) {
-        if (d)
-                d->retry_usec = usec > 0 ? usec : DEFAULT_RETRY_USEC;
 }

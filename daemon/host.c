@@ -72,9 +72,3 @@ int host_process_rss(const char *procfs, pid_t pid, uint64_t *ret) {
         }
         return -ENODATA;
 }
-
-uint64_t host_reclaimed(uint64_t configured, uint64_t rss) {
-        if (configured == UINT64_MAX || rss == UINT64_MAX)
-                return UINT64_MAX;
-        return configured > rss ? configured - rss : 0;
-}

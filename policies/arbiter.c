@@ -105,7 +105,6 @@ int rs_arbitrate(const RsArbiterHost *host, const RsArbiterGuest *guests, size_t
                 /* Step 1: take the excess above the estimates, in proportion to it. */
                 unsigned __int128 excess = sum_want - sum_base;
                 unsigned __int128 need = sum_want - budget;
-                unsigned __int128 taken = 0;
                 for (size_t i = 0; i < n; i++) {
                         uint64_t want = guest_want(&guests[i]), base = guest_base(&guests[i]);
                         uint64_t mine = want > base ? want - base : 0;
@@ -113,10 +112,8 @@ int rs_arbitrate(const RsArbiterHost *host, const RsArbiterGuest *guests, size_t
                         unsigned __int128 take = excess > 0 ? ((unsigned __int128) mine * need + excess - 1) / excess : 0;
                         if (take > mine)
                                 take = mine;
-                        taken += take;
                         out_targets[i] = want - (uint64_t) take;
                 }
-                (void) taken;
                 return RS_ARBITER_SQUEEZED;
         }
 

@@ -83,16 +83,3 @@ double rs_cost_window_rest(const RsCostWindow *w, uint64_t now_usec) {
         }
         return lowest;
 }
-
-const char *rs_cost_source_to_string(RsCostSource s) {
-        switch (s) {
-        case RS_COST_NONE:
-                return "none";
-        case RS_COST_ESTIMATED:
-                return "estimated";
-        case RS_COST_PSI:
-                return "psi";
-        default:
-                return "?";
-        }
-}

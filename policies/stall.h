@@ -65,5 +65,3 @@ void rs_cost_window_reset(RsCostWindow *w);
 void rs_cost_window_add(RsCostWindow *w, double stall, double interval_sec, uint64_t now_usec);
 /* The lowest interval cost within the window ending at now_usec; -1 when none. */
 double rs_cost_window_rest(const RsCostWindow *w, uint64_t now_usec);
-
-const char *rs_cost_source_to_string(RsCostSource s);

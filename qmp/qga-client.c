@@ -106,10 +106,6 @@ void qga_client_set_callbacks(QgaClient *c, const QgaClientCallbacks *callbacks,
         c->userdata = userdata;
 }
 
-void qga_client_set_default_timeout(QgaClient *c, uint64_t usec) {
-        c->peer.default_timeout = usec > 0 ? usec : QGA_DEFAULT_COMMAND_TIMEOUT_USEC;
-}
-
 void qga_client_set_sync_timeout(QgaClient *c, uint64_t usec) {
         c->sync_timeout = usec > 0 ? usec : QGA_DEFAULT_SYNC_TIMEOUT_USEC;
 }

@@ -678,10 +678,6 @@ const LibvirtDomainInfo *libvirt_backend_get_domain(LibvirtBackend *b, const cha
         return d ? &d->info : NULL;
 }
 
-unsigned libvirt_backend_domain_count(const LibvirtBackend *b) {
-        return b ? b->n_domains : 0;
-}
-
 /* ---- guest agent ---- */
 
 /* The record of a domain rightsize may act on, or -errno. */
@@ -728,23 +724,6 @@ static int domain_for_agent(LibvirtBackend *b, const char *uuid, bool allowed, D
         if (r < 0)
                 return r;
         return (*ret)->xml.agent_channel ? 0 : -ENODEV;
-}
-
-int libvirt_backend_agent_read_file(LibvirtBackend *b, const char *uuid, const char *path, bool allowed, char **ret,
-                                    size_t *ret_size) {
-        char message[256] = "";
-        DomainRecord *d;
-        int r;
-
-        if (!path)
-                return -EINVAL;
-        r = domain_for_agent(b, uuid, allowed, &d);
-        if (r < 0)
-                return r;
-        r = libvirt_agent_read_file(d->dom, path, ret, ret_size, message, sizeof(message));
-        if (r < 0)
-                log_named_guest_debug_errno(d->name, NULL, r, "guest agent: reading %s: %s", path, message[0] ? message : strerror(-r));
-        return r;
 }
 
 int libvirt_backend_read_agent(LibvirtBackend *b, const char *uuid, bool allowed, GuestVmstat *ret_vmstat,
