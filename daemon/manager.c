@@ -594,7 +594,6 @@ Manager *manager_free(Manager *m) {
         free(m->shares);
         rs_policy_set_clear(&m->policies);
         config_free(m->config);
-        sd_event_source_disable_unref(m->watchdog);
         sd_event_source_disable_unref(m->shutdown_timer);
         sd_event_unref(m->event);
         if (m->state_lock_fd >= 0)
@@ -672,7 +671,7 @@ int manager_start(Manager *m) {
         }
 
         m->started = true;
-        (void) notify_watchdog_setup(m->event, &m->watchdog, NULL);
+        (void) notify_watchdog_setup(m->event);
         (void) notify_ready(manager_guests_managed(m), manager_reclaimed(m), manager_api_error(m));
         log_info("rightsized running: %zu policies, %zu guests found", m->policies.n, m->n_guests);
         warn_khugepaged_refill();
