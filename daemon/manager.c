@@ -20,6 +20,7 @@
 #include "daemon/metrics.h"
 #include "daemon/notify.h"
 #include "common/size.h"
+#include "common/time-util.h"
 #include "daemon/state-file.h"
 #include "daemon/state-lock.h"
 #include "policies/arbiter.h"
@@ -50,12 +51,6 @@ static int mkdir_p_simple(const char *path) {
         if (mkdir(copy, 0700) < 0 && errno != EEXIST)
                 return -errno;
         return 0;
-}
-
-static uint64_t now_monotonic(void) {
-        struct timespec ts;
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
 }
 
 /* ---- policies ---- */
@@ -172,7 +167,7 @@ static int manager_lock_state_dir(const char *dir, int *fd) {
 /* ---- host and arbitration ---- */
 
 static void manager_read_host(Manager *m) {
-        uint64_t now = now_monotonic();
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
         if (m->host_read_usec && now < m->host_read_usec + HOST_READ_INTERVAL_USEC)
                 return;
         if (host_memory_read("/proc", &m->host) < 0)
@@ -388,7 +383,7 @@ static void manager_write_metrics(Manager *m) {
 }
 
 static void manager_publish(Manager *m, bool force) {
-        uint64_t now = now_monotonic();
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
         if (!force && m->metrics_written_usec && now < m->metrics_written_usec + PUBLISH_INTERVAL_USEC)
                 return;
         m->metrics_written_usec = now;

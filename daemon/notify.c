@@ -5,9 +5,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <systemd/sd-daemon.h>
-#include <time.h>
 
 #include "common/macro.h"
+#include "common/time-util.h"
 #include "daemon/log.h"
 
 /* Room for the D-Bus API's reason (Manager.bus_error) besides the counts. */
@@ -44,14 +44,9 @@ int notify_ready(unsigned n_guests, uint64_t reclaimed_bytes, const char *api_er
 }
 
 int notify_reloading(void) {
-        struct timespec ts;
-
         /* MONOTONIC_USEC lets systemd match this to the reload it asked for. */
-        if (clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
-                return -errno;
         return sd_notifyf(0, "RELOADING=1\nSTATUS=Reloading configuration\nMONOTONIC_USEC=%llu",
-                          (unsigned long long) ts.tv_sec * USEC_PER_SEC +
-                                  (unsigned long long) ts.tv_nsec / 1000);
+                          (unsigned long long) now_usec(CLOCK_MONOTONIC));
 }
 
 int notify_stopping(void) {
