@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/event-util.h"
 #include "common/macro.h"
 #include "daemon/log.h"
 
@@ -268,9 +269,10 @@ static int on_retry(sd_event_source *s, uint64_t usec, void *userdata);
 static void schedule_retry(Discovery *d) {
         int r;
 
-        if (d->retry_source)
+        if (event_source_is_armed(d->retry_source))
                 return;
-        r = sd_event_add_time_relative(d->event, &d->retry_source, CLOCK_MONOTONIC, RETRY_USEC, 0, on_retry, d);
+        r = event_reset_time_relative(d->event, &d->retry_source, CLOCK_MONOTONIC, RETRY_USEC, 0, on_retry, d,
+                                      "qmp-socket-retry");
         if (r < 0)
                 log_warning_errno(r, "Cannot schedule a retry of QMP socket directories: %m");
 }
@@ -342,7 +344,6 @@ static void arm_dir(Discovery *d, size_t dir) {
 static int on_retry(sd_event_source *s, uint64_t usec, void *userdata) {
         Discovery *d = userdata;
 
-        d->retry_source = sd_event_source_unref(d->retry_source);
         for (size_t i = 0; i < d->n_dirs; i++)
                 if (d->dirs[i].wd < 0 && d->dirs[i].ancestor_wd < 0)
                         arm_dir(d, i);

@@ -10,6 +10,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "common/event-util.h"
 #include "common/macro.h"
 #include "common/size.h"
 #include "common/time-util.h"
@@ -412,23 +413,14 @@ static int on_tick(sd_event_source *s _unused_, uint64_t usec, void *userdata) {
 
 static void guest_tick_arm(GuestQmp *q, uint64_t usec) {
         Guest *g = q->guest;
-        uint64_t now;
 
         if (q->stopped)
                 return;
         /* sd-event's default accuracy (250 ms) would stretch short intervals and line every
          * guest's tick up with the others: 1 % of the interval, within 1-50 ms. */
         uint64_t accuracy = CLAMP(guest_policy(g)->poll_interval_usec / 100, USEC_PER_MSEC, 50 * USEC_PER_MSEC);
-        (void) sd_event_now(guest_event(g), CLOCK_MONOTONIC, &now);
-        if (!q->timer) {
-                if (sd_event_add_time(guest_event(g), &q->timer, CLOCK_MONOTONIC, now + usec, accuracy, on_tick, q) < 0)
-                        return;
-                (void) sd_event_source_set_description(q->timer, "guest-tick");
-                return;
-        }
-        (void) sd_event_source_set_time_accuracy(q->timer, accuracy);
-        (void) sd_event_source_set_time(q->timer, now + usec);
-        (void) sd_event_source_set_enabled(q->timer, SD_EVENT_ONESHOT);
+        (void) event_reset_time_relative(guest_event(g), &q->timer, CLOCK_MONOTONIC, usec, accuracy, on_tick, q,
+                                         "guest-tick");
 }
 
 /* ---- connection and setup ---- */
@@ -700,18 +692,9 @@ static int on_reconnect(sd_event_source *s _unused_, uint64_t usec _unused_, voi
 }
 
 static void guest_schedule_reconnect(GuestQmp *q) {
-        sd_event *event = guest_event(q->guest);
-        uint64_t now;
         q->backoff_usec = q->backoff_usec ? MIN(q->backoff_usec * 2, RECONNECT_MAX_USEC) : RECONNECT_MIN_USEC;
-        (void) sd_event_now(event, CLOCK_MONOTONIC, &now);
-        if (!q->reconnect) {
-                if (sd_event_add_time(event, &q->reconnect, CLOCK_MONOTONIC, now + q->backoff_usec, 0, on_reconnect,
-                                      q) >= 0)
-                        (void) sd_event_source_set_description(q->reconnect, "guest-reconnect");
-                return;
-        }
-        (void) sd_event_source_set_time(q->reconnect, now + q->backoff_usec);
-        (void) sd_event_source_set_enabled(q->reconnect, SD_EVENT_ONESHOT);
+        (void) event_reset_time_relative(guest_event(q->guest), &q->reconnect, CLOCK_MONOTONIC, q->backoff_usec, 0,
+                                         on_reconnect, q, "guest-reconnect");
 }
 
 /* ---- the agent ---- */
@@ -773,16 +756,8 @@ static int on_agent_reconnect(sd_event_source *s _unused_, uint64_t usec _unused
 }
 
 static void agent_schedule_reconnect(GuestQmp *q) {
-        sd_event *event = guest_event(q->guest);
-        uint64_t now;
-        (void) sd_event_now(event, CLOCK_MONOTONIC, &now);
-        if (!q->agent_reconnect) {
-                (void) sd_event_add_time(event, &q->agent_reconnect, CLOCK_MONOTONIC, now + AGENT_RECONNECT_USEC, 0,
-                                         on_agent_reconnect, q);
-                return;
-        }
-        (void) sd_event_source_set_time(q->agent_reconnect, now + AGENT_RECONNECT_USEC);
-        (void) sd_event_source_set_enabled(q->agent_reconnect, SD_EVENT_ONESHOT);
+        (void) event_reset_time_relative(guest_event(q->guest), &q->agent_reconnect, CLOCK_MONOTONIC,
+                                         AGENT_RECONNECT_USEC, 0, on_agent_reconnect, q, "agent-reconnect");
 }
 
 /* With guest-agent = no the daemon keeps no connection to the agent at all: the channel is the

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "common/bus-api.h"
+#include "common/event-util.h"
 #include "common/macro.h"
 #include "common/size.h"
 #include "common/time-util.h"
@@ -500,24 +501,12 @@ static void bus_disconnect(Manager *m) {
 }
 
 static bool bus_retry_pending(Manager *m) {
-        int enabled = SD_EVENT_OFF;
-        return m->bus_retry && sd_event_source_get_enabled(m->bus_retry, &enabled) >= 0 && enabled != SD_EVENT_OFF;
+        return event_source_is_armed(m->bus_retry) > 0;
 }
 
 static int bus_schedule_retry(Manager *m, uint64_t delay) {
-        int r;
-
-        if (!m->bus_retry) {
-                r = sd_event_add_time_relative(m->event, &m->bus_retry, CLOCK_MONOTONIC, delay, 0, on_bus_retry, m);
-                if (r < 0)
-                        return r;
-                (void) sd_event_source_set_description(m->bus_retry, "bus-retry");
-                return 0;
-        }
-        r = sd_event_source_set_time_relative(m->bus_retry, delay);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(m->bus_retry, SD_EVENT_ONESHOT);
-        return r;
+        return event_reset_time_relative(m->event, &m->bus_retry, CLOCK_MONOTONIC, delay, 0, on_bus_retry, m,
+                                         "bus-retry");
 }
 
 /* The API is down: says why (an error at the start of an outage), shows it in STATUS= and

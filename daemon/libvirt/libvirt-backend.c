@@ -14,6 +14,7 @@
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 
+#include "common/event-util.h"
 #include "common/macro.h"
 #include "daemon/libvirt/libvirt-agent.h"
 #include "daemon/libvirt/libvirt-backend-internal.h"
@@ -565,19 +566,9 @@ static int on_reconnect_timer(sd_event_source *s _unused_, uint64_t usec _unused
 }
 
 static void schedule_reconnect(LibvirtBackend *b, uint64_t delay_usec) {
-        uint64_t now = 0;
-
-        (void) sd_event_now(b->event, CLOCK_MONOTONIC, &now);
-        if (!b->reconnect_source) {
-                if (sd_event_add_time(b->event, &b->reconnect_source, CLOCK_MONOTONIC, now + delay_usec, USEC_PER_MSEC,
-                                      on_reconnect_timer, b) < 0) {
-                        log_error("libvirt: cannot schedule a reconnect");
-                        return;
-                }
-                (void) sd_event_source_set_description(b->reconnect_source, "libvirt-reconnect");
-        } else
-                (void) sd_event_source_set_time(b->reconnect_source, now + delay_usec);
-        (void) sd_event_source_set_enabled(b->reconnect_source, SD_EVENT_ONESHOT);
+        if (event_reset_time_relative(b->event, &b->reconnect_source, CLOCK_MONOTONIC, delay_usec, USEC_PER_MSEC,
+                                      on_reconnect_timer, b, "libvirt-reconnect") < 0)
+                log_error("libvirt: cannot schedule a reconnect");
 }
 
 /* After a failed call: if the connection is dead, start reconnecting now rather than wait for
