@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/boolean.h"
 #include "common/duration.h"
 #include "common/macro.h"
 #include "daemon/log.h"
@@ -265,22 +266,6 @@ static bool has_control_chars(const char *s) {
                 if ((*p < 0x20 && *p != '\t') || *p == 0x7f)
                         return true;
         return false;
-}
-
-static int parse_bool(const char *v, bool *ret) {
-        static const char *const yes[] = { "yes", "true", "on", "1" }, *const no[] = { "no", "false", "off", "0" };
-
-        for (size_t i = 0; i < ARRAY_SIZE(yes); i++) {
-                if (strcasecmp(v, yes[i]) == 0) {
-                        *ret = true;
-                        return 0;
-                }
-                if (strcasecmp(v, no[i]) == 0) {
-                        *ret = false;
-                        return 0;
-                }
-        }
-        return -EINVAL;
 }
 
 /* "15s", "1500ms", "2min", or a plain number of seconds. */
@@ -594,7 +579,7 @@ static int parse_value(ParseContext *ctx, const ConfigKey *k, const char *value)
         }
 
         case VALUE_BOOL:
-                if (parse_bool(value, field) < 0)
+                if (parse_boolean(value, field) < 0)
                         return parse_fail(ctx, -EINVAL, "key '%s': invalid boolean '%s' (expected yes or no)", k->key,
                                           value);
                 return 0;

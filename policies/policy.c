@@ -228,25 +228,6 @@ int rs_parse_percent(const char *s, double *ret) {
         return 0;
 }
 
-int rs_parse_bool(const char *s, bool *ret) {
-        static const char *const yes[] = { "1", "yes", "true", "on" };
-        static const char *const no[] = { "0", "no", "false", "off" };
-
-        if (!s)
-                return -EINVAL;
-        for (size_t i = 0; i < ARRAY_SIZE(yes); i++) {
-                if (strcasecmp(s, yes[i]) == 0) {
-                        *ret = true;
-                        return 0;
-                }
-                if (strcasecmp(s, no[i]) == 0) {
-                        *ret = false;
-                        return 0;
-                }
-        }
-        return -EINVAL;
-}
-
 bool rs_policy_equal(const RsPolicy *a, const RsPolicy *b) {
         return strcmp(a->name, b->name) == 0 && strcmp(a->match, b->match) == 0 && a->mode == b->mode &&
                a->poll_interval_usec == b->poll_interval_usec && a->floor_bytes == b->floor_bytes &&

@@ -96,4 +96,3 @@ int rs_sensitivity_from_string(const char *s);
  * common/duration.h). Percentages are a number with an optional "%". All return 0 or -EINVAL
  * (-ERANGE on overflow). */
 int rs_parse_percent(const char *s, double *ret);
-int rs_parse_bool(const char *s, bool *ret);
