@@ -834,34 +834,17 @@ int guest_set_state_dir(Guest *g, const char *dir) {
 }
 
 const char *guest_state_string(const Guest *g) {
-        static const char *const names[_RS_STATE_MAX] = {
-                [RS_STATE_LEARN] = "learn",         [RS_STATE_PROBE] = "probe", [RS_STATE_BACKOFF] = "backoff",
-                [RS_STATE_HOLD] = "hold",           [RS_STATE_GROW] = "grow",   [RS_STATE_EMERGENCY] = "emergency",
-                [RS_STATE_OBSERVE] = "observe",
-        };
         if (g->phase == GUEST_PHASE_FAULTY)
                 return "faulty";
         if (g->phase == GUEST_PHASE_CONNECTING || !g->core)
                 return "connecting";
         if (g->paused)
                 return "paused";
-        RsState s = rs_guest_state(g->core);
-        return s < _RS_STATE_MAX ? names[s] : "unknown";
+        return rs_state_to_string(rs_guest_state(g->core)) ?: "unknown";
 }
 
 const char *guest_tier_string(const Guest *g) {
-        if (!g->core)
-                return NULL;
-        switch (rs_guest_estimate(g->core)->tier) {
-        case RS_TIER_HOST:
-                return "host";
-        case RS_TIER_BALLOON:
-                return "balloon";
-        case RS_TIER_AGENT:
-                return "agent";
-        default:
-                return NULL;
-        }
+        return g->core ? rs_tier_to_string(rs_guest_estimate(g->core)->tier) : NULL;
 }
 
 const RsEstimate *guest_estimate(const Guest *g) {

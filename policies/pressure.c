@@ -408,6 +408,15 @@ void rs_observe(const RsSample *s,
         *ret = o;
 }
 
+const char *rs_tier_to_string(RsTier t) {
+        static const char *const names[_RS_TIER_MAX] = {
+                [RS_TIER_HOST] = "host",
+                [RS_TIER_BALLOON] = "balloon",
+                [RS_TIER_AGENT] = "agent",
+        };
+        return t >= 0 && t < _RS_TIER_MAX ? names[t] : NULL;
+}
+
 const char *rs_verdict_to_string(RsVerdict v) {
         static const char *const names[_RS_VERDICT_MAX] = {
                 [RS_VERDICT_UNKNOWN] = "unknown",

@@ -140,4 +140,5 @@ void rs_observe(const RsSample *s,
                 const RsPolicy *policy,
                 RsObservation *ret);
 
+const char *rs_tier_to_string(RsTier t);
 const char *rs_verdict_to_string(RsVerdict v);
