@@ -158,9 +158,7 @@ static int qmp_shutdown_balloon(Guest *g, uint64_t balloon_bytes, void (*done)(G
         if (!call)
                 return -ENOMEM;
         *call = (ShutdownCall) { g, done, done_userdata };
-        json_object *args = json_object_new_object();
-        json_object_object_add(args, "value", json_object_new_int64((int64_t) balloon_bytes));
-        int r = qmp_client_execute_full(q->qmp, "balloon", args, 2 * USEC_PER_SEC, on_shutdown_balloon, call, free);
+        int r = qmp_balloon_set_target_full(q->qmp, balloon_bytes, 2 * USEC_PER_SEC, on_shutdown_balloon, call, free);
         if (r < 0) {
                 free(call);
                 return r;

@@ -259,7 +259,16 @@ struct HelperCall {
                 qmp_memory_devices_fn memory_devices;
         } callback;
         void *userdata;
+        qmp_destroy_fn destroy; /* of userdata, once, after the callback or instead of it */
 };
+
+static void helper_call_free(void *p) {
+        HelperCall *call = p;
+
+        if (call->destroy)
+                call->destroy(call->userdata);
+        free(call);
+}
 
 static void on_helper_reply(QmpClient *c, const QmpReply *reply, void *userdata) {
         HelperCall *call = userdata;
@@ -280,7 +289,7 @@ static int helper_execute(QmpClient *c,
                 return -ENOMEM;
         }
         *call = *template;
-        r = qmp_client_execute_full(c, command, arguments, timeout_usec, on_helper_reply, call, free);
+        r = qmp_client_execute_full(c, command, arguments, timeout_usec, on_helper_reply, call, helper_call_free);
         if (r < 0)
                 free(call);
         return r;
@@ -390,7 +399,8 @@ int qmp_query_balloon(QmpClient *c, uint64_t timeout_usec, qmp_balloon_info_fn c
                               });
 }
 
-int qmp_balloon_set_target(QmpClient *c, uint64_t target_bytes, uint64_t timeout_usec, qmp_reply_fn callback, void *userdata) {
+int qmp_balloon_set_target_full(QmpClient *c, uint64_t target_bytes, uint64_t timeout_usec, qmp_reply_fn callback,
+                                void *userdata, qmp_destroy_fn destroy) {
         json_object *args;
 
         /* QAPI declares the value as int (int64). */
@@ -401,7 +411,13 @@ int qmp_balloon_set_target(QmpClient *c, uint64_t target_bytes, uint64_t timeout
                 json_object_put(args);
                 return -ENOMEM;
         }
-        return execute_plain(c, "balloon", args, timeout_usec, callback, userdata);
+        return helper_execute(c, "balloon", args, timeout_usec,
+                              &(HelperCall) {
+                                      .handle = handle_plain,
+                                      .callback.plain = callback,
+                                      .userdata = userdata,
+                                      .destroy = destroy,
+                              });
 }
 
 int qmp_set_stats_polling_interval(QmpClient *c,

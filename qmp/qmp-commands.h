@@ -46,8 +46,14 @@ typedef void (*qmp_balloon_info_fn)(QmpClient *c, const QmpReply *reply, const Q
 
 int qmp_parse_balloon_info(json_object *result, QmpBalloonInfo *ret);
 int qmp_query_balloon(QmpClient *c, uint64_t timeout_usec, qmp_balloon_info_fn callback, void *userdata);
-/* "balloon": asks the guest to shrink or grow to target_bytes. */
-int qmp_balloon_set_target(QmpClient *c, uint64_t target_bytes, uint64_t timeout_usec, qmp_reply_fn callback, void *userdata);
+/* "balloon": asks the guest to shrink or grow to target_bytes. destroy, if set, is called with
+ * userdata once the command is done or dropped (qmp_client_execute_full()'s contract). */
+int qmp_balloon_set_target_full(QmpClient *c, uint64_t target_bytes, uint64_t timeout_usec, qmp_reply_fn callback,
+                                void *userdata, qmp_destroy_fn destroy);
+static inline int qmp_balloon_set_target(QmpClient *c, uint64_t target_bytes, uint64_t timeout_usec,
+                                         qmp_reply_fn callback, void *userdata) {
+        return qmp_balloon_set_target_full(c, target_bytes, timeout_usec, callback, userdata, NULL);
+}
 
 /* qom_path NULL means QMP_BALLOON_QOM_PATH. seconds == 0 disables polling. */
 int qmp_set_stats_polling_interval(QmpClient *c,

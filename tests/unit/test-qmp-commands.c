@@ -250,6 +250,35 @@ START_TEST(test_balloon_set_target) {
 }
 END_TEST
 
+static unsigned destroyed;
+static void count_destroy(void *userdata) {
+        ck_assert_ptr_eq(userdata, &destroyed);
+        destroyed++;
+}
+
+START_TEST(test_balloon_set_target_destroy) {
+        /* Answered: the callback, then destroy once. */
+        fake_peer_expect(p, "balloon", "{\"value\": 536870912}");
+        fake_peer_reply(p, "{}");
+        ck_assert_int_ge(qmp_balloon_set_target_full(c, 512 * MIB, 0, on_plain, &destroyed, count_destroy), 0);
+        wait_done();
+        ck_assert_int_eq(got_error, 0);
+        ck_assert_uint_eq(destroyed, 1);
+
+        /* Refused before sending: neither. */
+        done = false;
+        ck_assert_int_eq(qmp_balloon_set_target_full(c, 0, 0, on_plain, &destroyed, count_destroy), -EINVAL);
+        ck_assert(!done);
+        ck_assert_uint_eq(destroyed, 1);
+
+        /* Dropped unanswered by closing the client: destroy only. */
+        ck_assert_int_ge(qmp_balloon_set_target_full(c, 256 * MIB, 0, on_plain, &destroyed, count_destroy), 0);
+        qmp_client_close(c);
+        ck_assert(!done);
+        ck_assert_uint_eq(destroyed, 2);
+}
+END_TEST
+
 START_TEST(test_stats_polling_interval) {
         fake_peer_expect(p, "qom-set",
                          "{\"path\": \"/machine/peripheral/balloon0\", \"property\": \"guest-stats-polling-interval\", \"value\": 2}");
@@ -831,7 +860,7 @@ int main(void) {
         return check_run_case("qmp-commands", "commands", setup, teardown, 30,
                               CHECK_TESTS(test_parse_balloon_info, test_query_balloon, test_query_balloon_wrong_type,
                                           test_query_balloon_no_device, test_parse_blockstats, test_query_blockstats,
-                                          test_balloon_set_target, test_stats_polling_interval,
+                                          test_balloon_set_target, test_balloon_set_target_destroy, test_stats_polling_interval,
                                           test_free_page_reporting, test_parse_guest_stats_real_shape,
                                           test_parse_guest_stats_unknown_spellings, test_parse_guest_stats_wrong_types,
                                           test_stat_names, test_get_guest_stats, test_parse_memory_devices_real_shape,
