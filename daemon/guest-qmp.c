@@ -568,9 +568,9 @@ static void on_qmp_ready(QmpClient *c, void *userdata) {
         q->setup_pending = 1;
         if (qmp_set_stats_polling_interval(c, NULL, interval, t, on_polling_set, q) >= 0)
                 q->setup_pending++;
-        if (qmp_get_free_page_reporting(c, NULL, t, on_fpr, q) >= 0)
+        if (qmp_qom_get_bool(c, NULL, QMP_BALLOON_FREE_PAGE_REPORTING, t, on_fpr, q) >= 0)
                 q->setup_pending++;
-        if (qmp_get_deflate_on_oom(c, NULL, t, on_deflate_on_oom, q) >= 0)
+        if (qmp_qom_get_bool(c, NULL, QMP_BALLOON_DEFLATE_ON_OOM, t, on_deflate_on_oom, q) >= 0)
                 q->setup_pending++;
         if (qmp_client_execute(c, "query-memory-size-summary", NULL, t, on_size_summary, q) >= 0)
                 q->setup_pending++;

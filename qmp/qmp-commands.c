@@ -435,7 +435,7 @@ int qmp_set_stats_polling_interval(QmpClient *c,
                 return -ENOMEM;
         return qmp_qom_set(c,
                            qom_path ? qom_path : QMP_BALLOON_QOM_PATH,
-                           "guest-stats-polling-interval",
+                           QMP_BALLOON_STATS_POLLING_INTERVAL,
                            value,
                            timeout_usec,
                            callback,
@@ -495,7 +495,7 @@ static void handle_bool(HelperCall *call, QmpClient *c, const QmpReply *reply) {
 static int qom_get_typed(QmpClient *c, const char *path, const char *property, uint64_t timeout_usec, HelperCall *template) {
         json_object *args;
 
-        if (!c)
+        if (!c || !property)
                 return -EINVAL;
         args = qom_arguments(path ? path : QMP_BALLOON_QOM_PATH, property, NULL);
         if (!args)
@@ -503,10 +503,11 @@ static int qom_get_typed(QmpClient *c, const char *path, const char *property, u
         return helper_execute(c, "qom-get", args, timeout_usec, template);
 }
 
-int qmp_get_stats_polling_interval(QmpClient *c, const char *qom_path, uint64_t timeout_usec, qmp_u64_fn callback, void *userdata) {
+int qmp_qom_get_u64(QmpClient *c, const char *qom_path, const char *property, uint64_t timeout_usec,
+                    qmp_u64_fn callback, void *userdata) {
         return qom_get_typed(c,
                              qom_path,
-                             "guest-stats-polling-interval",
+                             property,
                              timeout_usec,
                              &(HelperCall) {
                                      .handle = handle_u64,
@@ -515,22 +516,11 @@ int qmp_get_stats_polling_interval(QmpClient *c, const char *qom_path, uint64_t 
                              });
 }
 
-int qmp_get_free_page_reporting(QmpClient *c, const char *qom_path, uint64_t timeout_usec, qmp_bool_fn callback, void *userdata) {
+int qmp_qom_get_bool(QmpClient *c, const char *qom_path, const char *property, uint64_t timeout_usec,
+                     qmp_bool_fn callback, void *userdata) {
         return qom_get_typed(c,
                              qom_path,
-                             "free-page-reporting",
-                             timeout_usec,
-                             &(HelperCall) {
-                                     .handle = handle_bool,
-                                     .callback.boolean = callback,
-                                     .userdata = userdata,
-                             });
-}
-
-int qmp_get_deflate_on_oom(QmpClient *c, const char *qom_path, uint64_t timeout_usec, qmp_bool_fn callback, void *userdata) {
-        return qom_get_typed(c,
-                             qom_path,
-                             "deflate-on-oom",
+                             property,
                              timeout_usec,
                              &(HelperCall) {
                                      .handle = handle_bool,

@@ -290,7 +290,7 @@ START_TEST(test_stats_polling_interval) {
         done = false;
         fake_peer_expect(p, "qom-get", "{\"path\": \"/machine/peripheral/b1\", \"property\": \"guest-stats-polling-interval\"}");
         fake_peer_reply(p, "5");
-        ck_assert_int_ge(qmp_get_stats_polling_interval(c, "/machine/peripheral/b1", 0, on_u64, NULL), 0);
+        ck_assert_int_ge(qmp_qom_get_u64(c, "/machine/peripheral/b1", QMP_BALLOON_STATS_POLLING_INTERVAL, 0, on_u64, NULL), 0);
         wait_done();
         ck_assert_int_eq(got_error, 0);
         ck_assert_uint_eq(got_u64, 5);
@@ -298,7 +298,7 @@ START_TEST(test_stats_polling_interval) {
         done = false;
         fake_peer_expect(p, "qom-get", NULL);
         fake_peer_reply(p, "\"5\"");
-        ck_assert_int_ge(qmp_get_stats_polling_interval(c, NULL, 0, on_u64, NULL), 0);
+        ck_assert_int_ge(qmp_qom_get_u64(c, NULL, QMP_BALLOON_STATS_POLLING_INTERVAL, 0, on_u64, NULL), 0);
         wait_done();
         ck_assert_int_eq(got_error, -EBADMSG);
         ck_assert_uint_eq(got_u64, 0);
@@ -306,7 +306,7 @@ START_TEST(test_stats_polling_interval) {
         done = false;
         fake_peer_expect(p, "qom-get", NULL);
         fake_peer_reply(p, "-3");
-        ck_assert_int_ge(qmp_get_stats_polling_interval(c, NULL, 0, on_u64, NULL), 0);
+        ck_assert_int_ge(qmp_qom_get_u64(c, NULL, QMP_BALLOON_STATS_POLLING_INTERVAL, 0, on_u64, NULL), 0);
         wait_done();
         ck_assert_int_eq(got_error, -EBADMSG);
 }
@@ -315,7 +315,7 @@ END_TEST
 START_TEST(test_free_page_reporting) {
         fake_peer_expect(p, "qom-get", "{\"path\": \"/machine/peripheral/balloon0\", \"property\": \"free-page-reporting\"}");
         fake_peer_reply(p, "true");
-        ck_assert_int_ge(qmp_get_free_page_reporting(c, NULL, 0, on_bool, NULL), 0);
+        ck_assert_int_ge(qmp_qom_get_bool(c, NULL, QMP_BALLOON_FREE_PAGE_REPORTING, 0, on_bool, NULL), 0);
         wait_done();
         ck_assert_int_eq(got_error, 0);
         ck_assert(got_bool);
@@ -323,7 +323,7 @@ START_TEST(test_free_page_reporting) {
         done = false;
         fake_peer_expect(p, "qom-get", NULL);
         fake_peer_reply(p, "1");
-        ck_assert_int_ge(qmp_get_free_page_reporting(c, NULL, 0, on_bool, NULL), 0);
+        ck_assert_int_ge(qmp_qom_get_bool(c, NULL, QMP_BALLOON_FREE_PAGE_REPORTING, 0, on_bool, NULL), 0);
         wait_done();
         ck_assert_int_eq(got_error, -EBADMSG);
         ck_assert(!got_bool);
@@ -331,7 +331,7 @@ START_TEST(test_free_page_reporting) {
         done = false;
         fake_peer_expect(p, "qom-get", NULL);
         fake_peer_send(p, "{\"error\": {\"class\": \"GenericError\", \"desc\": \"Property 'free-page-reporting' not found\"}, \"id\": %ID%}");
-        ck_assert_int_ge(qmp_get_free_page_reporting(c, NULL, 0, on_bool, NULL), 0);
+        ck_assert_int_ge(qmp_qom_get_bool(c, NULL, QMP_BALLOON_FREE_PAGE_REPORTING, 0, on_bool, NULL), 0);
         wait_done();
         ck_assert_int_eq(got_error, -EIO);
 }
