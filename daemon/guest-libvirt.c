@@ -526,14 +526,14 @@ static void stats_call_late(LibvirtGuests *lg) {
         }
 }
 
-static int on_tick(sd_event_source *s, uint64_t usec _unused_, void *userdata) {
+static int on_libvirt_tick(sd_event_source *s, uint64_t usec _unused_, void *userdata) {
         LibvirtGuests *lg = userdata;
         uint64_t now = now_monotonic(lg);
         _cleanup_free_ LibvirtDomainStats *requests = NULL;
         size_t n_due = 0;
         int r;
 
-        (void) event_reset_time(lg->event, &lg->timer, CLOCK_MONOTONIC, now + TICK_USEC, 0, on_tick, lg, NULL);
+        (void) event_reset_time(lg->event, &lg->timer, CLOCK_MONOTONIC, now + TICK_USEC, 0, on_libvirt_tick, lg, NULL);
         if (owner_stopping(lg) || lg->n_domains == 0 || !libvirt_backend_is_connected(lg->backend))
                 return 0;
         /* One stats call in flight at a time: a hung libvirtd does not pile them up. */
@@ -619,7 +619,7 @@ int libvirt_guests_new(sd_event *event, const Config *config, const LibvirtGuest
                         lg->agent = false;
                 }
         }
-        r = event_reset_time_relative(event, &lg->timer, CLOCK_MONOTONIC, TICK_USEC, 0, on_tick, lg, "libvirt-tick");
+        r = event_reset_time_relative(event, &lg->timer, CLOCK_MONOTONIC, TICK_USEC, 0, on_libvirt_tick, lg, "libvirt-tick");
         if (r < 0) {
                 libvirt_guests_free(lg);
                 return r;
