@@ -26,7 +26,7 @@
 #include "policies/arbiter.h"
 #include "policies/estimator.h"
 #include "policies/policy.h"
-#include "qmp/guest-procfs.h"
+#include "common/procfs.h"
 #include "qmp/qmp-commands.h"
 
 #define GUEST_HISTORY_MAX 360

@@ -9,7 +9,7 @@
 #include "common/macro.h"
 #include "daemon/fileio.h"
 #include "daemon/host.h"
-#include "qmp/guest-procfs.h"
+#include "common/procfs.h"
 
 /* /proc/meminfo is a few KiB; a cap keeps a strange procfs from costing memory. */
 #define PROC_FILE_MAX (256 * 1024)

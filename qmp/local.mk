@@ -14,7 +14,6 @@ qmp_libqmp_a_SOURCES = \
 	qmp/qga-client.c qmp/qga-client.h \
 	qmp/qga-commands.c qmp/qga-commands.h \
 	qmp/base64.c qmp/base64.h \
-	qmp/guest-procfs.c qmp/guest-procfs.h \
 	qmp/qmp-sync.c qmp/qmp-sync.h
 
 # For users of libqmp.a (the daemon, tests): compile with $(QMP_CFLAGS), link with $(QMP_LIBS).

@@ -24,7 +24,7 @@
 #include "daemon/libvirt/libvirt-watchdog.h"
 #include "daemon/libvirt/libvirt-worker.h"
 #include "daemon/log.h"
-#include "qmp/guest-procfs.h"
+#include "common/procfs.h"
 
 #define BACKOFF_MIN_USEC (250 * USEC_PER_MSEC)
 #define BACKOFF_MAX_USEC (30 * USEC_PER_SEC)

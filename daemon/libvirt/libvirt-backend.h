@@ -38,7 +38,7 @@
 #include <systemd/sd-event.h>
 
 #include "daemon/libvirt/libvirt-parse.h"
-#include "qmp/guest-procfs.h"
+#include "common/procfs.h"
 
 typedef struct LibvirtBackend LibvirtBackend;
 

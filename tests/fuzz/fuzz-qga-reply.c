@@ -19,7 +19,7 @@
 #include "common/macro.h"
 #include "qmp/base64.h"
 #include "qmp/json-containers.h"
-#include "qmp/guest-procfs.h"
+#include "common/procfs.h"
 #include "qmp/json-util.h"
 #include "qmp/qga-client.h"
 #include "qmp/qga-commands.h"

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The guest /proc parsers on real-looking text and on hostile input. */
+/* common/procfs.c: the /proc parsers (a guest's through its agent, the host's own) on
+ * real-looking text and on hostile input. */
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
@@ -7,7 +8,7 @@
 #include <string.h>
 
 #include "common/macro.h"
-#include "qmp/guest-procfs.h"
+#include "common/procfs.h"
 #include "tests/lib/check-run.h"
 
 /* Excerpt of a 6.1 guest's /proc/vmstat, including keys that look like ours but are not. */
