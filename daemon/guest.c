@@ -371,8 +371,8 @@ static void guest_update_counts(Guest *g, RsState before, RsState after) {
         (void) metrics_counter_update(&g->counters.oom_kills, c[RS_COUNTER_OOM_KILLS], c[RS_COUNTER_OOM_KILL]);
 
         /* The cost of probing: what the squeeze and the way back from it made the guest
-         * refault; a cycle starts where the core leaves LEARN or HOLD for PROBE (as the
-         * bench and the scenario tests count them). */
+         * refault; a cycle starts where the core leaves LEARN or HOLD for PROBE, so that one
+         * descent counts once however many steps and backoffs it takes. */
         if (before == RS_STATE_PROBE || before == RS_STATE_BACKOFF)
                 g->counters.probe_refaults = metrics_counter_add(g->counters.probe_refaults, refaults);
         if (after == RS_STATE_PROBE && (before == RS_STATE_LEARN || before == RS_STATE_HOLD))

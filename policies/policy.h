@@ -32,9 +32,9 @@ typedef enum RsSensitivity {
 } RsSensitivity;
 
 #define RS_POLICY_NAME_MAX 64
-/* hugepage-repair = yes. Off by default: in its first long real-guest run (bench-phase, a distro
- * guest under pgbench) the guest's block I/O hung for good with it on, with no cause
- * found yet; until a soak shows it safe, an operator turns it on knowingly. */
+/* hugepage-repair = yes. Off by default: it is not known to be safe under a guest's sustained
+ * block I/O (one such guest's I/O hung for good with it on, cause unknown), so an operator turns
+ * it on knowingly. */
 #define RS_HUGEPAGE_REPAIR_DEFAULT 97.0
 #define RS_POLICY_MATCH_MAX 256
 
