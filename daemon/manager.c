@@ -765,12 +765,8 @@ int manager_set_guest_policy(Manager *m, Guest *g, const char *policy_name) {
         RsPolicy p;
 
         manager_arbitration_invalidate(m); /* its floor, max and shares count for the others */
-        for (size_t i = 0; i < m->policies.n; i++)
-                if (streq(m->policies.policies[i].name, policy_name))
-                        return guest_set_policy(g, &m->policies.policies[i]);
-        if (rs_policy_preset(policy_name, &p) < 0)
+        if (policy_by_name(&m->policies, policy_name, &p) < 0)
                 return -ENOENT;
-        snprintf(p.name, sizeof(p.name), "%s", policy_name);
         return guest_set_policy(g, &p);
 }
 
