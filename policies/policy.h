@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A guest's policy: what rightsize may do to it and how boldly. Pure data plus the
- * built-in presets and the glob that picks a policy for a guest; reading policy files is
- * in policy-file.h (the only part of policies/ that does I/O).
+ * glob that picks a policy for a guest; reading policy files is in policy-file.h (the only part
+ * of policies/ that does I/O), the built-in presets in policy-presets.c.
  *
  * Sizes are bytes, times microseconds, percentages plain numbers (10 means 10 %). */
 #pragma once
@@ -66,7 +66,8 @@ typedef struct RsPolicy {
 
 /* The defaults: the "balanced" preset, unnamed and matching nothing. */
 void rs_policy_init(RsPolicy *p);
-/* "conservative", "balanced", "aggressive", "observe-only": 0, or -ENOENT. */
+/* "conservative", "balanced", "aggressive", "observe-only": 0, or -ENOENT. Their one source is
+ * the shipped etc/policies/NAME.conf, built in as text and parsed (policy-presets.c). */
 int rs_policy_preset(const char *name, RsPolicy *ret);
 extern const char *const rs_policy_preset_names[4];
 
