@@ -58,7 +58,8 @@ const char *shutdown_action_to_string(ShutdownAction a) {
         return shutdown_action_names[a];
 }
 
-int shutdown_action_from_string(const char *s) {
+/* The action, or -EINVAL. */
+static int shutdown_action_from_string(const char *s) {
         if (!s)
                 return -EINVAL;
         for (int i = 0; i < _SHUTDOWN_ACTION_COUNT; i++)
