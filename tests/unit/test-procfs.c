@@ -386,7 +386,7 @@ START_TEST(test_host_proc_files) {
 END_TEST
 
 int main(void) {
-        return check_run_case("guest-procfs", "parsers", NULL, NULL, 0,
+        return check_run_case("procfs", "parsers", NULL, NULL, 0,
                               CHECK_TESTS(test_vmstat_real, test_vmstat_absent_is_unknown, test_vmstat_legacy_names,
                                           test_vmstat_hostile_lines, test_vmstat_garbage, test_vmstat_counter_names,
                                           test_meminfo_real, test_meminfo_hostile, test_psi_real, test_psi_variants,
