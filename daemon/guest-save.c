@@ -57,7 +57,10 @@ int guest_save_state(Guest *g) {
         if (!g->state_dir || !g->core)
                 return 0;
         rs_guest_snapshot(g->core, &s);
-        r = guest_state_init(&rec, g->name, NULL);
+        /* The UUID (libvirt's) finds the file again after a rename (state_file_load_guest()). */
+        r = guest_state_init(&rec, g->name, g->uuid);
+        if (r == -EINVAL && g->uuid)
+                r = guest_state_init(&rec, g->name, NULL);
         if (r < 0)
                 return r;
         snprintf(rec.state, sizeof(rec.state), "%s", rs_state_to_string(rs_guest_state(g->core)));

@@ -163,7 +163,7 @@ static int guest_restore_state(Guest *g) {
 
         if (!g->state_dir)
                 return 0;
-        r = state_file_load(g->state_dir, g->name, &rec);
+        r = state_file_load_guest(g->state_dir, g->name, g->uuid, &rec);
         if (r == -ENOENT)
                 return 0;
         if (r < 0) {

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -407,6 +408,102 @@ int state_file_load(const char *dir, const char *name, GuestStateRecord *ret) {
                                                "Discarding state file %s: it belongs to another guest", path);
 
         *ret = r;
+        return 0;
+}
+
+static bool is_state_file_name(const char *name);
+static void closedirp(DIR **d);
+
+/* The name of the state file in `dir` that records `uuid` under another name than `except`
+ * (1, *ret_name set), or 0 when none does. A file's text is looked at only for the UUID (it
+ * sits near the top, whatever the spacing) before the one that has it is parsed whole: a
+ * domain without a file of its name reads each file of the directory once, and most are
+ * other guests'. */
+static int state_file_find_uuid(const char *dir, const char *uuid, const char *except, GuestStateRecord *ret) {
+        _cleanup_(closedirp) DIR *d = opendir(dir);
+        _cleanup_(freep) char *except_path = NULL;
+        struct dirent *de;
+        int r;
+
+        if (!d)
+                return -errno;
+        r = state_file_path(dir, except, &except_path);
+        if (r < 0)
+                return r;
+        while ((de = readdir(d))) {
+                _cleanup_(freep) char *path = NULL, *text = NULL;
+                GuestStateRecord rec;
+                size_t size;
+
+                if (!is_state_file_name(de->d_name))
+                        continue;
+                if (asprintf(&path, "%s/%s", dir, de->d_name) < 0)
+                        return -ENOMEM;
+                if (strcmp(path, except_path) == 0)
+                        continue;
+                /* Not a regular file, too large, unreadable: not a file we wrote, skipped. */
+                if (read_file_capped(path, STATE_FILE_SIZE_MAX, &text, &size) < 0 || !strcasestr(text, uuid))
+                        continue;
+                if (guest_state_from_json(text, size, &rec, NULL) < 0 || strcasecmp(rec.uuid, uuid) != 0)
+                        continue;
+                /* Its name must lead back to this very file: a file copied or renamed by hand
+                 * is not trusted to say whose it is. */
+                _cleanup_(freep) char *own_path = NULL;
+                if (state_file_path(dir, rec.name, &own_path) < 0 || strcmp(own_path, path) != 0)
+                        continue;
+                *ret = rec;
+                return 1;
+        }
+        return 0;
+}
+
+int state_file_load_guest(const char *dir, const char *name, const char *uuid, GuestStateRecord *ret) {
+        GuestStateRecord rec;
+        int r;
+
+        if (!ret)
+                return -EINVAL;
+        bool uuid_known = uuid && uuid[0];
+        r = state_file_load(dir, name, &rec);
+        if (r == 0 && uuid_known && rec.uuid[0] && strcasecmp(rec.uuid, uuid) != 0) {
+                /* The name's previous holder, a domain since renamed or gone: its sizes are not
+                 * this guest's, and its file is left for it (this guest's first save replaces it). */
+                log_named_guest_notice(name, NULL,
+                                       "Not resuming from the state file of this name: it is domain %s's, not %s's",
+                                       rec.uuid, uuid);
+                return -ENOENT;
+        }
+        if (r != -ENOENT || !uuid_known) {
+                if (r == 0)
+                        *ret = rec;
+                return r;
+        }
+
+        /* No file of this name: a libvirt domain renamed (while stopped, as libvirt requires) keeps
+         * its UUID, and its file, under the old name, is its own. */
+        r = state_file_find_uuid(dir, uuid, name, &rec);
+        if (r < 0) {
+                log_named_guest_warning_errno(name, NULL, r, "Cannot look in %s for this domain's state file: %m", dir);
+                return -ENOENT;
+        }
+        if (r == 0)
+                return -ENOENT;
+        char old_name[STATE_NAME_MAX + 1];
+        strcpy(old_name, rec.name);
+        strcpy(rec.name, name);
+        /* Written under the new name before the old one goes: a crash in between leaves both,
+         * and the next start finds the new one by its name. */
+        r = state_file_save(dir, &rec);
+        if (r < 0) {
+                log_named_guest_warning_errno(name, NULL, r, "Cannot move the state file of '%s' to this name: %m",
+                                              old_name);
+                return -ENOENT;
+        }
+        r = state_file_remove(dir, old_name);
+        if (r < 0)
+                log_named_guest_warning_errno(name, NULL, r, "Cannot remove the state file of '%s': %m", old_name);
+        log_named_guest_info(name, NULL, "Renamed from '%s' (domain %s): its state file moves with it", old_name, uuid);
+        *ret = rec;
         return 0;
 }
 

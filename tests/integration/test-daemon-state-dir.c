@@ -9,6 +9,8 @@
  *    guest's never;
  *  - a state file older than state-stale-after is not trusted for sizes: the guest goes back to
  *    its take-over size and is learned anew, where a recent one resumes its hold;
+ *  - a libvirt domain (libvirt's test driver, in the daemon's process: no QEMU) has its UUID in
+ *    its state file, and renamed, it takes its file with it (moved to the new name, one line);
  *  - saves are coalesced: a burst of SetGuest calls is a write or two (counted by inotify as
  *    renames onto the file), not one each, and the last change is in the file; a change still
  *    waiting for its save when the daemon stops is written at the stop.
@@ -334,10 +336,92 @@ START_TEST(test_pending_save_written_at_stop) {
 }
 END_TEST
 
+/* ---- a renamed libvirt domain ---- */
+
+#define DOMAIN_UUID "6695eb01-f6a4-8304-79aa-97f2502e193f"
+
+/* libvirt's test driver, from a file: its domains run in the daemon's own process. */
+static char *write_test_driver(const char *domain_name) {
+        _cleanup_free_ char *xml = NULL;
+        char *path = NULL;
+        ck_assert_int_ge(asprintf(&path, "%s/libvirt-test.xml", d.dir), 0);
+        ck_assert_int_ge(asprintf(&xml,
+                                  "<node>\n"
+                                  "  <domain type='test'>\n"
+                                  "    <name>%s</name>\n"
+                                  "    <uuid>" DOMAIN_UUID "</uuid>\n"
+                                  "    <memory unit='MiB'>2048</memory>\n"
+                                  "    <currentMemory unit='MiB'>2048</currentMemory>\n"
+                                  "    <vcpu>1</vcpu>\n"
+                                  "    <os><type>hvm</type></os>\n"
+                                  "    <devices><memballoon model='virtio'/></devices>\n"
+                                  "  </domain>\n"
+                                  "</node>\n",
+                                  domain_name),
+                         0);
+        test_write_file(path, xml);
+        return path;
+}
+
+static void use_test_driver(const char *domain_name) {
+        _cleanup_free_ char *path = write_test_driver(domain_name), *libvirt = NULL;
+        ck_assert_int_ge(asprintf(&libvirt, "[libvirt]\nenabled = yes\nuri = test://%s\nmanage-all = yes\n", path), 0);
+        _cleanup_free_ char *text = test_read_file(d.config_path);
+        ck_assert_ptr_nonnull(text);
+        if (strstr(text, "enabled = no\n"))
+                daemon_fixture_replace_config_line(&d, "[libvirt]\nenabled = no\n", libvirt);
+}
+
+static bool state_has_uuid(const char *file) {
+        _cleanup_free_ char *path = state_path(file), *text = test_read_file(path);
+        return text && strstr(text, "\"" DOMAIN_UUID "\"");
+}
+
+static void wait_state_file(const char *file) {
+        uint64_t deadline = monotonic_sec() + WAIT_SEC;
+        while (!state_has_uuid(file)) {
+                ck_assert_msg(monotonic_sec() < deadline, "no state file %s with the domain's UUID within %d s", file,
+                              WAIT_SEC);
+                usleep(200 * 1000);
+        }
+}
+
+START_TEST(test_renamed_domain_takes_its_state_file) {
+        daemon_fixture_write_policy(&d, "pinned", "[policy]\nmatch = *\npoll-interval = 1s\nfloor = 1536M\n"
+                                                  "floor-percent = 0\n");
+        use_test_driver("web-old");
+        daemon_fixture_start(&d);
+        ck_assert_msg(guest_view_wait_running(&d, "web-old", WAIT_SEC), "the test driver's domain is not managed");
+        /* The operator's floor, to find again under the new name. */
+        CallResult set = bus_call_as(&bus, 0, 0, "SetGuest", 3, "web-old", "floor", "1600M");
+        bus_call_assert_ok(&set, "SetGuest floor on web-old");
+        ck_assert_int_eq(daemon_fixture_stop(&d, SIGTERM), 0);
+        ck_assert_msg(state_has_uuid("web-old.json"), "the state file does not record the domain's UUID");
+
+        /* Renamed while stopped (virsh domrename): same UUID, new name. */
+        _cleanup_free_ char *unused = write_test_driver("web-new");
+        daemon_fixture_start(&d);
+        ck_assert_msg(guest_view_wait_running(&d, "web-new", WAIT_SEC), "the renamed domain is not managed");
+        GuestView v;
+        ck_assert_msg(guest_view_wait(&d, "web-new", floor_is, &(uint64_t) { 1600 * MIB }, WAIT_SEC, &v),
+                      "the renamed domain's floor is %" PRIu64 ", not the 1600 MiB set under its old name", v.floor);
+        wait_state_file("web-new.json");
+        ck_assert_msg(!state_exists("web-old.json"), "the old name's state file is still there");
+        ck_assert_uint_eq(daemon_fixture_log_count(&d, "Renamed from 'web-old'"), 1);
+
+        /* Once moved, the file is found by its name: no second move, no second line. */
+        ck_assert_int_eq(daemon_fixture_stop(&d, SIGTERM), 0);
+        daemon_fixture_start(&d);
+        ck_assert_msg(guest_view_wait_running(&d, "web-new", WAIT_SEC), "web-new is not managed after a restart");
+        ck_assert_uint_eq(daemon_fixture_log_count(&d, "Renamed from 'web-old'"), 1);
+}
+END_TEST
+
 int main(void) {
         return check_run_case("daemon-state-dir", "state-dir", setup, teardown, 600,
                               CHECK_TESTS(test_second_guest_of_a_name_is_refused_until_the_name_is_free,
                                           test_leftovers_removed_at_start_and_files_of_guests_long_gone_aged_out,
                                           test_stale_state_file_not_trusted_for_sizes,
-                                          test_burst_of_changes_saved_coalesced, test_pending_save_written_at_stop));
+                                          test_burst_of_changes_saved_coalesced, test_pending_save_written_at_stop,
+                                          test_renamed_domain_takes_its_state_file));
 }
