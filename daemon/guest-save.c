@@ -9,7 +9,6 @@
  * window's changes, which the restore path tolerates: it holds or backs off from an estimate. */
 #include "daemon/guest-internal.h"
 
-#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -21,6 +20,9 @@
 
 /* Saves of one guest are at least this far apart. */
 #define STATE_SAVE_COALESCE_USEC (5 * USEC_PER_SEC)
+/* A save that failed (a full disk) is tried again this much later, with whatever changed since:
+ * every guest's retries and their warnings would otherwise come every window. */
+#define STATE_SAVE_RETRY_USEC (30 * USEC_PER_SEC)
 
 static int64_t u64_to_field(uint64_t v) {
         return v == RS_UNKNOWN ? -1 : (int64_t) MIN(v, (uint64_t) INT64_MAX);
@@ -90,13 +92,13 @@ int guest_save_state(Guest *g) {
         (void) guest_state_set_int(&rec, "override_floor", u64_to_int64(g->override_floor));
         (void) guest_state_set_int(&rec, "override_max", u64_to_int64(g->override_max));
 
-        /* Written now or not, the next save is a window away: a failing disk is tried again
-         * then, not at every change. */
+        /* Written now or not, the next save is a window away; a failed one is kept pending and
+         * tried again later, not at every change. */
         r = state_file_save(g->state_dir, &rec);
         g->save_attempt_usec = now_usec(CLOCK_MONOTONIC);
         if (r < 0) {
                 g->save_pending = true;
-                (void) save_timer_arm(g, g->save_attempt_usec + STATE_SAVE_COALESCE_USEC);
+                (void) save_timer_arm(g, g->save_attempt_usec + STATE_SAVE_RETRY_USEC);
                 return log_named_guest_warning_errno(g->name, NULL, r, "Failed to save the state file in %s: %m",
                                                      g->state_dir);
         }
