@@ -515,6 +515,19 @@ START_TEST(test_load_guest_by_uuid) {
         ck_assert_int_eq(unlink(from), 0);
         ck_assert_int_eq(state_file_load_guest(dir, "web-2", uuid, &got), -ENOENT);
         ck_assert(exists("copy.json"));
+
+        /* The directory was read once, at the first lookup: a file saved since is found too,
+         * and one removed since is not taken. */
+        static const char late[] = "22222222-2222-3333-4444-555555555555";
+        GuestStateRecord c;
+        fill_record(&c, "late");
+        ck_assert_int_eq(guest_state_init(&c, "late", late), 0);
+        ck_assert_int_eq(state_file_save(dir, &c), 0);
+        ck_assert_int_eq(state_file_load_guest(dir, "late-renamed", late, &got), 0);
+        ck_assert_str_eq(got.name, "late-renamed");
+        ck_assert(!exists("late.json"));
+        ck_assert_int_eq(state_file_remove(dir, "late-renamed"), 0);
+        ck_assert_int_eq(state_file_load_guest(dir, "late-again", late, &got), -ENOENT);
 }
 END_TEST
 
