@@ -683,5 +683,9 @@ int state_dir_age_out(const char *dir, uint64_t now_realtime_usec, uint64_t max_
                          "(state-remove-after)", path, (now_realtime_usec - written) / (86400 * UINT64_C(1000000)));
                 removed++;
         }
+        /* The UUID index forgets the files removed (read again at the next lookup): it would
+         * otherwise grow with every domain ever seen. */
+        if (removed > 0 && uuid_index.dir && strcmp(uuid_index.dir, dir) == 0)
+                uuid_index_reset();
         return removed;
 }
