@@ -96,7 +96,7 @@ void guest_pause_outside(Guest *g, bool raised, bool restored) {
                 .estimate_bytes = UINT64_MAX,
         };
         log_named_guest_event(LOG_WARNING, g->name, "paused", &event, "%s", g->reason);
-        (void) guest_save_state(g);
+        guest_save_later(g);
         guest_notify(g, false);
 }
 

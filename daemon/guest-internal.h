@@ -135,6 +135,10 @@ struct Guest {
         uint64_t saved_usec;
         RsState saved_state;
         uint64_t saved_estimate;
+        /* guest-save.c's coalescing: a change waits for the timer; the last write tried. */
+        bool save_pending;
+        sd_event_source *save_timer;
+        uint64_t save_attempt_usec;
 
         GuestHistoryPoint history[GUEST_HISTORY_MAX];
         size_t history_head, history_n;
@@ -155,6 +159,12 @@ static inline bool guest_dimm_capable(const Guest *g) {
 /* guest.c: the hooks' updated(), and a fault on show (a new one starts an episode, counted). */
 void guest_notify(Guest *g, bool estimate_changed);
 void guest_set_fault(Guest *g, const char *fmt, ...) _printf_(2, 3);
+
+/* guest-save.c: the state file is to be written (a change worth keeping): at the loop's next
+ * turn, or with the other changes of the same window when one was written within it. */
+void guest_save_later(Guest *g);
+/* A pending save written now, the timer gone (the guest is being freed). */
+void guest_save_release(Guest *g);
 
 /* guest-actuate.c: whether the balloon driver has not shown yet (a booting guest: its balloon
  * counts neither as pushback nor as a stall), and the cycle's target to the devices. */

@@ -62,60 +62,8 @@ void guest_set_fault(Guest *g, const char *fmt, ...) {
 
 /* ---- state file ---- */
 
-static int64_t u64_to_field(uint64_t v) {
-        return v == RS_UNKNOWN ? -1 : (int64_t) MIN(v, (uint64_t) INT64_MAX);
-}
-
 static uint64_t field_to_u64(int64_t v) {
         return v < 0 ? RS_UNKNOWN : (uint64_t) v;
-}
-
-int guest_save_state(Guest *g) {
-        GuestStateRecord rec;
-        RsGuestSnapshot s;
-        int r;
-
-        if (!g->state_dir || !g->core)
-                return 0;
-        rs_guest_snapshot(g->core, &s);
-        r = guest_state_init(&rec, g->name, NULL);
-        if (r < 0)
-                return r;
-        snprintf(rec.state, sizeof(rec.state), "%s", rs_state_to_string(rs_guest_state(g->core)));
-        rec.saved_at_usec = now_usec(CLOCK_REALTIME);
-        rec.target_bytes = g->target;
-        (void) guest_state_set_int(&rec, "magic", s.magic);
-        (void) guest_state_set_int(&rec, "version", s.version);
-        (void) guest_state_set_int(&rec, "guest_max", u64_to_field(s.guest_max));
-        (void) guest_state_set_int(&rec, "estimate", u64_to_field(s.estimate));
-        (void) guest_state_set_int(&rec, "lower", u64_to_field(s.lower));
-        (void) guest_state_set_int(&rec, "upper", u64_to_field(s.upper));
-        (void) guest_state_set_int(&rec, "scan_onset", u64_to_field(s.scan_onset));
-        (void) guest_state_set_int(&rec, "target", u64_to_field(s.target));
-        (void) guest_state_set_double(&rec, "baseline_useful", isfinite(s.baseline_useful) ? s.baseline_useful : 0);
-        (void) guest_state_set_double(&rec, "baseline_scan", isfinite(s.baseline_scan) ? s.baseline_scan : 0);
-        (void) guest_state_set_double(&rec, "baseline_psi", isfinite(s.baseline_psi) ? s.baseline_psi : 0);
-        (void) guest_state_set_int(&rec, "baseline_known", s.baseline_known);
-        (void) guest_state_set_int(&rec, "tier", s.tier);
-        (void) guest_state_set_int(&rec, "streaming", s.streaming);
-        (void) guest_state_set_int(&rec, "hold_doublings", s.hold_doublings);
-        /* The daemon's own, beside the core's snapshot: used even when the snapshot cannot be. */
-        (void) guest_state_set_int(&rec, "takeover_bytes", (int64_t) MIN(g->takeover_size, (uint64_t) INT64_MAX));
-        (void) guest_state_set_int(&rec, "balloon_sent_bytes", (int64_t) MIN(g->balloon_target, (uint64_t) INT64_MAX));
-        (void) guest_state_set_int(&rec, "paused", g->paused && !g->balloon_watch.paused_outside);
-        (void) guest_state_set_int(&rec, "paused_outside",
-                                   !g->balloon_watch.paused_outside ? 0 : g->balloon_watch.raised_outside ? 2 : 1);
-        (void) guest_state_set_int(&rec, "override_floor", (int64_t) MIN(g->override_floor, (uint64_t) INT64_MAX));
-        (void) guest_state_set_int(&rec, "override_max", (int64_t) MIN(g->override_max, (uint64_t) INT64_MAX));
-
-        r = state_file_save(g->state_dir, &rec);
-        if (r < 0)
-                return log_named_guest_warning_errno(g->name, NULL, r, "Failed to save the state file in %s: %m",
-                                               g->state_dir);
-        g->saved_usec = now_usec(CLOCK_MONOTONIC);
-        g->saved_state = rs_guest_state(g->core);
-        g->saved_estimate = rs_guest_estimate(g->core)->estimate;
-        return 0;
 }
 
 static int get_u64_field(const GuestStateRecord *rec, const char *key, uint64_t *ret) {
@@ -215,7 +163,7 @@ static int guest_restore_state(Guest *g) {
 
         if (!g->state_dir)
                 return 0;
-        r = state_file_load(g->state_dir, g->name, &rec);
+        r = state_file_load_guest(g->state_dir, g->name, g->uuid, &rec);
         if (r == -ENOENT)
                 return 0;
         if (r < 0) {
@@ -605,7 +553,7 @@ static void cycle_apply(Guest *g, uint64_t target, uint64_t now) {
 static void cycle_persist(Guest *g, uint64_t now) {
         if (rs_guest_state(g->core) != g->saved_state || rs_guest_estimate(g->core)->estimate != g->saved_estimate ||
             now >= g->saved_usec + STATE_SAVE_USEC)
-                (void) guest_save_state(g);
+                guest_save_later(g);
 }
 
 /* Every reading of the cycle is in: sample → decide → apply → persist. */
@@ -764,6 +712,7 @@ int guest_new(sd_event *event, GuestSource source, const char *name, const char 
 Guest *guest_free(Guest *g) {
         if (!g)
                 return NULL;
+        guest_save_release(g);
         if (g->driver->free)
                 g->driver->free(g->driver_data);
         rs_guest_free(g->core);
@@ -823,7 +772,7 @@ int guest_set_overrides(Guest *g, uint64_t floor, uint64_t max) {
                 return r;
         }
         /* An operator's choice outlives a restart. */
-        (void) guest_save_state(g);
+        guest_save_later(g);
         return 0;
 }
 
@@ -836,7 +785,7 @@ void guest_set_paused(Guest *g, bool paused) {
         g->balloon_watch.paused_outside = false;
         log_guest_info(g, paused ? "Paused by the operator" : "Resumed by the operator");
         /* An operator's choice outlives a restart. */
-        (void) guest_save_state(g);
+        guest_save_later(g);
 }
 
 int guest_request_probe(Guest *g) {

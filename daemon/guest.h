@@ -225,7 +225,8 @@ uint64_t guest_max(const Guest *g);
 /* The history, oldest first; returns the number of points written. */
 size_t guest_history(const Guest *g, GuestHistoryPoint *out, size_t n);
 
-/* Writes the state file now (used at shutdown). */
+/* Writes the state file now, and whatever change was waiting for it (used at shutdown and as the
+ * guest goes); changes otherwise ask guest-save.c for a save, coalesced. */
 int guest_save_state(Guest *g);
 
 /* The daemon stops: no more cycles (the driver's). */

@@ -263,6 +263,15 @@ static ManagerShare *manager_share(Manager *m, const Guest *g) {
         return NULL;
 }
 
+/* Without arbitration every guest gets its own wish, whatever the host has left: an operator
+ * must hear of it (once, and when it works again), not find it out from an OOM killer. */
+static void manager_arbitration_failed(Manager *m, int error) {
+        if (!m->arbitration_failed)
+                log_warning_errno(error, "Cannot arbitrate between the %zu guests (%m): each gets its own wish "
+                                         "until arbitration works again", m->n_guests);
+        m->arbitration_failed = true;
+}
+
 static void manager_arbitrate_all(Manager *m) {
         _cleanup_free_ RsArbiterGuest *in = NULL;
         _cleanup_free_ uint64_t *out = NULL;
@@ -276,8 +285,10 @@ static void manager_arbitrate_all(Manager *m) {
         who = calloc(m->n_guests, sizeof(*who));
         reported = calloc(m->n_guests, sizeof(*reported));
         rss = calloc(m->n_guests, sizeof(*rss));
-        if (!in || !out || !who || !reported || !rss)
-                return; /* every guest gets its wish this time */
+        if (!in || !out || !who || !reported || !rss) {
+                manager_arbitration_failed(m, -ENOMEM);
+                return;
+        }
 
         for (size_t i = 0; i < m->n_guests; i++) {
                 Guest *g = m->guests[i];
@@ -295,8 +306,13 @@ static void manager_arbitrate_all(Manager *m) {
                                              m->host.mem_total != UINT64_MAX ? m->host.mem_total : 0),
         };
         int r = rs_arbitrate(&host, in, n, out);
-        if (r < 0 && r != -ENOSPC)
+        if (r < 0 && r != -ENOSPC) {
+                manager_arbitration_failed(m, r);
                 return;
+        }
+        if (m->arbitration_failed)
+                log_info("Arbitration between the guests works again");
+        m->arbitration_failed = false;
         for (size_t i = 0; i < n; i++) {
                 assert(who[i] < m->n_guests);
                 m->shares[who[i]] = (ManagerShare) {

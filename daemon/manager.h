@@ -58,6 +58,7 @@ typedef struct Manager {
 
         Guest **guests;
         struct ManagerShare *shares; /* the arbitration's cached shares, parallel to guests */
+        bool arbitration_failed;     /* said once: the guests get their wishes until it works */
         size_t n_guests;
         RefusedGuest *refused;       /* guests turned away for a name in use */
         size_t n_refused;

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -357,6 +358,125 @@ int state_file_path(const char *dir, const char *name, char **ret) {
         return 0;
 }
 
+static bool is_state_file_name(const char *name);
+static void closedirp(DIR **d);
+
+/* Which name each UUID's file is under, for state_file_load_guest(): one scan of the directory
+ * at the first lookup, then kept by this process's saves, the only writer (the directory's
+ * lock). A domain without a file of its name then costs a look in memory, not a read of every
+ * file (thousands after months of churn), however many domains are created. An entry may be
+ * stale (a file aged out, or edited by hand): the file it names is read and checked before it
+ * is taken. */
+typedef struct UuidName {
+        char uuid[STATE_UUID_LEN + 1];
+        char *name;
+} UuidName;
+
+static struct {
+        char *dir; /* NULL: not built */
+        UuidName *entries;
+        size_t n, allocated;
+} uuid_index;
+
+static void uuid_index_reset(void) {
+        for (size_t i = 0; i < uuid_index.n; i++)
+                free(uuid_index.entries[i].name);
+        free(uuid_index.entries);
+        free(uuid_index.dir);
+        memset(&uuid_index, 0, sizeof(uuid_index));
+}
+
+static int uuid_index_note(const char *uuid, const char *name) {
+        UuidName *e = NULL;
+        char *copy = strdup(name);
+
+        if (!copy)
+                return -ENOMEM;
+        for (size_t i = 0; i < uuid_index.n && !e; i++)
+                if (strcasecmp(uuid_index.entries[i].uuid, uuid) == 0)
+                        e = &uuid_index.entries[i];
+        if (!e) {
+                if (uuid_index.n == uuid_index.allocated) {
+                        size_t more = MAX(uuid_index.allocated * 2, (size_t) 64);
+                        UuidName *grown = reallocarray(uuid_index.entries, more, sizeof(UuidName));
+                        if (!grown) {
+                                free(copy);
+                                return -ENOMEM;
+                        }
+                        uuid_index.entries = grown;
+                        uuid_index.allocated = more;
+                }
+                e = &uuid_index.entries[uuid_index.n++];
+                snprintf(e->uuid, sizeof(e->uuid), "%s", uuid);
+                e->name = NULL;
+        }
+        free(e->name);
+        e->name = copy;
+        return 0;
+}
+
+/* The index of `dir`, built now when it is of another directory or none. */
+static int uuid_index_build(const char *dir) {
+        _cleanup_(closedirp) DIR *d = NULL;
+        struct dirent *de;
+        int r;
+
+        if (uuid_index.dir && strcmp(uuid_index.dir, dir) == 0)
+                return 0;
+        uuid_index_reset();
+        d = opendir(dir);
+        if (!d)
+                return -errno;
+        while ((de = readdir(d))) {
+                _cleanup_(freep) char *path = NULL, *text = NULL, *own_path = NULL;
+                GuestStateRecord rec;
+                size_t size;
+
+                if (!is_state_file_name(de->d_name))
+                        continue;
+                if (asprintf(&path, "%s/%s", dir, de->d_name) < 0)
+                        return -ENOMEM;
+                /* Not a regular file, too large, unreadable, not ours: skipped. */
+                if (read_file_capped(path, STATE_FILE_SIZE_MAX, &text, &size) < 0 ||
+                    guest_state_from_json(text, size, &rec, NULL) < 0 || !rec.uuid[0])
+                        continue;
+                /* Its name must lead back to this very file: a file copied or renamed by hand
+                 * is not trusted to say whose it is. */
+                if (state_file_path(dir, rec.name, &own_path) < 0 || strcmp(own_path, path) != 0)
+                        continue;
+                r = uuid_index_note(rec.uuid, rec.name);
+                if (r < 0) {
+                        uuid_index_reset();
+                        return r;
+                }
+        }
+        uuid_index.dir = strdup(dir);
+        if (!uuid_index.dir) {
+                uuid_index_reset();
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* The state of the file that records `uuid` under another name than `except` (1), or 0. */
+static int state_file_find_uuid(const char *dir, const char *uuid, const char *except, GuestStateRecord *ret) {
+        int r = uuid_index_build(dir);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < uuid_index.n; i++) {
+                const UuidName *e = &uuid_index.entries[i];
+                GuestStateRecord rec;
+                if (strcasecmp(e->uuid, uuid) != 0 || strcmp(e->name, except) == 0)
+                        continue;
+                /* Stale entries (the file gone or changed) are passed over. */
+                if (state_file_load(dir, e->name, &rec) < 0 || strcasecmp(rec.uuid, uuid) != 0)
+                        return 0;
+                *ret = rec;
+                return 1;
+        }
+        return 0;
+}
+
 int state_file_save(const char *dir, const GuestStateRecord *r) {
         _cleanup_(freep) char *path = NULL, *text = NULL;
         int ret;
@@ -369,7 +489,13 @@ int state_file_save(const char *dir, const GuestStateRecord *r) {
         ret = guest_state_to_json(r, &text);
         if (ret < 0)
                 return ret;
-        return write_file_atomic(path, text, strlen(text), 0600, WRITE_FILE_SYNC);
+        ret = write_file_atomic(path, text, strlen(text), 0600, WRITE_FILE_SYNC);
+        if (ret < 0)
+                return ret;
+        /* Keeps state_file_load_guest()'s index of UUIDs, once it is built, in step. */
+        if (r->uuid[0] && uuid_index.dir && strcmp(uuid_index.dir, dir) == 0 && uuid_index_note(r->uuid, r->name) < 0)
+                uuid_index_reset(); /* built again at the next lookup */
+        return 0;
 }
 
 int state_file_load(const char *dir, const char *name, GuestStateRecord *ret) {
@@ -407,6 +533,56 @@ int state_file_load(const char *dir, const char *name, GuestStateRecord *ret) {
                                                "Discarding state file %s: it belongs to another guest", path);
 
         *ret = r;
+        return 0;
+}
+
+int state_file_load_guest(const char *dir, const char *name, const char *uuid, GuestStateRecord *ret) {
+        GuestStateRecord rec;
+        int r;
+
+        if (!ret)
+                return -EINVAL;
+        bool uuid_known = uuid && uuid[0];
+        r = state_file_load(dir, name, &rec);
+        if (r == 0 && uuid_known && rec.uuid[0] && strcasecmp(rec.uuid, uuid) != 0) {
+                /* The name's previous holder, a domain since renamed or gone: its sizes are not
+                 * this guest's, and its file is left for it (this guest's first save replaces it). */
+                log_named_guest_notice(name, NULL,
+                                       "Not resuming from the state file of this name: it is domain %s's, not %s's",
+                                       rec.uuid, uuid);
+                return -ENOENT;
+        }
+        if (r != -ENOENT || !uuid_known) {
+                if (r == 0)
+                        *ret = rec;
+                return r;
+        }
+
+        /* No file of this name: a libvirt domain renamed (while stopped, as libvirt requires) keeps
+         * its UUID, and its file, under the old name, is its own. */
+        r = state_file_find_uuid(dir, uuid, name, &rec);
+        if (r < 0) {
+                log_named_guest_warning_errno(name, NULL, r, "Cannot look in %s for this domain's state file: %m", dir);
+                return -ENOENT;
+        }
+        if (r == 0)
+                return -ENOENT;
+        char old_name[STATE_NAME_MAX + 1];
+        strcpy(old_name, rec.name);
+        strcpy(rec.name, name);
+        /* Written under the new name before the old one goes: a crash in between leaves both,
+         * and the next start finds the new one by its name. */
+        r = state_file_save(dir, &rec);
+        if (r < 0) {
+                log_named_guest_warning_errno(name, NULL, r, "Cannot move the state file of '%s' to this name: %m",
+                                              old_name);
+                return -ENOENT;
+        }
+        r = state_file_remove(dir, old_name);
+        if (r < 0)
+                log_named_guest_warning_errno(name, NULL, r, "Cannot remove the state file of '%s': %m", old_name);
+        log_named_guest_info(name, NULL, "Renamed from '%s' (domain %s): its state file moves with it", old_name, uuid);
+        *ret = rec;
         return 0;
 }
 
@@ -507,5 +683,9 @@ int state_dir_age_out(const char *dir, uint64_t now_realtime_usec, uint64_t max_
                          "(state-remove-after)", path, (now_realtime_usec - written) / (86400 * UINT64_C(1000000)));
                 removed++;
         }
+        /* The UUID index forgets the files removed (read again at the next lookup): it would
+         * otherwise grow with every domain ever seen. */
+        if (removed > 0 && uuid_index.dir && strcmp(uuid_index.dir, dir) == 0)
+                uuid_index_reset();
         return removed;
 }

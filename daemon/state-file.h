@@ -72,6 +72,13 @@ int state_file_save(const char *dir, const GuestStateRecord *r);
  * when a file exists but is discarded (logged with its reason). Never crashes on any content. */
 int state_file_load(const char *dir, const char *name, GuestStateRecord *ret);
 
+/* Loads the state of the guest `name` whose UUID is `uuid` (a libvirt domain's; NULL or "" when
+ * unknown): as state_file_load(), except that a file of this name recorded for another UUID is
+ * not this guest's (-ENOENT, logged), and that with no file of this name, the file another name
+ * left for this UUID (the domain was renamed) is moved to this name and loaded, with one line.
+ * The directory is read once, at the first such lookup; state_file_save() keeps what it found. */
+int state_file_load_guest(const char *dir, const char *name, const char *uuid, GuestStateRecord *ret);
+
 /* Deletes a guest's file; 0 also when there was none. */
 int state_file_remove(const char *dir, const char *name);
 

@@ -2,6 +2,8 @@
 #include "policies/arbiter.h"
 
 #include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
 
 #include "common/macro.h"
 #include "policies/rs-value.h"
@@ -56,16 +58,23 @@ static void water_fill(const RsArbiterGuest *guests, size_t n, const uint64_t *l
         }
 }
 
-#define ARBITER_MAX_GUESTS 4096
-
 int rs_arbitrate(const RsArbiterHost *host, const RsArbiterGuest *guests, size_t n, uint64_t *out_targets) {
-        uint64_t lo[ARBITER_MAX_GUESTS], hi[ARBITER_MAX_GUESTS];
+        /* The water-filling bounds, one pair a guest, from the heap: a fixed array (4096 on the
+         * stack) turned arbitration off past its size, silently, on exactly the hosts that
+         * need it most. */
+        _cleanup_free_ uint64_t *bounds = NULL;
         unsigned __int128 sum_want = 0, sum_base = 0, sum_floor = 0;
 
-        if (!host || (n > 0 && (!guests || !out_targets)) || n > ARBITER_MAX_GUESTS)
+        if (!host || (n > 0 && (!guests || !out_targets)))
                 return -EINVAL;
         if (n == 0)
                 return RS_ARBITER_FITS;
+        if (n > SIZE_MAX / (2 * sizeof(uint64_t)))
+                return -ENOMEM;
+        bounds = malloc(2 * n * sizeof(uint64_t));
+        if (!bounds)
+                return -ENOMEM;
+        uint64_t *lo = bounds, *hi = bounds + n;
 
         uint64_t budget = host->guest_memory > host->reserve ? host->guest_memory - host->reserve : 0;
 

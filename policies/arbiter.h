@@ -48,8 +48,8 @@ typedef enum RsArbiterResult {
         RS_ARBITER_SHARED = 2,    /* short: estimates did not fit, divided by shares */
 } RsArbiterResult;
 
-/* Fills out_targets[n]. Returns an RsArbiterResult, -ENOSPC when even the floors do not
- * fit (every guest then gets its floor), or -EINVAL. */
+/* Fills out_targets[n], for any n. Returns an RsArbiterResult, -ENOSPC when even the floors
+ * do not fit (every guest then gets its floor), -EINVAL, or -ENOMEM (out_targets untouched). */
 int rs_arbitrate(const RsArbiterHost *host, const RsArbiterGuest *guests, size_t n, uint64_t *out_targets);
 
 /* What a guest holds on the host: the larger of the size it reports (its balloon's actual,

@@ -195,6 +195,39 @@ START_TEST(test_budget_counts_what_a_lying_guest_holds) {
 }
 END_TEST
 
+/* Past 4096 guests the arbiter refused (-EINVAL) and the daemon gave every guest its wish:
+ * arbitration turned off, silently, on the largest hosts. 5000 guests: short in both steps, the
+ * budget and the floors hold for every one of them, and equal guests get equal shares. */
+START_TEST(test_many_guests_arbitrated) {
+        enum { N = 5000 };
+        _cleanup_free_ RsArbiterGuest *g = calloc(N, sizeof(*g));
+        _cleanup_free_ uint64_t *out = calloc(N, sizeof(*out));
+        ck_assert(g && out);
+        for (size_t i = 0; i < N; i++)
+                g[i] = guest(1100 * MIB, 1000 * MIB, 256 * MIB, 4 * GIB, 1024, RS_MODE_RIGHTSIZE);
+
+        /* Step 1: the margins go, the estimates fit. */
+        RsArbiterHost h = { .guest_memory = (uint64_t) N * 1050 * MIB };
+        ck_assert_int_eq(rs_arbitrate(&h, g, N, out), RS_ARBITER_SQUEEZED);
+        ck_assert_uint_le(sum(out, N), h.guest_memory);
+        for (size_t i = 0; i < N; i++) {
+                ck_assert_uint_ge(out[i], 1000 * MIB);
+                ck_assert_uint_le(out[i], 1100 * MIB);
+        }
+        /* Step 2: shares, never below a floor; the last guest is treated like the first. */
+        h.guest_memory = (uint64_t) N * 512 * MIB;
+        ck_assert_int_eq(rs_arbitrate(&h, g, N, out), RS_ARBITER_SHARED);
+        ck_assert_uint_le(sum(out, N), h.guest_memory);
+        ck_assert_uint_ge(out[0], 511 * MIB);
+        for (size_t i = 0; i < N; i++)
+                ck_assert_uint_eq(out[i], out[0]);
+        /* The floors alone do not fit: every guest at its floor. */
+        h.guest_memory = (uint64_t) N * 128 * MIB;
+        ck_assert_int_eq(rs_arbitrate(&h, g, N, out), -ENOSPC);
+        ck_assert_uint_eq(out[N - 1], 256 * MIB);
+}
+END_TEST
+
 START_TEST(test_bad_input) {
         RsArbiterHost h = { .guest_memory = GIB };
         uint64_t out[1];
@@ -212,5 +245,5 @@ int main(void) {
                                           test_short_divides_by_shares_never_below_floor,
                                           test_short_probing_guest_gets_its_step, test_floors_do_not_fit,
                                           test_random_invariants, test_budget_counts_what_a_lying_guest_holds,
-                                          test_bad_input));
+                                          test_many_guests_arbitrated, test_bad_input));
 }

@@ -475,10 +475,66 @@ START_TEST(test_old_files_aged_out_unless_in_use) {
 }
 END_TEST
 
+/* A libvirt domain's file found again by its UUID under its old name, moved to the new one; a
+ * file of the name recorded for another UUID is not the guest's; a QMP guest (no UUID) loads by
+ * name alone; a file copied by hand under another name is not taken for anyone's. */
+START_TEST(test_load_guest_by_uuid) {
+        static const char uuid[] = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"; /* fill_record()'s */
+        static const char other[] = "11111111-2222-3333-4444-555555555555";
+        GuestStateRecord a, b, got;
+
+        fill_record(&a, "web-old");
+        ck_assert_int_eq(state_file_save(dir, &a), 0);
+        fill_record(&b, "db");
+        ck_assert_int_eq(guest_state_init(&b, "db", other), 0);
+        ck_assert_int_eq(state_file_save(dir, &b), 0);
+
+        /* Another domain, new: nothing of its own, and not web-old's. */
+        ck_assert_int_eq(state_file_load_guest(dir, "web-new", "99999999-2222-3333-4444-555555555555", &got), -ENOENT);
+        ck_assert(exists("web-old.json"));
+        /* The domain renamed: the record under the new name, the old file gone; upper case too. */
+        ck_assert_int_eq(state_file_load_guest(dir, "web-new", "0F1E2D3C-4B5A-6978-8796-A5B4C3D2E1F0", &got), 0);
+        ck_assert_str_eq(got.name, "web-new");
+        ck_assert_str_eq(got.uuid, uuid);
+        ck_assert_uint_eq(got.target_bytes, a.target_bytes);
+        ck_assert(exists("web-new.json"));
+        ck_assert(!exists("web-old.json"));
+        ck_assert_int_eq(state_file_load(dir, "web-new", &got), 0);
+        /* The name's file recorded for another domain: not this one's, left alone. */
+        ck_assert_int_eq(state_file_load_guest(dir, "db", uuid, &got), -ENOENT);
+        ck_assert(exists("db.json"));
+        ck_assert_int_eq(state_file_load_guest(dir, "db", other, &got), 0);
+        /* No UUID known (a QMP guest): by name, as before. */
+        ck_assert_int_eq(state_file_load_guest(dir, "db", NULL, &got), 0);
+        ck_assert_int_eq(state_file_load_guest(dir, "db", "", &got), 0);
+
+        /* A copy under another file name says it is web-new's: not taken for a rename. */
+        _cleanup_(freep) char *from = in_dir("web-new.json"), *to = in_dir("copy.json"), *text = test_read_file(from);
+        ck_assert_ptr_nonnull(text);
+        test_write_file(to, text);
+        ck_assert_int_eq(unlink(from), 0);
+        ck_assert_int_eq(state_file_load_guest(dir, "web-2", uuid, &got), -ENOENT);
+        ck_assert(exists("copy.json"));
+
+        /* The directory was read once, at the first lookup: a file saved since is found too,
+         * and one removed since is not taken. */
+        static const char late[] = "22222222-2222-3333-4444-555555555555";
+        GuestStateRecord c;
+        fill_record(&c, "late");
+        ck_assert_int_eq(guest_state_init(&c, "late", late), 0);
+        ck_assert_int_eq(state_file_save(dir, &c), 0);
+        ck_assert_int_eq(state_file_load_guest(dir, "late-renamed", late, &got), 0);
+        ck_assert_str_eq(got.name, "late-renamed");
+        ck_assert(!exists("late.json"));
+        ck_assert_int_eq(state_file_remove(dir, "late-renamed"), 0);
+        ck_assert_int_eq(state_file_load_guest(dir, "late-again", late, &got), -ENOENT);
+}
+END_TEST
+
 int main(void) {
         return check_run_case("daemon-state-file", "state-file", setup, teardown, 120,
                               CHECK_TESTS(test_round_trip, test_fields, test_paths_are_escaped,
                                           test_bad_files_discarded, test_every_truncation_and_corruption,
                                           test_disk_full_keeps_old_state, test_remove, test_leftovers_removed,
-                                          test_old_files_aged_out_unless_in_use));
+                                          test_old_files_aged_out_unless_in_use, test_load_guest_by_uuid));
 }
