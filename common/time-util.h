@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The one clock read outside sd-event's (policies/ reads none: `now` is passed in). */
+/* The one clock reader outside sd-event's: every other file reads the time through now_usec()
+ * (policies/ reads none: `now` is passed in). */
 #pragma once
 
 #include <stdint.h>

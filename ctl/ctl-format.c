@@ -487,10 +487,6 @@ void ctl_table_color_cell(CtlTable *t, size_t column, CtlColor color) {
                 t->colors[(t->n_rows - 1) * t->n_columns + column] = color;
 }
 
-size_t ctl_table_n_rows(const CtlTable *t) {
-        return t->n_rows - 1;
-}
-
 int ctl_table_print(const CtlTable *t, FILE *f) {
         _cleanup_free_ size_t *width = calloc(t->n_columns, sizeof(size_t));
 

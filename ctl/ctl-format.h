@@ -170,7 +170,6 @@ void ctl_table_align_right(CtlTable *t, size_t column);
 int ctl_table_add_row(CtlTable *t, const char *const *cells);
 /* Colours a cell of the last row added (only its text, not the padding; nothing with colours off). */
 void ctl_table_color_cell(CtlTable *t, size_t column, CtlColor color);
-size_t ctl_table_n_rows(const CtlTable *t);
 /* Columns separated by two spaces, header first (underlined with colours), aligned by display
  * width, no trailing blanks. */
 int ctl_table_print(const CtlTable *t, FILE *f);

@@ -21,6 +21,7 @@
 #include "common/bus-api.h"
 #include "common/macro.h"
 #include "common/size.h"
+#include "common/time-util.h"
 #include "ctl/ctl-format.h"
 #include "ctl/ctl-pager.h"
 #include "ctl/ctl-polkit-agent.h"
@@ -624,12 +625,6 @@ typedef struct Monitor {
         size_t name_width; /* the name column: the widest name of the guests followed */
 } Monitor;
 
-static uint64_t now_realtime_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
-}
-
 /* EstimateChanged(s name, t estimate, t lower, t upper), 0 for unknown (the estimate: only before
  * the guest's first; daemon/dbus-api.md). It carries no target or state: those are what GetGuest
  * says right after it. */
@@ -652,7 +647,7 @@ static int monitor_estimate_changed(sd_bus_message *m, void *userdata, sd_bus_er
                 return 0;
 
         CtlEstimateEvent e = {
-                .usec = now_realtime_usec(),
+                .usec = now_usec(CLOCK_REALTIME),
                 .name = name,
                 .estimate = estimate > 0 ? estimate : CTL_UNKNOWN,
                 .lower = lower > 0 ? lower : CTL_UNKNOWN,

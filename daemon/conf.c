@@ -17,6 +17,7 @@
 #include <strings.h>
 
 #include "common/bus-api.h"
+#include "common/boolean.h"
 #include "common/duration.h"
 #include "common/macro.h"
 #include "daemon/log.h"
@@ -58,7 +59,8 @@ const char *shutdown_action_to_string(ShutdownAction a) {
         return shutdown_action_names[a];
 }
 
-int shutdown_action_from_string(const char *s) {
+/* The action, or -EINVAL. */
+static int shutdown_action_from_string(const char *s) {
         if (!s)
                 return -EINVAL;
         for (int i = 0; i < _SHUTDOWN_ACTION_COUNT; i++)
@@ -272,22 +274,6 @@ static bool has_control_chars(const char *s) {
                 if ((*p < 0x20 && *p != '\t') || *p == 0x7f)
                         return true;
         return false;
-}
-
-static int parse_bool(const char *v, bool *ret) {
-        static const char *const yes[] = { "yes", "true", "on", "1" }, *const no[] = { "no", "false", "off", "0" };
-
-        for (size_t i = 0; i < ARRAY_SIZE(yes); i++) {
-                if (strcasecmp(v, yes[i]) == 0) {
-                        *ret = true;
-                        return 0;
-                }
-                if (strcasecmp(v, no[i]) == 0) {
-                        *ret = false;
-                        return 0;
-                }
-        }
-        return -EINVAL;
 }
 
 /* "15s", "1500ms", "2min", or a plain number of seconds. */
@@ -601,7 +587,7 @@ static int parse_value(ParseContext *ctx, const ConfigKey *k, const char *value)
         }
 
         case VALUE_BOOL:
-                if (parse_bool(value, field) < 0)
+                if (parse_boolean(value, field) < 0)
                         return parse_fail(ctx, -EINVAL, "key '%s': invalid boolean '%s' (expected yes or no)", k->key,
                                           value);
                 return 0;

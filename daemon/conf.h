@@ -19,7 +19,6 @@ typedef enum ShutdownAction {
 } ShutdownAction;
 
 const char *shutdown_action_to_string(ShutdownAction a);
-int shutdown_action_from_string(const char *s); /* or -EINVAL */
 
 typedef struct Config {
         /* [daemon] */

@@ -1,21 +1,22 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Events on a watched directory are handled by name, so a create/delete costs one lstat(); an
- * inotify queue overflow falls back to rescanning everything and diffing against what is known. */
+ * inotify queue overflow falls back to rescanning and diffing against what is known. The watches
+ * are sd-event's (sd_event_add_inotify()): one source a directory, and one on the nearest
+ * existing ancestor of a directory that does not exist yet. */
 
 #include "daemon/discovery.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fnmatch.h>
-#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
+#include "common/event-util.h"
 #include "common/macro.h"
 #include "daemon/log.h"
 
@@ -25,15 +26,17 @@
         (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | \
          IN_ONLYDIR)
 
-#define DEFAULT_RETRY_USEC (5 * USEC_PER_SEC)
+/* Before retrying a directory that could not be watched for reasons other than not existing (no
+ * permission, the inotify watch limit). */
+#define RETRY_USEC (5 * USEC_PER_SEC)
 
 typedef struct WatchDir {
+        Discovery *owner;
         char *path;
-        char **patterns;  /* fnmatch() patterns for file names; NULL-terminated */
-        int wd;           /* watch on the directory itself, or -1 */
-        int ancestor_wd;  /* while the directory is missing: watch on its nearest existing ancestor */
-        char *next_name;  /* the entry of that ancestor on the way to the directory */
-        bool rearm;       /* something happened that needs arm_dir() again */
+        char **patterns;                  /* fnmatch() patterns for file names; NULL-terminated */
+        sd_event_source *watch;           /* on the directory itself, or NULL */
+        sd_event_source *ancestor_watch;  /* while the directory is missing: on its nearest existing ancestor */
+        char *next_name;                  /* the entry of that ancestor on the way to the directory */
 } WatchDir;
 
 typedef struct KnownSocket {
@@ -48,16 +51,10 @@ typedef struct KnownSocket {
 
 struct Discovery {
         sd_event *event;
-        sd_event_source *io_source;
         sd_event_source *retry_source;
-        uint64_t retry_usec;
-        int inotify_fd;
 
         WatchDir *dirs;
         size_t n_dirs;
-
-        int *wds; /* every watch we hold, for removing the unused ones */
-        size_t n_wds;
 
         KnownSocket *sockets;
         size_t n_sockets;
@@ -77,6 +74,8 @@ static void strv_free(char **l) {
 
 static void dirs_free(WatchDir *dirs, size_t n) {
         for (size_t i = 0; i < n; i++) {
+                sd_event_source_disable_unref(dirs[i].watch);
+                sd_event_source_disable_unref(dirs[i].ancestor_watch);
                 free(dirs[i].path);
                 free(dirs[i].next_name);
                 strv_free(dirs[i].patterns);
@@ -223,43 +222,16 @@ static int scan_dir(Discovery *d, size_t dir) {
         return 0;
 }
 
-static void remember_wd(Discovery *d, int wd) {
-        int *grown;
+static int on_dir_event(sd_event_source *s, const struct inotify_event *ev, void *userdata);
+static int on_ancestor_event(sd_event_source *s, const struct inotify_event *ev, void *userdata);
 
-        for (size_t i = 0; i < d->n_wds; i++)
-                if (d->wds[i] == wd)
-                        return;
-        grown = realloc(d->wds, (d->n_wds + 1) * sizeof(int));
-        if (!grown) {
-                /* Only costs us removing it later; the watch itself works. */
-                log_oom();
-                return;
-        }
-        d->wds = grown;
-        d->wds[d->n_wds++] = wd;
-}
-
-static int add_watch(Discovery *d, const char *path) {
-        int wd = inotify_add_watch(d->inotify_fd, path, WATCH_MASK);
-        if (wd < 0)
-                return -errno;
-        remember_wd(d, wd);
-        return wd;
-}
-
-/* Drops the watches no directory refers to any more. */
-static void gc_watches(Discovery *d) {
-        for (size_t i = d->n_wds; i > 0; i--) {
-                int wd = d->wds[i - 1];
-                bool used = false;
-
-                for (size_t j = 0; j < d->n_dirs && !used; j++)
-                        used = d->dirs[j].wd == wd || d->dirs[j].ancestor_wd == wd;
-                if (used)
-                        continue;
-                (void) inotify_rm_watch(d->inotify_fd, wd); /* EINVAL if the kernel dropped it already */
-                d->wds[i - 1] = d->wds[--d->n_wds];
-        }
+static int add_watch(WatchDir *w, const char *path, bool ancestor, sd_event_source **ret) {
+        int r = sd_event_add_inotify(w->owner->event, ret, path, WATCH_MASK,
+                                     ancestor ? on_ancestor_event : on_dir_event, w);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(*ret, ancestor ? "qmp-socket-ancestor" : "qmp-socket-discovery");
+        return 0;
 }
 
 static int on_retry(sd_event_source *s, uint64_t usec, void *userdata);
@@ -267,9 +239,10 @@ static int on_retry(sd_event_source *s, uint64_t usec, void *userdata);
 static void schedule_retry(Discovery *d) {
         int r;
 
-        if (d->retry_source)
+        if (event_source_is_armed(d->retry_source))
                 return;
-        r = sd_event_add_time_relative(d->event, &d->retry_source, CLOCK_MONOTONIC, d->retry_usec, 0, on_retry, d);
+        r = event_reset_time_relative(d->event, &d->retry_source, CLOCK_MONOTONIC, RETRY_USEC, 0, on_retry, d,
+                                      "qmp-socket-retry");
         if (r < 0)
                 log_warning_errno(r, "Cannot schedule a retry of QMP socket directories: %m");
 }
@@ -279,25 +252,25 @@ static void schedule_retry(Discovery *d) {
 static void arm_dir(Discovery *d, size_t dir) {
         WatchDir *w = &d->dirs[dir];
 
-        w->rearm = false;
-        w->ancestor_wd = -1;
+        /* Dropped and added again: a watch re-armed from its own callback starts afresh, and the
+         * scan below catches what happened in between. */
+        w->watch = sd_event_source_disable_unref(w->watch);
+        w->ancestor_watch = sd_event_source_disable_unref(w->ancestor_watch);
         free(w->next_name);
         w->next_name = NULL;
 
         for (int attempt = 0; attempt < 2; attempt++) {
                 _cleanup_(freep) char *ancestor = NULL;
-                int wd = add_watch(d, w->path);
+                int r = add_watch(w, w->path, false, &w->watch);
 
-                if (wd >= 0) {
-                        w->wd = wd;
-                        w->ancestor_wd = -1;
+                if (r >= 0) {
+                        w->ancestor_watch = sd_event_source_disable_unref(w->ancestor_watch);
                         (void) scan_dir(d, dir);
                         return;
                 }
-                w->wd = -1;
                 forget_dir(d, dir);
-                if (wd != -ENOENT && wd != -ENOTDIR) {
-                        log_warning_errno(wd, "Cannot watch %s, retrying later: %m", w->path);
+                if (r != -ENOENT && r != -ENOTDIR) {
+                        log_warning_errno(r, "Cannot watch %s, retrying later: %m", w->path);
                         schedule_retry(d);
                         return;
                 }
@@ -319,16 +292,16 @@ static void arm_dir(Discovery *d, size_t dir) {
                                 slash[1] = '\0';
                         else
                                 *slash = '\0';
-                        wd = add_watch(d, ancestor);
-                        if (wd >= 0 || (wd != -ENOENT && wd != -ENOTDIR) || strcmp(ancestor, "/") == 0)
+                        w->ancestor_watch = sd_event_source_disable_unref(w->ancestor_watch);
+                        r = add_watch(w, ancestor, true, &w->ancestor_watch);
+                        if (r >= 0 || (r != -ENOENT && r != -ENOTDIR) || strcmp(ancestor, "/") == 0)
                                 break;
                 }
-                if (wd < 0) {
-                        log_warning_errno(wd, "Cannot watch any parent of %s, retrying later: %m", w->path);
+                if (r < 0) {
+                        log_warning_errno(r, "Cannot watch any parent of %s, retrying later: %m", w->path);
                         schedule_retry(d);
                         return;
                 }
-                w->ancestor_wd = wd;
                 /* "/run" for "/run/qemu/vms": only entries named "qemu" there matter. */
                 const char *rest = w->path + strlen(ancestor);
                 rest += strspn(rest, "/");
@@ -341,92 +314,51 @@ static void arm_dir(Discovery *d, size_t dir) {
 static int on_retry(sd_event_source *s, uint64_t usec, void *userdata) {
         Discovery *d = userdata;
 
-        d->retry_source = sd_event_source_unref(d->retry_source);
         for (size_t i = 0; i < d->n_dirs; i++)
-                if (d->dirs[i].wd < 0 && d->dirs[i].ancestor_wd < 0)
+                if (!d->dirs[i].watch && !d->dirs[i].ancestor_watch)
                         arm_dir(d, i);
-        gc_watches(d);
         return 0;
 }
 
-static void handle_event(Discovery *d, const struct inotify_event *ev) {
-        for (size_t i = 0; i < d->n_dirs; i++) {
-                WatchDir *w = &d->dirs[i];
+#define GONE_MASK (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED | IN_UNMOUNT)
 
-                if (w->ancestor_wd == ev->wd && ev->wd >= 0) {
-                        /* The ancestor itself went away, or the next step towards the directory
-                         * appeared; a busy /run's other entries are none of our business. */
-                        if ((ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED | IN_UNMOUNT)) ||
-                            !w->next_name ||
-                            (ev->len > 0 && strcmp(ev->name, w->next_name) == 0))
-                                w->rearm = true;
-                        continue;
-                }
-                if (w->wd != ev->wd || ev->wd < 0)
-                        continue;
+static int on_dir_event(sd_event_source *s _unused_, const struct inotify_event *ev, void *userdata) {
+        WatchDir *w = userdata;
+        Discovery *d = w->owner;
+        size_t dir = (size_t) (w - d->dirs);
 
-                if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED | IN_UNMOUNT)) {
-                        /* Removed, renamed away (the watch would follow it) or unmounted. */
-                        if (!(ev->mask & IN_IGNORED))
-                                (void) inotify_rm_watch(d->inotify_fd, w->wd);
-                        w->wd = -1;
-                        forget_dir(d, i);
-                        w->rearm = true;
-                        continue;
-                }
-                if (ev->len == 0 || (ev->mask & IN_ISDIR))
-                        continue;
-                if (ev->mask & (IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM))
-                        (void) refresh_file(d, i, ev->name);
+        if (ev->mask & IN_Q_OVERFLOW) {
+                log_notice("inotify queue overflowed; rescanning %s", w->path);
+                (void) scan_dir(d, dir);
+                return 0;
         }
+        if (ev->mask & GONE_MASK) {
+                /* Removed, renamed away (the watch would follow it) or unmounted. */
+                forget_dir(d, dir);
+                arm_dir(d, dir);
+                return 0;
+        }
+        if (ev->len == 0 || (ev->mask & IN_ISDIR))
+                return 0;
+        if (ev->mask & (IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM))
+                (void) refresh_file(d, dir, ev->name);
+        return 0;
 }
 
-static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        Discovery *d = userdata;
-        bool overflow = false;
-        union {
-                struct inotify_event ev;
-                char raw[16 * (sizeof(struct inotify_event) + NAME_MAX + 1)];
-        } buf;
+static int on_ancestor_event(sd_event_source *s _unused_, const struct inotify_event *ev, void *userdata) {
+        WatchDir *w = userdata;
 
-        for (;;) {
-                ssize_t n = read(fd, &buf, sizeof(buf));
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        if (errno != EAGAIN)
-                                log_warning_errno(errno, "Reading inotify events failed: %m");
-                        break;
-                }
-                for (char *p = buf.raw; p < buf.raw + n;) {
-                        const struct inotify_event *ev = (const struct inotify_event *) p;
-
-                        if (ev->mask & IN_Q_OVERFLOW)
-                                overflow = true;
-                        else
-                                handle_event(d, ev);
-                        p += sizeof(struct inotify_event) + ev->len;
-                }
-        }
-
-        for (size_t i = 0; i < d->n_dirs; i++) {
-                if (d->dirs[i].rearm)
-                        arm_dir(d, i);
-                else if (overflow && d->dirs[i].wd >= 0)
-                        (void) scan_dir(d, i);
-                else if (overflow)
-                        arm_dir(d, i);
-        }
-        if (overflow)
-                log_notice("inotify queue overflowed; rescanned the QMP socket directories");
-        gc_watches(d);
+        /* The ancestor itself went away, or the next step towards the directory appeared (or may
+         * have: an overflow); a busy /run's other entries are none of our business. */
+        if ((ev->mask & (GONE_MASK | IN_Q_OVERFLOW)) || !w->next_name ||
+            (ev->len > 0 && strcmp(ev->name, w->next_name) == 0))
+                arm_dir(w->owner, (size_t) (w - w->owner->dirs));
         return 0;
 }
 
 int discovery_new(sd_event *event, DiscoveryAddedFn added, DiscoveryRemovedFn removed, void *userdata,
                   Discovery **ret) {
         _cleanup_(discovery_freep) Discovery *d = NULL;
-        int r;
 
         if (!event || !ret)
                 return -EINVAL;
@@ -434,21 +366,10 @@ int discovery_new(sd_event *event, DiscoveryAddedFn added, DiscoveryRemovedFn re
         d = calloc(1, sizeof(Discovery));
         if (!d)
                 return -ENOMEM;
-        d->inotify_fd = -1;
         d->event = sd_event_ref(event);
         d->added = added;
         d->removed = removed;
         d->userdata = userdata;
-        d->retry_usec = DEFAULT_RETRY_USEC;
-
-        d->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-        if (d->inotify_fd < 0)
-                return -errno;
-
-        r = sd_event_add_io(event, &d->io_source, d->inotify_fd, EPOLLIN, on_inotify, d);
-        if (r < 0)
-                return r;
-        (void) sd_event_source_set_description(d->io_source, "qmp-socket-discovery");
 
         *ret = TAKE_PTR(d);
         return 0;
@@ -458,18 +379,14 @@ Discovery *discovery_free(Discovery *d) {
         if (!d)
                 return NULL;
 
-        sd_event_source_disable_unref(d->io_source);
         sd_event_source_disable_unref(d->retry_source);
-        if (d->inotify_fd >= 0)
-                close(d->inotify_fd);
-        sd_event_unref(d->event);
         dirs_free(d->dirs, d->n_dirs);
+        sd_event_unref(d->event);
         for (size_t i = 0; i < d->n_sockets; i++) {
                 free(d->sockets[i].path);
                 free(d->sockets[i].name);
         }
         free(d->sockets);
-        free(d->wds);
         free(d);
         return NULL;
 }
@@ -505,7 +422,7 @@ static int build_dirs(char *const *globs, WatchDir **ret, size_t *ret_n) {
                                 return -ENOMEM;
                         }
                         dirs = grown;
-                        dirs[n++] = (WatchDir){ .path = TAKE_PTR(dir), .wd = -1, .ancestor_wd = -1 };
+                        dirs[n++] = (WatchDir){ .path = TAKE_PTR(dir) };
                 }
 
                 while (dirs[i].patterns && dirs[i].patterns[np])
@@ -562,9 +479,10 @@ int discovery_set_globs(Discovery *d, char *const *globs) {
                         socket_remove_at(d, i - 1);
         }
 
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
+                dirs[i].owner = d;
                 arm_dir(d, i);
-        gc_watches(d);
+        }
         return 0;
 }
 
@@ -581,9 +499,4 @@ void discovery_set_trust(Discovery *d, const SocketTrust *trust) {
         for (size_t i = d->n_sockets; i > 0; i--)
                 if (d->sockets[i - 1].refused)
                         socket_remove_at(d, i - 1);
-}
-
-void discovery_set_retry_usec(Discovery *d, uint64_t usec) {
-        if (d)
-                d->retry_usec = usec > 0 ? usec : DEFAULT_RETRY_USEC;
 }

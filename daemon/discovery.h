@@ -41,7 +41,3 @@ void discovery_set_trust(Discovery *d, const SocketTrust *trust);
 
 /* Sockets currently known (refused ones not counted). */
 size_t discovery_count(const Discovery *d);
-
-/* Delay before retrying a directory that could not be watched for reasons other than not existing
- * (no permission, inotify watch limit). Default 5 s. */
-void discovery_set_retry_usec(Discovery *d, uint64_t usec);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/event-util.h"
 #include "common/macro.h"
 #include "daemon/libvirt/libvirt-agent.h"
 #include "daemon/guest-libvirt.h"
@@ -403,16 +404,10 @@ static void domain_start_agent(LibvirtGuests *lg, Domain *d, uint64_t now) {
         dom = libvirt_backend_get_domain_ptr(lg->backend, d->uuid);
         if (!dom || libvirt_agent_submit(lg->worker, dom, on_agent_done, d, &d->job) < 0)
                 return;
-        if (!d->agent_deadline) {
-                if (sd_event_add_time(lg->event, &d->agent_deadline, CLOCK_MONOTONIC, now + timeout, 0,
-                                      on_agent_deadline, d) < 0) {
-                        domain_cancel_agent(d);
-                        return;
-                }
-                (void) sd_event_source_set_description(d->agent_deadline, "libvirt-agent-deadline");
-        } else {
-                (void) sd_event_source_set_time(d->agent_deadline, now + timeout);
-                (void) sd_event_source_set_enabled(d->agent_deadline, SD_EVENT_ONESHOT);
+        if (event_reset_time(lg->event, &d->agent_deadline, CLOCK_MONOTONIC, now + timeout, 0, on_agent_deadline, d,
+                             "libvirt-agent-deadline") < 0) {
+                domain_cancel_agent(d);
+                return;
         }
         d->agent_waiting = true;
         guest_cycle_hold(g);
@@ -542,15 +537,14 @@ static void stats_call_late(LibvirtGuests *lg) {
         }
 }
 
-static int on_tick(sd_event_source *s, uint64_t usec _unused_, void *userdata) {
+static int on_libvirt_tick(sd_event_source *s, uint64_t usec _unused_, void *userdata) {
         LibvirtGuests *lg = userdata;
         uint64_t now = now_monotonic(lg);
         _cleanup_free_ LibvirtDomainStats *requests = NULL;
         size_t n_due = 0;
         int r;
 
-        (void) sd_event_source_set_time(s, now + TICK_USEC);
-        (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        (void) event_reset_time(lg->event, &lg->timer, CLOCK_MONOTONIC, now + TICK_USEC, 0, on_libvirt_tick, lg, NULL);
         if (owner_stopping(lg) || lg->n_domains == 0 || !libvirt_backend_is_connected(lg->backend))
                 return 0;
         /* One stats call in flight at a time: a hung libvirtd does not pile them up. */
@@ -636,12 +630,11 @@ int libvirt_guests_new(sd_event *event, const Config *config, const LibvirtGuest
                         lg->agent = false;
                 }
         }
-        r = sd_event_add_time(event, &lg->timer, CLOCK_MONOTONIC, now_monotonic(lg) + TICK_USEC, 0, on_tick, lg);
+        r = event_reset_time_relative(event, &lg->timer, CLOCK_MONOTONIC, TICK_USEC, 0, on_libvirt_tick, lg, "libvirt-tick");
         if (r < 0) {
                 libvirt_guests_free(lg);
                 return r;
         }
-        (void) sd_event_source_set_description(lg->timer, "libvirt-tick");
 
         const LibvirtBackendConfig backend_config = {
                 .uri = lg->uri,

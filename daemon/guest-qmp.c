@@ -10,6 +10,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "common/event-util.h"
 #include "common/macro.h"
 #include "common/size.h"
 #include "common/time-util.h"
@@ -66,8 +67,8 @@ typedef struct GuestQmp {
         bool hugepage_refused;          /* no rights to: not tried again for this QEMU */
 } GuestQmp;
 
-static void guest_schedule_reconnect(GuestQmp *q);
-static void guest_tick_arm(GuestQmp *q, uint64_t usec);
+static void schedule_reconnect(GuestQmp *q);
+static void tick_arm(GuestQmp *q, uint64_t usec);
 static void agent_schedule_reconnect(GuestQmp *q);
 static void agent_follow_policy(GuestQmp *q);
 
@@ -157,9 +158,7 @@ static int qmp_shutdown_balloon(Guest *g, uint64_t balloon_bytes, void (*done)(G
         if (!call)
                 return -ENOMEM;
         *call = (ShutdownCall) { g, done, done_userdata };
-        json_object *args = json_object_new_object();
-        json_object_object_add(args, "value", json_object_new_int64((int64_t) balloon_bytes));
-        int r = qmp_client_execute_full(q->qmp, "balloon", args, 2 * USEC_PER_SEC, on_shutdown_balloon, call, free);
+        int r = qmp_balloon_set_target_full(q->qmp, balloon_bytes, 2 * USEC_PER_SEC, on_shutdown_balloon, call, free);
         if (r < 0) {
                 free(call);
                 return r;
@@ -187,7 +186,7 @@ static void qmp_policy_changed(Guest *g, uint64_t old_interval_usec, void *userd
                 (void) qmp_set_stats_polling_interval(q->qmp, NULL, (unsigned) MAX(interval / USEC_PER_SEC, 1),
                                                       command_timeout(g), on_stats_polling_set, q);
         if (q->timer && guest_phase(g) == GUEST_PHASE_RUNNING)
-                guest_tick_arm(q, interval);
+                tick_arm(q, interval);
 }
 
 static void qmp_stop(Guest *g _unused_, void *userdata) {
@@ -359,7 +358,7 @@ static void on_agent_vmstat(QgaClient *c, const QmpReply *reply, const GuestVmst
         }
 }
 
-static int on_tick(sd_event_source *s _unused_, uint64_t usec, void *userdata) {
+static int on_guest_tick(sd_event_source *s _unused_, uint64_t usec, void *userdata) {
         GuestQmp *q = userdata;
         Guest *g = q->guest;
         uint64_t now;
@@ -369,7 +368,7 @@ static int on_tick(sd_event_source *s _unused_, uint64_t usec, void *userdata) {
          * every late wake-up stretches the interval. Fallen behind: one interval from now. */
         (void) sd_event_now(guest_event(g), CLOCK_MONOTONIC, &now);
         uint64_t interval = guest_policy(g)->poll_interval_usec;
-        guest_tick_arm(q, usec + interval > now ? usec + interval - now : interval);
+        tick_arm(q, usec + interval > now ? usec + interval - now : interval);
         if (!qmp_ready(q))
                 return 0;
         r = guest_cycle_begin(g);
@@ -410,32 +409,23 @@ static int on_tick(sd_event_source *s _unused_, uint64_t usec, void *userdata) {
         return 0;
 }
 
-static void guest_tick_arm(GuestQmp *q, uint64_t usec) {
+static void tick_arm(GuestQmp *q, uint64_t usec) {
         Guest *g = q->guest;
-        uint64_t now;
 
         if (q->stopped)
                 return;
         /* sd-event's default accuracy (250 ms) would stretch short intervals and line every
          * guest's tick up with the others: 1 % of the interval, within 1-50 ms. */
         uint64_t accuracy = CLAMP(guest_policy(g)->poll_interval_usec / 100, USEC_PER_MSEC, 50 * USEC_PER_MSEC);
-        (void) sd_event_now(guest_event(g), CLOCK_MONOTONIC, &now);
-        if (!q->timer) {
-                if (sd_event_add_time(guest_event(g), &q->timer, CLOCK_MONOTONIC, now + usec, accuracy, on_tick, q) < 0)
-                        return;
-                (void) sd_event_source_set_description(q->timer, "guest-tick");
-                return;
-        }
-        (void) sd_event_source_set_time_accuracy(q->timer, accuracy);
-        (void) sd_event_source_set_time(q->timer, now + usec);
-        (void) sd_event_source_set_enabled(q->timer, SD_EVENT_ONESHOT);
+        (void) event_reset_time_relative(guest_event(g), &q->timer, CLOCK_MONOTONIC, usec, accuracy, on_guest_tick, q,
+                                         "guest-tick");
 }
 
 /* ---- connection and setup ---- */
 
 /* Everything setup asked has answered: the guest's memory is known, the decision core takes
  * over (guest_attach()) and the ticks begin. */
-static void guest_setup_done(GuestQmp *q) {
+static void setup_done(GuestQmp *q) {
         Guest *g = q->guest;
 
         if (q->setup_pending == 0 || --q->setup_pending > 0)
@@ -452,13 +442,13 @@ static void guest_setup_done(GuestQmp *q) {
                          q->setup_error);
                 guest_set_disconnected(g, fault);
                 qmp_client_close(q->qmp);
-                guest_schedule_reconnect(q);
+                schedule_reconnect(q);
                 return;
         }
         if (guest_attach(g, &q->res) < 0)
                 return;
         q->backoff_usec = 0;
-        guest_tick_arm(q, 0);
+        tick_arm(q, 0);
 }
 
 static void on_polling_set(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
@@ -466,21 +456,21 @@ static void on_polling_set(QmpClient *c _unused_, const QmpReply *reply, void *u
         if (reply->error < 0)
                 log_named_guest_warning(guest_name(q->guest), NULL, "Could not enable balloon stats polling: %s",
                                         reply->error_desc ?: strerror(-reply->error));
-        guest_setup_done(q);
+        setup_done(q);
 }
 
 static void on_fpr(QmpClient *c _unused_, const QmpReply *reply, bool value, void *userdata) {
         GuestQmp *q = userdata;
         q->res.fpr_known = reply->error >= 0;
         q->res.free_page_reporting = reply->error >= 0 && value;
-        guest_setup_done(q);
+        setup_done(q);
 }
 
 static void on_deflate_on_oom(QmpClient *c _unused_, const QmpReply *reply, bool value, void *userdata) {
         GuestQmp *q = userdata;
         q->res.deflate_on_oom_known = reply->error >= 0;
         q->res.deflate_on_oom = reply->error >= 0 && value;
-        guest_setup_done(q);
+        setup_done(q);
 }
 
 static void on_size_summary(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
@@ -489,7 +479,7 @@ static void on_size_summary(QmpClient *c _unused_, const QmpReply *reply, void *
         if (reply->error >= 0 && json_member_get_u64(reply->result, "base-memory", &base) >= 0 && base > 0 &&
             base < UINT64_MAX / 4)
                 q->res.base_memory = base;
-        guest_setup_done(q);
+        setup_done(q);
 }
 
 static void on_setup_balloon(QmpClient *c _unused_, const QmpReply *reply, const QmpBalloonInfo *info,
@@ -500,11 +490,11 @@ static void on_setup_balloon(QmpClient *c _unused_, const QmpReply *reply, const
         else
                 snprintf(q->setup_error, sizeof(q->setup_error), "query-balloon: %s",
                          reply->error_desc ?: strerror(-reply->error));
-        guest_setup_done(q);
+        setup_done(q);
 }
 
 /* What the memory devices take of maxmem and of the slots, and the first free rs-dimmN. */
-static void guest_count_memory_devices(GuestQmp *q, const QmpMemoryDeviceList *list) {
+static void count_memory_devices(GuestQmp *q, const QmpMemoryDeviceList *list) {
         GuestResources *res = &q->res;
         res->devices_bytes = res->dimm_bytes = 0;
         res->dimm_count = 0;
@@ -541,14 +531,14 @@ static void on_setup_machine_memory(QmpClient *c _unused_, const QmpReply *reply
                                      "allow-dimm: QEMU does not tell maxmem and slots (%s): no DIMM hotplug",
                                      reply->error < 0 ? reply->error_desc ?: strerror(-reply->error)
                                                       : "no max-size and slots: -m without maxmem");
-        guest_setup_done(q);
+        setup_done(q);
 }
 
 static void on_setup_devices(QmpClient *c _unused_, const QmpReply *reply, const QmpMemoryDeviceList *list,
                              void *userdata) {
         GuestQmp *q = userdata;
         if (reply->error >= 0) {
-                guest_count_memory_devices(q, list);
+                count_memory_devices(q, list);
                 for (size_t i = 0; i < list->n_devices; i++) {
                         const QmpMemoryDevice *d = &list->devices[i];
                         if (d->type != QMP_MEMORY_DEVICE_VIRTIO_MEM || !d->id || d->block_size == 0)
@@ -562,7 +552,7 @@ static void on_setup_devices(QmpClient *c _unused_, const QmpReply *reply, const
                         break;
                 }
         }
-        guest_setup_done(q);
+        setup_done(q);
 }
 
 static void on_qmp_ready(QmpClient *c, void *userdata) {
@@ -578,9 +568,9 @@ static void on_qmp_ready(QmpClient *c, void *userdata) {
         q->setup_pending = 1;
         if (qmp_set_stats_polling_interval(c, NULL, interval, t, on_polling_set, q) >= 0)
                 q->setup_pending++;
-        if (qmp_get_free_page_reporting(c, NULL, t, on_fpr, q) >= 0)
+        if (qmp_qom_get_bool(c, NULL, QMP_BALLOON_FREE_PAGE_REPORTING, t, on_fpr, q) >= 0)
                 q->setup_pending++;
-        if (qmp_get_deflate_on_oom(c, NULL, t, on_deflate_on_oom, q) >= 0)
+        if (qmp_qom_get_bool(c, NULL, QMP_BALLOON_DEFLATE_ON_OOM, t, on_deflate_on_oom, q) >= 0)
                 q->setup_pending++;
         if (qmp_client_execute(c, "query-memory-size-summary", NULL, t, on_size_summary, q) >= 0)
                 q->setup_pending++;
@@ -591,7 +581,7 @@ static void on_qmp_ready(QmpClient *c, void *userdata) {
         /* Only asked when DIMMs may be added: -m's maxmem and slots (QEMU 7.1+). */
         if (guest_policy(g)->allow_dimm && qmp_qom_get(c, "/machine", "memory", t, on_setup_machine_memory, q) >= 0)
                 q->setup_pending++;
-        guest_setup_done(q);
+        setup_done(q);
 }
 
 static void on_qmp_event(QmpClient *c _unused_, const QmpEvent *event, void *userdata) {
@@ -618,10 +608,10 @@ static void on_qmp_disconnect(QmpClient *c _unused_, int error, const char *reas
          * then does nothing because the guest is not running. */
         guest_set_disconnected(q->guest, fault);
         q->setup_pending = 0;
-        guest_schedule_reconnect(q);
+        schedule_reconnect(q);
 }
 
-static int guest_connect(GuestQmp *q) {
+static int connect_qmp(GuestQmp *q) {
         static const QmpClientCallbacks callbacks = {
                 .ready = on_qmp_ready,
                 .event = on_qmp_event,
@@ -688,30 +678,21 @@ static void connect_failed(GuestQmp *q, int error) {
                 guest_set_disconnected(q->guest, fault);
         else
                 guest_set_connecting(q->guest, fault);
-        guest_schedule_reconnect(q);
+        schedule_reconnect(q);
 }
 
 static int on_reconnect(sd_event_source *s _unused_, uint64_t usec _unused_, void *userdata) {
         GuestQmp *q = userdata;
-        int r = guest_connect(q);
+        int r = connect_qmp(q);
         if (r < 0)
                 connect_failed(q, r);
         return 0;
 }
 
-static void guest_schedule_reconnect(GuestQmp *q) {
-        sd_event *event = guest_event(q->guest);
-        uint64_t now;
+static void schedule_reconnect(GuestQmp *q) {
         q->backoff_usec = q->backoff_usec ? MIN(q->backoff_usec * 2, RECONNECT_MAX_USEC) : RECONNECT_MIN_USEC;
-        (void) sd_event_now(event, CLOCK_MONOTONIC, &now);
-        if (!q->reconnect) {
-                if (sd_event_add_time(event, &q->reconnect, CLOCK_MONOTONIC, now + q->backoff_usec, 0, on_reconnect,
-                                      q) >= 0)
-                        (void) sd_event_source_set_description(q->reconnect, "guest-reconnect");
-                return;
-        }
-        (void) sd_event_source_set_time(q->reconnect, now + q->backoff_usec);
-        (void) sd_event_source_set_enabled(q->reconnect, SD_EVENT_ONESHOT);
+        (void) event_reset_time_relative(guest_event(q->guest), &q->reconnect, CLOCK_MONOTONIC, q->backoff_usec, 0,
+                                         on_reconnect, q, "guest-reconnect");
 }
 
 /* ---- the agent ---- */
@@ -773,16 +754,8 @@ static int on_agent_reconnect(sd_event_source *s _unused_, uint64_t usec _unused
 }
 
 static void agent_schedule_reconnect(GuestQmp *q) {
-        sd_event *event = guest_event(q->guest);
-        uint64_t now;
-        (void) sd_event_now(event, CLOCK_MONOTONIC, &now);
-        if (!q->agent_reconnect) {
-                (void) sd_event_add_time(event, &q->agent_reconnect, CLOCK_MONOTONIC, now + AGENT_RECONNECT_USEC, 0,
-                                         on_agent_reconnect, q);
-                return;
-        }
-        (void) sd_event_source_set_time(q->agent_reconnect, now + AGENT_RECONNECT_USEC);
-        (void) sd_event_source_set_enabled(q->agent_reconnect, SD_EVENT_ONESHOT);
+        (void) event_reset_time_relative(guest_event(q->guest), &q->agent_reconnect, CLOCK_MONOTONIC,
+                                         AGENT_RECONNECT_USEC, 0, on_agent_reconnect, q, "agent-reconnect");
 }
 
 /* With guest-agent = no the daemon keeps no connection to the agent at all: the channel is the
@@ -838,7 +811,7 @@ int guest_qmp_start(Guest *g) {
         GuestQmp *q = guest_driver_data(g, &qmp_driver);
         if (!q)
                 return -EINVAL;
-        int r = guest_connect(q);
+        int r = connect_qmp(q);
         if (r < 0)
                 /* Typically ECONNREFUSED: QEMU bound the socket but does not listen yet. */
                 connect_failed(q, r);

@@ -393,8 +393,8 @@ static void guest_update_counts(Guest *g, RsState before, RsState after) {
         (void) metrics_counter_update(&g->counters.oom_kills, c[RS_COUNTER_OOM_KILLS], c[RS_COUNTER_OOM_KILL]);
 
         /* The cost of probing: what the squeeze and the way back from it made the guest
-         * refault; a cycle starts where the core leaves LEARN or HOLD for PROBE (as the
-         * bench and the scenario tests count them). */
+         * refault; a cycle starts where the core leaves LEARN or HOLD for PROBE, so that one
+         * descent counts once however many steps and backoffs it takes. */
         if (before == RS_STATE_PROBE || before == RS_STATE_BACKOFF)
                 g->counters.probe_refaults = metrics_counter_add(g->counters.probe_refaults, refaults);
         if (after == RS_STATE_PROBE && (before == RS_STATE_LEARN || before == RS_STATE_HOLD))
@@ -860,34 +860,17 @@ int guest_set_state_dir(Guest *g, const char *dir) {
 }
 
 const char *guest_state_string(const Guest *g) {
-        static const char *const names[_RS_STATE_MAX] = {
-                [RS_STATE_LEARN] = "learn",         [RS_STATE_PROBE] = "probe", [RS_STATE_BACKOFF] = "backoff",
-                [RS_STATE_HOLD] = "hold",           [RS_STATE_GROW] = "grow",   [RS_STATE_EMERGENCY] = "emergency",
-                [RS_STATE_OBSERVE] = "observe",
-        };
         if (g->phase == GUEST_PHASE_FAULTY)
                 return "faulty";
         if (g->phase == GUEST_PHASE_CONNECTING || !g->core)
                 return "connecting";
         if (g->paused)
                 return "paused";
-        RsState s = rs_guest_state(g->core);
-        return s < _RS_STATE_MAX ? names[s] : "unknown";
+        return rs_state_to_string(rs_guest_state(g->core)) ?: "unknown";
 }
 
 const char *guest_tier_string(const Guest *g) {
-        if (!g->core)
-                return NULL;
-        switch (rs_guest_estimate(g->core)->tier) {
-        case RS_TIER_HOST:
-                return "host";
-        case RS_TIER_BALLOON:
-                return "balloon";
-        case RS_TIER_AGENT:
-                return "agent";
-        default:
-                return NULL;
-        }
+        return g->core ? rs_tier_to_string(rs_guest_estimate(g->core)->tier) : NULL;
 }
 
 const RsEstimate *guest_estimate(const Guest *g) {

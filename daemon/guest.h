@@ -26,7 +26,7 @@
 #include "policies/arbiter.h"
 #include "policies/estimator.h"
 #include "policies/policy.h"
-#include "qmp/guest-procfs.h"
+#include "common/procfs.h"
 #include "qmp/qmp-commands.h"
 
 #define GUEST_HISTORY_MAX 360
@@ -131,7 +131,7 @@ typedef enum GuestPhase {
 typedef struct GuestCounters {
         MetricsCounter refaults_anon, refaults_file, major_faults, oom_kills;
         uint64_t probe_refaults;   /* refaults in intervals spent in PROBE or BACKOFF */
-        uint64_t probe_cycles;     /* entries into PROBE from LEARN or HOLD, as the bench counts */
+        uint64_t probe_cycles;     /* entries into PROBE from LEARN or HOLD: one a descent */
         uint64_t resizes[_GUEST_ACTUATOR_MAX];          /* changes sent (or queued) */
         uint64_t actuator_failures[_GUEST_ACTUATOR_MAX]; /* changes refused, at once or later */
         uint64_t faults;           /* times the guest went from no fault to a fault */

@@ -6,7 +6,7 @@
  * khugepaged/max_ptes_none of its 512 pages are missing, allocating the missing ones. A page
  * the balloon returned is a missing page: at the kernel's default (511) a range that keeps one
  * resident page is filled whole, and the host pays again for memory the guest still has
- * ballooned (tests/bench/bench-refill). rightsized says so at start; it does not change the
+ * ballooned. rightsized says so at start; it does not change the
  * setting, which is the host's for every process. */
 #pragma once
 

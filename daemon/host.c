@@ -9,7 +9,7 @@
 #include "common/macro.h"
 #include "daemon/fileio.h"
 #include "daemon/host.h"
-#include "qmp/guest-procfs.h"
+#include "common/procfs.h"
 
 /* /proc/meminfo is a few KiB; a cap keeps a strange procfs from costing memory. */
 #define PROC_FILE_MAX (256 * 1024)
@@ -71,10 +71,4 @@ int host_process_rss(const char *procfs, pid_t pid, uint64_t *ret) {
                 return 0;
         }
         return -ENODATA;
-}
-
-uint64_t host_reclaimed(uint64_t configured, uint64_t rss) {
-        if (configured == UINT64_MAX || rss == UINT64_MAX)
-                return UINT64_MAX;
-        return configured > rss ? configured - rss : 0;
 }

@@ -21,7 +21,3 @@ int host_memory_read(const char *procfs, HostMemory *ret);
 
 /* VmRSS of a process in bytes: -ESRCH when it is gone, -ENODATA without a VmRSS line. */
 int host_process_rss(const char *procfs, pid_t pid, uint64_t *ret);
-
-/* What the host got back from a guest: configured - rss, 0 when rss exceeds it (QEMU's own
- * overhead), UINT64_MAX when either is unknown. */
-uint64_t host_reclaimed(uint64_t configured, uint64_t rss);

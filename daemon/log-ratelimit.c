@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/time-util.h"
+
 /* A fixed table: a hostile guest set cannot grow it. Past PROBES slots the least recently used
  * entry of the probe window is forgotten (its count starts over). */
 #define SLOTS 4096
@@ -28,9 +30,7 @@ static unsigned burst = LOG_RATELIMIT_BURST, guest_burst = LOG_RATELIMIT_GUEST_B
 static uint64_t (*clock_now)(void);
 
 static uint64_t monotonic_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+        return now_usec(CLOCK_MONOTONIC);
 }
 
 static uint64_t hash(const char *guest, const char *file, int line) {

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "common/bus-api.h"
+#include "common/event-util.h"
 #include "common/macro.h"
 #include "common/size.h"
 #include "common/time-util.h"
@@ -73,13 +74,20 @@ static int check_read_access(Manager *m, sd_bus_message *msg, sd_bus_error *erro
                                 "Reading rightsized's guests requires root (read-group= is empty)");
 }
 
-/* Before any change: 1 go on, <0 refused (error set), 0 polkit is being asked. On 0 the handler
- * returns 1 at once and changes nothing; sd-bus hands it the same call again once polkit answered,
- * and this then returns the verdict. */
-static int check_change_access(Manager *m, sd_bus_message *msg, const char *action, sd_bus_error *error) {
+/* A method that changes something: `change` runs once the caller may (root, or polkit's yes for
+ * `action`: daemon/bus-polkit.c), and knows nothing of polkit. While polkit is being asked, the
+ * method returns 1 at once, changing nothing and replying nothing; sd-bus hands it the same call
+ * again once polkit answered, and then the verdict counts. */
+typedef int (*change_fn)(sd_bus_message *msg, Manager *m, sd_bus_error *error);
+static int change_method(sd_bus_message *msg, Manager *m, const char *action, change_fn change, sd_bus_error *error) {
+        int r;
+
         if (!m->polkit_registry)
                 return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED, "The bus is closing");
-        return bus_polkit_verify(m->polkit_registry, msg, action, error);
+        r = bus_polkit_verify(m->polkit_registry, msg, action, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+        return change(msg, m, error);
 }
 
 /* A string as it may go on the bus: sd-bus refuses invalid UTF-8, and one such string fails the
@@ -288,16 +296,12 @@ static int set_range_error(const Guest *g, const char *key, const char *value, u
                                  guest_name(g));
 }
 
-static int method_set_guest(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+static int set_guest(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
         const char *name, *key, *value;
         uint64_t bytes;
         Guest *g;
         int r;
 
-        r = check_change_access(m, msg, RS_POLKIT_ACTION_MANAGE, error);
-        if (r <= 0)
-                return r < 0 ? r : 1; /* 0: waiting for polkit, the call comes back */
         r = sd_bus_message_read(msg, "sss", &name, &key, &value);
         if (r < 0)
                 return r;
@@ -330,14 +334,15 @@ static int method_set_guest(sd_bus_message *msg, void *userdata, sd_bus_error *e
         return sd_bus_reply_method_return(msg, NULL);
 }
 
+static int method_set_guest(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return change_method(msg, userdata, RS_POLKIT_ACTION_MANAGE, set_guest, error);
+}
+
 static int pause_resume(sd_bus_message *msg, Manager *m, bool pause, sd_bus_error *error) {
         char caller[BUS_CALLER_DESCRIPTION_MAX];
         const char *name;
         int r;
 
-        r = check_change_access(m, msg, RS_POLKIT_ACTION_MANAGE, error);
-        if (r <= 0)
-                return r < 0 ? r : 1; /* 0: waiting for polkit, the call comes back */
         r = sd_bus_message_read(msg, "s", &name);
         if (r < 0)
                 return r;
@@ -356,23 +361,27 @@ static int pause_resume(sd_bus_message *msg, Manager *m, bool pause, sd_bus_erro
         return sd_bus_reply_method_return(msg, NULL);
 }
 
+static int pause_guests(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
+        return pause_resume(msg, m, true, error);
+}
+
+static int resume_guests(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
+        return pause_resume(msg, m, false, error);
+}
+
 static int method_pause(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        return pause_resume(msg, userdata, true, error);
+        return change_method(msg, userdata, RS_POLKIT_ACTION_MANAGE, pause_guests, error);
 }
 
 static int method_resume(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        return pause_resume(msg, userdata, false, error);
+        return change_method(msg, userdata, RS_POLKIT_ACTION_MANAGE, resume_guests, error);
 }
 
-static int method_probe(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+static int request_probe(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
         const char *name;
         Guest *g;
         int r;
 
-        r = check_change_access(m, msg, RS_POLKIT_ACTION_MANAGE, error);
-        if (r <= 0)
-                return r < 0 ? r : 1; /* 0: waiting for polkit, the call comes back */
         r = sd_bus_message_read(msg, "s", &name);
         if (r < 0)
                 return r;
@@ -386,14 +395,14 @@ static int method_probe(sd_bus_message *msg, void *userdata, sd_bus_error *error
         return sd_bus_reply_method_return(msg, NULL);
 }
 
-static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+static int method_probe(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return change_method(msg, userdata, RS_POLKIT_ACTION_MANAGE, request_probe, error);
+}
+
+static int reload(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
         _cleanup_free_ char *message = NULL;
-        Manager *m = userdata;
         int r;
 
-        r = check_change_access(m, msg, RS_POLKIT_ACTION_RELOAD, error);
-        if (r <= 0)
-                return r < 0 ? r : 1; /* 0: waiting for polkit, the call comes back */
         char caller[BUS_CALLER_DESCRIPTION_MAX];
         log_info("Operator asked for a reload (%s)", bus_caller_describe(msg, caller, sizeof(caller)));
         r = manager_reload(m, &message);
@@ -402,15 +411,15 @@ static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         return sd_bus_reply_method_return(msg, NULL);
 }
 
-static int method_set_domain_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return change_method(msg, userdata, RS_POLKIT_ACTION_RELOAD, reload, error);
+}
+
+static int set_domain_policy(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
         const char *domain, *policy;
         RsPolicy p;
         int r;
 
-        r = check_change_access(m, msg, RS_POLKIT_ACTION_MANAGE, error);
-        if (r <= 0)
-                return r < 0 ? r : 1; /* 0: waiting for polkit, the call comes back */
         r = sd_bus_message_read(msg, "ss", &domain, &policy);
         if (r < 0)
                 return r;
@@ -436,6 +445,10 @@ static int method_set_domain_policy(sd_bus_message *msg, void *userdata, sd_bus_
         log_info("Operator %s libvirt domain %s%s%s (%s)", policy[0] ? "enabled" : "disabled", domain,
                  policy[0] ? " with policy " : "", policy, bus_caller_describe(msg, caller, sizeof(caller)));
         return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_set_domain_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return change_method(msg, userdata, RS_POLKIT_ACTION_MANAGE, set_domain_policy, error);
 }
 
 /* ---- properties ---- */
@@ -542,24 +555,12 @@ static void bus_disconnect(Manager *m) {
 }
 
 static bool bus_retry_pending(Manager *m) {
-        int enabled = SD_EVENT_OFF;
-        return m->bus_retry && sd_event_source_get_enabled(m->bus_retry, &enabled) >= 0 && enabled != SD_EVENT_OFF;
+        return event_source_is_armed(m->bus_retry) > 0;
 }
 
 static int bus_schedule_retry(Manager *m, uint64_t delay) {
-        int r;
-
-        if (!m->bus_retry) {
-                r = sd_event_add_time_relative(m->event, &m->bus_retry, CLOCK_MONOTONIC, delay, 0, on_bus_retry, m);
-                if (r < 0)
-                        return r;
-                (void) sd_event_source_set_description(m->bus_retry, "bus-retry");
-                return 0;
-        }
-        r = sd_event_source_set_time_relative(m->bus_retry, delay);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(m->bus_retry, SD_EVENT_ONESHOT);
-        return r;
+        return event_reset_time_relative(m->event, &m->bus_retry, CLOCK_MONOTONIC, delay, 0, on_bus_retry, m,
+                                         "bus-retry");
 }
 
 /* The API is down: says why (an error at the start of an outage), shows it in STATUS= and

@@ -21,6 +21,7 @@
 #include "daemon/metrics.h"
 #include "daemon/notify.h"
 #include "common/size.h"
+#include "common/time-util.h"
 #include "daemon/state-file.h"
 #include "daemon/state-lock.h"
 #include "policies/arbiter.h"
@@ -56,12 +57,6 @@ static int mkdir_p_simple(const char *path) {
         if (mkdir(copy, 0700) < 0 && errno != EEXIST)
                 return -errno;
         return 0;
-}
-
-static uint64_t now_monotonic(void) {
-        struct timespec ts;
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
 }
 
 /* ---- policies ---- */
@@ -208,7 +203,7 @@ static int on_state_age_timer(sd_event_source *s, uint64_t usec, void *userdata)
 /* ---- host and arbitration ---- */
 
 static void manager_read_host(Manager *m) {
-        uint64_t now = now_monotonic();
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
         if (m->host_read_usec && now < m->host_read_usec + HOST_READ_INTERVAL_USEC)
                 return;
         if (host_memory_read("/proc", &m->host) < 0)
@@ -424,7 +419,7 @@ static void manager_write_metrics(Manager *m) {
 }
 
 static void manager_publish(Manager *m, bool force) {
-        uint64_t now = now_monotonic();
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
         if (!force && m->metrics_written_usec && now < m->metrics_written_usec + PUBLISH_INTERVAL_USEC)
                 return;
         m->metrics_written_usec = now;
@@ -758,7 +753,6 @@ Manager *manager_free(Manager *m) {
         group_cache_clear(&m->read_group_cache);
         rs_policy_set_clear(&m->policies);
         config_free(m->config);
-        sd_event_source_disable_unref(m->watchdog);
         sd_event_source_disable_unref(m->shutdown_timer);
         sd_event_unref(m->event);
         if (m->state_lock_fd >= 0)
@@ -842,7 +836,7 @@ int manager_start(Manager *m) {
         }
 
         m->started = true;
-        (void) notify_watchdog_setup(m->event, &m->watchdog, NULL);
+        (void) notify_watchdog_setup(m->event);
         (void) notify_ready(manager_guests_managed(m), manager_reclaimed(m), manager_api_error(m));
         log_info("rightsized running: %zu policies, %zu guests found", m->policies.n, m->n_guests);
         warn_khugepaged_refill();
@@ -945,12 +939,8 @@ int manager_set_guest_policy(Manager *m, Guest *g, const char *policy_name) {
         RsPolicy p;
 
         manager_arbitration_invalidate(m); /* its floor, max and shares count for the others */
-        for (size_t i = 0; i < m->policies.n; i++)
-                if (streq(m->policies.policies[i].name, policy_name))
-                        return guest_set_policy(g, &m->policies.policies[i]);
-        if (rs_policy_preset(policy_name, &p) < 0)
+        if (policy_by_name(&m->policies, policy_name, &p) < 0)
                 return -ENOENT;
-        snprintf(p.name, sizeof(p.name), "%s", policy_name);
         return guest_set_policy(g, &p);
 }
 

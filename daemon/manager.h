@@ -90,7 +90,6 @@ typedef struct Manager {
         bool started;                 /* manager_start() is done: guests may be managed */
         int exit_error;               /* -errno the daemon exits with once stopped, or 0 */
 
-        sd_event_source *watchdog;
         bool stopping;
         unsigned shutdown_pending;
         sd_event_source *shutdown_timer;

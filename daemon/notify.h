@@ -22,8 +22,8 @@ int notify_reloading(void);  /* for Type=notify-reload semantics; end the reload
 int notify_stopping(void);
 
 /* If the service manager asked for a watchdog (WatchdogSec=, seen as $WATCHDOG_USEC for our pid),
- * adds a timer to `event` that sends WATCHDOG=1 every half interval; the timer lives as long as
- * the event loop, or until *ret_source is unref'd. Returns 1 with the ping interval in
- * *ret_interval_usec (if given), 0 when no watchdog is wanted, or -errno. Because the ping runs
- * on the loop, a loop that hangs stops it, and systemd restarts us. */
-int notify_watchdog_setup(sd_event *event, sd_event_source **ret_source, uint64_t *ret_interval_usec);
+ * has `event` send WATCHDOG=1 (sd_event_set_watchdog(): at once, then between a half and three
+ * quarters of the interval) for as long as the loop lives. Returns 1 when on, 0 when no watchdog
+ * is wanted, or -errno. Because the ping runs on the loop, a loop that hangs stops it, and systemd
+ * restarts us. */
+int notify_watchdog_setup(sd_event *event);

@@ -26,19 +26,17 @@ static void help(void) {
                "     --version         show the version\n"
                "  -c --config PATH     configuration file (default %s)\n"
                "     --check-config    parse the configuration and the policies, print the\n"
-               "                       effective configuration, and exit\n"
-               "     --foreground      run in the foreground (always the case)\n",
+               "                       effective configuration, and exit\n",
                config_default_path());
 }
 
 static int parse_argv(int argc, char *argv[]) {
-        enum { ARG_VERSION = 0x100, ARG_CHECK_CONFIG, ARG_FOREGROUND };
+        enum { ARG_VERSION = 0x100, ARG_CHECK_CONFIG };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 { "config", required_argument, NULL, 'c' },
                 { "check-config", no_argument, NULL, ARG_CHECK_CONFIG },
-                { "foreground", no_argument, NULL, ARG_FOREGROUND },
                 {},
         };
         int c;
@@ -56,8 +54,6 @@ static int parse_argv(int argc, char *argv[]) {
                         break;
                 case ARG_CHECK_CONFIG:
                         arg_check_config = true;
-                        break;
-                case ARG_FOREGROUND:
                         break;
                 default:
                         return -EINVAL;

@@ -59,7 +59,8 @@ int socket_trust_set_users(SocketTrust *t, char *const *users) {
         return 0;
 }
 
-bool socket_trust_uid(const SocketTrust *t, uid_t uid) {
+/* Root, the daemon's own user, or one of the QEMU users. */
+static bool socket_trust_uid(const SocketTrust *t, uid_t uid) {
         /* The daemon's own user is trusted as it trusts itself (a daemon run unprivileged, as
          * in the tests, finds the sockets it may reach in its own directories). */
         if (uid == 0 || uid == geteuid())

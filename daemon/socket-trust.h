@@ -23,8 +23,6 @@ void socket_trust_clear(SocketTrust *t);
  * does not resolve is logged and left out: a QEMU user that does not exist owns no socket. */
 int socket_trust_set_users(SocketTrust *t, char *const *users);
 
-/* Root, the daemon's own user, or one of the QEMU users. */
-bool socket_trust_uid(const SocketTrust *t, uid_t uid);
 
 /* Whether a socket in a directory may be a guest's; when not, why (in why): dir_st as stat() gave
  * it for the directory, sock_st as lstat() gave it for the socket. */

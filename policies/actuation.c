@@ -18,7 +18,8 @@ static uint64_t align_down(uint64_t v, uint64_t a) {
         return a == 0 ? v : v - v % a;
 }
 
-uint64_t rs_actuation_ceiling(const RsActuationInput *in) {
+/* The most a guest may be given this interval: max, lowered to host_limit when that is known. */
+static uint64_t rs_actuation_ceiling(const RsActuationInput *in) {
         bool cut = in->host_limit != 0 && rs_known(in->host_limit);
         uint64_t ceiling = cut ? MIN(in->max, in->host_limit) : in->max;
         return MAX(ceiling, in->floor);

@@ -65,8 +65,6 @@ typedef struct RsActuationPlan {
 /* DIMM sizes are whole memory blocks: the guest onlines hot-plugged memory a block at a time. */
 #define RS_DIMM_ALIGN_BYTES (128ULL * 1024 * 1024)
 
-/* The most a guest may be given this interval: max, lowered to host_limit when that is known. */
-uint64_t rs_actuation_ceiling(const RsActuationInput *in);
 
 /* A balloon that stopped short of its target (the guest gives no more): the target to ask for
  * instead, so that the balloon stops pushing, or 0 to leave the one set. What the guest holds,

@@ -6,20 +6,20 @@
 #include "common/macro.h"
 #include "policies/rs-value.h"
 
-static uint64_t guest_floor(const RsArbiterGuest *g) {
+static uint64_t floor_of(const RsArbiterGuest *g) {
         return MIN(g->floor, g->max);
 }
 
-static uint64_t guest_want(const RsArbiterGuest *g) {
-        return CLAMP(g->want, guest_floor(g), g->max);
+static uint64_t want_of(const RsArbiterGuest *g) {
+        return CLAMP(g->want, floor_of(g), g->max);
 }
 
 /* What the guest keeps when squeezed as far as step 1 goes: its estimate, but never more
  * than it asks for. A probing guest asks for less than its estimate; given the estimate
  * instead, its probe would never get a step further. */
-static uint64_t guest_base(const RsArbiterGuest *g) {
+static uint64_t base_of(const RsArbiterGuest *g) {
         uint64_t est = rs_known(g->estimate) ? g->estimate : g->want;
-        return MIN(CLAMP(MAX(est, guest_floor(g)), guest_floor(g), g->max), guest_want(g));
+        return MIN(CLAMP(MAX(est, floor_of(g)), floor_of(g), g->max), want_of(g));
 }
 
 static uint64_t shares_of(const RsArbiterGuest *g) {
@@ -70,14 +70,14 @@ int rs_arbitrate(const RsArbiterHost *host, const RsArbiterGuest *guests, size_t
         uint64_t budget = host->guest_memory > host->reserve ? host->guest_memory - host->reserve : 0;
 
         for (size_t i = 0; i < n; i++) {
-                sum_want += guest_want(&guests[i]);
-                sum_base += guest_base(&guests[i]);
-                sum_floor += guest_floor(&guests[i]);
+                sum_want += want_of(&guests[i]);
+                sum_base += base_of(&guests[i]);
+                sum_floor += floor_of(&guests[i]);
         }
 
         if (sum_floor > budget) {
                 for (size_t i = 0; i < n; i++)
-                        out_targets[i] = guest_floor(&guests[i]);
+                        out_targets[i] = floor_of(&guests[i]);
                 return -ENOSPC;
         }
 
@@ -86,7 +86,7 @@ int rs_arbitrate(const RsArbiterHost *host, const RsArbiterGuest *guests, size_t
                  * to their max. */
                 uint64_t left = budget - (uint64_t) sum_want;
                 for (size_t i = 0; i < n; i++) {
-                        lo[i] = hi[i] = guest_want(&guests[i]);
+                        lo[i] = hi[i] = want_of(&guests[i]);
                         if (guests[i].mode == RS_MODE_ON_HOST_PRESSURE)
                                 hi[i] = guests[i].max;
                 }
@@ -105,25 +105,22 @@ int rs_arbitrate(const RsArbiterHost *host, const RsArbiterGuest *guests, size_t
                 /* Step 1: take the excess above the estimates, in proportion to it. */
                 unsigned __int128 excess = sum_want - sum_base;
                 unsigned __int128 need = sum_want - budget;
-                unsigned __int128 taken = 0;
                 for (size_t i = 0; i < n; i++) {
-                        uint64_t want = guest_want(&guests[i]), base = guest_base(&guests[i]);
+                        uint64_t want = want_of(&guests[i]), base = base_of(&guests[i]);
                         uint64_t mine = want > base ? want - base : 0;
                         /* round up so the total never exceeds the budget */
                         unsigned __int128 take = excess > 0 ? ((unsigned __int128) mine * need + excess - 1) / excess : 0;
                         if (take > mine)
                                 take = mine;
-                        taken += take;
                         out_targets[i] = want - (uint64_t) take;
                 }
-                (void) taken;
                 return RS_ARBITER_SQUEEZED;
         }
 
         /* Step 2: estimates do not fit: divide by shares between floor and estimate. */
         for (size_t i = 0; i < n; i++) {
-                lo[i] = guest_floor(&guests[i]);
-                hi[i] = guest_base(&guests[i]);
+                lo[i] = floor_of(&guests[i]);
+                hi[i] = base_of(&guests[i]);
         }
         water_fill(guests, n, lo, hi, budget, out_targets);
         return RS_ARBITER_SHARED;

@@ -14,8 +14,8 @@
  * pushed out is back), rightsized collapses the 2 MiB ranges of guest RAM that are at least
  * hugepage-repair % resident (MADV_COLLAPSE through process_madvise): each one costs the host
  * at most (100 - hugepage-repair) % of 2 MiB of holes filled, and gives the pages in it their
- * huge page back. Measured (tests/bench/bench-placement, TCG): a 300 MiB set swept after one
- * crossing ran 53 ms a pass against 9 ms before it, and 17 ms once collapsed. */
+ * huge page back: a set the balloon broke into 4 KiB pages runs its passes several times slower
+ * (a TLB miss a page), and most of that comes back once collapsed (BENCHMARKS.md, Placement). */
 #pragma once
 
 #include <stdbool.h>

@@ -10,6 +10,7 @@ policies_libpolicies_a_SOURCES = \
 	policies/probe-step.c \
 	policies/policy.c policies/policy.h \
 	policies/policy-file.c policies/policy-file.h \
+	policies/policy-presets.c \
 	policies/arbiter.c policies/arbiter.h \
 	policies/actuation.c policies/actuation.h \
 	policies/hugepage-repair.c policies/hugepage-repair.h \
@@ -17,12 +18,23 @@ policies_libpolicies_a_SOURCES = \
 	policies/controller.c policies/controller.h
 policies_libpolicies_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
 
+# The presets are the shipped files (etc/policies/NAME.conf), built in as C string literals.
+PRESET_FILES = etc/policies/conservative.conf etc/policies/balanced.conf \
+	etc/policies/aggressive.conf etc/policies/observe-only.conf
+nodist_policies_libpolicies_a_SOURCES = policies/presets.inc
+BUILT_SOURCES = policies/presets.inc
+CLEANFILES += policies/presets.inc
+policies/presets.inc: $(PRESET_FILES)
+	$(AM_V_GEN)$(MKDIR_P) policies && for f in $(PRESET_FILES); do \
+		printf '{ "%s",\n' "$$(basename "$$f" .conf)"; \
+		sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/  "/' -e 's/$$/\\n"/' "$(srcdir)/$$f" || exit 1; \
+		printf '},\n'; \
+	done > $@.tmp && mv $@.tmp $@
+
 # Programs that use libpolicies.a link these.
 POLICIES_LIBS = policies/libpolicies.a common/libcommon.a $(INIH_LIBS) -lm
 
-EXTRA_DIST += policies/README.md \
-	etc/policies/conservative.conf etc/policies/balanced.conf \
-	etc/policies/aggressive.conf etc/policies/observe-only.conf
+EXTRA_DIST += policies/README.md $(PRESET_FILES)
 
 # ---- tests ---- (the guest model they drive the core with is in tests/lib/libtest.a)
 policies_tests = \

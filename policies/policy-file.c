@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/boolean.h"
 #include "common/duration.h"
 #include "common/macro.h"
 #include "common/size.h"
@@ -152,18 +153,18 @@ static int handler(void *user, const char *section, const char *name, const char
         else if (strcmp(name, "dead-band") == 0)
                 return set_size(st, name, value, &p->dead_band_bytes);
         else if (strcmp(name, "allow-dimm") == 0) {
-                if (rs_parse_bool(value, &p->allow_dimm) < 0)
+                if (parse_boolean(value, &p->allow_dimm) < 0)
                         return fail(st, name, "invalid boolean \"%s\" (yes or no)", value);
         } else if (strcmp(name, "guest-agent") == 0) {
-                if (rs_parse_bool(value, &p->guest_agent) < 0)
+                if (parse_boolean(value, &p->guest_agent) < 0)
                         return fail(st, name, "invalid boolean \"%s\" (yes or no)", value);
         } else if (strcmp(name, "qemu-monitor") == 0) {
-                if (rs_parse_bool(value, &p->qemu_monitor) < 0)
+                if (parse_boolean(value, &p->qemu_monitor) < 0)
                         return fail(st, name, "invalid boolean \"%s\" (yes or no)", value);
         } else if (strcmp(name, "hugepage-repair") == 0) {
                 bool on;
                 double v;
-                if (rs_parse_bool(value, &on) == 0)
+                if (parse_boolean(value, &on) == 0)
                         p->hugepage_repair_percent = on ? RS_HUGEPAGE_REPAIR_DEFAULT : 0;
                 else if (rs_parse_percent(value, &v) == 0 && v >= 50 && v <= 100)
                         p->hugepage_repair_percent = v;

@@ -12,8 +12,6 @@
 #include "common/macro.h"
 #include "common/number.h"
 
-const char *const rs_policy_preset_names[4] = { "conservative", "balanced", "aggressive", "observe-only" };
-
 void rs_policy_init(RsPolicy *p) {
         *p = (RsPolicy) {
                 .mode = RS_MODE_RIGHTSIZE,
@@ -37,48 +35,6 @@ void rs_policy_init(RsPolicy *p) {
                 /* Opt-in: a guest's block I/O hung once with it on, cause not found (policy.h). */
                 .hugepage_repair_percent = 0,
         };
-}
-
-int rs_policy_preset(const char *name, RsPolicy *ret) {
-        RsPolicy p;
-
-        if (!name)
-                return -ENOENT;
-        rs_policy_init(&p);
-        if (strcmp(name, "balanced") == 0) {
-                /* the defaults */
-        } else if (strcmp(name, "conservative") == 0) {
-                p.mode = RS_MODE_ON_HOST_PRESSURE;
-                p.floor_bytes = 512 * MIB;
-                p.floor_percent = 25;
-                p.margin_percent = 20;
-                p.probe_step_min_percent = 1;
-                p.probe_step_max_percent = 5;
-                p.hold_usec = 1800 * USEC_PER_SEC;
-                p.refault_sensitivity = RS_SENSITIVITY_HIGH;
-                p.change_cap_percent = 5;
-                p.change_cap_bytes = 512 * MIB;
-                p.dead_band_bytes = 16 * MIB;
-        } else if (strcmp(name, "aggressive") == 0) {
-                p.poll_interval_usec = 5 * USEC_PER_SEC;
-                p.floor_bytes = 128 * MIB;
-                p.floor_percent = 5;
-                p.margin_percent = 5;
-                p.probe_step_min_percent = 2;
-                p.probe_step_max_percent = 20;
-                p.hold_usec = 300 * USEC_PER_SEC;
-                p.refault_sensitivity = RS_SENSITIVITY_LOW;
-                p.change_cap_percent = 25;
-                p.change_cap_bytes = 2 * GIB;
-                p.dead_band_bytes = 4 * MIB;
-        } else if (strcmp(name, "observe-only") == 0) {
-                p.mode = RS_MODE_OBSERVE;
-        } else
-                return -ENOENT;
-
-        snprintf(p.name, sizeof(p.name), "%s", name);
-        *ret = p;
-        return 0;
 }
 
 static bool percent_ok(double v, double lo, double hi) {
@@ -226,25 +182,6 @@ int rs_parse_percent(const char *s, double *ret) {
                 return -EINVAL;
         *ret = v;
         return 0;
-}
-
-int rs_parse_bool(const char *s, bool *ret) {
-        static const char *const yes[] = { "1", "yes", "true", "on" };
-        static const char *const no[] = { "0", "no", "false", "off" };
-
-        if (!s)
-                return -EINVAL;
-        for (size_t i = 0; i < ARRAY_SIZE(yes); i++) {
-                if (strcasecmp(s, yes[i]) == 0) {
-                        *ret = true;
-                        return 0;
-                }
-                if (strcasecmp(s, no[i]) == 0) {
-                        *ret = false;
-                        return 0;
-                }
-        }
-        return -EINVAL;
 }
 
 bool rs_policy_equal(const RsPolicy *a, const RsPolicy *b) {

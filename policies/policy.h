@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A guest's policy: what rightsize may do to it and how boldly. Pure data plus the
- * built-in presets and the glob that picks a policy for a guest; reading policy files is
- * in policy-file.h (the only part of policies/ that does I/O).
+ * glob that picks a policy for a guest; reading policy files is in policy-file.h (the only part
+ * of policies/ that does I/O), the built-in presets in policy-presets.c.
  *
  * Sizes are bytes, times microseconds, percentages plain numbers (10 means 10 %). */
 #pragma once
@@ -32,9 +32,9 @@ typedef enum RsSensitivity {
 } RsSensitivity;
 
 #define RS_POLICY_NAME_MAX 64
-/* hugepage-repair = yes. Off by default: in its first long real-guest run (bench-phase, a distro
- * guest under pgbench) the guest's block I/O hung for good with it on, with no cause
- * found yet; until a soak shows it safe, an operator turns it on knowingly. */
+/* hugepage-repair = yes. Off by default: it is not known to be safe under a guest's sustained
+ * block I/O (one such guest's I/O hung for good with it on, cause unknown), so an operator turns
+ * it on knowingly. */
 #define RS_HUGEPAGE_REPAIR_DEFAULT 97.0
 #define RS_POLICY_MATCH_MAX 256
 
@@ -66,7 +66,8 @@ typedef struct RsPolicy {
 
 /* The defaults: the "balanced" preset, unnamed and matching nothing. */
 void rs_policy_init(RsPolicy *p);
-/* "conservative", "balanced", "aggressive", "observe-only": 0, or -ENOENT. */
+/* "conservative", "balanced", "aggressive", "observe-only": 0, or -ENOENT. Their one source is
+ * the shipped etc/policies/NAME.conf, built in as text and parsed (policy-presets.c). */
 int rs_policy_preset(const char *name, RsPolicy *ret);
 extern const char *const rs_policy_preset_names[4];
 
@@ -99,4 +100,3 @@ int rs_sensitivity_from_string(const char *s);
  * common/duration.h). Percentages are a number with an optional "%". All return 0 or -EINVAL
  * (-ERANGE on overflow). */
 int rs_parse_percent(const char *s, double *ret);
-int rs_parse_bool(const char *s, bool *ret);

@@ -74,10 +74,6 @@ bool rs_counter_is_agent(RsCounter c) {
         return c >= RS_COUNTER_REFAULT_ANON && c <= RS_COUNTER_PSI_FULL_TOTAL;
 }
 
-bool rs_counter_is_host(RsCounter c) {
-        return c == RS_COUNTER_HOST_DISK_READ;
-}
-
 void rs_sample_sanitize(RsSample *s, uint64_t mem_max) {
         /* Guest-reported sizes above twice the largest possible guest are lies. The balloon
          * actual and virtio-mem size come from QEMU, not the guest, but get the same check. */

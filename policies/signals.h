@@ -97,7 +97,6 @@ const char *rs_counter_name(RsCounter c);
 /* Which group a counter belongs to: the tiers are built from these. */
 bool rs_counter_is_agent(RsCounter c);
 bool rs_counter_is_balloon(RsCounter c);
-bool rs_counter_is_host(RsCounter c);
 
 /* Levels checked for consistency. mem_max is the most memory the guest can have (bytes,
  * 0 when not known): levels above it (with slack) or contradicting each other (free or

@@ -118,15 +118,3 @@ double rs_cost_window_settled(const RsCostWindow *w, uint64_t since_usec, bool *
         return CLAMP(limit, 0.0, c[2]);
 }
 
-const char *rs_cost_source_to_string(RsCostSource s) {
-        switch (s) {
-        case RS_COST_NONE:
-                return "none";
-        case RS_COST_ESTIMATED:
-                return "estimated";
-        case RS_COST_PSI:
-                return "psi";
-        default:
-                return "?";
-        }
-}

@@ -80,5 +80,3 @@ double rs_cost_window_rest(const RsCostWindow *w, uint64_t now_usec);
  *   - Otherwise (the move's own interval alone, or two falling) -1: the size is not judged
  *     yet. */
 double rs_cost_window_settled(const RsCostWindow *w, uint64_t since_usec, bool *passing);
-
-const char *rs_cost_source_to_string(RsCostSource s);

@@ -146,10 +146,6 @@ bool json_stream_is_open(const JsonStream *s) {
         return s && (s->state == STREAM_CONNECTING || s->state == STREAM_CONNECTED);
 }
 
-bool json_stream_is_connected(const JsonStream *s) {
-        return s && s->state == STREAM_CONNECTED;
-}
-
 void json_stream_close(JsonStream *s) {
         if (!s || s->state == STREAM_CLOSED)
                 return;
@@ -561,25 +557,6 @@ int json_stream_write(JsonStream *s, const void *data, size_t size) {
         memcpy(s->output + s->output_end, data, size);
         s->output_end += size;
         return update_io_events(s);
-}
-
-int json_stream_send(JsonStream *s, json_object *message) {
-        const char *text;
-        size_t len;
-        int r;
-
-        if (!s || !message)
-                return -EINVAL;
-        text = json_object_to_json_string_length(message, JSON_C_TO_STRING_PLAIN, &len);
-        if (!text)
-                return -ENOMEM;
-        if (s->output_end - s->output_start + len + 1 > JSON_STREAM_MAX_OUTPUT)
-                return -ENOBUFS;
-        r = json_stream_write(s, text, len);
-        if (r < 0)
-                return r;
-        /* The newline is not required by QMP but keeps traces readable. */
-        return json_stream_write(s, "\n", 1);
 }
 
 void json_stream_discard_until_sync_byte(JsonStream *s) {

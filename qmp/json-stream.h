@@ -52,17 +52,15 @@ int json_stream_connect_path(JsonStream *s, const char *path);
  * fd; on failure the caller still does. No connected callback follows. */
 int json_stream_attach_fd(JsonStream *s, int fd);
 
-/* Queues bytes or a serialised value; nothing is written synchronously, so no callback
- * runs from inside these calls. -ENOTCONN once closed, -ENOBUFS when the peer stalls. */
+/* Queues bytes; nothing is written synchronously, so no callback runs from inside this
+ * call. -ENOTCONN once closed, -ENOBUFS when the peer stalls. */
 int json_stream_write(JsonStream *s, const void *data, size_t size);
-int json_stream_send(JsonStream *s, json_object *message);
 
 /* Drops all buffered input, resets the parser and discards everything up to and
  * including the next 0xFF byte (guest-sync-delimited). */
 void json_stream_discard_until_sync_byte(JsonStream *s);
 
 bool json_stream_is_open(const JsonStream *s);      /* connecting or connected */
-bool json_stream_is_connected(const JsonStream *s); /* connected */
 
 /* Closes the fd without any callback. Safe from inside a callback. */
 void json_stream_close(JsonStream *s);

@@ -96,18 +96,6 @@ int json_member_get_object(json_object *obj, const char *key, json_object **ret)
         return 0;
 }
 
-int json_member_get_array(json_object *obj, const char *key, json_object **ret) {
-        json_object *v;
-        int r = member(obj, key, &v);
-
-        if (r < 0)
-                return r;
-        if (!v || !json_object_is_type(v, json_type_array))
-                return -EBADMSG;
-        *ret = v;
-        return 0;
-}
-
 int json_member_get_string_optional(json_object *obj, const char *key, const char **ret) {
         int r = json_member_get_string(obj, key, ret);
 

@@ -24,7 +24,6 @@ int json_member_get_i64(json_object *obj, const char *key, int64_t *ret);
 int json_member_get_bool(json_object *obj, const char *key, bool *ret);
 int json_member_get_string(json_object *obj, const char *key, const char **ret);
 int json_member_get_object(json_object *obj, const char *key, json_object **ret);
-int json_member_get_array(json_object *obj, const char *key, json_object **ret);
 
 /* Optional members: a missing member leaves *ret untouched and returns 0. */
 int json_member_get_string_optional(json_object *obj, const char *key, const char **ret);

@@ -14,12 +14,11 @@ qmp_libqmp_a_SOURCES = \
 	qmp/qga-client.c qmp/qga-client.h \
 	qmp/qga-commands.c qmp/qga-commands.h \
 	qmp/base64.c qmp/base64.h \
-	qmp/guest-procfs.c qmp/guest-procfs.h \
 	qmp/qmp-sync.c qmp/qmp-sync.h
 
 # For users of libqmp.a (the daemon, tests): compile with $(QMP_CFLAGS), link with $(QMP_LIBS).
 QMP_CFLAGS = $(JSONC_CFLAGS) $(LIBSYSTEMD_CFLAGS)
-QMP_LIBS = qmp/libqmp.a $(JSONC_LIBS) $(LIBSYSTEMD_LIBS)
+QMP_LIBS = qmp/libqmp.a common/libcommon.a $(JSONC_LIBS) $(LIBSYSTEMD_LIBS)
 
 bin_PROGRAMS += rightsize-qmp-query
 rightsize_qmp_query_SOURCES = qmp/qmp-query-tool.c

@@ -6,6 +6,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "common/event-util.h"
 #include "common/macro.h"
 #include "qmp/json-peer.h"
 #include "qmp/json-util.h"
@@ -106,10 +107,6 @@ void qga_client_set_callbacks(QgaClient *c, const QgaClientCallbacks *callbacks,
         c->userdata = userdata;
 }
 
-void qga_client_set_default_timeout(QgaClient *c, uint64_t usec) {
-        c->peer.default_timeout = usec > 0 ? usec : QGA_DEFAULT_COMMAND_TIMEOUT_USEC;
-}
-
 void qga_client_set_sync_timeout(QgaClient *c, uint64_t usec) {
         c->sync_timeout = usec > 0 ? usec : QGA_DEFAULT_SYNC_TIMEOUT_USEC;
 }
@@ -152,14 +149,8 @@ static int start_sync(QgaClient *c) {
                 return r;
         json_stream_discard_until_sync_byte(c->peer.stream);
 
-        c->sync_timer = sd_event_source_disable_unref(c->sync_timer);
-        return sd_event_add_time_relative(c->peer.event,
-                                          &c->sync_timer,
-                                          CLOCK_MONOTONIC,
-                                          c->sync_timeout,
-                                          USEC_PER_MSEC,
-                                          on_sync_timeout,
-                                          c);
+        return event_reset_time_relative(c->peer.event, &c->sync_timer, CLOCK_MONOTONIC, c->sync_timeout, USEC_PER_MSEC,
+                                         on_sync_timeout, c, "qga-sync");
 }
 
 /* Sends the next queued command if the line is free. Never runs callbacks. */

@@ -59,7 +59,6 @@ void qga_client_set_callbacks(QgaClient *c, const QgaClientCallbacks *callbacks,
 int qga_client_set_max_message_size(QgaClient *c, size_t bytes);
 int qga_client_set_max_depth(QgaClient *c, int depth);
 int qga_client_set_max_containers(QgaClient *c, size_t containers);
-void qga_client_set_default_timeout(QgaClient *c, uint64_t usec);
 void qga_client_set_sync_timeout(QgaClient *c, uint64_t usec);
 
 int qga_client_connect_path(QgaClient *c, const char *path);

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "qmp/guest-procfs.h"
+#include "common/procfs.h"
 #include "qmp/qga-client.h"
 
 #define QGA_FILE_MAX_DEFAULT ((size_t) (1024 * 1024))

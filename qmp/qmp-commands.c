@@ -259,7 +259,16 @@ struct HelperCall {
                 qmp_memory_devices_fn memory_devices;
         } callback;
         void *userdata;
+        qmp_destroy_fn destroy; /* of userdata, once, after the callback or instead of it */
 };
+
+static void helper_call_free(void *p) {
+        HelperCall *call = p;
+
+        if (call->destroy)
+                call->destroy(call->userdata);
+        free(call);
+}
 
 static void on_helper_reply(QmpClient *c, const QmpReply *reply, void *userdata) {
         HelperCall *call = userdata;
@@ -280,7 +289,7 @@ static int helper_execute(QmpClient *c,
                 return -ENOMEM;
         }
         *call = *template;
-        r = qmp_client_execute_full(c, command, arguments, timeout_usec, on_helper_reply, call, free);
+        r = qmp_client_execute_full(c, command, arguments, timeout_usec, on_helper_reply, call, helper_call_free);
         if (r < 0)
                 free(call);
         return r;
@@ -390,7 +399,8 @@ int qmp_query_balloon(QmpClient *c, uint64_t timeout_usec, qmp_balloon_info_fn c
                               });
 }
 
-int qmp_balloon_set_target(QmpClient *c, uint64_t target_bytes, uint64_t timeout_usec, qmp_reply_fn callback, void *userdata) {
+int qmp_balloon_set_target_full(QmpClient *c, uint64_t target_bytes, uint64_t timeout_usec, qmp_reply_fn callback,
+                                void *userdata, qmp_destroy_fn destroy) {
         json_object *args;
 
         /* QAPI declares the value as int (int64). */
@@ -401,7 +411,13 @@ int qmp_balloon_set_target(QmpClient *c, uint64_t target_bytes, uint64_t timeout
                 json_object_put(args);
                 return -ENOMEM;
         }
-        return execute_plain(c, "balloon", args, timeout_usec, callback, userdata);
+        return helper_execute(c, "balloon", args, timeout_usec,
+                              &(HelperCall) {
+                                      .handle = handle_plain,
+                                      .callback.plain = callback,
+                                      .userdata = userdata,
+                                      .destroy = destroy,
+                              });
 }
 
 int qmp_set_stats_polling_interval(QmpClient *c,
@@ -419,7 +435,7 @@ int qmp_set_stats_polling_interval(QmpClient *c,
                 return -ENOMEM;
         return qmp_qom_set(c,
                            qom_path ? qom_path : QMP_BALLOON_QOM_PATH,
-                           "guest-stats-polling-interval",
+                           QMP_BALLOON_STATS_POLLING_INTERVAL,
                            value,
                            timeout_usec,
                            callback,
@@ -479,7 +495,7 @@ static void handle_bool(HelperCall *call, QmpClient *c, const QmpReply *reply) {
 static int qom_get_typed(QmpClient *c, const char *path, const char *property, uint64_t timeout_usec, HelperCall *template) {
         json_object *args;
 
-        if (!c)
+        if (!c || !property)
                 return -EINVAL;
         args = qom_arguments(path ? path : QMP_BALLOON_QOM_PATH, property, NULL);
         if (!args)
@@ -487,10 +503,11 @@ static int qom_get_typed(QmpClient *c, const char *path, const char *property, u
         return helper_execute(c, "qom-get", args, timeout_usec, template);
 }
 
-int qmp_get_stats_polling_interval(QmpClient *c, const char *qom_path, uint64_t timeout_usec, qmp_u64_fn callback, void *userdata) {
+int qmp_qom_get_u64(QmpClient *c, const char *qom_path, const char *property, uint64_t timeout_usec,
+                    qmp_u64_fn callback, void *userdata) {
         return qom_get_typed(c,
                              qom_path,
-                             "guest-stats-polling-interval",
+                             property,
                              timeout_usec,
                              &(HelperCall) {
                                      .handle = handle_u64,
@@ -499,22 +516,11 @@ int qmp_get_stats_polling_interval(QmpClient *c, const char *qom_path, uint64_t 
                              });
 }
 
-int qmp_get_free_page_reporting(QmpClient *c, const char *qom_path, uint64_t timeout_usec, qmp_bool_fn callback, void *userdata) {
+int qmp_qom_get_bool(QmpClient *c, const char *qom_path, const char *property, uint64_t timeout_usec,
+                     qmp_bool_fn callback, void *userdata) {
         return qom_get_typed(c,
                              qom_path,
-                             "free-page-reporting",
-                             timeout_usec,
-                             &(HelperCall) {
-                                     .handle = handle_bool,
-                                     .callback.boolean = callback,
-                                     .userdata = userdata,
-                             });
-}
-
-int qmp_get_deflate_on_oom(QmpClient *c, const char *qom_path, uint64_t timeout_usec, qmp_bool_fn callback, void *userdata) {
-        return qom_get_typed(c,
-                             qom_path,
-                             "deflate-on-oom",
+                             property,
                              timeout_usec,
                              &(HelperCall) {
                                      .handle = handle_bool,

@@ -46,8 +46,14 @@ typedef void (*qmp_balloon_info_fn)(QmpClient *c, const QmpReply *reply, const Q
 
 int qmp_parse_balloon_info(json_object *result, QmpBalloonInfo *ret);
 int qmp_query_balloon(QmpClient *c, uint64_t timeout_usec, qmp_balloon_info_fn callback, void *userdata);
-/* "balloon": asks the guest to shrink or grow to target_bytes. */
-int qmp_balloon_set_target(QmpClient *c, uint64_t target_bytes, uint64_t timeout_usec, qmp_reply_fn callback, void *userdata);
+/* "balloon": asks the guest to shrink or grow to target_bytes. destroy, if set, is called with
+ * userdata once the command is done or dropped (qmp_client_execute_full()'s contract). */
+int qmp_balloon_set_target_full(QmpClient *c, uint64_t target_bytes, uint64_t timeout_usec, qmp_reply_fn callback,
+                                void *userdata, qmp_destroy_fn destroy);
+static inline int qmp_balloon_set_target(QmpClient *c, uint64_t target_bytes, uint64_t timeout_usec,
+                                         qmp_reply_fn callback, void *userdata) {
+        return qmp_balloon_set_target_full(c, target_bytes, timeout_usec, callback, userdata, NULL);
+}
 
 /* qom_path NULL means QMP_BALLOON_QOM_PATH. seconds == 0 disables polling. */
 int qmp_set_stats_polling_interval(QmpClient *c,
@@ -56,12 +62,19 @@ int qmp_set_stats_polling_interval(QmpClient *c,
                                    uint64_t timeout_usec,
                                    qmp_reply_fn callback,
                                    void *userdata);
-int qmp_get_stats_polling_interval(QmpClient *c, const char *qom_path, uint64_t timeout_usec, qmp_u64_fn callback, void *userdata);
-/* free-page-reporting of the balloon device (a bool property). */
-int qmp_get_free_page_reporting(QmpClient *c, const char *qom_path, uint64_t timeout_usec, qmp_bool_fn callback, void *userdata);
-/* deflate-on-oom of the balloon device (a bool property): whether the guest takes memory back
- * from its balloon before its OOM killer runs. */
-int qmp_get_deflate_on_oom(QmpClient *c, const char *qom_path, uint64_t timeout_usec, qmp_bool_fn callback, void *userdata);
+
+/* The balloon's properties read with qmp_qom_get_u64() and qmp_qom_get_bool(). */
+#define QMP_BALLOON_STATS_POLLING_INTERVAL "guest-stats-polling-interval" /* seconds, 0: off */
+#define QMP_BALLOON_FREE_PAGE_REPORTING "free-page-reporting"
+/* Whether the guest takes memory back from its balloon before its OOM killer runs. */
+#define QMP_BALLOON_DEFLATE_ON_OOM "deflate-on-oom"
+
+/* qom-get of a non-negative integer or a boolean property; qom_path NULL means
+ * QMP_BALLOON_QOM_PATH. A value of another type is -EBADMSG. */
+int qmp_qom_get_u64(QmpClient *c, const char *qom_path, const char *property, uint64_t timeout_usec,
+                    qmp_u64_fn callback, void *userdata);
+int qmp_qom_get_bool(QmpClient *c, const char *qom_path, const char *property, uint64_t timeout_usec,
+                     qmp_bool_fn callback, void *userdata);
 
 /* ---- balloon guest stats (qom-get guest-stats) ---- */
 

@@ -164,7 +164,7 @@ static json_object *balloon_json(Context *ctx) {
         }
         json_object_object_add(o, "actual", json_object_new_uint64(info.actual));
 
-        r = qmp_sync_get_free_page_reporting(ctx->qmp, arg_balloon_path, arg_timeout_usec, &reporting, &error);
+        r = qmp_sync_qom_get_bool(ctx->qmp, arg_balloon_path, QMP_BALLOON_FREE_PAGE_REPORTING, arg_timeout_usec, &reporting, &error);
         if (r < 0) {
                 note_error(ctx, "qom-get free-page-reporting", r, error);
                 json_object_object_add(o, "free-page-reporting", NULL);
@@ -181,7 +181,7 @@ static json_object *guest_stats_json(Context *ctx) {
         bool fresh = false;
         int r;
 
-        r = qmp_sync_get_stats_polling_interval(ctx->qmp, arg_balloon_path, arg_timeout_usec, &interval, &error);
+        r = qmp_sync_qom_get_u64(ctx->qmp, arg_balloon_path, QMP_BALLOON_STATS_POLLING_INTERVAL, arg_timeout_usec, &interval, &error);
         if (r < 0) {
                 note_error(ctx, "qom-get guest-stats-polling-interval", r, error);
                 return NULL;

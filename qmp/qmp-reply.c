@@ -5,7 +5,8 @@
 #include "qmp/json-util.h"
 #include "qmp/qmp-reply.h"
 
-int qmp_error_class_to_errno(const char *error_class) {
+/* Maps QMP error classes to errno values; unknown classes and NULL give -EIO. */
+static int qmp_error_class_to_errno(const char *error_class) {
         static const struct {
                 const char *name;
                 int error;

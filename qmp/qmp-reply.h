@@ -8,7 +8,7 @@
  * receives it: take a json_object_get() reference or copy strings to keep them. */
 typedef struct QmpReply {
         /* 0 on success; else a negative errno:
-         *   -EIO (or a mapped code, see qmp_error_class_to_errno()) for a QMP error reply,
+         *   -EIO (or a code mapped from its class: qmp-reply.c) for a QMP error reply,
          *   -ETIMEDOUT when the command's own timeout expired,
          *   -ECONNRESET when the connection went away before the reply,
          *   -EBADMSG when a typed helper found a malformed reply. */
@@ -23,8 +23,6 @@ typedef struct QmpReply {
  * an error reply (-EIO, class NULL). */
 int qmp_reply_from_message(json_object *msg, QmpReply *ret);
 
-/* Maps QMP error classes to errno values; unknown classes and NULL give -EIO. */
-int qmp_error_class_to_errno(const char *error_class);
 
 /* The error text to show a human: the description, or strerror of the code. */
 const char *qmp_reply_error_text(const QmpReply *reply);

@@ -289,25 +289,27 @@ int qmp_sync_set_stats_polling_interval(QmpClient *c, const char *qom_path, unsi
                                 0);
 }
 
-int qmp_sync_get_stats_polling_interval(QmpClient *c, const char *qom_path, uint64_t timeout_usec, uint64_t *ret, char **ret_error) {
+int qmp_sync_qom_get_u64(QmpClient *c, const char *qom_path, const char *property, uint64_t timeout_usec, uint64_t *ret,
+                         char **ret_error) {
         SyncCall *s = sync_call_new(c, NULL);
 
         if (!s)
                 return -ENOMEM;
         return sync_call_finish(s,
-                                qmp_get_stats_polling_interval(c, qom_path, timeout_usec, on_u64_owned, s),
+                                qmp_qom_get_u64(c, qom_path, property, timeout_usec, on_u64_owned, s),
                                 ret_error,
                                 ret,
                                 sizeof(*ret));
 }
 
-int qmp_sync_get_free_page_reporting(QmpClient *c, const char *qom_path, uint64_t timeout_usec, bool *ret, char **ret_error) {
+int qmp_sync_qom_get_bool(QmpClient *c, const char *qom_path, const char *property, uint64_t timeout_usec, bool *ret,
+                          char **ret_error) {
         SyncCall *s = sync_call_new(c, NULL);
 
         if (!s)
                 return -ENOMEM;
         return sync_call_finish(s,
-                                qmp_get_free_page_reporting(c, qom_path, timeout_usec, on_bool_owned, s),
+                                qmp_qom_get_bool(c, qom_path, property, timeout_usec, on_bool_owned, s),
                                 ret_error,
                                 ret,
                                 sizeof(*ret));

@@ -27,8 +27,10 @@ int qmp_sync_execute(QmpClient *c,
 int qmp_sync_query_balloon(QmpClient *c, uint64_t timeout_usec, QmpBalloonInfo *ret, char **ret_error);
 int qmp_sync_balloon_set_target(QmpClient *c, uint64_t target_bytes, uint64_t timeout_usec, char **ret_error);
 int qmp_sync_set_stats_polling_interval(QmpClient *c, const char *qom_path, unsigned seconds, uint64_t timeout_usec, char **ret_error);
-int qmp_sync_get_stats_polling_interval(QmpClient *c, const char *qom_path, uint64_t timeout_usec, uint64_t *ret, char **ret_error);
-int qmp_sync_get_free_page_reporting(QmpClient *c, const char *qom_path, uint64_t timeout_usec, bool *ret, char **ret_error);
+int qmp_sync_qom_get_u64(QmpClient *c, const char *qom_path, const char *property, uint64_t timeout_usec, uint64_t *ret,
+                         char **ret_error);
+int qmp_sync_qom_get_bool(QmpClient *c, const char *qom_path, const char *property, uint64_t timeout_usec, bool *ret,
+                          char **ret_error);
 int qmp_sync_get_guest_stats(QmpClient *c, const char *qom_path, uint64_t timeout_usec, QmpGuestStats *ret, char **ret_error);
 /* *ret must be released with qmp_memory_device_list_clear(). */
 int qmp_sync_query_memory_devices(QmpClient *c, uint64_t timeout_usec, QmpMemoryDeviceList *ret, char **ret_error);

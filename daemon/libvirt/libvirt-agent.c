@@ -11,6 +11,7 @@
 #include <libvirt/virterror.h>
 
 #include "common/macro.h"
+#include "common/time-util.h"
 #include "daemon/libvirt/libvirt-agent.h"
 #include "daemon/libvirt/libvirt-parse.h"
 #include "daemon/libvirt/libvirt-worker.h"
@@ -44,12 +45,6 @@ static int agent_error(char *message, size_t message_size) {
 
 static void json_putp(json_object **j) {
         json_object_put(*j);
-}
-
-static uint64_t monotonic_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
 }
 
 /* How the calls of one read are sent, and until when. */
@@ -88,7 +83,7 @@ static int agent_run(const AgentCalls *calls, virDomainPtr dom, const char *exec
         text = json_object_to_json_string_ext(cmd, JSON_C_TO_STRING_PLAIN);
         if (!text)
                 return -ENOMEM;
-        timeout = libvirt_agent_call_timeout(calls->deadline, monotonic_usec());
+        timeout = libvirt_agent_call_timeout(calls->deadline, now_usec(CLOCK_MONOTONIC));
         if (timeout < 0) {
                 if (message && message_size > 0)
                         snprintf(message, message_size, "the agent's read took longer than its deadline");
@@ -244,7 +239,7 @@ struct LibvirtAgentWorker {
 static void agent_job_run(void *data) {
         LibvirtAgentJob *job = data;
         /* From when a thread takes the job: a wait in the queue is not the guest's doing. */
-        const AgentCalls calls = { .command = job->command, .deadline = monotonic_usec() + job->deadline_usec };
+        const AgentCalls calls = { .command = job->command, .deadline = now_usec(CLOCK_MONOTONIC) + job->deadline_usec };
 
         job->error = agent_read_procfs(&calls, job->dom, &job->vmstat, &job->psi, job->message, sizeof(job->message));
 }

@@ -23,7 +23,7 @@
 #include <systemd/sd-event.h>
 
 #include "common/macro.h"
-#include "qmp/guest-procfs.h"
+#include "common/procfs.h"
 
 #define LIBVIRT_AGENT_TIMEOUT_SEC 5
 #define LIBVIRT_AGENT_FILE_MAX (256 * 1024)

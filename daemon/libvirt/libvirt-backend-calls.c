@@ -463,11 +463,13 @@ int libvirt_backend_set_virtio_mem_async(LibvirtBackend *b, const char *uuid, co
         return r;
 }
 
-static int dimm_call(LibvirtBackend *b, const char *uuid, uint64_t bytes, int node, bool allowed,
-                     libvirt_call_done_fn done, void *userdata) {
+int libvirt_backend_attach_dimm_async(LibvirtBackend *b, const char *uuid, uint64_t bytes, int node, bool allowed,
+                                      libvirt_call_done_fn done, void *userdata) {
         BackendCall *c;
         int r;
 
+        if (!done)
+                return -EINVAL;
         if (!allowed)
                 return -EPERM;
         r = call_new(b, uuid, CALL_DIMM, "hot-plugging a DIMM", &c);
@@ -479,17 +481,6 @@ static int dimm_call(LibvirtBackend *b, const char *uuid, uint64_t bytes, int no
                 return r;
         }
         return call_start(b, c, &dimm_job, done, userdata);
-}
-
-int libvirt_backend_attach_dimm(LibvirtBackend *b, const char *uuid, uint64_t bytes, int node, bool allowed) {
-        return dimm_call(b, uuid, bytes, node, allowed, NULL, NULL);
-}
-
-int libvirt_backend_attach_dimm_async(LibvirtBackend *b, const char *uuid, uint64_t bytes, int node, bool allowed,
-                                      libvirt_call_done_fn done, void *userdata) {
-        if (!done)
-                return -EINVAL;
-        return dimm_call(b, uuid, bytes, node, allowed, done, userdata);
 }
 
 /* ---- stats ---- */

@@ -14,6 +14,7 @@
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 
+#include "common/event-util.h"
 #include "common/macro.h"
 #include "daemon/libvirt/libvirt-agent.h"
 #include "daemon/libvirt/libvirt-backend-internal.h"
@@ -23,7 +24,7 @@
 #include "daemon/libvirt/libvirt-watchdog.h"
 #include "daemon/libvirt/libvirt-worker.h"
 #include "daemon/log.h"
-#include "qmp/guest-procfs.h"
+#include "common/procfs.h"
 
 #define BACKOFF_MIN_USEC (250 * USEC_PER_MSEC)
 #define BACKOFF_MAX_USEC (30 * USEC_PER_SEC)
@@ -565,19 +566,9 @@ static int on_reconnect_timer(sd_event_source *s _unused_, uint64_t usec _unused
 }
 
 static void schedule_reconnect(LibvirtBackend *b, uint64_t delay_usec) {
-        uint64_t now = 0;
-
-        (void) sd_event_now(b->event, CLOCK_MONOTONIC, &now);
-        if (!b->reconnect_source) {
-                if (sd_event_add_time(b->event, &b->reconnect_source, CLOCK_MONOTONIC, now + delay_usec, USEC_PER_MSEC,
-                                      on_reconnect_timer, b) < 0) {
-                        log_error("libvirt: cannot schedule a reconnect");
-                        return;
-                }
-                (void) sd_event_source_set_description(b->reconnect_source, "libvirt-reconnect");
-        } else
-                (void) sd_event_source_set_time(b->reconnect_source, now + delay_usec);
-        (void) sd_event_source_set_enabled(b->reconnect_source, SD_EVENT_ONESHOT);
+        if (event_reset_time_relative(b->event, &b->reconnect_source, CLOCK_MONOTONIC, delay_usec, USEC_PER_MSEC,
+                                      on_reconnect_timer, b, "libvirt-reconnect") < 0)
+                log_error("libvirt: cannot schedule a reconnect");
 }
 
 /* After a failed call: if the connection is dead, start reconnecting now rather than wait for
@@ -678,10 +669,6 @@ const LibvirtDomainInfo *libvirt_backend_get_domain(LibvirtBackend *b, const cha
         return d ? &d->info : NULL;
 }
 
-unsigned libvirt_backend_domain_count(const LibvirtBackend *b) {
-        return b ? b->n_domains : 0;
-}
-
 /* ---- guest agent ---- */
 
 /* The record of a domain rightsize may act on, or -errno. */
@@ -728,23 +715,6 @@ static int domain_for_agent(LibvirtBackend *b, const char *uuid, bool allowed, D
         if (r < 0)
                 return r;
         return (*ret)->xml.agent_channel ? 0 : -ENODEV;
-}
-
-int libvirt_backend_agent_read_file(LibvirtBackend *b, const char *uuid, const char *path, bool allowed, char **ret,
-                                    size_t *ret_size) {
-        char message[256] = "";
-        DomainRecord *d;
-        int r;
-
-        if (!path)
-                return -EINVAL;
-        r = domain_for_agent(b, uuid, allowed, &d);
-        if (r < 0)
-                return r;
-        r = libvirt_agent_read_file(d->dom, path, ret, ret_size, message, sizeof(message));
-        if (r < 0)
-                log_named_guest_debug_errno(d->name, NULL, r, "guest agent: reading %s: %s", path, message[0] ? message : strerror(-r));
-        return r;
 }
 
 int libvirt_backend_read_agent(LibvirtBackend *b, const char *uuid, bool allowed, GuestVmstat *ret_vmstat,

@@ -38,7 +38,7 @@
 #include <systemd/sd-event.h>
 
 #include "daemon/libvirt/libvirt-parse.h"
-#include "qmp/guest-procfs.h"
+#include "common/procfs.h"
 
 typedef struct LibvirtBackend LibvirtBackend;
 
@@ -101,7 +101,6 @@ bool libvirt_backend_is_alive(const LibvirtBackend *b);
 unsigned libvirt_backend_connect_count(const LibvirtBackend *b);
 /* The domain's record (NULL if not known). Valid until the next call into the backend. */
 const LibvirtDomainInfo *libvirt_backend_get_domain(LibvirtBackend *b, const char *uuid);
-unsigned libvirt_backend_domain_count(const LibvirtBackend *b);
 
 typedef void (*libvirt_stats_fn)(LibvirtBackend *b, const char *uuid, const char *name, const LibvirtStats *stats,
                                  void *userdata);
@@ -163,16 +162,10 @@ int libvirt_backend_set_virtio_mem_async(LibvirtBackend *b, const char *uuid, co
                                          uint64_t *ret_requested, libvirt_call_done_fn done, void *userdata);
 /* Hot-plugs a DIMM (virDomainAttachDeviceFlags, live): only if the policy allows growth past
  * the boot size (`allowed`), else -EPERM. node < 0: no <node>. The domain's record is read
- * again after it (maximum and the DIMM counts grow). */
-int libvirt_backend_attach_dimm(LibvirtBackend *b, const char *uuid, uint64_t bytes, int node, bool allowed);
+ * again after it (maximum and the DIMM counts grow). On the worker, like the balloon. */
 int libvirt_backend_attach_dimm_async(LibvirtBackend *b, const char *uuid, uint64_t bytes, int node, bool allowed,
                                       libvirt_call_done_fn done, void *userdata);
 
-/* Reads a guest file through the agent (virDomainQemuAgentCommand guest-file-open/read/close)
- * into a NUL-terminated buffer of at most 256 KiB. Only when the policy allows it (`allowed`,
- * else -EPERM): libvirt then marks the domain tainted (custom-ga-command). */
-int libvirt_backend_agent_read_file(LibvirtBackend *b, const char *uuid, const char *path, bool allowed,
-                                    char **ret, size_t *ret_size);
 /* /proc/vmstat and /proc/pressure/memory, parsed (qmp/guest-procfs.h). ret_psi may be NULL. */
 int libvirt_backend_read_agent(LibvirtBackend *b, const char *uuid, bool allowed, GuestVmstat *ret_vmstat,
                                GuestPsi *ret_psi);

@@ -50,7 +50,6 @@ static int wake_fd = -1;
 static sd_event_source *wake_source;
 static EventRecord *records;
 static int next_id = 1;
-static unsigned n_handles, n_timeouts;
 
 static bool on_loop_thread(void) {
         return pthread_equal(pthread_self(), loop_thread);
@@ -268,10 +267,6 @@ static int add_record(EventRecord *template) {
                 pthread_mutex_unlock(&lock);
                 return -1;
         }
-        if (rec->is_timeout)
-                n_timeouts++;
-        else
-                n_handles++;
         pthread_mutex_unlock(&lock);
         return id;
 }
@@ -310,10 +305,6 @@ static int remove_record(int id, bool is_timeout) {
                 return -1;
         }
         rec->removed = true;
-        if (is_timeout)
-                n_timeouts--;
-        else
-                n_handles--;
         (void) record_changed(rec);
         pthread_mutex_unlock(&lock);
         return 0;
@@ -374,22 +365,4 @@ int rs_libvirt_event_register(sd_event *event) {
         loop_thread = pthread_self();
         virEventRegisterImpl(add_handle, update_handle, remove_handle, add_timeout, update_timeout, remove_timeout);
         return 0;
-}
-
-unsigned rs_libvirt_event_handles(void) {
-        unsigned n;
-
-        pthread_mutex_lock(&lock);
-        n = n_handles;
-        pthread_mutex_unlock(&lock);
-        return n;
-}
-
-unsigned rs_libvirt_event_timeouts(void) {
-        unsigned n;
-
-        pthread_mutex_lock(&lock);
-        n = n_timeouts;
-        pthread_mutex_unlock(&lock);
-        return n;
 }

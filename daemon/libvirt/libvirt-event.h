@@ -15,7 +15,3 @@
 /* Registers the implementation (virEventRegisterImpl) on `event`. A second call with the same
  * loop is a no-op; with another loop it is -EBUSY (libvirt cannot switch implementations). */
 int rs_libvirt_event_register(sd_event *event);
-
-/* Handles and timeouts currently registered (for tests and leak checks). */
-unsigned rs_libvirt_event_handles(void);
-unsigned rs_libvirt_event_timeouts(void);

@@ -15,6 +15,7 @@
 
 #include "common/macro.h"
 #include "common/worker-thread.h"
+#include "common/time-util.h"
 
 #define HEARTBEAT_USEC (1 * USEC_PER_SEC)
 #define CALL_SLOTS 4
@@ -35,15 +36,9 @@ struct LibvirtWatchdog {
         uint64_t calls[CALL_SLOTS];  /* under lock: start of a call on a worker thread, 0: free */
 };
 
-static uint64_t monotonic_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
-}
-
 static int on_heartbeat(sd_event_source *s, uint64_t usec _unused_, void *userdata) {
         LibvirtWatchdog *w = userdata;
-        uint64_t now = monotonic_usec();
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
 
         atomic_store(&w->last_beat, now);
         (void) sd_event_source_set_time(s, now + HEARTBEAT_USEC);
@@ -61,7 +56,7 @@ static void *watchdog_main(void *arg) {
                 (void) pthread_cond_timedwait(&w->wake, &w->lock, &until);
                 if (w->quit)
                         break;
-                uint64_t now = monotonic_usec(), silent = now - atomic_load(&w->last_beat), oldest = 0;
+                uint64_t now = now_usec(CLOCK_MONOTONIC), silent = now - atomic_load(&w->last_beat), oldest = 0;
                 for (size_t i = 0; i < CALL_SLOTS; i++)
                         if (w->calls[i] > 0 && now - w->calls[i] > oldest)
                                 oldest = now - w->calls[i];
@@ -90,13 +85,13 @@ int libvirt_watchdog_new(sd_event *event, uint64_t stall_usec, LibvirtWatchdog *
                 return -ENOMEM;
         w->fd = -1;
         w->stall_usec = stall_usec;
-        atomic_init(&w->last_beat, monotonic_usec());
+        atomic_init(&w->last_beat, now_usec(CLOCK_MONOTONIC));
         pthread_mutex_init(&w->lock, NULL);
         pthread_condattr_init(&attr);
         pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
         pthread_cond_init(&w->wake, &attr);
         pthread_condattr_destroy(&attr);
-        r = sd_event_add_time(event, &w->heartbeat, CLOCK_MONOTONIC, monotonic_usec() + HEARTBEAT_USEC, 0,
+        r = sd_event_add_time(event, &w->heartbeat, CLOCK_MONOTONIC, now_usec(CLOCK_MONOTONIC) + HEARTBEAT_USEC, 0,
                               on_heartbeat, w);
         if (r < 0) {
                 libvirt_watchdog_free(w);
@@ -130,7 +125,7 @@ void libvirt_watchdog_watch(LibvirtWatchdog *w, int fd) {
         if (!w)
                 return;
         /* A new watch starts from a fresh beat: the loop is running right now. */
-        atomic_store(&w->last_beat, monotonic_usec());
+        atomic_store(&w->last_beat, now_usec(CLOCK_MONOTONIC));
         pthread_mutex_lock(&w->lock);
         w->fd = fd;
         pthread_mutex_unlock(&w->lock);
@@ -144,7 +139,7 @@ int libvirt_watchdog_call_begin(LibvirtWatchdog *w) {
         pthread_mutex_lock(&w->lock);
         for (size_t i = 0; i < CALL_SLOTS; i++)
                 if (w->calls[i] == 0) {
-                        w->calls[i] = monotonic_usec();
+                        w->calls[i] = now_usec(CLOCK_MONOTONIC);
                         slot = (int) i;
                         break;
                 }

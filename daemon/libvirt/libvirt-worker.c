@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
+#include "common/time-util.h"
 #include "daemon/libvirt/libvirt-worker.h"
 
 #define KEY_MAX 64
@@ -40,12 +41,6 @@ struct LibvirtWorker {
         LibvirtJob *dispatching;   /* loop only: handed back, done not yet run, oldest first */
         unsigned pending;          /* under lock: queued + running + finished + dispatching */
 };
-
-static uint64_t monotonic_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
-}
 
 static void job_free(LibvirtJob *job) {
         if (!job)
@@ -107,7 +102,7 @@ static void *worker_main(void *arg) {
                 if (w->quit)
                         break;
                 w->running[index] = job;
-                job->started = monotonic_usec();
+                job->started = now_usec(CLOCK_MONOTONIC);
                 pthread_mutex_unlock(&w->lock);
 
                 slot = libvirt_watchdog_call_begin(w->watchdog);

@@ -839,7 +839,7 @@ class Daemon:
         self.env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=self.address)
         self.env.pop("NOTIFY_SOCKET", None)
         exe = os.path.join(TOP_BUILDDIR, "rightsized")
-        cmd = [exe, "--config", self.config, "--foreground"]
+        cmd = [exe, "--config", self.config]
         if self.fake_host:
             cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c",
                    'mount --bind "$0" /proc/meminfo && exec "$@"', self.fake_host.path] + cmd

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Guest agent replies (qmp/qga-client.c, qga-commands.c), the base64 file contents they carry
- * (qmp/base64.c) and the /proc parsers (qmp/guest-procfs.c), fed what a hostile guest could send.
+ * (qmp/base64.c) and the /proc parsers (common/procfs.c), fed what a hostile guest could send.
  *
  * Input: one byte choosing the operation (low two bits: read /proc/vmstat, /proc/meminfo,
  * /proc/pressure/memory, or a raw file capped at 4 KiB), then the agent's replies, separated
@@ -19,7 +19,7 @@
 #include "common/macro.h"
 #include "qmp/base64.h"
 #include "qmp/json-containers.h"
-#include "qmp/guest-procfs.h"
+#include "common/procfs.h"
 #include "qmp/json-util.h"
 #include "qmp/qga-client.h"
 #include "qmp/qga-commands.h"

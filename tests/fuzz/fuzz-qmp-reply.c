@@ -102,8 +102,8 @@ static void on_ready(QmpClient *c, void *userdata) {
         fuzz_assert(qmp_query_balloon(c, 0, on_balloon_info, SLOT(CMD_QUERY_BALLOON)) >= 0);
         fuzz_assert(qmp_get_guest_stats(c, NULL, 0, on_guest_stats, SLOT(CMD_GUEST_STATS)) >= 0);
         fuzz_assert(qmp_query_memory_devices(c, 0, on_memory_devices, SLOT(CMD_MEMORY_DEVICES)) >= 0);
-        fuzz_assert(qmp_get_stats_polling_interval(c, NULL, 0, on_u64, SLOT(CMD_POLLING_INTERVAL)) >= 0);
-        fuzz_assert(qmp_get_free_page_reporting(c, NULL, 0, on_bool, SLOT(CMD_FREE_PAGE_REPORTING)) >= 0);
+        fuzz_assert(qmp_qom_get_u64(c, NULL, QMP_BALLOON_STATS_POLLING_INTERVAL, 0, on_u64, SLOT(CMD_POLLING_INTERVAL)) >= 0);
+        fuzz_assert(qmp_qom_get_bool(c, NULL, QMP_BALLOON_FREE_PAGE_REPORTING, 0, on_bool, SLOT(CMD_FREE_PAGE_REPORTING)) >= 0);
         fuzz_assert(qmp_balloon_set_target(c, 600 * MIB, 0, on_plain, SLOT(CMD_BALLOON)) >= 0);
         fuzz_assert(qmp_virtio_mem_set_requested_size(c, "vm0", 512 * MIB, 0, on_plain, SLOT(CMD_REQUESTED_SIZE)) >= 0);
         fuzz_assert(qmp_dimm_add(c, "dimm0", "mem-dimm0", 256 * MIB, 0, on_plain, SLOT(CMD_DIMM_ADD)) >= 0);

@@ -105,7 +105,7 @@ START_TEST(test_stats_evolve) {
         ck_assert(!qmp_value_is_known(first.value[QMP_STAT_TOTAL_MEMORY]));
 
         ck_assert_int_eq(qmp_sync_set_stats_polling_interval(c, NULL, 10, 5 * SEC, NULL), 0);
-        ck_assert_int_eq(qmp_sync_get_stats_polling_interval(c, NULL, 5 * SEC, &interval, NULL), 0);
+        ck_assert_int_eq(qmp_sync_qom_get_u64(c, NULL, QMP_BALLOON_STATS_POLLING_INTERVAL, 5 * SEC, &interval, NULL), 0);
         ck_assert_uint_eq(interval, 10);
 
         ck_assert_int_eq(qmp_sync_wait_guest_stats_update(c, NULL, 0, 20 * 1000, 30 * SEC, &first), 0);
@@ -126,7 +126,7 @@ START_TEST(test_stats_evolve) {
         ck_assert_msg(changed, "the stats never changed");
 
         bool fpr0 = false;
-        ck_assert_int_eq(qmp_sync_get_free_page_reporting(c, NULL, 5 * SEC, &fpr0, NULL), 0);
+        ck_assert_int_eq(qmp_sync_qom_get_bool(c, NULL, QMP_BALLOON_FREE_PAGE_REPORTING, 5 * SEC, &fpr0, NULL), 0);
         ck_assert(fpr0); /* even guests report free pages */
         QmpMemoryDeviceList list = {};
         ck_assert_int_eq(qmp_sync_query_memory_devices(c, 5 * SEC, &list, NULL), 0);

@@ -95,7 +95,7 @@ START_TEST(test_guest_stats_are_plausible) {
                 ck_assert_uint_eq(stats.value[QMP_STAT_DIRECT_SCANS], QMP_VALUE_UNKNOWN);
 
         bool reporting = false;
-        ck_assert_int_eq(qmp_sync_get_free_page_reporting(c, NULL, 0, &reporting, NULL), 0);
+        ck_assert_int_eq(qmp_sync_qom_get_bool(c, NULL, QMP_BALLOON_FREE_PAGE_REPORTING, 0, &reporting, NULL), 0);
         ck_assert(reporting);
 }
 END_TEST

@@ -90,16 +90,10 @@ END_TEST
 
 START_TEST(test_value_parsers) {
         double d;
-        bool b;
         ck_assert_int_eq(rs_parse_percent("12.5%", &d), 0);
         ck_assert_double_eq(d, 12.5);
         ck_assert_int_eq(rs_parse_percent("nan", &d), -EINVAL);
         ck_assert_int_eq(rs_parse_percent("5 percent", &d), -EINVAL);
-        ck_assert_int_eq(rs_parse_bool("yes", &b), 0);
-        ck_assert(b);
-        ck_assert_int_eq(rs_parse_bool("Off", &b), 0);
-        ck_assert(!b);
-        ck_assert_int_eq(rs_parse_bool("maybe", &b), -EINVAL);
 }
 END_TEST
 

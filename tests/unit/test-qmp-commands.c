@@ -250,6 +250,35 @@ START_TEST(test_balloon_set_target) {
 }
 END_TEST
 
+static unsigned destroyed;
+static void count_destroy(void *userdata) {
+        ck_assert_ptr_eq(userdata, &destroyed);
+        destroyed++;
+}
+
+START_TEST(test_balloon_set_target_destroy) {
+        /* Answered: the callback, then destroy once. */
+        fake_peer_expect(p, "balloon", "{\"value\": 536870912}");
+        fake_peer_reply(p, "{}");
+        ck_assert_int_ge(qmp_balloon_set_target_full(c, 512 * MIB, 0, on_plain, &destroyed, count_destroy), 0);
+        wait_done();
+        ck_assert_int_eq(got_error, 0);
+        ck_assert_uint_eq(destroyed, 1);
+
+        /* Refused before sending: neither. */
+        done = false;
+        ck_assert_int_eq(qmp_balloon_set_target_full(c, 0, 0, on_plain, &destroyed, count_destroy), -EINVAL);
+        ck_assert(!done);
+        ck_assert_uint_eq(destroyed, 1);
+
+        /* Dropped unanswered by closing the client: destroy only. */
+        ck_assert_int_ge(qmp_balloon_set_target_full(c, 256 * MIB, 0, on_plain, &destroyed, count_destroy), 0);
+        qmp_client_close(c);
+        ck_assert(!done);
+        ck_assert_uint_eq(destroyed, 2);
+}
+END_TEST
+
 START_TEST(test_stats_polling_interval) {
         fake_peer_expect(p, "qom-set",
                          "{\"path\": \"/machine/peripheral/balloon0\", \"property\": \"guest-stats-polling-interval\", \"value\": 2}");
@@ -261,7 +290,7 @@ START_TEST(test_stats_polling_interval) {
         done = false;
         fake_peer_expect(p, "qom-get", "{\"path\": \"/machine/peripheral/b1\", \"property\": \"guest-stats-polling-interval\"}");
         fake_peer_reply(p, "5");
-        ck_assert_int_ge(qmp_get_stats_polling_interval(c, "/machine/peripheral/b1", 0, on_u64, NULL), 0);
+        ck_assert_int_ge(qmp_qom_get_u64(c, "/machine/peripheral/b1", QMP_BALLOON_STATS_POLLING_INTERVAL, 0, on_u64, NULL), 0);
         wait_done();
         ck_assert_int_eq(got_error, 0);
         ck_assert_uint_eq(got_u64, 5);
@@ -269,7 +298,7 @@ START_TEST(test_stats_polling_interval) {
         done = false;
         fake_peer_expect(p, "qom-get", NULL);
         fake_peer_reply(p, "\"5\"");
-        ck_assert_int_ge(qmp_get_stats_polling_interval(c, NULL, 0, on_u64, NULL), 0);
+        ck_assert_int_ge(qmp_qom_get_u64(c, NULL, QMP_BALLOON_STATS_POLLING_INTERVAL, 0, on_u64, NULL), 0);
         wait_done();
         ck_assert_int_eq(got_error, -EBADMSG);
         ck_assert_uint_eq(got_u64, 0);
@@ -277,7 +306,7 @@ START_TEST(test_stats_polling_interval) {
         done = false;
         fake_peer_expect(p, "qom-get", NULL);
         fake_peer_reply(p, "-3");
-        ck_assert_int_ge(qmp_get_stats_polling_interval(c, NULL, 0, on_u64, NULL), 0);
+        ck_assert_int_ge(qmp_qom_get_u64(c, NULL, QMP_BALLOON_STATS_POLLING_INTERVAL, 0, on_u64, NULL), 0);
         wait_done();
         ck_assert_int_eq(got_error, -EBADMSG);
 }
@@ -286,7 +315,7 @@ END_TEST
 START_TEST(test_free_page_reporting) {
         fake_peer_expect(p, "qom-get", "{\"path\": \"/machine/peripheral/balloon0\", \"property\": \"free-page-reporting\"}");
         fake_peer_reply(p, "true");
-        ck_assert_int_ge(qmp_get_free_page_reporting(c, NULL, 0, on_bool, NULL), 0);
+        ck_assert_int_ge(qmp_qom_get_bool(c, NULL, QMP_BALLOON_FREE_PAGE_REPORTING, 0, on_bool, NULL), 0);
         wait_done();
         ck_assert_int_eq(got_error, 0);
         ck_assert(got_bool);
@@ -294,7 +323,7 @@ START_TEST(test_free_page_reporting) {
         done = false;
         fake_peer_expect(p, "qom-get", NULL);
         fake_peer_reply(p, "1");
-        ck_assert_int_ge(qmp_get_free_page_reporting(c, NULL, 0, on_bool, NULL), 0);
+        ck_assert_int_ge(qmp_qom_get_bool(c, NULL, QMP_BALLOON_FREE_PAGE_REPORTING, 0, on_bool, NULL), 0);
         wait_done();
         ck_assert_int_eq(got_error, -EBADMSG);
         ck_assert(!got_bool);
@@ -302,7 +331,7 @@ START_TEST(test_free_page_reporting) {
         done = false;
         fake_peer_expect(p, "qom-get", NULL);
         fake_peer_send(p, "{\"error\": {\"class\": \"GenericError\", \"desc\": \"Property 'free-page-reporting' not found\"}, \"id\": %ID%}");
-        ck_assert_int_ge(qmp_get_free_page_reporting(c, NULL, 0, on_bool, NULL), 0);
+        ck_assert_int_ge(qmp_qom_get_bool(c, NULL, QMP_BALLOON_FREE_PAGE_REPORTING, 0, on_bool, NULL), 0);
         wait_done();
         ck_assert_int_eq(got_error, -EIO);
 }
@@ -831,7 +860,7 @@ int main(void) {
         return check_run_case("qmp-commands", "commands", setup, teardown, 30,
                               CHECK_TESTS(test_parse_balloon_info, test_query_balloon, test_query_balloon_wrong_type,
                                           test_query_balloon_no_device, test_parse_blockstats, test_query_blockstats,
-                                          test_balloon_set_target, test_stats_polling_interval,
+                                          test_balloon_set_target, test_balloon_set_target_destroy, test_stats_polling_interval,
                                           test_free_page_reporting, test_parse_guest_stats_real_shape,
                                           test_parse_guest_stats_unknown_spellings, test_parse_guest_stats_wrong_types,
                                           test_stat_names, test_get_guest_stats, test_parse_memory_devices_real_shape,

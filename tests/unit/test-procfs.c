@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The guest /proc parsers on real-looking text and on hostile input. */
+/* common/procfs.c: the /proc parsers (a guest's through its agent, the host's own) on
+ * real-looking text and on hostile input. */
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
@@ -7,7 +8,7 @@
 #include <string.h>
 
 #include "common/macro.h"
-#include "qmp/guest-procfs.h"
+#include "common/procfs.h"
 #include "tests/lib/check-run.h"
 
 /* Excerpt of a 6.1 guest's /proc/vmstat, including keys that look like ours but are not. */
@@ -385,7 +386,7 @@ START_TEST(test_host_proc_files) {
 END_TEST
 
 int main(void) {
-        return check_run_case("guest-procfs", "parsers", NULL, NULL, 0,
+        return check_run_case("procfs", "parsers", NULL, NULL, 0,
                               CHECK_TESTS(test_vmstat_real, test_vmstat_absent_is_unknown, test_vmstat_legacy_names,
                                           test_vmstat_hostile_lines, test_vmstat_garbage, test_vmstat_counter_names,
                                           test_meminfo_real, test_meminfo_hostile, test_psi_real, test_psi_variants,

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "common/procfs.h"
+
 #include <errno.h>
 #include <string.h>
 
 #include "common/macro.h"
-#include "qmp/guest-procfs.h"
 
 /* A view into the caller's buffer, never NUL-terminated. */
 typedef struct Span {
