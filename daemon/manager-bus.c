@@ -272,6 +272,30 @@ static int method_get_history(sd_bus_message *msg, void *userdata, sd_bus_error 
         return reply_close_send(reply, r);
 }
 
+/* Why an operator's floor or max was refused, with the range it has to be in: "floor above
+ * max?" leaves them guessing which limit they hit. */
+static int set_range_error(const Guest *g, const char *key, const char *value, uint64_t bytes, sd_bus_error *error) {
+        const RsPolicy *p = guest_policy(g);
+        char a[FORMAT_SIZE_MAX], b[FORMAT_SIZE_MAX], c[FORMAT_SIZE_MAX];
+
+        if (bytes < RS_POLICY_FLOOR_MIN_BYTES)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "%s=%s for '%s': below %s, the smallest a guest may be given", key, value,
+                                         guest_name(g), format_size(a, sizeof(a), RS_POLICY_FLOOR_MIN_BYTES));
+        if (key[0] == 'f' && p->max_bytes != 0 && bytes > p->max_bytes)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "floor=%s for '%s': above its max, %s (the floor must be %s to %s)", value,
+                                         guest_name(g), format_size(a, sizeof(a), p->max_bytes),
+                                         format_size(b, sizeof(b), RS_POLICY_FLOOR_MIN_BYTES),
+                                         format_size(c, sizeof(c), p->max_bytes));
+        if (key[0] == 'm' && bytes < p->floor_bytes)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "max=%s for '%s': below its floor, %s (set the floor lower first)", value,
+                                         guest_name(g), format_size(a, sizeof(a), p->floor_bytes));
+        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "%s=%s is not valid for '%s'", key, value,
+                                 guest_name(g));
+}
+
 static int set_guest(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
         const char *name, *key, *value;
         uint64_t bytes;
@@ -301,8 +325,7 @@ static int set_guest(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
                 bool is_floor = key[0] == 'f';
                 r = guest_set_overrides(g, is_floor ? bytes : floor, is_floor ? max : bytes);
                 if (r < 0)
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "%s=%s is not valid for '%s' (floor above max?)", key, value, name);
+                        return set_range_error(g, key, value, bytes, error);
         } else
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "Unknown key '%s' (expected policy, floor or max)", key);

@@ -48,8 +48,8 @@ int rs_policy_validate(const RsPolicy *p, const char **bad_key) {
                 bad = "mode";
         else if (p->poll_interval_usec < 100 * USEC_PER_MSEC || p->poll_interval_usec > 3600 * USEC_PER_SEC)
                 bad = "poll-interval";
-        else if (p->floor_bytes < 64 * MIB)
-                bad = "floor"; /* below this no Linux guest survives */
+        else if (p->floor_bytes < RS_POLICY_FLOOR_MIN_BYTES)
+                bad = "floor";
         else if (!percent_ok(p->floor_percent, 0, 100))
                 bad = "floor-percent";
         else if (p->max_bytes != 0 && p->max_bytes < p->floor_bytes)

@@ -71,6 +71,9 @@ void rs_policy_init(RsPolicy *p);
 int rs_policy_preset(const char *name, RsPolicy *ret);
 extern const char *const rs_policy_preset_names[4];
 
+/* The smallest floor a policy may set: below it no Linux guest survives. */
+#define RS_POLICY_FLOOR_MIN_BYTES (64ULL * 1024 * 1024)
+
 /* 0 when every field is in range; otherwise -EINVAL and *bad_key names the first bad one
  * (the ini key, e.g. "probe-step-min"). */
 int rs_policy_validate(const RsPolicy *p, const char **bad_key);

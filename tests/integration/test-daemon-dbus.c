@@ -226,6 +226,21 @@ START_TEST(test_set_guest) {
         r = call("SetGuest", 3, "sim-1", "floor", "banana");
         assert_error(&r, SD_BUS_ERROR_INVALID_ARGS, "SetGuest floor=banana");
         ck_assert_ptr_nonnull(strstr(r.message, "banana"));
+        /* Out of range: the refusal gives the range. */
+        r = call("SetGuest", 3, "sim-1", "floor", "10M");
+        assert_error(&r, SD_BUS_ERROR_INVALID_ARGS, "SetGuest floor=10M");
+        ck_assert_msg(strstr(r.message, "64 MiB"), "%s", r.message);
+        r = call("SetGuest", 3, "sim-1", "max", "512M");
+        assert_error(&r, SD_BUS_ERROR_INVALID_ARGS, "SetGuest max=512M, below the floor");
+        ck_assert_msg(strstr(r.message, "below its floor, 1 GiB"), "%s", r.message);
+        r = call("SetGuest", 3, "sim-1", "max", "1536M");
+        assert_ok(&r, "SetGuest max=1536M");
+        r = call("SetGuest", 3, "sim-1", "floor", "1600M");
+        assert_error(&r, SD_BUS_ERROR_INVALID_ARGS, "SetGuest floor=1600M, above the max");
+        ck_assert_msg(strstr(r.message, "above its max, 1.5 GiB") && strstr(r.message, "64 MiB to 1.5 GiB"), "%s",
+                      r.message);
+        r = call("SetGuest", 3, "sim-1", "max", "2G");
+        assert_ok(&r, "SetGuest max=2G");
         r = call("SetGuest", 3, "sim-1", "colour", "red");
         assert_error(&r, SD_BUS_ERROR_INVALID_ARGS, "SetGuest colour=red");
         r = call("SetGuest", 3, "sim-1", "policy", "no-such-policy");
