@@ -3,6 +3,7 @@
  * foreground (systemd Type=notify); --check-config only parses and prints the effective
  * configuration. */
 #include <errno.h>
+#include <grp.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -100,6 +101,11 @@ static int check_config(void) {
                 fprintf(stderr, "%s\n", error ?: strerror(-r));
                 return EXIT_FAILURE;
         }
+        /* Not an error (the group may be created after the package), but nobody could read
+         * until it exists: an operator checking the configuration wants to hear it. */
+        if (config->read_group && config->read_group[0] && !getgrnam(config->read_group))
+                fprintf(stderr, "warning: read-group = %s: no such group; only root can read rightsized's guests "
+                        "until it exists (groupadd %s)\n", config->read_group, config->read_group);
         if (config_print(config, true, stdout) < 0 || fflush(stdout) != 0)
                 return EXIT_FAILURE;
         return EXIT_SUCCESS;

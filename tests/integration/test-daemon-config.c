@@ -183,6 +183,19 @@ START_TEST(test_good_config_round_trip) {
         ck_assert_msg(b.code == 0, "its own output refused: %s", b.err);
         _cleanup_free_ char *a_keys = test_without_comment_lines(a.out), *b_keys = test_without_comment_lines(b.out);
         ck_assert_str_eq(b_keys, a_keys);
+        /* An existing group: no warning. */
+        ck_assert_msg(!strstr(a.err, "warning"), "stderr: %s", a.err);
+}
+END_TEST
+
+START_TEST(test_missing_read_group_warned) {
+        static const char text[] = "read-group = rs-no-such-group\n";
+
+        write_config_with(text, strlen(text));
+        _cleanup_(ctl_run_done) CtlRun a = check_config(d.config_path);
+        /* Valid (the group may come later), but said. */
+        ck_assert_msg(a.code == 0, "refused: %s", a.err);
+        ck_assert_msg(strstr(a.err, "warning: read-group = rs-no-such-group: no such group"), "stderr: %s", a.err);
 }
 END_TEST
 
@@ -311,7 +324,8 @@ int main(void) {
         Suite *s = suite_create("daemon-config");
 
         TCase *files = check_add_case(s, "files", setup_dirs, teardown, 30,
-                                      CHECK_TESTS(test_bad_config_bytes, test_good_config_round_trip));
+                                      CHECK_TESTS(test_bad_config_bytes, test_good_config_round_trip,
+                                                  test_missing_read_group_warned));
         tcase_add_loop_test(files, test_bad_config, 0, (int) ARRAY_SIZE(config_cases));
         tcase_add_loop_test(files, test_bad_policy, 0, (int) ARRAY_SIZE(policy_cases));
         check_add_case(s, "sighup", setup_bus_and_dirs, teardown, 120, CHECK_TESTS(test_sighup));
