@@ -2,7 +2,7 @@
 # policies, the systemd unit, the sysusers.d and tmpfiles.d files, the D-Bus policy and the polkit
 # actions, each installed where its reader looks. configure asks pkg-config where systemd,
 # dbus-daemon and polkitd read theirs (--with-systemdsystemunitdir, --with-sysusersdir,
-# --with-tmpfilesdir, --with-dbuspolicydir, --with-polkitactiondir override it; "no" installs
+# --with-tmpfilesdir, --with-catalogdir, --with-dbuspolicydir, --with-polkitactiondir override it; "no" installs
 # none), so that the default prefix works too: dbus-daemon never reads /usr/local/share/dbus-1.
 
 # rightsized reads $(rightsizeconfdir)/rightsized.conf (compiled in: daemon/local.mk).
@@ -29,6 +29,9 @@ endif
 if HAVE_TMPFILESDIR
 tmpfiles_DATA = etc/tmpfiles.d/rightsize.conf
 endif
+if HAVE_CATALOGDIR
+catalog_DATA = etc/rightsize.catalog
+endif
 if HAVE_DBUSPOLICYDIR
 dbuspolicy_DATA = etc/org.rightsize.Manager1.conf
 endif
@@ -38,7 +41,7 @@ endif
 
 EXTRA_DIST += etc/rightsized.conf $(rs_policy_files) etc/rightsized.service.in \
 	etc/sysusers.d/rightsize.conf etc/tmpfiles.d/rightsize.conf \
-	etc/org.rightsize.Manager1.conf etc/org.rightsize.policy
+	etc/org.rightsize.Manager1.conf etc/org.rightsize.policy etc/rightsize.catalog
 CLEANFILES += etc/rightsized.service
 
 # The unit needs the installed path of the daemon.
@@ -86,3 +89,7 @@ uninstall-rightsize-conf:
 		fi; \
 	done
 	@rmdir '$(DESTDIR)$(rightsizepolicydir)' '$(DESTDIR)$(rightsizeconfdir)' 2>/dev/null || :
+
+# The journal catalog against daemon/log.h's MESSAGE_IDs, compiled by journalctl in a scratch root.
+TESTS += tests/unit/test-journal-catalog
+EXTRA_DIST += tests/unit/test-journal-catalog
