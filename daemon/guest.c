@@ -808,14 +808,26 @@ int guest_set_state_dir(Guest *g, const char *dir) {
         return 0;
 }
 
+/* The daemon's own states around the estimator's (guest_state_string()). */
+static const char *const daemon_state_names[] = { "connecting", "faulty", "paused" };
+
 const char *guest_state_string(const Guest *g) {
         if (g->phase == GUEST_PHASE_FAULTY)
-                return "faulty";
+                return daemon_state_names[1];
         if (g->phase == GUEST_PHASE_CONNECTING || !g->core)
-                return "connecting";
+                return daemon_state_names[0];
         if (g->paused)
-                return "paused";
+                return daemon_state_names[2];
         return rs_state_to_string(rs_guest_state(g->core)) ?: "unknown";
+}
+
+size_t guest_all_state_names(const char **names, size_t max) {
+        size_t n = 0;
+        for (RsState s = 0; s < _RS_STATE_MAX && n < max; s++)
+                names[n++] = rs_state_to_string(s);
+        for (size_t i = 0; i < ARRAY_SIZE(daemon_state_names) && n < max; i++)
+                names[n++] = daemon_state_names[i];
+        return n;
 }
 
 const char *guest_tier_string(const Guest *g) {

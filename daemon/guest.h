@@ -208,6 +208,8 @@ void guest_set_state_stale_usec(Guest *g, uint64_t usec);
 
 /* "learn" ... "observe", or "paused", "faulty", "connecting" (the D-Bus API's words). */
 const char *guest_state_string(const Guest *g);
+/* Every name guest_state_string() can give ("unknown" aside) into names (at most max); how many. */
+size_t guest_all_state_names(const char **names, size_t max);
 
 const char *guest_tier_string(const Guest *g);
 const RsEstimate *guest_estimate(const Guest *g); /* NULL before the core exists */

@@ -428,7 +428,10 @@ static void manager_write_metrics(Manager *m) {
                         },
                 };
         }
-        MetricsHost host = { .reclaimed_bytes = manager_reclaimed(m), .guests_managed = manager_guests_managed(m) };
+        const char *states[16];
+        MetricsHost host = { .reclaimed_bytes = manager_reclaimed(m), .guests_managed = manager_guests_managed(m),
+                             .version = RIGHTSIZE_VERSION, .states = states,
+                             .n_states = guest_all_state_names(states, ARRAY_SIZE(states)) };
         r = metrics_write_file(m->config->metrics_path, mg, m->n_guests, &host);
         if (r < 0)
                 log_warning_errno(r, "Failed to write the metrics file %s: %m", m->config->metrics_path);

@@ -248,14 +248,24 @@ int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const M
                 }
         }
 
-        write_header(f, "rightsize_guest_state", "Current state of the guest's estimator (1 for the state it is in).",
-                     NULL);
+        write_header(f, "rightsize_guest_state",
+                     "The guest's state: 1 for the state it is in, 0 for each of the others.", NULL);
         for (size_t i = 0; i < n_guests; i++) {
                 if (!guests[i].state)
                         continue;
-                write_guest_label(f, "rightsize_guest_state", &guests[i]);
-                write_label(f, "state", guests[i].state);
-                fputs("} 1\n", f);
+                bool listed = false;
+                for (size_t k = 0; k < host->n_states; k++) {
+                        bool in = strcmp(host->states[k], guests[i].state) == 0;
+                        listed |= in;
+                        write_guest_label(f, "rightsize_guest_state", &guests[i]);
+                        write_label(f, "state", host->states[k]);
+                        fputs(in ? "} 1\n" : "} 0\n", f);
+                }
+                if (!listed) { /* a state the list does not know still shows */
+                        write_guest_label(f, "rightsize_guest_state", &guests[i]);
+                        write_label(f, "state", guests[i].state);
+                        fputs("} 1\n", f);
+                }
         }
 
         write_header(f, "rightsize_guest_info", "Where the guest comes from and how it is managed (always 1).", NULL);
@@ -277,6 +287,12 @@ int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const M
         fprintf(f, "rightsize_host_reclaimed_bytes %llu\n", (unsigned long long) host->reclaimed_bytes);
         write_header(f, "rightsize_guests_managed", "Guests rightsize is managing.", NULL);
         fprintf(f, "rightsize_guests_managed %u\n", host->guests_managed);
+        if (host->version) {
+                write_header(f, "rightsize_build_info", "The rightsized that wrote this file (always 1).", NULL);
+                fputs("rightsize_build_info{version=\"", f);
+                metrics_write_label_value(f, host->version);
+                fputs("\"} 1\n", f);
+        }
 
         fputs("# EOF\n", f);
         fflush(f);

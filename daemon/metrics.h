@@ -56,6 +56,11 @@ typedef struct MetricsGuest {
 typedef struct MetricsHost {
         uint64_t reclaimed_bytes;
         unsigned guests_managed;
+        const char *version;            /* rightsize_build_info; NULL leaves it out */
+        /* Every state a guest can be in: each guest gets a 0/1 series for each (1 for its
+         * own), so that a state's count is a sum and an alert's "== 0" means something. */
+        const char *const *states;
+        size_t n_states;
 } MetricsHost;
 
 /* A guest's event counter (refaults, major faults, OOM kills) as the daemon counts it, for a

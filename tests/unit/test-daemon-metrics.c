@@ -179,8 +179,10 @@ static const char two_guests_text[] =
         "rightsize_guest_resize_failures_total{guest=\"db\",actuator=\"virtio-mem\"} 0\n"
         "rightsize_guest_resize_failures_total{guest=\"db\",actuator=\"dimm\"} 0\n"
         "# TYPE rightsize_guest_state gauge\n"
-        "# HELP rightsize_guest_state Current state of the guest's estimator (1 for the state it is in).\n"
+        "# HELP rightsize_guest_state The guest's state: 1 for the state it is in, 0 for each of the others.\n"
+        "rightsize_guest_state{guest=\"web1\",domain=\"web1\",state=\"probe\"} 0\n"
         "rightsize_guest_state{guest=\"web1\",domain=\"web1\",state=\"hold\"} 1\n"
+        "rightsize_guest_state{guest=\"web1\",domain=\"web1\",state=\"faulty\"} 0\n"
         "# TYPE rightsize_guest_info gauge\n"
         "# HELP rightsize_guest_info Where the guest comes from and how it is managed (always 1).\n"
         "rightsize_guest_info{guest=\"web1\",domain=\"web1\",uuid=\"6f1c2a3e-0b7d-4c55-9d4e-2f0a1b2c3d4e\",source=\"libvirt\",policy=\"balanced\",mode=\"rightsize\"} 1\n"
@@ -192,11 +194,17 @@ static const char two_guests_text[] =
         "# TYPE rightsize_guests_managed gauge\n"
         "# HELP rightsize_guests_managed Guests rightsize is managing.\n"
         "rightsize_guests_managed 2\n"
+        "# TYPE rightsize_build_info gauge\n"
+        "# HELP rightsize_build_info The rightsized that wrote this file (always 1).\n"
+        "rightsize_build_info{version=\"1.2.3\"} 1\n"
         "# EOF\n";
+
+static const char *const test_states[] = { "probe", "hold", "faulty" };
 
 START_TEST(test_exact_output) {
         _cleanup_(freep) char *text = NULL;
-        MetricsHost host = { .reclaimed_bytes = 223741824, .guests_managed = 2 };
+        MetricsHost host = { .reclaimed_bytes = 223741824, .guests_managed = 2, .version = "1.2.3",
+                             .states = test_states, .n_states = ARRAY_SIZE(test_states) };
 
         text = format(two_guests, ARRAY_SIZE(two_guests), &host);
         ck_assert_str_eq(text, two_guests_text);
@@ -434,7 +442,8 @@ END_TEST
 
 START_TEST(test_write_metrics_file) {
         _cleanup_(freep) char *dir = test_mkdtemp(), *path = NULL, *bad = NULL, *got = NULL;
-        MetricsHost host = { .reclaimed_bytes = 223741824, .guests_managed = 2 };
+        MetricsHost host = { .reclaimed_bytes = 223741824, .guests_managed = 2, .version = "1.2.3",
+                             .states = test_states, .n_states = ARRAY_SIZE(test_states) };
         struct stat st;
 
         ck_assert_int_ge(asprintf(&path, "%s/rightsize.prom", dir), 0);
