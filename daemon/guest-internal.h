@@ -47,7 +47,6 @@ struct Guest {
         char fault[256];       /* "" when healthy */
         char reason[RS_REASON_MAX + 2 + GUEST_AGENT_PROBLEM_MAX]; /* the core's, "; " and the agent's */
         bool paused;
-        bool probe_requested;
 
         unsigned cycle_pending;
         uint64_t cycle_started;

@@ -470,14 +470,6 @@ static uint64_t cycle_decide(Guest *g, uint64_t now) {
         char b1[FORMAT_SIZE_MAX], b2[FORMAT_SIZE_MAX], b3[FORMAT_SIZE_MAX];
         RsDecision d;
 
-        if (g->probe_requested) {
-                /* A forced probe starts with this feed; the core refuses while it is giving
-                 * memory back (or in observe mode). */
-                int r = rs_guest_probe_now(g->core, now);
-                if (r < 0)
-                        log_guest_debug_errno(g, r, "Probe request not taken: %m");
-                g->probe_requested = false;
-        }
         RsState before = rs_guest_state(g->core);
         rs_guest_feed(g->core, &g->sample, now);
         rs_guest_decide(g->core, now, &d);
@@ -791,8 +783,11 @@ void guest_set_paused(Guest *g, bool paused) {
 int guest_request_probe(Guest *g) {
         if (!g->core || g->phase != GUEST_PHASE_RUNNING)
                 return -EBUSY;
-        g->probe_requested = true;
-        return 0;
+        if (g->paused)
+                return -EPERM;
+        /* Asked of the core now, so that a refusal reaches whoever asked; the probe starts with
+         * the next sample it is fed. */
+        return rs_guest_probe_now(g->core, now_usec(CLOCK_MONOTONIC));
 }
 
 void guest_set_state_stale_usec(Guest *g, uint64_t usec) {

@@ -199,7 +199,9 @@ int guest_set_policy(Guest *g, const RsPolicy *policy);
 /* 0 clears an override. -EINVAL when the result is not a valid policy. */
 int guest_set_overrides(Guest *g, uint64_t floor, uint64_t max);
 void guest_set_paused(Guest *g, bool paused);
-/* Probe at the next tick instead of after the hold time. -EBUSY when the guest is not running. */
+/* Probe from the next sample on instead of after the hold time. -EPERM when paused; the core's
+ * refusal otherwise: -EOPNOTSUPP (observe mode, no guest statistics), -EBUSY (not running yet,
+ * no baseline yet, or being given memory). */
 int guest_request_probe(Guest *g);
 int guest_set_state_dir(Guest *g, const char *dir);
 /* A state file saved longer ago than this (state-stale-after=; 0: none is) is not trusted for

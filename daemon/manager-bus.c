@@ -387,8 +387,18 @@ static int request_probe(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
                 return r;
         if (!(g = find_guest(m, name, error)))
                 return -ENOENT;
-        if (guest_request_probe(g) < 0)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "Guest '%s' is %s: cannot probe it now", name,
+        /* The core's refusal, with its reason, is the caller's answer. */
+        r = guest_request_probe(g);
+        if (r == -EPERM)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "Guest '%s' is paused: resume it first", name);
+        if (r == -EOPNOTSUPP)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_NOT_SUPPORTED,
+                                         "Guest '%s' cannot be probed: its policy only observes, or it reports no "
+                                         "statistics to see pressure with", name);
+        if (r < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED,
+                                         "Guest '%s' is %s: cannot probe it now (it is being given memory, is "
+                                         "connecting, or has no baseline to judge a probe against yet)", name,
                                          guest_state_string(g));
         char caller[BUS_CALLER_DESCRIPTION_MAX];
         log_guest_info(g, "Operator asked for a probe (%s)", bus_caller_describe(msg, caller, sizeof(caller)));

@@ -342,6 +342,23 @@ START_TEST(test_probe) {
 
         r = call("Probe", 1, "nosuch", NULL, NULL);
         assert_error(&r, RS_BUS_ERROR_NO_SUCH_GUEST, "Probe(nosuch)");
+
+        /* Refused by the core, and the caller hears it (not an OK that did nothing): an
+         * observe-only policy never probes; a paused guest is asked to be resumed first. */
+        r = call("SetGuest", 3, "sim-0", "policy", "observe-only");
+        assert_ok(&r, "SetGuest policy=observe-only");
+        r = call("Probe", 1, "sim-0", NULL, NULL);
+        assert_error(&r, SD_BUS_ERROR_NOT_SUPPORTED, "Probe of an observed guest");
+        ck_assert_msg(strstr(r.message, "only observes"), "%s", r.message);
+        r = call("SetGuest", 3, "sim-0", "policy", "fast");
+        assert_ok(&r, "SetGuest policy=fast");
+        r = call("Pause", 1, "sim-0", NULL, NULL);
+        assert_ok(&r, "Pause(sim-0)");
+        r = call("Probe", 1, "sim-0", NULL, NULL);
+        assert_error(&r, SD_BUS_ERROR_FAILED, "Probe of a paused guest");
+        ck_assert_msg(strstr(r.message, "paused"), "%s", r.message);
+        r = call("Resume", 1, "sim-0", NULL, NULL);
+        assert_ok(&r, "Resume(sim-0)");
 }
 END_TEST
 
