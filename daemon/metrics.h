@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* OpenMetrics text for node_exporter's textfile collector: what each guest is estimated to need,
+/* Prometheus text format for node_exporter's textfile collector: what each guest is estimated to need,
  * what it gets, and what the host got back. Written atomically, since the collector may read the
  * file at any moment. */
 #pragma once
@@ -92,6 +92,6 @@ int metrics_write_file(const char *path, const MetricsGuest *guests, size_t n_gu
  * on exporting the last guests, sizes and states as if they were still managed. */
 int metrics_remove_file(const char *path);
 
-/* Writes s as an OpenMetrics label value body (no quotes): \\, \" and \n escaped, invalid UTF-8
+/* Writes s as a Prometheus label value body (no quotes): \\, \" and \n escaped, invalid UTF-8
  * bytes replaced by U+FFFD. */
 void metrics_write_label_value(FILE *f, const char *s);
