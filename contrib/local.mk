@@ -71,7 +71,7 @@ EXTRA_DIST += \
 	tests/unit/test-prometheus-rules \
 	contrib/prometheus/README.md \
 	contrib/prometheus/rightsize-rules.yml \
-	contrib/prometheus/rightsize-rules.test.yml \
+	contrib/prometheus/tests/rightsize-rules.test.yml \
 	contrib/grafana/rightsize.json
 
 # distclean also drops the kernel cache (a download, not a source); `make clean` keeps it.
