@@ -34,6 +34,7 @@ const CtlField ctl_guest_fields[] = {
         FIELD("virtio-mem-size", CTL_FIELD_SIZE, virtio_mem_size),
         FIELD("host-rss", CTL_FIELD_SIZE, host_rss),
         FIELD("reclaimable", CTL_FIELD_SIZE, reclaimable),
+        FIELD("reclaimed", CTL_FIELD_SIZE, reclaimed),
         FIELD("probe-cycles", CTL_FIELD_COUNT, probe_cycles),
         FIELD("probe-refaults", CTL_FIELD_COUNT, probe_refaults),
         FIELD("reprobes-skipped", CTL_FIELD_COUNT, reprobes_skipped),
@@ -133,7 +134,7 @@ static uint64_t max_less(const CtlGuest *g, uint64_t size) {
 }
 
 uint64_t ctl_guest_reclaimed(const CtlGuest *g) {
-        return max_less(g, g->actual);
+        return g->reclaimed != CTL_UNKNOWN ? g->reclaimed : max_less(g, g->actual);
 }
 
 uint64_t ctl_guest_host_returned(const CtlGuest *g) {

@@ -32,6 +32,7 @@ typedef struct CtlGuest {
         uint64_t estimate, estimate_lower, estimate_upper, scan_onset, target, actual, floor, max,
                 virtio_mem_size, host_rss, updated;
         uint64_t reclaimable;                 /* what it would give back: max - (estimate + margin) */
+        uint64_t reclaimed;                   /* held back now: take-over size - actual (CTL_UNKNOWN: an older daemon) */
         uint64_t probe_cycles, probe_refaults; /* since the daemon started */
         uint64_t reprobes_skipped;             /* timed re-probes that could give nothing */
         int free_page_reporting, agent, paused;
@@ -80,7 +81,8 @@ CtlGuestCounts ctl_guest_counts(const CtlGuest *guests, size_t n);
  * was refused, else EXIT_OK. */
 int ctl_status_exit_code(const CtlGuestCounts *c);
 
-/* max - actual when both are known, else CTL_UNKNOWN. */
+/* What rightsizing holds back now, as the daemon counts it (from the size it took the guest over
+ * at); from a daemon that does not send it, max - actual; CTL_UNKNOWN when neither is known. */
 uint64_t ctl_guest_reclaimed(const CtlGuest *g);
 /* What the host really got back: max minus the QEMU process's RSS (free page reporting and
  * memory never touched count, not only the balloon). CTL_UNKNOWN without the RSS. */
@@ -188,7 +190,7 @@ typedef struct CtlReport {
         uint64_t configured;    /* sum of max */
         uint64_t needed;        /* sum of estimate + margin (max - reclaimable), guests with an estimate */
         uint64_t reclaimable;   /* sum of what they would give back */
-        uint64_t returned;      /* sum of max - actual */
+        uint64_t returned;      /* sum of what rightsizing holds back now (ctl_guest_reclaimed) */
         uint64_t host_returned; /* sum of max - QEMU RSS, guests whose RSS is known */
         size_t with_rss;
         uint64_t probe_cycles, probe_refaults;

@@ -841,6 +841,14 @@ const EstimateSignal *guest_estimate_signal(const Guest *g) {
         return &g->signalled;
 }
 
+/* What rightsizing's return is counted from: the size the guest had when rightsized took it over
+ * (kept across restarts), not its max: a libvirt domain booted below its maximum gave that up to
+ * its operator, not to rightsize. The max until the guest was taken over. */
+static uint64_t reclaim_base(const Guest *g) {
+        uint64_t max = guest_max(g);
+        return g->takeover_size > 0 && g->takeover_size < max ? g->takeover_size : max;
+}
+
 uint64_t guest_reclaimable(const Guest *g) {
         if (!g->core)
                 return UINT64_MAX;
@@ -848,6 +856,13 @@ uint64_t guest_reclaimable(const Guest *g) {
         if (hold == RS_UNKNOWN)
                 return UINT64_MAX;
         return max > hold ? max - hold : 0;
+}
+
+uint64_t guest_reclaimed(const Guest *g) {
+        uint64_t base = reclaim_base(g), actual = guest_actual(g);
+        if (actual == 0 || base == 0)
+                return UINT64_MAX;
+        return base > actual ? base - actual : 0;
 }
 
 const char *guest_source_string(GuestSource s) {

@@ -223,6 +223,10 @@ const EstimateSignal *guest_estimate_signal(const Guest *g);
 /* What the guest would give back if held at its estimate plus margin (the size HOLD keeps it
  * at, within floor and max): max minus that, 0 when none; UINT64_MAX before an estimate. */
 uint64_t guest_reclaimable(const Guest *g);
+/* What rightsizing holds back from the guest now: the size rightsized took it over at minus its
+ * actual size, 0 when none (a freshly taken guest has given nothing, whatever its max);
+ * UINT64_MAX before its size is known. */
+uint64_t guest_reclaimed(const Guest *g);
 const char *guest_source_string(GuestSource s);
 uint64_t guest_floor(const Guest *g);
 uint64_t guest_max(const Guest *g);

@@ -184,6 +184,7 @@ static int append_guest(sd_bus_message *reply, Guest *g) {
         record_u64(&rec, "max", known_or_unknown(guest_max(g)));
         record_u64(&rec, "host-rss", guest_host_rss(g));
         record_u64(&rec, "reclaimable", guest_reclaimable(g));
+        record_u64(&rec, "reclaimed", guest_reclaimed(g)); /* 0 is a value: nothing taken */
         record_u64(&rec, "probe-cycles", guest_counters(g)->probe_cycles);
         record_u64(&rec, "probe-refaults", guest_counters(g)->probe_refaults);
         record_u64(&rec, "reprobes-skipped", guest_reprobes_skipped(g));

@@ -354,10 +354,9 @@ static uint64_t manager_arbitrate(Guest *self, void *userdata) {
 uint64_t manager_reclaimed(const Manager *m) {
         uint64_t sum = 0;
         for (size_t i = 0; i < m->n_guests; i++) {
-                const Guest *g = m->guests[i];
-                uint64_t max = guest_max(g), actual = guest_actual(g);
-                if (actual > 0 && max > actual)
-                        sum += max - actual;
+                uint64_t r = guest_reclaimed(m->guests[i]);
+                if (r != UINT64_MAX)
+                        sum += r;
         }
         return sum;
 }

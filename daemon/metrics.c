@@ -283,7 +283,7 @@ int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const M
         }
 
         write_header(f, "rightsize_host_reclaimed_bytes",
-                     "Memory the balloons hold back from the guests: the sum of max minus actual size.", "bytes");
+                     "Memory rightsizing holds back from the guests: the sum of the size each had when rightsized took it over minus its actual size.", "bytes");
         fprintf(f, "rightsize_host_reclaimed_bytes %llu\n", (unsigned long long) host->reclaimed_bytes);
         write_header(f, "rightsize_guests_managed", "Guests rightsize is managing.", NULL);
         fprintf(f, "rightsize_guests_managed %u\n", host->guests_managed);

@@ -189,7 +189,7 @@ static const char two_guests_text[] =
         "rightsize_guest_info{guest=\"db\",uuid=\"\",source=\"qemu\",policy=\"observe-only\",mode=\"observe\"} 1\n"
         "# TYPE rightsize_host_reclaimed_bytes gauge\n"
         "# UNIT rightsize_host_reclaimed_bytes bytes\n"
-        "# HELP rightsize_host_reclaimed_bytes Memory the balloons hold back from the guests: the sum of max minus actual size.\n"
+        "# HELP rightsize_host_reclaimed_bytes Memory rightsizing holds back from the guests: the sum of the size each had when rightsized took it over minus its actual size.\n"
         "rightsize_host_reclaimed_bytes 223741824\n"
         "# TYPE rightsize_guests_managed gauge\n"
         "# HELP rightsize_guests_managed Guests rightsize is managing.\n"
