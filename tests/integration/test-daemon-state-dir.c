@@ -330,7 +330,7 @@ START_TEST(test_pending_save_written_at_stop) {
 
         /* And it is what a restart resumes. */
         daemon_fixture_start(&d);
-        GuestView v;
+        GuestView v = { 0 };
         ck_assert_msg(guest_view_wait(&d, GUEST, floor_is, &(uint64_t) { 900 * MIB }, WAIT_SEC, &v),
                       "after a restart the floor is %" PRIu64 ", not 900 MiB", v.floor);
 }
@@ -402,7 +402,7 @@ START_TEST(test_renamed_domain_takes_its_state_file) {
         _cleanup_free_ char *unused = write_test_driver("web-new");
         daemon_fixture_start(&d);
         ck_assert_msg(guest_view_wait_running(&d, "web-new", WAIT_SEC), "the renamed domain is not managed");
-        GuestView v;
+        GuestView v = { 0 };
         ck_assert_msg(guest_view_wait(&d, "web-new", floor_is, &(uint64_t) { 1600 * MIB }, WAIT_SEC, &v),
                       "the renamed domain's floor is %" PRIu64 ", not the 1600 MiB set under its old name", v.floor);
         wait_state_file("web-new.json");
