@@ -584,8 +584,11 @@ START_TEST(test_polkit_checks_limited_per_user) {
                       "%u of %d checks went to polkit, %u were limited", denied, CALLS, limited);
         CallResult other = call_as(u.outsider_uid, u.outsider_gid, "Probe", 1, "sim-1", NULL, NULL);
         assert_change_refused(&other, RS_POLKIT_ACTION_MANAGE, "another user's Probe");
+        /* Root is not limited: its call reaches the method (which may refuse to probe an
+         * observed guest, with its own reason, but not for access). */
         CallResult root = call("Probe", 1, "sim-1", NULL, NULL);
-        assert_ok(&root, "root's Probe");
+        ck_assert_msg(root.r >= 0 || strcmp(root.error, SD_BUS_ERROR_NOT_SUPPORTED) == 0, "root's Probe: %s: %s",
+                      root.error, root.message);
         ck_assert(daemon_fixture_alive(&d));
 }
 END_TEST
