@@ -23,6 +23,9 @@ PRESET_FILES = etc/policies/conservative.conf etc/policies/balanced.conf \
 	etc/policies/aggressive.conf etc/policies/observe-only.conf
 nodist_policies_libpolicies_a_SOURCES = policies/presets.inc
 BUILT_SOURCES = policies/presets.inc
+# BUILT_SOURCES covers `make`, `make check` and `make install` only: a build of single targets
+# (contrib/fuzz's `make fuzz-programs`, `make rightsized`) needs the dependency spelled out.
+policies/libpolicies_a-policy-presets.$(OBJEXT): policies/presets.inc
 CLEANFILES += policies/presets.inc
 policies/presets.inc: $(PRESET_FILES)
 	$(AM_V_GEN)$(MKDIR_P) policies && for f in $(PRESET_FILES); do \
