@@ -53,14 +53,15 @@
 /* Pages swapped in from a re-probe's start until 10 s after it, recovery included. One fine
  * step below a 300 MiB set swept twice a second, for one interval, costs a few thousand under
  * LRU; under CI's CPU hog a re-probe that never went below 558 MiB (the set 530) counted
- * 6,485, the first descent's pages still coming back in with it. The old descent (from the
- * held size, forgetting the knee) walked tens of MiB below the set: the bound on how low a
- * re-probe goes (RE_PROBE_BELOW) is what tells the two apart. */
+ * 6,485, the first descent's pages still coming back in with it. A descent that forgot the
+ * knee and walked tens of MiB into the set costs tens of thousands.
+ *
+ * How low a re-probe goes is printed, not asserted: the set here is MemTotal - MemAvailable
+ * (less the workload) plus its 300 MiB, and MemAvailable leaves out reserves the kernel does
+ * give up. A CI run's guest ran clean down to 511 MiB against that "set" of 530, in the first
+ * descent and the re-probe alike. What the workload felt (these swap-ins, its passes' times
+ * against the unsqueezed reference) is the outcome. */
 #define RE_PROBE_SWAPIN_BOUND 8192
-/* How far below the estimate it re-checks (or the set, if lower) a re-probe may take the
- * balloon: a fine step (2 MiB) below the check point (a fine step above the estimate), the
- * balloon's rounding, and one more fine step for a knee it narrows. */
-#define RE_PROBE_BELOW (6 * MIB)
 
 static GuestFixture guest;
 static BusFixture bus;
@@ -384,6 +385,7 @@ START_TEST(test_daemon_real_guest) {
         uint64_t estimate_before = v.estimate;
         ck_assert_msg(wait_state("probe", STATE_WAIT_SECS, &v), "no re-probe after the hold time (state %s)", v.state);
         uint64_t swapin0 = console_pswpin(), lowest = v.actual;
+        unsigned passes_before_reprobe = console_passes(UINT_MAX, &max_ms);
         bool held_again = false;
         for (double start = e2e_now_sec(); !held_again && e2e_now_sec() < start + STATE_WAIT_SECS;) {
                 usleep(250 * 1000);
@@ -395,14 +397,15 @@ START_TEST(test_daemon_real_guest) {
         ck_assert_msg(held_again, "the re-probe did not end (state %s)", v.state);
         sleep(10);
         uint64_t reprobe_swapins = console_pswpin() - swapin0;
-        fprintf(stderr, "re-probe: %llu pages swapped in (bound %d), lowest %.1f MiB (estimate before %.1f), estimate %.0f MiB\n",
-                (unsigned long long) reprobe_swapins, RE_PROBE_SWAPIN_BOUND, mib(lowest), mib(estimate_before),
-                mib(v.estimate));
-        /* Below the estimate only as far as a knee it narrows, or the set itself when the
-         * first descent stopped above it (the re-probe then walks on: its estimate moves). */
-        ck_assert_msg(lowest + RE_PROBE_BELOW >= MIN(estimate_before, truth1),
-                      "a re-probe went down to %.1f MiB (the estimate %.1f MiB, the set %.1f MiB)", mib(lowest),
-                      mib(estimate_before), mib(truth1));
+        fprintf(stderr, "re-probe: %llu pages swapped in (bound %d), lowest %.1f MiB (estimate before %.1f, "
+                "the set by MemAvailable %.1f), estimate %.0f MiB\n", (unsigned long long) reprobe_swapins,
+                RE_PROBE_SWAPIN_BOUND, mib(lowest), mib(estimate_before), mib(truth1), mib(v.estimate));
+        unsigned reprobe_max_ms;
+        (void) console_passes(passes_before_reprobe, &reprobe_max_ms);
+        unsigned pass_bound = MAX((unsigned) PASS_MS_BOUND, PASS_MS_FACTOR * reference_pass_ms);
+        ck_assert_msg(reprobe_max_ms <= pass_bound,
+                      "a workload pass took %u ms during the re-probe (bound %u ms; unsqueezed, the slowest took %u ms)",
+                      reprobe_max_ms, pass_bound, reference_pass_ms);
         ck_assert_msg(reprobe_swapins <= RE_PROBE_SWAPIN_BOUND, "a re-probe swapped %llu pages in",
                       (unsigned long long) reprobe_swapins);
         ck_assert_msg(within(v.estimate, truth1, 0.15), "re-probed estimate %.0f MiB", mib(v.estimate));
