@@ -490,6 +490,16 @@ START_TEST(test_daemon_libvirt) {
          * pauses it rather than taking it for the guest's own need and probing it back down, and
          * leaves the raise alone; a resume takes it back. */
         {
+                /* In a hold: the balloon has reached the size rightsized set (mid-probe it is
+                 * moving, and a raise is told from rightsized's own steps only once it arrives). */
+                ok = false;
+                for (double start_ = e2e_now_sec(); !ok && e2e_now_sec() < start_ + WAIT_SEC;) {
+                        ok = e2e_get_guest(&daemon_fx, domain_name, &v) == 0 && strcmp(v.state, "hold") == 0 &&
+                             within(v.actual, v.target, 0.02);
+                        if (!ok)
+                                usleep(200 * 1000);
+                }
+                ck_assert_msg(ok, "no hold to raise the guest in (state %s)", v.state);
                 uint64_t raised = v.actual + 192 * MIB;
                 virDomainPtr raise_dom = virDomainLookupByName(conn, domain_name);
                 ck_assert_ptr_nonnull(raise_dom);
