@@ -163,13 +163,17 @@ static bool balloon_set_from_outside(Guest *g) {
         uint64_t ours = g->balloon_target - plugged;
         uint64_t tolerance = MAX(OUTSIDE_MIN_BYTES, ours / 50);
 
-        if (g->balloon_target == 0 || g->balloon_actual == 0 || g->balloon_target <= plugged) {
+        /* The balloon's size as the raise is judged (for a libvirt domain its live
+         * currentMemory: the direct read is taken only while the balloon is away from its target
+         * and can be an old one, so a balloon that had reached ours never looked so). */
+        uint64_t now_size = balloon_size_for_raise(g);
+        if (g->balloon_target == 0 || now_size == 0 || g->balloon_target <= plugged) {
                 w->outside_samples = 0;
                 return false;
         }
-        if (g->balloon_actual + 4 * MIB >= ours && g->balloon_actual <= ours + 4 * MIB)
+        if (now_size + 4 * MIB >= ours && now_size <= ours + 4 * MIB)
                 w->reached = true;
-        bool below = g->balloon_actual + tolerance < ours, above = guest_balloon_raised(g);
+        bool below = now_size + tolerance < ours, above = guest_balloon_raised(g);
         if (!w->reached || (!below && !above)) {
                 w->outside_samples = 0;
                 return false;

@@ -6,7 +6,8 @@
  *
  * It checks that the domain is picked up from its lifecycle event, that the estimate converges
  * within 15 % of the working set, that `virsh dommemstat` and `virsh dominfo` show the size
- * the daemon set, that `rightsizectl disable`/`enable --policy` round-trips the metadata (live
+ * the daemon set, that a raise by another controller through libvirt (setmem up) pauses the
+ * guest and is left alone until `rightsizectl resume`, that `rightsizectl disable`/`enable --policy` round-trips the metadata (live
  * and persistent), that a virtio-mem move made by the daemon shows in the live XML, that a
  * destroyed domain leaves `rightsizectl list`, that a domain with <memballoon
  * model='none'> is listed as skipped, that DIMMs are hot-plugged through libvirt for a floor
@@ -485,6 +486,47 @@ START_TEST(test_daemon_libvirt) {
         ck_assert_msg(ok, "virsh does not show the size the daemon set");
         ck_assert_uint_eq(libvirt_problems(0, expected_warnings), 0);
 
+        /* Another controller raises the guest through libvirt (virsh setmem up, MoM): rightsized
+         * pauses it rather than taking it for the guest's own need and probing it back down, and
+         * leaves the raise alone; a resume takes it back. */
+        {
+                /* In a hold: the balloon has reached the size rightsized set (mid-probe it is
+                 * moving, and a raise is told from rightsized's own steps only once it arrives). */
+                ok = false;
+                for (double start_ = e2e_now_sec(); !ok && e2e_now_sec() < start_ + WAIT_SEC;) {
+                        ok = e2e_get_guest(&daemon_fx, domain_name, &v) == 0 && strcmp(v.state, "hold") == 0 &&
+                             within(v.actual, v.target, 0.02);
+                        if (!ok)
+                                usleep(200 * 1000);
+                }
+                ck_assert_msg(ok, "no hold to raise the guest in (state %s)", v.state);
+                uint64_t raised = v.actual + 192 * MIB;
+                virDomainPtr raise_dom = virDomainLookupByName(conn, domain_name);
+                ck_assert_ptr_nonnull(raise_dom);
+                ck_assert_msg(virDomainSetMemoryFlags(raise_dom, raised / KIB, VIR_DOMAIN_AFFECT_LIVE) == 0,
+                              "setmem: %s", virGetLastErrorMessage());
+                virDomainFree(raise_dom);
+                ok = false;
+                for (double start_ = e2e_now_sec(); !ok && e2e_now_sec() < start_ + WAIT_SEC;) {
+                        sleep(1);
+                        ok = e2e_get_guest(&daemon_fx, domain_name, &v) == 0 && v.paused;
+                }
+                e2e_print_view("raised outside", t0, &v, truth);
+                ck_assert_msg(ok, "not paused after a raise from outside (actual %.0f MiB)", mib(v.actual));
+                ck_assert_msg(log_lines_with("balloon set from outside") >= 1, "no line about the raise");
+                /* Left where the other controller put it. */
+                sleep(5);
+                ck_assert(e2e_get_guest(&daemon_fx, domain_name, &v) == 0);
+                ck_assert_msg(v.paused && v.actual + 32 * MIB >= raised, "moved after the raise: actual %.0f MiB",
+                              mib(v.actual));
+                ck_assert_int_eq(ctl_code(&daemon_fx, "resume", domain_name), 0);
+                ok = false;
+                for (double start_ = e2e_now_sec(); !ok && e2e_now_sec() < start_ + WAIT_SEC;) {
+                        sleep(1);
+                        ok = e2e_get_guest(&daemon_fx, domain_name, &v) == 0 && !v.paused;
+                }
+                ck_assert_msg(ok, "still paused after resume");
+        }
         /* libvirt's autodeflate is read: the domain without it was warned about, once. */
         ck_assert_uint_eq(log_lines_with("has no deflate-on-oom"), 1);
 
