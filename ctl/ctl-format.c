@@ -40,6 +40,7 @@ const CtlField ctl_guest_fields[] = {
         FIELD("reprobes-skipped", CTL_FIELD_COUNT, reprobes_skipped),
         FIELD("free-page-reporting", CTL_FIELD_BOOL, free_page_reporting),
         FIELD("agent", CTL_FIELD_BOOL, agent),
+        FIELD("guest-os", CTL_FIELD_STRING, guest_os),
         FIELD("paused", CTL_FIELD_BOOL, paused),
         FIELD("reason", CTL_FIELD_STRING, reason),
         FIELD("fault", CTL_FIELD_STRING, fault),
@@ -738,6 +739,10 @@ int ctl_print_guest_details(FILE *f, const CtlGuest *g, const CtlHistoryPoint *h
                 print_line(f, "Free pages", g->free_page_reporting ? "reported" : "not reported");
         if (g->agent >= 0)
                 print_line(f, "Guest agent", yes_no(g->agent));
+        if (g->guest_os)
+                print_line(f, "Guest OS", strcmp(g->guest_os, "mswindows") == 0
+                                                  ? "Windows (no /proc: balloon stats only)"
+                                                  : g->guest_os);
         if (g->paused > 0)
                 print_line(f, "Paused", "yes, by an operator");
         if (!isnan(g->refault_rate) || !isnan(g->major_fault_rate)) {

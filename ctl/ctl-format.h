@@ -28,6 +28,7 @@ enum {
 
 typedef struct CtlGuest {
         char *name, *uuid, *source, *policy, *mode, *state, *tier, *reason, *fault;
+        char *guest_os;                       /* the agent's os id ("mswindows"); NULL: not given */
         double confidence, refault_rate, major_fault_rate;
         uint64_t estimate, estimate_lower, estimate_upper, scan_onset, target, actual, floor, max,
                 virtio_mem_size, host_rss, updated;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The guest's insides, for the two files that make it: guest.c (life cycle, the cycle, the state
- * file, the views guest.h hands out) and guest-actuate.c (the balloon watch and the actuators).
+/* The guest's insides, for the files that make it: guest.c (life cycle, the cycle, the state
+ * file, the views guest.h hands out), guest-actuate.c (the balloon watch and the actuators),
+ * guest-save.c and guest-agent-os.c (what the agent runs on).
  * Nothing else includes this: the manager, the bus and the drivers go through guest.h, so a
  * field can change without them. */
 #pragma once
@@ -52,6 +53,7 @@ struct Guest {
         uint64_t cycle_started;
 
         char agent_problem[GUEST_AGENT_PROBLEM_MAX]; /* why the agent gives nothing (shown in the reason), "" if fine */
+        QgaOsInfo agent_os;    /* what the agent runs on (guest-agent-os.c); family unknown until it says */
 
         /* Its driver, and the driver's data. */
         const GuestDriver *driver;

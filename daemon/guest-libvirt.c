@@ -33,6 +33,7 @@ typedef struct Domain {
         bool vmem_queued;             /* the same for virtio-mem */
         uint64_t vmem_prev;
         LibvirtAgentJob *job;         /* the agent read in flight */
+        bool os_asked;                /* a read after guest-get-osinfo succeeded: not asked again until one fails */
         bool agent_waiting;           /* the current cycle waits for it */
         sd_event_source *agent_deadline;
 } Domain;
@@ -370,6 +371,9 @@ static void on_agent_done(int error, const GuestVmstat *vmstat, const GuestPsi *
         Domain *d = userdata;
         Guest *g = d->guest;
 
+        /* Asked again once a read fails: the agent may have restarted, or the guest another system. */
+        d->os_asked = error >= 0;
+        guest_set_agent_os(g, libvirt_agent_job_os(d->job));
         d->job = NULL;
         if (error < 0) {
                 if (guest_agent_answers(g))
@@ -399,10 +403,12 @@ static void domain_start_agent(LibvirtGuests *lg, Domain *d, uint64_t now) {
         virDomainPtr dom;
         uint64_t timeout = CLAMP(p->poll_interval_usec * 3 / 4, 500 * USEC_PER_MSEC, 10 * USEC_PER_SEC);
 
-        if (!lg->agent || !p->guest_agent || !d->agent_channel || d->job || !lg->worker)
+        /* A Windows guest's agent has no /proc (guest-agent-os.c): nothing to read through it. */
+        if (!lg->agent || !p->guest_agent || !d->agent_channel || d->job || !lg->worker ||
+            !guest_agent_reads_procfs(g))
                 return;
         dom = libvirt_backend_get_domain_ptr(lg->backend, d->uuid);
-        if (!dom || libvirt_agent_submit(lg->worker, dom, on_agent_done, d, &d->job) < 0)
+        if (!dom || libvirt_agent_submit_full(lg->worker, dom, !d->os_asked, on_agent_done, d, &d->job) < 0)
                 return;
         if (event_reset_time(lg->event, &d->agent_deadline, CLOCK_MONOTONIC, now + timeout, 0, on_agent_deadline, d,
                              "libvirt-agent-deadline") < 0) {

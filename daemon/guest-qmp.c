@@ -20,6 +20,7 @@
 #include "policies/hugepage-repair.h"
 #include "qmp/json-util.h"
 #include "qmp/qga-commands.h"
+#include "qmp/qga-osinfo.h"
 #include "qmp/qmp-commands.h"
 #include "qmp/qmp-events.h"
 
@@ -61,6 +62,7 @@ typedef struct GuestQmp {
         sd_event_source *agent_reconnect;
         bool agent_busy;
         uint64_t agent_connected; /* CLOCK_MONOTONIC of the last connect, 0: not connected */
+        enum { AGENT_OS_ASK, AGENT_OS_PENDING, AGENT_OS_DONE } agent_os; /* guest-get-osinfo on this connection */
 
         RsHugepageRepair hugepages;     /* when the host's huge pages under it are put back */
         HostHugepagePass *hugepage_pass; /* the pass under way, NULL: none */
@@ -358,6 +360,27 @@ static void on_agent_vmstat(QgaClient *c, const QmpReply *reply, const GuestVmst
         }
 }
 
+/* A Windows guest's agent fails every /proc read: asked once per connection what it runs on
+ * before the first (qmp/qga-osinfo.h). Asked again after a timeout; an agent without the command
+ * leaves the reads to tell, as before. A failure is the agent's problem, as a failed read is. */
+static void on_agent_osinfo(QgaClient *c _unused_, const QmpReply *reply, const QgaOsInfo *info, void *userdata) {
+        GuestQmp *q = userdata;
+        q->agent_os = reply->error == -ETIMEDOUT ? AGENT_OS_ASK : AGENT_OS_DONE;
+        if (reply->error < 0 && reply->error != -EOPNOTSUPP) {
+                char problem[GUEST_AGENT_PROBLEM_MAX];
+                utf8_snprintf(problem, sizeof(problem), "guest agent: guest-get-osinfo: %s",
+                              reply->error_desc ?: strerror(-reply->error));
+                guest_set_agent_problem(q->guest, problem);
+        }
+        guest_set_agent_os(q->guest, info);
+}
+
+static void agent_ask_os(GuestQmp *q) {
+        if (q->agent_os == AGENT_OS_ASK && guest_policy(q->guest)->guest_agent && q->qga &&
+            qga_client_is_ready(q->qga) && qga_get_osinfo(q->qga, agent_timeout(q->guest), on_agent_osinfo, q) >= 0)
+                q->agent_os = AGENT_OS_PENDING;
+}
+
 static int on_guest_tick(sd_event_source *s _unused_, uint64_t usec, void *userdata) {
         GuestQmp *q = userdata;
         Guest *g = q->guest;
@@ -400,7 +423,9 @@ static int on_guest_tick(sd_event_source *s _unused_, uint64_t usec, void *userd
         else if (q->qga && !qga_client_is_ready(q->qga) && !qga_client_is_closed(q->qga) && q->agent_connected > 0 &&
                  now > q->agent_connected + AGENT_SILENT_USEC)
                 guest_set_agent_problem(g, "guest agent: no answer to guest-sync-delimited");
+        agent_ask_os(q);
         if (guest_policy(g)->guest_agent && q->qga && qga_client_is_ready(q->qga) && !q->agent_busy &&
+            q->agent_os == AGENT_OS_DONE && guest_agent_reads_procfs(g) &&
             qga_read_vmstat(q->qga, agent_timeout(g), on_agent_vmstat, q) >= 0) {
                 q->agent_busy = true;
                 guest_cycle_hold(g);
@@ -701,6 +726,8 @@ static void on_agent_ready(QgaClient *c _unused_, void *userdata) {
         GuestQmp *q = userdata;
         guest_set_agent_answers(q->guest, true);
         log_guest_info(q->guest, "Guest agent answers on %s", q->agent_path);
+        q->agent_os = AGENT_OS_ASK;
+        agent_ask_os(q);
 }
 
 static void on_agent_disconnect(QgaClient *c _unused_, int error, const char *reason, void *userdata) {
@@ -727,6 +754,7 @@ static int agent_connect(GuestQmp *q) {
 
         q->qga = qga_client_free(q->qga);
         q->agent_busy = false;
+        q->agent_os = AGENT_OS_ASK;
         r = qga_client_new(&q->qga, guest_event(q->guest));
         if (r < 0)
                 return r;

@@ -27,6 +27,7 @@
 #include "policies/estimator.h"
 #include "policies/policy.h"
 #include "common/procfs.h"
+#include "qmp/qga-osinfo.h"
 #include "qmp/qmp-commands.h"
 
 #define GUEST_HISTORY_MAX 360
@@ -191,6 +192,14 @@ bool guest_peer_trusted(Guest *g, int fd, pid_t *ret_pid, char *why, size_t why_
 void guest_set_agent_answers(Guest *g, bool answers);
 bool guest_agent_answers(const Guest *g);
 void guest_set_agent_problem(Guest *g, const char *problem);
+/* What the agent says it runs on (guest-get-osinfo; NULL: it could not say, and what was known
+ * stays). A Windows guest's agent has no /proc: its reads are not asked for, and the reason says
+ * what is not seen (guest-agent-os.c). */
+void guest_set_agent_os(Guest *g, const QgaOsInfo *os);
+/* Whether reading /proc through the agent can give anything: not on a Windows guest. */
+bool guest_agent_reads_procfs(const Guest *g);
+/* The agent's os id ("mswindows", "debian"...); NULL while none was given. */
+const char *guest_os_id(const Guest *g);
 /* A queued actuator call failed: the balloon and virtio-mem targets go back to `previous`;
  * a DIMM is not counted and no more are added. */
 void guest_actuator_failed(Guest *g, GuestActuator which, int error, const char *why, uint64_t previous);

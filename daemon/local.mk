@@ -53,6 +53,7 @@ rightsized_SOURCES = \
 	daemon/bus-caller.c daemon/bus-caller.h \
 	daemon/guest.c daemon/guest.h daemon/guest-internal.h \
 	daemon/guest-actuate.c \
+	daemon/guest-agent-os.c \
 	daemon/guest-save.c \
 	daemon/guest-qmp.c daemon/guest-qmp.h \
 	daemon/host.c daemon/host.h \

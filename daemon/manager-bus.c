@@ -189,6 +189,7 @@ static int append_guest(sd_bus_message *reply, Guest *g) {
         record_u64(&rec, "probe-refaults", guest_counters(g)->probe_refaults);
         record_u64(&rec, "reprobes-skipped", guest_reprobes_skipped(g));
         record_bool(&rec, "agent", guest_agent_answers(g));
+        record_str(&rec, "guest-os", guest_os_id(g));
         record_bool(&rec, "paused", guest_is_paused(g));
         record_str(&rec, "reason", guest_reason(g));
         record_str(&rec, "fault", guest_fault(g));

@@ -13,6 +13,7 @@ qmp_libqmp_a_SOURCES = \
 	qmp/qmp-commands.c qmp/qmp-commands.h \
 	qmp/qga-client.c qmp/qga-client.h \
 	qmp/qga-commands.c qmp/qga-commands.h \
+	qmp/qga-osinfo.c qmp/qga-osinfo.h \
 	qmp/base64.c qmp/base64.h \
 	qmp/qmp-sync.c qmp/qmp-sync.h
 

@@ -10,6 +10,7 @@ integration_tests = \
 	tests/integration/test-daemon-faults \
 	tests/integration/test-daemon-unmatched \
 	tests/integration/test-daemon-agent-faults \
+	tests/integration/test-daemon-windows \
 	tests/integration/test-daemon-coexist \
 	tests/integration/test-daemon-safety \
 	tests/integration/test-daemon-state-dir \

@@ -223,7 +223,10 @@ struct LibvirtAgentJob {
         libvirt_agent_command_fn command;
         uint64_t deadline_usec;    /* the whole read's, from its start */
         libvirt_agent_done_fn done;
+        bool ask_os;
         /* Written by the worker, read on the loop after the hand-over. */
+        bool os_known;             /* os is the agent's answer */
+        QgaOsInfo os;
         int error;
         GuestVmstat vmstat;
         GuestPsi psi;
@@ -236,19 +239,43 @@ struct LibvirtAgentWorker {
         uint64_t job_deadline_usec;
 };
 
+/* guest-get-osinfo: 0 and *ret, or -errno (the agent's timeout, or no such command). */
+static int agent_ask_os(const AgentCalls *calls, virDomainPtr dom, QgaOsInfo *ret, char *message, size_t message_size) {
+        _cleanup_free_ char *reply = NULL;
+        int r = agent_run(calls, dom, "guest-get-osinfo", NULL, &reply, message, message_size);
+        return r < 0 ? r : rs_agent_parse_osinfo(reply, ret);
+}
+
 static void agent_job_run(void *data) {
         LibvirtAgentJob *job = data;
         /* From when a thread takes the job: a wait in the queue is not the guest's doing. */
         const AgentCalls calls = { .command = job->command, .deadline = now_usec(CLOCK_MONOTONIC) + job->deadline_usec };
 
+        if (job->ask_os) {
+                int r = agent_ask_os(&calls, job->dom, &job->os, job->message, sizeof(job->message));
+                job->os_known = r >= 0;
+                if (r == -ETIMEDOUT) { /* its reads would only time out too */
+                        job->error = r;
+                        return;
+                }
+                if (job->os_known && !qga_os_has_procfs(job->os.family)) {
+                        job->error = 0;
+                        return;
+                }
+        }
         job->error = agent_read_procfs(&calls, job->dom, &job->vmstat, &job->psi, job->message, sizeof(job->message));
 }
 
 static void agent_job_done(void *data, void *userdata) {
         LibvirtAgentJob *job = data;
+        bool read = job->error >= 0 && !(job->os_known && !qga_os_has_procfs(job->os.family));
 
-        job->done(job->error, job->error >= 0 ? &job->vmstat : NULL, job->error >= 0 ? &job->psi : NULL,
-                  job->error < 0 ? job->message : NULL, userdata);
+        job->done(job->error, read ? &job->vmstat : NULL, read ? &job->psi : NULL, job->error < 0 ? job->message : NULL,
+                  userdata);
+}
+
+const QgaOsInfo *libvirt_agent_job_os(const LibvirtAgentJob *job) {
+        return job && job->os_known ? &job->os : NULL;
 }
 
 static void agent_job_free(void *data) {
@@ -309,6 +336,11 @@ LibvirtAgentWorker *libvirt_agent_worker_free(LibvirtAgentWorker *w) {
 
 int libvirt_agent_submit(LibvirtAgentWorker *w, virDomainPtr dom, libvirt_agent_done_fn done, void *userdata,
                          LibvirtAgentJob **ret_job) {
+        return libvirt_agent_submit_full(w, dom, false, done, userdata, ret_job);
+}
+
+int libvirt_agent_submit_full(LibvirtAgentWorker *w, virDomainPtr dom, bool ask_os, libvirt_agent_done_fn done,
+                              void *userdata, LibvirtAgentJob **ret_job) {
         char uuid[VIR_UUID_STRING_BUFLEN];
         LibvirtAgentJob *job;
         LibvirtJob *handle;
@@ -328,6 +360,7 @@ int libvirt_agent_submit(LibvirtAgentWorker *w, virDomainPtr dom, libvirt_agent_
         }
         job->dom = dom;
         job->done = done;
+        job->ask_os = ask_os;
         job->command = w->command;
         job->deadline_usec = w->job_deadline_usec;
         r = libvirt_worker_submit(w->worker, &agent_job_type, uuid, job, userdata, &handle);

@@ -24,6 +24,7 @@
 
 #include "common/macro.h"
 #include "common/procfs.h"
+#include "qmp/qga-osinfo.h"
 
 #define LIBVIRT_AGENT_TIMEOUT_SEC 5
 #define LIBVIRT_AGENT_FILE_MAX (256 * 1024)
@@ -51,7 +52,8 @@ typedef struct LibvirtAgentWorker LibvirtAgentWorker;
 typedef struct LibvirtAgentJob LibvirtAgentJob;
 
 /* On the event loop. error 0: vmstat and psi are valid (psi->some.known false when the guest
- * has no PSI); else -errno and message says why. */
+ * has no PSI), or both NULL when the guest has no /proc to read (a Windows guest: see
+ * libvirt_agent_submit_full()); else -errno and message says why. */
 typedef void (*libvirt_agent_done_fn)(int error, const GuestVmstat *vmstat, const GuestPsi *psi,
                                       const char *message, void *userdata);
 
@@ -74,6 +76,14 @@ LibvirtAgentWorker *libvirt_agent_worker_free(LibvirtAgentWorker *w);
  * (may be NULL) is valid until `done` runs or the job is cancelled. */
 int libvirt_agent_submit(LibvirtAgentWorker *w, virDomainPtr dom, libvirt_agent_done_fn done, void *userdata,
                          LibvirtAgentJob **ret_job);
+/* The same; with ask_os the read first asks guest-get-osinfo (qmp/qga-osinfo.h), and on a
+ * Windows guest, whose agent has no /proc (qemu-ga for Windows, QEMU qga/commands-win32.c),
+ * reads nothing more: one call instead of a guest-file-open that fails every interval. An
+ * answer that is no osinfo (an agent without the command) leaves the read to go on as without. */
+int libvirt_agent_submit_full(LibvirtAgentWorker *w, virDomainPtr dom, bool ask_os, libvirt_agent_done_fn done,
+                              void *userdata, LibvirtAgentJob **ret_job);
+/* During its `done`: what the agent said it runs on; NULL when it was not asked or did not say. */
+const QgaOsInfo *libvirt_agent_job_os(const LibvirtAgentJob *job);
 /* `done` will not run for this job (its read may still be under way; its result is dropped). */
 void libvirt_agent_job_cancel(LibvirtAgentJob *job);
 /* Jobs queued or running (for tests). */

@@ -791,6 +791,18 @@ int rs_agent_parse_file_open(const char *reply, int64_t *ret_handle) {
         return 0;
 }
 
+int rs_agent_parse_osinfo(const char *reply, QgaOsInfo *ret) {
+        json_object *root, *value;
+        int r;
+
+        r = agent_reply_return(reply, &root, &value);
+        if (r < 0)
+                return r;
+        r = qga_parse_osinfo(value, ret);
+        json_object_put(root);
+        return r;
+}
+
 int rs_agent_parse_file_read(const char *reply, size_t max_total, char **buf, size_t *size, bool *ret_eof) {
         json_object *root, *value, *b64, *eof;
         const char *text;

@@ -16,6 +16,7 @@
 
 #include <libvirt/libvirt.h>
 
+#include "qmp/qga-osinfo.h"
 #include "qmp/qmp-commands.h"
 
 #define RS_LIBVIRT_METADATA_URI "https://rightsize.org/xmlns/policy/1"
@@ -123,3 +124,5 @@ int rs_agent_parse_file_open(const char *reply, int64_t *ret_handle);
 /* {"return": {"count": N, "buf-b64": "...", "eof": B}} of guest-file-read: the bytes are
  * appended to *buf (size *size, reallocated), never past max_total (-EFBIG). */
 int rs_agent_parse_file_read(const char *reply, size_t max_total, char **buf, size_t *size, bool *ret_eof);
+/* {"return": {...}} of guest-get-osinfo (qmp/qga-osinfo.h). */
+int rs_agent_parse_osinfo(const char *reply, QgaOsInfo *ret);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fake-qemu's guest agent: the qemu-guest-agent protocol (no greeting, no ids; guest-sync and
- * guest-sync-delimited, the latter answered behind a 0xFF), guest-info, and guest-file-open/
+ * guest-sync-delimited, the latter answered behind a 0xFF), guest-info, guest-get-osinfo (a
+ * Debian guest; a Windows one's answers are fake-windows.c's), and guest-file-open/
  * -read/-close of /proc/vmstat and /proc/pressure/memory rendered from the guest model's
  * counters, read back in base64 as the real agent does. The agent faults: a hung agent, a
  * /proc/vmstat of a million junk lines (generated per read), garbage replies, an error text of
@@ -194,10 +195,30 @@ static json_object *agent_file_read(Guest *g, json_object *args) {
         return return_reply(o);
 }
 
+/* What qemu-ga on a Debian guest says (qga/commands-posix.c: uname() and /etc/os-release). */
+static json_object *linux_osinfo(void) {
+        static const char *const members[][2] = {
+                { "kernel-version", "#1 SMP PREEMPT_DYNAMIC Debian 6.1.76-1 (2024-02-01)" },
+                { "kernel-release", "6.1.0-18-amd64" },
+                { "machine", "x86_64" },
+                { "id", "debian" },
+                { "name", "Debian GNU/Linux" },
+                { "pretty-name", "Debian GNU/Linux 12 (bookworm)" },
+                { "version", "12 (bookworm)" },
+                { "version-id", "12" },
+        };
+        json_object *o = json_object_new_object();
+        for (size_t i = 0; i < ARRAY_SIZE(members); i++)
+                json_object_object_add(o, members[i][0], json_object_new_string(members[i][1]));
+        return o;
+}
+
 static json_object *agent_execute(Guest *g, const char *cmd, json_object *args) {
         json_object *v;
 
         /* not in n_commands: --counters counts what QMP answered */
+        if (g->windows && (v = windows_agent_execute(g, cmd, args)))
+                return v;
         if (strcmp(cmd, "guest-ping") == 0)
                 return return_reply(NULL);
         if (strcmp(cmd, "guest-sync") == 0 || strcmp(cmd, "guest-sync-delimited") == 0) {
@@ -207,8 +228,8 @@ static json_object *agent_execute(Guest *g, const char *cmd, json_object *args) 
         }
         if (strcmp(cmd, "guest-info") == 0) {
                 static const char *const supported[] = { "guest-sync", "guest-sync-delimited", "guest-ping",
-                                                         "guest-info", "guest-file-open", "guest-file-read",
-                                                         "guest-file-close" };
+                                                         "guest-info", "guest-get-osinfo", "guest-file-open",
+                                                         "guest-file-read", "guest-file-close" };
                 json_object *o = json_object_new_object(), *a = json_object_new_array();
                 for (size_t i = 0; i < ARRAY_SIZE(supported); i++) {
                         json_object *e = json_object_new_object();
@@ -221,6 +242,8 @@ static json_object *agent_execute(Guest *g, const char *cmd, json_object *args) 
                 json_object_object_add(o, "supported_commands", a);
                 return return_reply(o);
         }
+        if (strcmp(cmd, "guest-get-osinfo") == 0)
+                return return_reply(linux_osinfo());
         if (strcmp(cmd, "guest-file-open") == 0)
                 return agent_file_open(g, args);
         if (strcmp(cmd, "guest-file-read") == 0)

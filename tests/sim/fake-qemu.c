@@ -43,7 +43,11 @@
  *   agent-huge-vmstat /proc/vmstat is a million junk lines before the real counters (~30 MB,
  *                    generated per read, so it costs no memory here)
  *   agent-garbage    syncs are answered, every other command with bytes that are not JSON
- *   agent-utf8-error guest-file-open fails with a long error text of two-byte characters */
+ *   agent-utf8-error guest-file-open fails with a long error text of two-byte characters
+ *
+ * Windows guests (--windows): the balloon's stats in virtio-win's shape (tags 0-9, the rest and
+ * the driver's first report 2^64-1), and with --agent qemu-ga for Windows (guest-get-osinfo
+ * "mswindows", no /proc to open); fake-windows.c, with the sources it follows. */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -462,6 +466,8 @@ static void help(void) {
                "                         agent-huge-vmstat, agent-utf8-error,\n"
                "                         agent-garbage (repeatable; agent-* give the guest an agent)\n"
                "  --agent                Give every guest a guest agent on DIR/sim-N.qga\n"
+               "  --windows              Every guest is Windows: virtio-win's balloon stats, and\n"
+               "                         qemu-ga for Windows as its agent (no /proc)\n"
                "  --start-balloon MIB    Every guest starts with its balloon at this size (another\n"
                "                         controller set it before rightsized came)\n"
                "  --huge-reply-size MIB  Length of a huge-reply string (default 4)\n"
@@ -487,6 +493,7 @@ int main(int argc, char *argv[]) {
                 ARG_HUGE,
                 ARG_AGENT,
                 ARG_START_BALLOON,
+                ARG_WINDOWS,
         };
         static const struct option options[] = {
                 { "dir", required_argument, NULL, ARG_DIR },
@@ -502,6 +509,7 @@ int main(int argc, char *argv[]) {
                 { "huge-reply-size", required_argument, NULL, ARG_HUGE },
                 { "agent", no_argument, NULL, ARG_AGENT },
                 { "start-balloon", required_argument, NULL, ARG_START_BALLOON },
+                { "windows", no_argument, NULL, ARG_WINDOWS },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
@@ -509,7 +517,7 @@ int main(int argc, char *argv[]) {
         unsigned n_guests = 1, first_index = 0;
         uint64_t seed = 1, vm_max = 0, start_balloon = 0;
         int scenario = SCENARIO_MIXED;
-        bool randomize = false, agents = false;
+        bool randomize = false, agents = false, windows = false;
         double time_scale = 1.0;
         struct {
                 unsigned guest;
@@ -553,6 +561,9 @@ int main(int argc, char *argv[]) {
                         break;
                 case ARG_AGENT:
                         agents = true;
+                        break;
+                case ARG_WINDOWS:
+                        windows = true;
                         break;
                 case ARG_START_BALLOON:
                         start_balloon = strtoull(optarg, &end, 10) * MIB;
@@ -642,6 +653,7 @@ int main(int argc, char *argv[]) {
                 ScenarioKind kind = scenario < 0 ? (ScenarioKind) (index % _SCENARIO_MAX) : (ScenarioKind) scenario;
 
                 g->index = index;
+                g->windows = windows;
                 g->listen_fd = -1;
                 g->agent_listen_fd = -1;
                 scenario_config(kind, seed + index, randomize, &cfg, &spec);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* fake-qemu's own header, for its three files and no one else: the guests, their connections
- * and the agent's open files, the fault kinds, and what each file lends the others.
- * fake-qemu.c is the process (options, sockets, connections, the model's clock), fake-qmp.c
- * answers QMP (and misbehaves as a fault says), fake-agent.c answers the guest agent. */
+/* fake-qemu's own header, for its files and no one else: the guests, their connections and the
+ * agent's open files, the fault kinds, and what each file lends the others. fake-qemu.c is the
+ * process (options, sockets, connections, the model's clock), fake-qmp.c answers QMP (and
+ * misbehaves as a fault says), fake-agent.c answers the guest agent, fake-windows.c what a
+ * Windows guest answers differently. */
 #pragma once
 
 #include <json-c/json.h>
@@ -17,6 +18,7 @@
 
 #define VIRTIO_MEM_BLOCK (2 * MIB)
 #define AGENT_MAX_FILES 32
+#define STATS_EPOCH 1700000000ULL /* guest clock at model time 0 */
 
 typedef enum FaultKind {
         FAULT_NONE,
@@ -78,6 +80,7 @@ struct Guest {
         sd_event_source *accept_io;
         GuestModel model;
         FaultKind fault;
+        bool windows;              /* answers as virtio-win's balloon and qemu-ga for Windows do */
         uint64_t fault_after_usec; /* CLOCK_MONOTONIC since start */
         bool fault_on_signal;      /* the fault waits for SIGUSR2 */
         uint64_t polling_interval; /* seconds, 0 = off */
@@ -113,6 +116,11 @@ void broadcast_balloon_change(Guest *g);
 void conn_flood(Conn *c, unsigned n);
 /* Answers one QMP message on c. Returns <0 to drop the connection now. */
 int conn_handle(Conn *c, json_object *msg);
+
+/* fake-windows.c: a Windows guest's balloon stats, and its agent's answers (NULL: answered as
+ * fake-agent.c does) */
+json_object *windows_guest_stats_json(Guest *g);
+json_object *windows_agent_execute(Guest *g, const char *cmd, json_object *args);
 
 /* fake-agent.c: the guest agent */
 void agent_file_close(AgentFile *f);

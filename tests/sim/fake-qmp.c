@@ -25,7 +25,6 @@
 #define CONTAINER_FLOOD_BYTES (1024 * 1024 - 256)
 #define FLOOD_EVENTS_PER_REPLY 200
 #define FLOOD_QUEUE_MAX (1 * MIB) /* a reader that does not keep up does not grow us */
-#define STATS_EPOCH 1700000000ULL /* guest clock at model time 0 */
 
 static int conn_queue_json(Conn *c, json_object *o) {
         if (c->pad_left > 0 || c->pad_suffix)
@@ -308,7 +307,7 @@ static json_object *execute(Guest *g, const char *cmd, json_object *args) {
                         return error_reply("GenericError", "Parameters 'path' and 'property' are required");
                 if (is_balloon_path(path) && strcmp(prop, "guest-stats") == 0) {
                         g->n_stats_reads++;
-                        return return_reply(guest_stats_json(g));
+                        return return_reply(g->windows ? windows_guest_stats_json(g) : guest_stats_json(g));
                 }
                 if (is_balloon_path(path) && strcmp(prop, "guest-stats-polling-interval") == 0)
                         return return_reply(json_object_new_uint64(g->polling_interval));

@@ -4,7 +4,7 @@
 
 check_PROGRAMS += tests/sim/fake-qemu
 tests_sim_fake_qemu_SOURCES = tests/sim/fake-qemu.c tests/sim/fake-qemu.h tests/sim/fake-qmp.c \
-	tests/sim/fake-agent.c
+	tests/sim/fake-agent.c tests/sim/fake-windows.c
 
 # Drives fake-qemu with the real qmp/ client.
 check_PROGRAMS += tests/integration/test-fake-qemu

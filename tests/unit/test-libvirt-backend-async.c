@@ -7,7 +7,8 @@
  * calls' callbacks with it. The agent's worker (libvirt-agent.h) on the test driver's domains,
  * with a stand-in for the agent's command (the test driver has no agent): a domain whose agent
  * answers just before each timeout holds one thread until its read's deadline, while another
- * domain's reads go on. */
+ * domain's reads go on; a read that asks guest-get-osinfo first reads no /proc of a Windows
+ * guest. */
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
@@ -355,6 +356,104 @@ START_TEST(test_agent_read_deadline) {
 }
 END_TEST
 
+/* guest-get-osinfo first (libvirt_agent_submit_full()): qemu-ga for Windows' answer
+ * (qga/commands-win32.c) ends the read there; a Linux agent's, or none (an agent without the
+ * command), lets it go on to /proc. */
+typedef enum OsAgent { OS_WINDOWS, OS_LINUX, OS_NO_COMMAND } OsAgent;
+static OsAgent os_agent;
+static atomic_int os_calls, os_file_opens;
+
+static char *os_agent_command(virDomainPtr dom _unused_, const char *command, int timeout _unused_,
+                              unsigned flags _unused_) {
+        atomic_fetch_add(&os_calls, 1);
+        if (strstr(command, "guest-get-osinfo")) {
+                if (os_agent == OS_NO_COMMAND)
+                        return NULL; /* libvirt's error for the agent's CommandNotFound */
+                return strdup(os_agent == OS_WINDOWS
+                                      ? "{\"return\": {\"kernel-version\": \"10.0\", \"kernel-release\": \"20348\", "
+                                        "\"machine\": \"x86_64\", \"id\": \"mswindows\", \"name\": \"Microsoft Windows\", "
+                                        "\"pretty-name\": \"Windows Server 2022 Datacenter\", \"variant\": \"server\"}}"
+                                      : "{\"return\": {\"kernel-release\": \"6.1.0-18-amd64\", \"id\": \"debian\", "
+                                        "\"pretty-name\": \"Debian GNU/Linux 12 (bookworm)\"}}");
+        }
+        if (strstr(command, "guest-file-open"))
+                atomic_fetch_add(&os_file_opens, 1);
+        return fake_reply(command);
+}
+
+typedef struct OsSeen {
+        unsigned done;
+        int error;
+        bool read;                /* vmstat was handed over */
+        bool os_known;
+        QgaOsFamily family;
+        LibvirtAgentJob *job;
+} OsSeen;
+
+static OsSeen os_seen;
+
+static void on_os_read(int error, const GuestVmstat *vmstat, const GuestPsi *psi _unused_, const char *message _unused_,
+                       void *userdata) {
+        OsSeen *s = userdata;
+        const QgaOsInfo *os = libvirt_agent_job_os(s->job);
+        s->done++;
+        s->error = error;
+        s->read = vmstat != NULL;
+        s->os_known = os != NULL;
+        s->family = os ? os->family : QGA_OS_UNKNOWN;
+        if (vmstat)
+                ck_assert_uint_eq(vmstat->value[GUEST_VMSTAT_PGMAJFAULT], 7);
+}
+
+static bool os_read_done(void) {
+        return os_seen.done > 0;
+}
+
+START_TEST(test_agent_asks_os_first) {
+        static const struct {
+                OsAgent agent;
+                bool read, os_known;
+                QgaOsFamily family;
+                int opens;
+        } cases[] = {
+                { OS_WINDOWS, false, true, QGA_OS_WINDOWS, 0 },
+                { OS_LINUX, true, true, QGA_OS_OTHER, 2 },
+                { OS_NO_COMMAND, true, false, QGA_OS_UNKNOWN, 2 },
+        };
+        const LibvirtAgentWorkerConfig config = {
+                .threads = 1, .job_deadline_usec = 5 * USEC_PER_SEC, .command = os_agent_command,
+        };
+        virConnectPtr conn = virConnectOpen(URI);
+        ck_assert_ptr_nonnull(conn);
+        virDomainPtr dom = virDomainLookupByName(conn, "test");
+        ck_assert_ptr_nonnull(dom);
+
+        for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+                _cleanup_(sd_event_unrefp) sd_event *e = NULL;
+                LibvirtAgentWorker *w = NULL;
+
+                os_agent = cases[i].agent;
+                atomic_store(&os_calls, 0);
+                atomic_store(&os_file_opens, 0);
+                os_seen = (OsSeen) {};
+                ck_assert_int_eq(sd_event_new(&e), 0);
+                ck_assert_int_eq(libvirt_agent_worker_new_full(e, &config, &w), 0);
+                ck_assert_int_eq(libvirt_agent_submit_full(w, dom, true, on_os_read, &os_seen, &os_seen.job), 0);
+                run_until(e, os_read_done);
+                ck_assert_int_eq(os_seen.error, 0);
+                ck_assert_msg(os_seen.read == cases[i].read, "case %zu: read %d", i, os_seen.read);
+                ck_assert_msg(os_seen.os_known == cases[i].os_known, "case %zu: os known %d", i, os_seen.os_known);
+                ck_assert_int_eq(os_seen.family, cases[i].family);
+                ck_assert_int_eq(atomic_load(&os_file_opens), cases[i].opens);
+                if (cases[i].agent == OS_WINDOWS)
+                        ck_assert_int_eq(atomic_load(&os_calls), 1); /* the one question, nothing more */
+                libvirt_agent_worker_free(w);
+        }
+        virDomainFree(dom);
+        virConnectClose(conn);
+}
+END_TEST
+
 START_TEST(test_agent_call_timeout) {
         ck_assert_int_eq(libvirt_agent_call_timeout(UINT64_MAX, 123), LIBVIRT_AGENT_TIMEOUT_SEC);
         ck_assert_int_eq(libvirt_agent_call_timeout(100 * USEC_PER_SEC, 0), LIBVIRT_AGENT_TIMEOUT_SEC);
@@ -372,5 +471,5 @@ int main(void) {
         return check_run_case("libvirt-backend-async", "test-driver", NULL, NULL, 60,
                               CHECK_TESTS(test_stats_async, test_balloon_async, test_domain_leaves,
                                           test_agent_slow_domain_does_not_delay_others, test_agent_read_deadline,
-                                          test_agent_call_timeout));
+                                          test_agent_asks_os_first, test_agent_call_timeout));
 }

@@ -327,6 +327,36 @@ START_TEST(test_agent_replies) {
 }
 END_TEST
 
+/* guest-get-osinfo through libvirt: qemu-ga for Windows' reply (qga/commands-win32.c), Linux's,
+ * and what is not one, with the same caps as the other replies. */
+START_TEST(test_agent_osinfo) {
+        QgaOsInfo os;
+
+        ck_assert_int_eq(rs_agent_parse_osinfo("{\"return\": {\"kernel-version\": \"10.0\", \"kernel-release\": \"20348\", "
+                                               "\"machine\": \"x86_64\", \"id\": \"mswindows\", \"name\": \"Microsoft Windows\", "
+                                               "\"pretty-name\": \"Windows Server 2022 Datacenter\", \"version\": \"N/A\", "
+                                               "\"version-id\": \"N/A\", \"variant\": \"server\", \"variant-id\": \"server\"}}",
+                                               &os),
+                         0);
+        ck_assert_int_eq(os.family, QGA_OS_WINDOWS);
+        ck_assert_str_eq(os.kernel_release, "20348");
+        ck_assert_int_eq(rs_agent_parse_osinfo("{\"return\": {\"id\": \"debian\", \"kernel-release\": \"6.1.0-18-amd64\"}}",
+                                               &os),
+                         0);
+        ck_assert_int_eq(os.family, QGA_OS_OTHER);
+        ck_assert_int_eq(rs_agent_parse_osinfo("{\"return\": {\"id\": 1}}", &os), -EBADMSG);
+        ck_assert_int_eq(rs_agent_parse_osinfo("{\"return\": 7}", &os), -EBADMSG);
+        ck_assert_int_eq(rs_agent_parse_osinfo("{\"error\": {\"class\": \"CommandNotFound\"}}", &os), -EBADMSG);
+        ck_assert_int_eq(rs_agent_parse_osinfo(NULL, &os), -EBADMSG);
+
+        char flood[256] = "{\"return\": {\"id\": \"mswindows\"}, \"x\": [";
+        for (unsigned i = 0; i < QGA_MAX_CONTAINERS; i++)
+                strcat(flood, i > 0 ? ",{}" : "{}");
+        strcat(flood, "]}");
+        ck_assert_int_eq(rs_agent_parse_osinfo(flood, &os), -EMSGSIZE);
+}
+END_TEST
+
 /* The agent's caps of the QMP path hold here too: libvirt lets replies of 4 MiB through. */
 START_TEST(test_agent_reply_caps) {
         size_t n, size = QGA_MAX_MESSAGE + 1024;
@@ -367,5 +397,5 @@ int main(void) {
         return check_run_case("libvirt-parse", "pure", NULL, NULL, 0,
                               CHECK_TESTS(test_domain_xml, test_domain_xml_dimms, test_skip_reasons, test_garbage_xml,
                                           test_virtio_mem_update, test_align, test_metadata, test_stats_map,
-                                          test_agent_replies, test_agent_reply_caps));
+                                          test_agent_replies, test_agent_osinfo, test_agent_reply_caps));
 }

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include "common/macro.h"
+#include "qmp/json-util.h"
 #include "qmp/qmp-commands.h"
 #include "qmp/qmp-events.h"
 #include "qmp/qmp-sync.h"
@@ -396,6 +397,53 @@ START_TEST(test_parse_guest_stats_unknown_spellings) {
         for (size_t i = 0; i < _QMP_STAT_MAX; i++)
                 ck_assert(!qmp_value_is_known(stats.value[i]));
         json_object_put(o);
+}
+END_TEST
+
+/* A Windows guest through QEMU 9.2: virtio-win's balloon driver fills tags 0-9 only
+ * (kvm-guest-drivers-windows Balloon/sys/public.h, VIRTIO_BALLOON_S_NR 10; Balloon/sys/memstat.c,
+ * GatherKernelStats(): hugetlb ones as 0), so QEMU keeps the others at its reset value, -1, and
+ * visits every stat as uint64 (hw/virtio/virtio-balloon.c, reset_stats() and
+ * balloon_stats_get_all()): 2^64-1 on the wire, never -1. */
+static const char virtio_win_guest_stats[] =
+        "{\"stats\": {\"stat-swap-in\": 1090519040, \"stat-swap-out\": 52428800, \"stat-major-faults\": 266240, "
+        "\"stat-minor-faults\": 98765432, \"stat-free-memory\": 2147483648, \"stat-total-memory\": 4294428672, "
+        "\"stat-available-memory\": 2684354560, \"stat-disk-caches\": 1073741824, \"stat-htlb-pgalloc\": 0, "
+        "\"stat-htlb-pgfail\": 0, \"stat-oom-kills\": 18446744073709551615, "
+        "\"stat-alloc-stalls\": 18446744073709551615, \"stat-async-scans\": 18446744073709551615, "
+        "\"stat-direct-scans\": 18446744073709551615, \"stat-async-reclaims\": 18446744073709551615, "
+        "\"stat-direct-reclaims\": 18446744073709551615}, \"last-update\": 1700000123}";
+
+START_TEST(test_parse_guest_stats_virtio_win) {
+        _cleanup_(json_object_putp) json_object *o = parse(virtio_win_guest_stats);
+        QmpGuestStats stats;
+
+        ck_assert_int_eq(qmp_parse_guest_stats(o, &stats), 0);
+        ck_assert_uint_eq(stats.value[QMP_STAT_TOTAL_MEMORY], 4294428672);
+        ck_assert_uint_eq(stats.value[QMP_STAT_AVAILABLE_MEMORY], 2684354560);
+        ck_assert_uint_eq(stats.value[QMP_STAT_DISK_CACHES], 1073741824);
+        /* swap-in is the same page count as major-faults, in bytes (PageReadCount << PAGE_SHIFT) */
+        ck_assert_uint_eq(stats.value[QMP_STAT_SWAP_IN], stats.value[QMP_STAT_MAJOR_FAULTS] * 4096);
+        ck_assert_uint_eq(stats.value[QMP_STAT_HTLB_PGALLOC], 0);
+        /* what Windows does not send is unknown, never 2^64-1 taken as a count */
+        for (QmpStat s = QMP_STAT_OOM_KILLS; s <= QMP_STAT_DIRECT_RECLAIMS; s++)
+                ck_assert_msg(!qmp_value_is_known(stats.value[s]), "%s known", qmp_stat_to_name(s));
+
+        /* The driver's first report, at load: its buffer is all 0xFF (Balloon/sys/Device.c,
+         * RtlFillMemory(MemStats, ..., -1)), so every tag is 0xFFFF, past what QEMU keeps, and
+         * last-update moves while every stat stays 2^64-1. The same when gathering fails
+         * (memstat.c, StatWorkItemWorker()). */
+        _cleanup_(json_object_putp) json_object *first = parse(
+                "{\"stats\": {\"stat-swap-in\": 18446744073709551615, \"stat-swap-out\": 18446744073709551615, "
+                "\"stat-major-faults\": 18446744073709551615, \"stat-minor-faults\": 18446744073709551615, "
+                "\"stat-free-memory\": 18446744073709551615, \"stat-total-memory\": 18446744073709551615, "
+                "\"stat-available-memory\": 18446744073709551615, \"stat-disk-caches\": 18446744073709551615, "
+                "\"stat-htlb-pgalloc\": 18446744073709551615, \"stat-htlb-pgfail\": 18446744073709551615}, "
+                "\"last-update\": 1700000100}");
+        ck_assert_int_eq(qmp_parse_guest_stats(first, &stats), 0);
+        ck_assert_uint_eq(stats.last_update, 1700000100);
+        for (size_t i = 0; i < _QMP_STAT_MAX; i++)
+                ck_assert(!qmp_value_is_known(stats.value[i]));
 }
 END_TEST
 
@@ -862,7 +910,8 @@ int main(void) {
                                           test_query_balloon_no_device, test_parse_blockstats, test_query_blockstats,
                                           test_balloon_set_target, test_balloon_set_target_destroy, test_stats_polling_interval,
                                           test_free_page_reporting, test_parse_guest_stats_real_shape,
-                                          test_parse_guest_stats_unknown_spellings, test_parse_guest_stats_wrong_types,
+                                          test_parse_guest_stats_unknown_spellings, test_parse_guest_stats_virtio_win,
+                                          test_parse_guest_stats_wrong_types,
                                           test_stat_names, test_get_guest_stats, test_parse_memory_devices_real_shape,
                                           test_parse_memory_devices_edge_cases, test_parse_memory_devices_wrong_types,
                                           test_query_memory_devices, test_virtio_mem_resize, test_dimm_add,
