@@ -39,6 +39,13 @@ struct RsController {
         uint64_t spent_before_at;
         uint64_t last_cost_at;           /* the end of the last interval with a cost */
         uint64_t moved_at;               /* the end of the last interval the guest's size moved in */
+        bool moved_up;                   /* ... and whether it grew (a deflation forces no reclaim) */
+        /* The cliff: a size the controller tightened into from one within target, and found over
+         * target at rest. The size within target just above it (cliff_floor) is where tightening
+         * stops while the verdict lasts: a loop larger than what is left of memory thrashes at
+         * once, and crossing the cliff again at every window is what the cost paid. */
+        double cliff, cliff_floor;       /* bytes, 0 none */
+        uint64_t cliff_at;
         uint64_t oom_prev;
 
         /* Whether the guest's anonymous memory can leave: from its swap levels where the agent
@@ -80,7 +87,7 @@ void rs_controller_params_init(RsControllerParams *p, const RsPolicy *policy) {
                 .blind_margin = 0.10,
                 /* a 4 KiB read from a local SSD, queueing included: the order of a swap-in */
                 .fault_latency_sec = 250e-6,
-                .stream_expiry_sec = 3600,
+                .verdict_expiry_sec = 3600,
         };
 }
 
@@ -102,8 +109,8 @@ int rs_controller_params_validate(const RsControllerParams *p, const char **bad_
                 bad = "blind_margin";
         else if (!(p->fault_latency_sec > 0 && p->fault_latency_sec < 1))
                 bad = "fault_latency_sec";
-        else if (!(p->stream_expiry_sec >= 0))
-                bad = "stream_expiry_sec";
+        else if (!(p->verdict_expiry_sec >= 0))
+                bad = "verdict_expiry_sec";
         if (bad_name)
                 *bad_name = bad;
         return bad ? -EINVAL : 0;
@@ -212,6 +219,18 @@ static void update_estimate(RsController *c, double actual, double dt) {
         c->estimate += (1.0 - exp(-dt / tau)) * (actual - c->estimate);
 }
 
+/* The law's loosening for a cost at rest `ratio` times the target, over dt seconds: a share of the size. */
+static double loosen_share(const RsController *c, double ratio, double dt) {
+        return MIN(c->params.loosen_max_per_sec, c->params.loosen_per_sec * (ratio - 1)) * dt;
+}
+
+/* Where a cliff found holds the guest: the size within target above it plus the margin (a
+ * step below the cliff costs a thrashing loop at once; the margin is what the guest is
+ * promised above its working set). Its working set is the size within target. */
+static double cliff_hold(const RsController *c) {
+        return c->cliff_floor * (1 + c->params.margin);
+}
+
 /* What the guest uses: its size less the free memory above the high watermarks (the same
  * reckoning as the start size). */
 static double used_size(const RsController *c, const RsSample *s, double actual) {
@@ -230,7 +249,7 @@ static void update_host_read_floor(RsController *c, const RsRates *r, double act
                                                     : pages;
                 c->floor_known = true;
                 c->floor_at_usec = now;
-        } else if (c->floor_known && (double) (now - c->floor_at_usec) > c->params.stream_expiry_sec * 1e6) {
+        } else if (c->floor_known && (double) (now - c->floor_at_usec) > c->params.verdict_expiry_sec * 1e6) {
                 c->floor_known = false;
                 c->host_read_floor = 0;
         }
@@ -250,7 +269,7 @@ static void update_stream_verdict(RsController *c, const RsCostInterval *ci, dou
         if (signs) {
                 c->stream_seen = true;
                 c->stream_at_usec = now;
-        } else if (c->stream_seen && (double) (now - c->stream_at_usec) > c->params.stream_expiry_sec * 1e6)
+        } else if (c->stream_seen && (double) (now - c->stream_at_usec) > c->params.verdict_expiry_sec * 1e6)
                 c->stream_seen = false;
         c->d.streaming = c->stream_seen;
 }
@@ -381,6 +400,7 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
         c->prev_actual = actual;
         if (fabs(actual - prev_actual) >= slack(actual)) {
                 c->moved_at = now;
+                c->moved_up = actual > prev_actual;
                 c->spent_before = c->spent;
                 c->spent_before_at = c->last_cost_at;
         }
@@ -415,8 +435,13 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
                  * Until its intervals say what it costs (the move's own interval, or a cost
                  * still falling), a size is not loosened at all, and tightened only while this
                  * interval and the last size judged were within target. */
+                /* A deflation forces no reclaim, so it causes no passing stall: the interval
+                 * before it (at a smaller size, costing at least as much) is evidence about
+                 * this size too, and a stall that did not fall once the guest got more memory
+                 * is judged at once. A guest whose set grows is loosened every interval. */
                 bool passing;
-                double settled = rs_cost_window_settled(&c->window, c->moved_at, &passing);
+                double settled = rs_cost_window_settled(&c->window, c->moved_up ? c->spent_before_at : c->moved_at,
+                                                        &passing);
                 bool judged = settled >= 0;
                 double rest = judged ? settled : MAX(c->last_rest, ci.stall);
                 if (judged)
@@ -440,14 +465,31 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
                 if (ratio > 1 && !judged) {
                         say(c, RS_CONTROL_WAIT, "stall %.3f %% at a size not judged yet (a step's stall may be passing)",
                             100 * ci.stall);
+                } else if (ratio > 1 && !c->moved_up && c->last_within > actual + slack(actual) &&
+                           loosen_share(c, ratio, dt) > (c->last_within - actual) / actual) {
+                        /* Over target at rest at a size the controller tightened into from
+                         * one within target, by more than the law would loosen for the step
+                         * that caused it: a cliff, the cost steeper than the law (a loop larger
+                         * than what is left thrashes at once). Back to the size within target
+                         * above it plus the margin, and no tightening below that while the
+                         * verdict lasts: finding the cliff again at every window is a crossing
+                         * paid every window. A slope the law can follow is left to it. */
+                        c->cliff = actual;
+                        c->cliff_floor = c->last_within;
+                        c->cliff_at = now;
+                        c->size = clamp_size(c, MAX(c->size, cliff_hold(c)));
+                        say(c, RS_CONTROL_LOOSEN, "stall at rest %.3f %% over the target %.3f %% at %.0f MiB: a cliff, "
+                            "back to %.0f MiB within target plus the margin", 100 * rest, 100 * p->cost_target,
+                            actual / MIB, c->size / MIB);
                 } else if (ratio > 1) {
                         /* Over target at rest: in proportion to how far over, from what the guest
                          * uses. Memory it was given and has not filled yet (free above the
                          * watermarks) is still coming back into use at the workload's pace, and
                          * more of it would only lie free: so a guest that reads its set back in
                          * over minutes is not loosened all the way to max meanwhile. */
-                        double share = MIN(p->loosen_max_per_sec, p->loosen_per_sec * (ratio - 1)) * dt;
+                        double share = loosen_share(c, ratio, dt);
                         double used = used_size(c, &s, actual);
+                        c->cliff = c->cliff_floor = 0; /* over target where no step led: the set grew */
                         c->size = clamp_size(c, MAX(used * (1 + share), MIN(c->size, actual)));
                         say(c, RS_CONTROL_LOOSEN, "stall at rest %.3f %% over the target %.3f %%: +%.1f %%", 100 * rest,
                             100 * p->cost_target, 100 * share);
@@ -460,13 +502,18 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
                         c->last_within = actual;
                         double paid = MAX(ratio, c->spent / p->cost_target);
                         double share = p->tighten_per_min / 60.0 * dt * MAX(0.0, 1 - paid);
-                        c->size = clamp_size(c, MIN(c->size, actual) * (1 - share));
+                        double from = MIN(c->size, actual);
+                        c->size = clamp_size(c, from * (1 - share));
+                        if (c->cliff > 0 && (double) (now - c->cliff_at) > p->verdict_expiry_sec * 1e6)
+                                c->cliff = c->cliff_floor = 0; /* the set may have shrunk: found again, once */
+                        if (c->cliff > 0)
+                                c->size = MAX(c->size, MIN(cliff_hold(c), from));
                         say(c, RS_CONTROL_TIGHTEN, "stall at rest %.3f %%%s under the target %.3f %%: -%.2f %%", 100 * rest,
                             passing ? " (where a passing stall settles)" : "", 100 * p->cost_target, 100 * share);
                 }
                 /* Where the headroom holds the guest, no cost was found below it: its working
                  * set is what it cannot give, and the margin is the headroom's. */
-                double held_for = actual;
+                double held_for = c->cliff > 0 ? MIN(actual, c->cliff_floor) : actual;
                 if (hfloor > 0 && c->size <= hfloor + slack(actual)) {
                         held_for = MIN(actual, c->need);
                         if (hfloor > c->size) {

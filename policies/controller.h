@@ -57,7 +57,8 @@ typedef struct RsControllerParams {
         double margin;             /* share above the last size within target an emergency returns to */
         double blind_margin;       /* share added to the size held when the cost is only estimated (no PSI) */
         double fault_latency_sec;  /* seconds one fault costs when the daemon measured none */
-        double stream_expiry_sec;  /* how long a stream verdict (and its host-read floor) lasts */
+        double verdict_expiry_sec; /* how long a verdict the controller cannot check again without a
+                                    * cost lasts: a stream's host-read floor, a cliff */
 } RsControllerParams;
 
 /* The defaults, with margin taken from the policy (margin_percent). */
