@@ -55,6 +55,7 @@ struct RsController {
         int swap;                        /* 1 can swap, 0 cannot, -1 not known */
         double need;                     /* bytes the guest cannot give without swapping: size - MemAvailable, 0 unknown */
         double need_growth;              /* bytes/s that grew at, its fastest lately */
+        double used, used_growth;        /* bytes the guest uses (used_size()), and bytes/s that grew at, its fastest lately */
 
         double host_read_floor;          /* pages/s of host reads made at max: no memory saves them */
         bool floor_known;
@@ -302,6 +303,17 @@ static void update_need(RsController *c, const RsSample *s, double actual, doubl
         c->need = need;
 }
 
+/* What the guest uses and how fast that grew, its fastest lately (decaying over the cost
+ * window): a set that grows over target is loosened for what it will have grown by until
+ * the next decision has been carried out, not only for what it uses now. */
+static void update_used(RsController *c, double used, double dt) {
+        if (c->used > 0 && dt > 0) {
+                double g = MAX(0.0, (used - c->used) / dt);
+                c->used_growth = MAX(g, c->used_growth * exp(-dt / c->params.cost_window_sec));
+        }
+        c->used = used;
+}
+
 /* Where a guest that cannot swap may be held at the least: what it cannot give plus the
  * margin, plus what it grows by until the next decision has been carried out (two
  * intervals). 0 when the guest can swap (the cost judges) or the level is unknown. */
@@ -356,9 +368,10 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
         }
         double actual = (double) actual_level;
         if (ev == RS_RATE_REBOOT)
-                c->swap = -1, c->need = 0, c->need_growth = 0;
+                c->swap = -1, c->need = 0, c->need_growth = 0, c->used = 0, c->used_growth = 0;
         update_swap(c, &s, &r, actual);
         update_need(c, &s, actual, r.interval_sec);
+        update_used(c, used_size(c, &s, actual), r.interval_sec);
         if (ev == RS_RATE_REBOOT) {
                 /* A new kernel: what the window measured was another guest's. */
                 rs_cost_window_reset(&c->window);
@@ -488,9 +501,8 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
                          * more of it would only lie free: so a guest that reads its set back in
                          * over minutes is not loosened all the way to max meanwhile. */
                         double share = loosen_share(c, ratio, dt);
-                        double used = used_size(c, &s, actual);
                         c->cliff = c->cliff_floor = 0; /* over target where no step led: the set grew */
-                        c->size = clamp_size(c, MAX(used * (1 + share), MIN(c->size, actual)));
+                        c->size = clamp_size(c, MAX(c->used * (1 + share) + c->used_growth * 2 * dt, MIN(c->size, actual)));
                         say(c, RS_CONTROL_LOOSEN, "stall at rest %.3f %% over the target %.3f %%: +%.1f %%", 100 * rest,
                             100 * p->cost_target, 100 * share);
                 } else if (actual > c->size + slack(actual) && prev_actual - actual >= slack(actual)) {
