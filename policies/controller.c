@@ -47,6 +47,7 @@ struct RsController {
         double cliff, cliff_floor;       /* bytes, 0 none */
         uint64_t cliff_at;
         uint64_t oom_prev;
+        unsigned emergencies;            /* consecutive intervals at OOM risk */
 
         /* Whether the guest's anonymous memory can leave: from its swap levels where the agent
          * reports them, else learned (a swap-out says yes; the guest at the edge of an OOM
@@ -336,11 +337,13 @@ static double old_bytes(const RsController *c, const RsSample *s) {
 
 /* The risk of an OOM kill: one happened, free memory near the min watermark, or the balloon
  * stopped above its target (the guest has nothing left to free). NULL when none. */
-static const char *oom_risk(RsController *c, const RsSample *s, double actual) {
+static const char *oom_risk(RsController *c, const RsSample *s, double actual, bool *ret_killed) {
         uint64_t ooms = rs_known(s->counter[RS_COUNTER_OOM_KILL]) ? s->counter[RS_COUNTER_OOM_KILL]
                                                                   : s->counter[RS_COUNTER_OOM_KILLS];
         bool killed = rs_known(ooms) && rs_known(c->oom_prev) && ooms > c->oom_prev;
         c->oom_prev = ooms;
+        if (ret_killed)
+                *ret_killed = killed;
         if (killed)
                 return "an OOM kill";
         uint64_t free = s->level[RS_LEVEL_FREE];
@@ -396,7 +399,7 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
                 c->last_within = 0;
                 c->started = true;
                 c->prev_actual = actual;
-                (void) oom_risk(c, &s, actual);
+                (void) oom_risk(c, &s, actual, NULL);
                 update_host_read_floor(c, &r, actual, now);
                 say(c, RS_CONTROL_START, "start at what the guest uses plus its watermarks, less what nothing touched lately");
                 c->d.target = (uint64_t) c->size;
@@ -408,7 +411,8 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
         double latency = c->latency_measured > 0 ? c->latency_measured : p->fault_latency_sec;
         RsCostInterval ci;
         rs_cost_interval(&r, latency, c->floor_known ? c->host_read_floor : 0, &ci);
-        const char *risk = oom_risk(c, &s, actual);
+        bool killed;
+        const char *risk = oom_risk(c, &s, actual, &killed);
         double prev_actual = c->prev_actual;
         c->prev_actual = actual;
         if (fabs(actual - prev_actual) >= slack(actual)) {
@@ -429,16 +433,31 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
         if (!risk && hfloor > 0 && actual - c->need < (hfloor - c->need) / 2)
                 risk = "its unswappable use eating the headroom";
 
-        if (risk) {
+        if (risk && killed) {
+                /* A process was killed: what its set needs is not known (it was freed), and a
+                 * restarted one that does not fit is killed again at once. No size below max
+                 * is worth a second kill; the law comes down again from there. */
+                c->size = (double) c->max;
+                c->emergencies++;
+                if (c->estimate < actual)
+                        c->estimate = actual;
+                say(c, RS_CONTROL_EMERGENCY, "%s: to max, %.0f MiB", risk, c->size / MIB);
+        } else if (risk) {
+                /* The margin doubles with every interval the risk outlasts: a guest still at
+                 * risk after the last emergency grows faster than one margin an interval. */
                 double base = MAX(actual, c->last_within);
-                c->size = clamp_size(c, MAX(MAX(c->size, base * (1 + p->margin)), hfloor));
+                double margin = p->margin * (double) (1u << MIN(c->emergencies, 10u));
+                c->emergencies++;
+                c->size = clamp_size(c, MAX(MAX(c->size, base * (1 + margin)), hfloor));
                 if (c->estimate < actual)
                         c->estimate = actual;
                 say(c, RS_CONTROL_EMERGENCY, "%s: back to %.0f MiB, the last size within target plus the margin", risk,
                     c->size / MIB);
         } else if (ci.source == RS_COST_NONE) {
+                c->emergencies = 0;
                 say(c, RS_CONTROL_WAIT, "no cost this interval (no rates)");
         } else {
+                c->emergencies = 0;
                 double dt = r.interval_sec;
                 rs_cost_window_add(&c->window, ci.stall, dt, now);
                 /* A step's reclaim takes hot pages with the cold; they come back at the rate they
