@@ -40,6 +40,7 @@ struct RsController {
         uint64_t last_cost_at;           /* the end of the last interval with a cost */
         uint64_t moved_at;               /* the end of the last interval the guest's size moved in */
         bool moved_up;                   /* ... and whether it grew (a deflation forces no reclaim) */
+        bool returned;                   /* the last loosen went back to a size judged within target (a cliff) */
         /* The cliff: a size the controller tightened into from one within target, and found over
          * target at rest. The size within target just above it (cliff_floor) is where tightening
          * stops while the verdict lasts: a loop larger than what is left of memory thrashes at
@@ -60,7 +61,14 @@ struct RsController {
 
         double host_read_floor;          /* pages/s of host reads made at max: no memory saves them */
         bool floor_known;
+        unsigned floor_n;                /* intervals at max it was learned from, this visit */
         uint64_t floor_at_usec;
+        double reads_prev, reads_size;   /* the last interval's host reads (pages/s, -1 none) and the size they were at */
+        double reads_dev;                /* one interval's deviation of the host reads at an unchanged size, pages/s */
+        bool dev_known;
+        bool relearn;                    /* the floor expired: at max to learn it again, then back to relearn_to */
+        bool estimated;                  /* the last cost was estimated (no PSI): the floor counts */
+        double relearn_to;
         bool stream_seen;
         uint64_t stream_at_usec;
 
@@ -150,6 +158,7 @@ int rs_controller_new(RsController **ret, const RsPolicy *policy, const RsContro
         c->grant = RS_UNKNOWN;
         c->oom_prev = RS_UNKNOWN;
         c->swap = -1;
+        c->reads_prev = -1;
         rs_rate_tracker_init(&c->tracker);
         rs_cost_window_init(&c->window, params->cost_window_sec);
         c->d = (RsControllerDecision) {
@@ -240,21 +249,73 @@ static double used_size(const RsController *c, const RsSample *s, double actual)
         return rs_known(used) ? (double) used : actual;
 }
 
+static bool at_max(const RsController *c, double actual) {
+        return actual + slack(actual) >= (double) c->max;
+}
+
 /* Reads the host made while the guest had all the memory it can have are reads no memory
- * saves: the floor the estimated cost does not count. Learned only there, and forgotten when
- * the guest has not been there for the expiry. */
+ * saves: the floor the estimated cost does not count. Learned only there (a stream reads
+ * as much at every size; a cyclic read of a set larger than the guest refaults at every
+ * size below it, so nothing short of max shows what memory cannot save). The reads' own
+ * spread is learned wherever the size stays put: two intervals' difference over sqrt(2) is
+ * one interval's deviation. */
 static void update_host_read_floor(RsController *c, const RsRates *r, double actual, uint64_t now) {
-        bool at_max = actual + slack(actual) >= (double) c->max;
-        if (at_max && r->interval_sec > 0 && r->known[RS_COUNTER_HOST_DISK_READ]) {
-                double pages = r->per_sec[RS_COUNTER_HOST_DISK_READ] / 4096.0;
-                c->host_read_floor = c->floor_known ? MIN(pages, c->host_read_floor + (pages - c->host_read_floor) / 4)
+        if (!(r->interval_sec > 0 && r->known[RS_COUNTER_HOST_DISK_READ])) {
+                c->reads_prev = -1;
+                return;
+        }
+        double pages = r->per_sec[RS_COUNTER_HOST_DISK_READ] / 4096.0;
+        if (c->reads_prev >= 0 && fabs(actual - c->reads_size) < slack(actual)) {
+                double d = fabs(pages - c->reads_prev) / M_SQRT2;
+                c->reads_dev = c->dev_known ? c->reads_dev + (d - c->reads_dev) / 4 : d;
+                c->dev_known = true;
+        }
+        c->reads_prev = pages;
+        c->reads_size = actual;
+        if (at_max(c, actual)) {
+                c->floor_n++;
+                c->host_read_floor = c->floor_n > 1 ? c->host_read_floor + (pages - c->host_read_floor) / MIN(c->floor_n, 4u)
                                                     : pages;
                 c->floor_known = true;
                 c->floor_at_usec = now;
-        } else if (c->floor_known && (double) (now - c->floor_at_usec) > c->params.verdict_expiry_sec * 1e6) {
-                c->floor_known = false;
-                c->host_read_floor = 0;
+        } else
+                c->floor_n = 0;
+}
+
+/* The host reads no memory saves: the floor, and as far above it as its own noise reaches
+ * in one interval in several hundred (three deviations). Reads within that are not told
+ * from the floor by anything the host sees; the guest's own faults count whatever it is. */
+#define READ_NOISE_DEVS 3.0
+static double host_reads_not_counted(const RsController *c) {
+        if (!c->floor_known)
+                return 0;
+        return c->host_read_floor + (c->dev_known ? READ_NOISE_DEVS * c->reads_dev : 0);
+}
+
+/* The floor is a verdict that expires: a stream that stopped would leave the guest's own
+ * file refaults under it. It is learned again where it can be, at max, the old one in force
+ * meanwhile (a deflation takes nothing from the guest), and the guest goes back to the size
+ * it had. True while that is under way (the decision is made). */
+static bool relearn_floor(RsController *c, double actual, uint64_t now) {
+        if (!c->relearn && c->estimated && c->floor_known && !at_max(c, actual) &&
+            (double) (now - c->floor_at_usec) > c->params.verdict_expiry_sec * 1e6) {
+                c->relearn = true;
+                c->relearn_to = c->size;
         }
+        if (!c->relearn)
+                return false;
+        if (c->floor_n >= 2) {
+                c->relearn = false;
+                c->size = c->relearn_to;
+                c->last_within = 0; /* not a step of the law's: no cliff is judged by it */
+                say(c, RS_CONTROL_WAIT, "the stream floor learned again at max (%.0f pages/s): back to %.0f MiB",
+                    c->host_read_floor, c->size / MIB);
+        } else {
+                c->size = (double) c->max;
+                say(c, RS_CONTROL_WAIT, "the stream floor is %.0f s old: at max to learn it again",
+                    (double) (now - c->floor_at_usec) / 1e6);
+        }
+        return true;
 }
 
 /* A stream, by the kernel's own signals: refaults the kernel did not activate (their refault
@@ -267,7 +328,7 @@ static void update_stream_verdict(RsController *c, const RsCostInterval *ci, dou
         if (ci->source == RS_COST_PSI && ci->refaults >= 0 && ci->activations >= 0)
                 signs = (ci->refaults - ci->activations) * latency > c->params.cost_target && rest <= c->params.cost_target;
         else if (ci->source == RS_COST_ESTIMATED)
-                signs = c->floor_known && c->host_read_floor * latency > c->params.cost_target;
+                signs = c->floor_known && host_reads_not_counted(c) * latency > c->params.cost_target;
         if (signs) {
                 c->stream_seen = true;
                 c->stream_at_usec = now;
@@ -381,12 +442,16 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
                 c->started = false;
                 c->oom_prev = RS_UNKNOWN;
         }
-        if (!c->started && r.interval_sec <= 0 && actual + slack(actual) >= (double) c->max) {
-                /* One interval at max first: the host reads made there are the stream floor
-                 * (reads no memory saves), which can be learned nowhere else. */
-                say(c, RS_CONTROL_WAIT, "one interval at max before starting: reads no memory saves");
-                c->d.target = c->max;
-                return;
+        if (!c->started && at_max(c, actual)) {
+                update_host_read_floor(c, &r, actual, now);
+                /* At max first: the host reads made there are the stream floor (reads no
+                 * memory saves), which can be learned nowhere else, from two intervals and
+                 * their spread from the difference of the two. */
+                if (r.interval_sec <= 0 || (r.known[RS_COUNTER_HOST_DISK_READ] && c->floor_n < 2)) {
+                        say(c, RS_CONTROL_WAIT, "at max before starting: reads no memory saves");
+                        c->d.target = c->max;
+                        return;
+                }
         }
         if (!c->started) {
                 uint64_t start = rs_controller_start_size(actual_level, s.level[RS_LEVEL_FREE], c->wm_high);
@@ -400,7 +465,8 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
                 c->started = true;
                 c->prev_actual = actual;
                 (void) oom_risk(c, &s, actual, NULL);
-                update_host_read_floor(c, &r, actual, now);
+                if (!at_max(c, actual))
+                        update_host_read_floor(c, &r, actual, now);
                 say(c, RS_CONTROL_START, "start at what the guest uses plus its watermarks, less what nothing touched lately");
                 c->d.target = (uint64_t) c->size;
                 c->d.estimate = (uint64_t) c->estimate;
@@ -410,7 +476,7 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
         update_host_read_floor(c, &r, actual, now);
         double latency = c->latency_measured > 0 ? c->latency_measured : p->fault_latency_sec;
         RsCostInterval ci;
-        rs_cost_interval(&r, latency, c->floor_known ? c->host_read_floor : 0, &ci);
+        rs_cost_interval(&r, latency, host_reads_not_counted(c), &ci);
         bool killed;
         const char *risk = oom_risk(c, &s, actual, &killed);
         double prev_actual = c->prev_actual;
@@ -422,6 +488,8 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
                 c->spent_before_at = c->last_cost_at;
         }
         c->d.source = ci.source;
+        if (ci.source != RS_COST_NONE)
+                c->estimated = ci.source == RS_COST_ESTIMATED;
         c->d.cost = ci.stall;
 
         if (risk && c->swap < 0 && !(r.interval_sec > 0 && ((r.known[RS_COUNTER_SWAP_OUT] && r.per_sec[RS_COUNTER_SWAP_OUT] > 0) ||
@@ -439,6 +507,7 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
                  * is worth a second kill; the law comes down again from there. */
                 c->size = (double) c->max;
                 c->emergencies++;
+                c->returned = false;
                 if (c->estimate < actual)
                         c->estimate = actual;
                 say(c, RS_CONTROL_EMERGENCY, "%s: to max, %.0f MiB", risk, c->size / MIB);
@@ -448,11 +517,14 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
                 double base = MAX(actual, c->last_within);
                 double margin = p->margin * (double) (1u << MIN(c->emergencies, 10u));
                 c->emergencies++;
+                c->returned = false;
                 c->size = clamp_size(c, MAX(MAX(c->size, base * (1 + margin)), hfloor));
                 if (c->estimate < actual)
                         c->estimate = actual;
                 say(c, RS_CONTROL_EMERGENCY, "%s: back to %.0f MiB, the last size within target plus the margin", risk,
                     c->size / MIB);
+        } else if (relearn_floor(c, actual, now)) {
+                c->emergencies = 0;
         } else if (ci.source == RS_COST_NONE) {
                 c->emergencies = 0;
                 say(c, RS_CONTROL_WAIT, "no cost this interval (no rates)");
@@ -470,10 +542,12 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
                 /* A deflation forces no reclaim, so it causes no passing stall: the interval
                  * before it (at a smaller size, costing at least as much) is evidence about
                  * this size too, and a stall that did not fall once the guest got more memory
-                 * is judged at once. A guest whose set grows is loosened every interval. */
+                 * is judged at once. A guest whose set grows is loosened every interval.
+                 * Not after going back over a cliff: what the crossing evicted comes back
+                 * then, a step's passing stall. */
                 bool passing;
-                double settled = rs_cost_window_settled(&c->window, c->moved_up ? c->spent_before_at : c->moved_at,
-                                                        &passing);
+                double settled = rs_cost_window_settled(
+                        &c->window, c->moved_up && !c->returned ? c->spent_before_at : c->moved_at, &passing);
                 bool judged = settled >= 0;
                 double rest = judged ? settled : MAX(c->last_rest, ci.stall);
                 if (judged)
@@ -509,6 +583,9 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
                         c->cliff = actual;
                         c->cliff_floor = c->last_within;
                         c->cliff_at = now;
+                        /* back where the cost was within target: what the crossing evicted
+                         * comes back meanwhile, a passing stall judged as a step's is */
+                        c->returned = true;
                         c->size = clamp_size(c, MAX(c->size, cliff_hold(c)));
                         say(c, RS_CONTROL_LOOSEN, "stall at rest %.3f %% over the target %.3f %% at %.0f MiB: a cliff, "
                             "back to %.0f MiB within target plus the margin", 100 * rest, 100 * p->cost_target,
@@ -521,6 +598,7 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
                          * over minutes is not loosened all the way to max meanwhile. */
                         double share = loosen_share(c, ratio, dt);
                         c->cliff = c->cliff_floor = 0; /* over target where no step led: the set grew */
+                        c->returned = false;
                         c->size = clamp_size(c, MAX(c->used * (1 + share) + c->used_growth * 2 * dt, MIN(c->size, actual)));
                         say(c, RS_CONTROL_LOOSEN, "stall at rest %.3f %% over the target %.3f %%: +%.1f %%", 100 * rest,
                             100 * p->cost_target, 100 * share);
