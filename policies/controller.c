@@ -599,7 +599,13 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
                         double share = loosen_share(c, ratio, dt);
                         c->cliff = c->cliff_floor = 0; /* over target where no step led: the set grew */
                         c->returned = false;
-                        c->size = clamp_size(c, MAX(c->used * (1 + share) + c->used_growth * 2 * dt, MIN(c->size, actual)));
+                        /* What the guest's use grew by lately, for the two intervals until this
+                         * is carried out, in the same proportion: all of it where the law is
+                         * at its most, less where the excess is small. Memory given fills at
+                         * the pace of whatever reads into it, a stream's cache too; a set that
+                         * outgrows it shows as a cost far over target, a stream's as none. */
+                        double growth = c->used_growth * 2 * dt * share / (p->loosen_max_per_sec * dt);
+                        c->size = clamp_size(c, MAX(c->used * (1 + share) + growth, MIN(c->size, actual)));
                         say(c, RS_CONTROL_LOOSEN, "stall at rest %.3f %% over the target %.3f %%: +%.1f %%", 100 * rest,
                             100 * p->cost_target, 100 * share);
                 } else if (actual > c->size + slack(actual) && prev_actual - actual >= slack(actual)) {
