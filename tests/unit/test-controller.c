@@ -384,6 +384,7 @@ START_TEST(test_cliff_remembered) {
         rs_controller_params_init(&cp, &p);
         ck_assert_int_eq(rs_controller_new(&c, &p, &cp, 4 * GIB), 0);
         uint64_t size = started(c, &f, agent);
+        rs_controller_decide(c, &d);
         unsigned crossings = 0, below = 0;
         uint64_t first_crossing = 0;
         for (unsigned i = 0; f.now < cp.verdict_expiry_sec * SEC; i++) {
