@@ -40,7 +40,6 @@ struct RsController {
         uint64_t last_cost_at;           /* the end of the last interval with a cost */
         uint64_t moved_at;               /* the end of the last interval the guest's size moved in */
         bool moved_up;                   /* ... and whether it grew (a deflation forces no reclaim) */
-        bool returned;                   /* the last loosen went back to a size judged within target (a cliff) */
         /* The cliff: a size the controller tightened into from one within target, and found over
          * target at rest. The size within target just above it (cliff_floor) is where tightening
          * stops while the verdict lasts: a loop larger than what is left of memory thrashes at
@@ -66,7 +65,9 @@ struct RsController {
         double reads_prev, reads_size;   /* the last interval's host reads (pages/s, -1 none) and the size they were at */
         double reads_dev;                /* one interval's deviation of the host reads at an unchanged size, pages/s */
         bool dev_known;
+        double max_reads_prev;           /* the host reads of the last interval at max, pages/s */
         bool relearn;                    /* the floor expired: at max to learn it again, then back to relearn_to */
+        uint64_t relearn_at;
         bool estimated;                  /* the last cost was estimated (no PSI): the floor counts */
         double relearn_to;
         bool stream_seen;
@@ -249,6 +250,9 @@ static double used_size(const RsController *c, const RsSample *s, double actual)
         return rs_known(used) ? (double) used : actual;
 }
 
+/* Three deviations: what a reading's own noise exceeds about once in several hundred. */
+#define READ_NOISE_DEVS 3.0
+
 static bool at_max(const RsController *c, double actual) {
         return actual + slack(actual) >= (double) c->max;
 }
@@ -257,39 +261,50 @@ static bool at_max(const RsController *c, double actual) {
  * saves: the floor the estimated cost does not count. Learned only there (a stream reads
  * as much at every size; a cyclic read of a set larger than the guest refaults at every
  * size below it, so nothing short of max shows what memory cannot save). The reads' own
- * spread is learned wherever the size stays put: two intervals' difference over sqrt(2) is
- * one interval's deviation. */
+ * spread is learned wherever the size stays put at rest: the mean difference of two
+ * intervals is 2/sqrt(pi) of one interval's deviation. */
 static void update_host_read_floor(RsController *c, const RsRates *r, double actual, uint64_t now) {
         if (!(r->interval_sec > 0 && r->known[RS_COUNTER_HOST_DISK_READ])) {
                 c->reads_prev = -1;
                 return;
         }
         double pages = r->per_sec[RS_COUNTER_HOST_DISK_READ] / 4096.0;
-        if (c->reads_prev >= 0 && fabs(actual - c->reads_size) < slack(actual)) {
-                double d = fabs(pages - c->reads_prev) / M_SQRT2;
+        /* noise is what the reads do at rest: not while a squeeze's pages come back (a stall,
+         * or the intervals at max that learn the floor again after one) */
+        if (c->reads_prev >= 0 && fabs(actual - c->reads_size) < slack(actual) && !c->relearn &&
+            c->last_rest <= c->params.cost_target) {
+                double d = fabs(pages - c->reads_prev) * sqrt(M_PI) / 2;
                 c->reads_dev = c->dev_known ? c->reads_dev + (d - c->reads_dev) / 4 : d;
                 c->dev_known = true;
         }
         c->reads_prev = pages;
         c->reads_size = actual;
         if (at_max(c, actual)) {
+                /* Reads that are still falling at max are what a squeeze took coming back (a
+                 * loop refilling after a crossing), not reads no memory saves: the floor is
+                 * the mean of two intervals at max that agree within the reads' own noise.
+                 * Until then a floor in force stays (the first one is the first interval's). */
                 c->floor_n++;
-                c->host_read_floor = c->floor_n > 1 ? c->host_read_floor + (pages - c->host_read_floor) / MIN(c->floor_n, 4u)
-                                                    : pages;
-                c->floor_known = true;
-                c->floor_at_usec = now;
+                bool settled = c->floor_n > 1 && c->dev_known &&
+                               fabs(pages - c->max_reads_prev) <= READ_NOISE_DEVS * c->reads_dev;
+                if (settled || !c->floor_known) {
+                        c->host_read_floor = c->floor_n > 1 ? (pages + c->max_reads_prev) / 2 : pages;
+                        c->floor_known = true;
+                        c->floor_at_usec = now;
+                }
+                c->max_reads_prev = pages;
         } else
                 c->floor_n = 0;
 }
 
 /* The host reads no memory saves: the floor, and as far above it as its own noise reaches
- * in one interval in several hundred (three deviations). Reads within that are not told
- * from the floor by anything the host sees; the guest's own faults count whatever it is. */
-#define READ_NOISE_DEVS 3.0
+ * in one interval in several hundred (READ_NOISE_DEVS). Reads within that are not told from
+ * the floor by anything the host sees; the guest's own faults count whatever it is. */
 static double host_reads_not_counted(const RsController *c) {
         if (!c->floor_known)
                 return 0;
-        return c->host_read_floor + (c->dev_known ? READ_NOISE_DEVS * c->reads_dev : 0);
+        /* an interval's difference from a floor of two intervals' mean: sqrt(3/2) deviations */
+        return c->host_read_floor + (c->dev_known ? READ_NOISE_DEVS * sqrt(1.5) * c->reads_dev : 0);
 }
 
 /* The floor is a verdict that expires: a stream that stopped would leave the guest's own
@@ -297,19 +312,27 @@ static double host_reads_not_counted(const RsController *c) {
  * meanwhile (a deflation takes nothing from the guest), and the guest goes back to the size
  * it had. True while that is under way (the decision is made). */
 static bool relearn_floor(RsController *c, double actual, uint64_t now) {
-        if (!c->relearn && c->estimated && c->floor_known && !at_max(c, actual) &&
+        /* not while the guest stalls: a guest short of memory is not sent to max and back */
+        if (!c->relearn && c->estimated && c->floor_known && !at_max(c, actual) && c->last_rest <= c->params.cost_target &&
             (double) (now - c->floor_at_usec) > c->params.verdict_expiry_sec * 1e6) {
                 c->relearn = true;
                 c->relearn_to = c->size;
+                c->relearn_at = now;
         }
         if (!c->relearn)
                 return false;
-        if (c->floor_n >= 2) {
+        bool learned = c->floor_n >= 2 && c->floor_at_usec == now;
+        /* Reads that do not settle within a window at max: the floor in force stays, and expires again. */
+        bool gave_up = !learned && (double) (now - c->relearn_at) > c->params.cost_window_sec * 1e6 &&
+                       c->floor_n >= 2;
+        if (learned || gave_up) {
+                if (gave_up)
+                        c->floor_at_usec = now;
                 c->relearn = false;
                 c->size = c->relearn_to;
                 c->last_within = 0; /* not a step of the law's: no cliff is judged by it */
-                say(c, RS_CONTROL_WAIT, "the stream floor learned again at max (%.0f pages/s): back to %.0f MiB",
-                    c->host_read_floor, c->size / MIB);
+                say(c, RS_CONTROL_WAIT, "the stream floor %s at max (%.0f pages/s): back to %.0f MiB",
+                    learned ? "learned again" : "kept (the reads there did not settle)", c->host_read_floor, c->size / MIB);
         } else {
                 c->size = (double) c->max;
                 say(c, RS_CONTROL_WAIT, "the stream floor is %.0f s old: at max to learn it again",
@@ -507,7 +530,6 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
                  * is worth a second kill; the law comes down again from there. */
                 c->size = (double) c->max;
                 c->emergencies++;
-                c->returned = false;
                 if (c->estimate < actual)
                         c->estimate = actual;
                 say(c, RS_CONTROL_EMERGENCY, "%s: to max, %.0f MiB", risk, c->size / MIB);
@@ -517,7 +539,6 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
                 double base = MAX(actual, c->last_within);
                 double margin = p->margin * (double) (1u << MIN(c->emergencies, 10u));
                 c->emergencies++;
-                c->returned = false;
                 c->size = clamp_size(c, MAX(MAX(c->size, base * (1 + margin)), hfloor));
                 if (c->estimate < actual)
                         c->estimate = actual;
@@ -546,8 +567,8 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
                  * Not after going back over a cliff: what the crossing evicted comes back
                  * then, a step's passing stall. */
                 bool passing;
-                double settled = rs_cost_window_settled(
-                        &c->window, c->moved_up && !c->returned ? c->spent_before_at : c->moved_at, &passing);
+                double settled = rs_cost_window_settled(&c->window, c->moved_up ? c->spent_before_at : c->moved_at,
+                                                        &passing);
                 bool judged = settled >= 0;
                 double rest = judged ? settled : MAX(c->last_rest, ci.stall);
                 if (judged)
@@ -583,9 +604,6 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
                         c->cliff = actual;
                         c->cliff_floor = c->last_within;
                         c->cliff_at = now;
-                        /* back where the cost was within target: what the crossing evicted
-                         * comes back meanwhile, a passing stall judged as a step's is */
-                        c->returned = true;
                         c->size = clamp_size(c, MAX(c->size, cliff_hold(c)));
                         say(c, RS_CONTROL_LOOSEN, "stall at rest %.3f %% over the target %.3f %% at %.0f MiB: a cliff, "
                             "back to %.0f MiB within target plus the margin", 100 * rest, 100 * p->cost_target,
@@ -597,8 +615,7 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
                          * more of it would only lie free: so a guest that reads its set back in
                          * over minutes is not loosened all the way to max meanwhile. */
                         double share = loosen_share(c, ratio, dt);
-                        c->cliff = c->cliff_floor = 0; /* over target where no step led: the set grew */
-                        c->returned = false;
+
                         /* What the guest's use grew by lately, for the two intervals until this
                          * is carried out, in the same proportion: all of it where the law is
                          * at its most, less where the excess is small. Memory given fills at
@@ -628,7 +645,8 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
                 }
                 /* Where the headroom holds the guest, no cost was found below it: its working
                  * set is what it cannot give, and the margin is the headroom's. */
-                double held_for = c->cliff > 0 ? MIN(actual, c->cliff_floor) : actual;
+                double held_for = c->cliff > 0 && actual <= cliff_hold(c) + slack(actual) ? MIN(actual, c->cliff_floor)
+                                                                                           : actual;
                 if (hfloor > 0 && c->size <= hfloor + slack(actual)) {
                         held_for = MIN(actual, c->need);
                         if (hfloor > c->size) {
