@@ -563,9 +563,7 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
                 /* A deflation forces no reclaim, so it causes no passing stall: the interval
                  * before it (at a smaller size, costing at least as much) is evidence about
                  * this size too, and a stall that did not fall once the guest got more memory
-                 * is judged at once. A guest whose set grows is loosened every interval.
-                 * Not after going back over a cliff: what the crossing evicted comes back
-                 * then, a step's passing stall. */
+                 * is judged at once. A guest whose set grows is loosened every interval. */
                 bool passing;
                 double settled = rs_cost_window_settled(&c->window, c->moved_up ? c->spent_before_at : c->moved_at,
                                                         &passing);
