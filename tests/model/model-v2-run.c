@@ -138,7 +138,8 @@ int model_v2_run_with(const WorkloadDraw *d, const RsPolicy *policy, const Model
 
                 truth_now(&m, &tc);
                 bool grown = d->family == FAMILY_PHASE_UP && m.now_sec >= d->change_sec;
-                if (grown && m.size < seen_truth_throughput(&m, &tc)) {
+                double seen = grown ? seen_truth_throughput(&m, &tc) : tc.throughput;
+                if (grown && m.size < seen) {
                         if (below_since < 0)
                                 below_since = m.now_sec - interval;
                         ret->longest_below_sec = MAX(ret->longest_below_sec, m.now_sec - below_since);
@@ -146,11 +147,11 @@ int model_v2_run_with(const WorkloadDraw *d, const RsPolicy *policy, const Model
                         below_since = -1;
 
                 if (verbose)
-                        printf("t=%5.0fs %-9s size %6.1f MiB target %6.1f estimate %6.1f truth %6.1f/%6.1f stall %.4f "
+                        printf("t=%5.0fs %-9s size %6.1f MiB target %6.1f estimate %6.1f truth %6.1f/%6.1f (read %6.1f) stall %.4f "
                                "collateral %5.1f MiB refaults %8.0f | %s\n",
                                m.now_sec, dec.state, m.size / MIB, (double) dec.target / MIB,
                                rs_known(dec.estimate) ? (double) dec.estimate / MIB : -1.0, tc.stall / MIB,
-                               tc.throughput / MIB, m.step_stall_sec / interval, m.step_collateral / MIB,
+                               tc.throughput / MIB, seen / MIB, m.step_stall_sec / interval, m.step_collateral / MIB,
                                m.step_refaults, dec.reason);
         }
 
