@@ -39,7 +39,15 @@ struct RsController {
         uint64_t spent_before_at;
         uint64_t last_cost_at;           /* the end of the last interval with a cost */
         uint64_t moved_at;               /* the end of the last interval the guest's size moved in */
+        bool moved_up;                   /* ... and whether it grew (a deflation forces no reclaim) */
+        /* The cliff: a size the controller tightened into from one within target, and found over
+         * target at rest. The size within target just above it (cliff_floor) is where tightening
+         * stops while the verdict lasts: a loop larger than what is left of memory thrashes at
+         * once, and crossing the cliff again at every window is what the cost paid. */
+        double cliff, cliff_floor;       /* bytes, 0 none */
+        uint64_t cliff_at;
         uint64_t oom_prev;
+        unsigned emergencies;            /* consecutive intervals at OOM risk */
 
         /* Whether the guest's anonymous memory can leave: from its swap levels where the agent
          * reports them, else learned (a swap-out says yes; the guest at the edge of an OOM
@@ -48,10 +56,20 @@ struct RsController {
         int swap;                        /* 1 can swap, 0 cannot, -1 not known */
         double need;                     /* bytes the guest cannot give without swapping: size - MemAvailable, 0 unknown */
         double need_growth;              /* bytes/s that grew at, its fastest lately */
+        double used, used_growth;        /* bytes the guest uses (used_size()), and bytes/s that grew at, its fastest lately */
 
         double host_read_floor;          /* pages/s of host reads made at max: no memory saves them */
         bool floor_known;
+        unsigned floor_n;                /* intervals at max it was learned from, this visit */
         uint64_t floor_at_usec;
+        double reads_prev, reads_size;   /* the last interval's host reads (pages/s, -1 none) and the size they were at */
+        double reads_dev;                /* one interval's deviation of the host reads at an unchanged size, pages/s */
+        bool dev_known;
+        double max_reads_prev;           /* the host reads of the last interval at max, pages/s */
+        bool relearn;                    /* the floor expired: at max to learn it again, then back to relearn_to */
+        uint64_t relearn_at;
+        bool estimated;                  /* the last cost was estimated (no PSI): the floor counts */
+        double relearn_to;
         bool stream_seen;
         uint64_t stream_at_usec;
 
@@ -80,7 +98,7 @@ void rs_controller_params_init(RsControllerParams *p, const RsPolicy *policy) {
                 .blind_margin = 0.10,
                 /* a 4 KiB read from a local SSD, queueing included: the order of a swap-in */
                 .fault_latency_sec = 250e-6,
-                .stream_expiry_sec = 3600,
+                .verdict_expiry_sec = 3600,
         };
 }
 
@@ -102,8 +120,8 @@ int rs_controller_params_validate(const RsControllerParams *p, const char **bad_
                 bad = "blind_margin";
         else if (!(p->fault_latency_sec > 0 && p->fault_latency_sec < 1))
                 bad = "fault_latency_sec";
-        else if (!(p->stream_expiry_sec >= 0))
-                bad = "stream_expiry_sec";
+        else if (!(p->verdict_expiry_sec >= 0))
+                bad = "verdict_expiry_sec";
         if (bad_name)
                 *bad_name = bad;
         return bad ? -EINVAL : 0;
@@ -141,6 +159,7 @@ int rs_controller_new(RsController **ret, const RsPolicy *policy, const RsContro
         c->grant = RS_UNKNOWN;
         c->oom_prev = RS_UNKNOWN;
         c->swap = -1;
+        c->reads_prev = -1;
         rs_rate_tracker_init(&c->tracker);
         rs_cost_window_init(&c->window, params->cost_window_sec);
         c->d = (RsControllerDecision) {
@@ -212,6 +231,18 @@ static void update_estimate(RsController *c, double actual, double dt) {
         c->estimate += (1.0 - exp(-dt / tau)) * (actual - c->estimate);
 }
 
+/* The law's loosening for a cost at rest `ratio` times the target, over dt seconds: a share of the size. */
+static double loosen_share(const RsController *c, double ratio, double dt) {
+        return MIN(c->params.loosen_max_per_sec, c->params.loosen_per_sec * (ratio - 1)) * dt;
+}
+
+/* Where a cliff found holds the guest: the size within target above it plus the margin (a
+ * step below the cliff costs a thrashing loop at once; the margin is what the guest is
+ * promised above its working set). Its working set is the size within target. */
+static double cliff_hold(const RsController *c) {
+        return c->cliff_floor * (1 + c->params.margin);
+}
+
 /* What the guest uses: its size less the free memory above the high watermarks (the same
  * reckoning as the start size). */
 static double used_size(const RsController *c, const RsSample *s, double actual) {
@@ -219,21 +250,95 @@ static double used_size(const RsController *c, const RsSample *s, double actual)
         return rs_known(used) ? (double) used : actual;
 }
 
+/* Three deviations: what a reading's own noise exceeds about once in several hundred. */
+#define READ_NOISE_DEVS 3.0
+
+static bool at_max(const RsController *c, double actual) {
+        return actual + slack(actual) >= (double) c->max;
+}
+
 /* Reads the host made while the guest had all the memory it can have are reads no memory
- * saves: the floor the estimated cost does not count. Learned only there, and forgotten when
- * the guest has not been there for the expiry. */
+ * saves: the floor the estimated cost does not count. Learned only there (a stream reads
+ * as much at every size; a cyclic read of a set larger than the guest refaults at every
+ * size below it, so nothing short of max shows what memory cannot save). The reads' own
+ * spread is learned wherever the size stays put at rest: the mean difference of two
+ * intervals is 2/sqrt(pi) of one interval's deviation. */
 static void update_host_read_floor(RsController *c, const RsRates *r, double actual, uint64_t now) {
-        bool at_max = actual + slack(actual) >= (double) c->max;
-        if (at_max && r->interval_sec > 0 && r->known[RS_COUNTER_HOST_DISK_READ]) {
-                double pages = r->per_sec[RS_COUNTER_HOST_DISK_READ] / 4096.0;
-                c->host_read_floor = c->floor_known ? MIN(pages, c->host_read_floor + (pages - c->host_read_floor) / 4)
-                                                    : pages;
-                c->floor_known = true;
-                c->floor_at_usec = now;
-        } else if (c->floor_known && (double) (now - c->floor_at_usec) > c->params.stream_expiry_sec * 1e6) {
-                c->floor_known = false;
-                c->host_read_floor = 0;
+        if (!(r->interval_sec > 0 && r->known[RS_COUNTER_HOST_DISK_READ])) {
+                c->reads_prev = -1;
+                return;
         }
+        double pages = r->per_sec[RS_COUNTER_HOST_DISK_READ] / 4096.0;
+        /* noise is what the reads do at rest: not while a squeeze's pages come back (a stall,
+         * or the intervals at max that learn the floor again after one) */
+        if (c->reads_prev >= 0 && fabs(actual - c->reads_size) < slack(actual) && !c->relearn &&
+            c->last_rest <= c->params.cost_target) {
+                double d = fabs(pages - c->reads_prev) * sqrt(M_PI) / 2;
+                c->reads_dev = c->dev_known ? c->reads_dev + (d - c->reads_dev) / 4 : d;
+                c->dev_known = true;
+        }
+        c->reads_prev = pages;
+        c->reads_size = actual;
+        if (at_max(c, actual)) {
+                /* Reads that are still falling at max are what a squeeze took coming back (a
+                 * loop refilling after a crossing), not reads no memory saves: the floor is
+                 * the mean of two intervals at max that agree within the reads' own noise.
+                 * Until then a floor in force stays (the first one is the first interval's). */
+                c->floor_n++;
+                bool settled = c->floor_n > 1 && c->dev_known &&
+                               fabs(pages - c->max_reads_prev) <= READ_NOISE_DEVS * c->reads_dev;
+                if (settled || !c->floor_known) {
+                        c->host_read_floor = c->floor_n > 1 ? (pages + c->max_reads_prev) / 2 : pages;
+                        c->floor_known = true;
+                        c->floor_at_usec = now;
+                }
+                c->max_reads_prev = pages;
+        } else
+                c->floor_n = 0;
+}
+
+/* The host reads no memory saves: the floor, and as far above it as its own noise reaches
+ * in one interval in several hundred (READ_NOISE_DEVS). Reads within that are not told from
+ * the floor by anything the host sees; the guest's own faults count whatever it is. */
+static double host_reads_not_counted(const RsController *c) {
+        if (!c->floor_known)
+                return 0;
+        /* an interval's difference from a floor of two intervals' mean: sqrt(3/2) deviations */
+        return c->host_read_floor + (c->dev_known ? READ_NOISE_DEVS * sqrt(1.5) * c->reads_dev : 0);
+}
+
+/* The floor is a verdict that expires: a stream that stopped would leave the guest's own
+ * file refaults under it. It is learned again where it can be, at max, the old one in force
+ * meanwhile (a deflation takes nothing from the guest), and the guest goes back to the size
+ * it had. True while that is under way (the decision is made). */
+static bool relearn_floor(RsController *c, double actual, uint64_t now) {
+        /* not while the guest stalls: a guest short of memory is not sent to max and back */
+        if (!c->relearn && c->estimated && c->floor_known && !at_max(c, actual) && c->last_rest <= c->params.cost_target &&
+            (double) (now - c->floor_at_usec) > c->params.verdict_expiry_sec * 1e6) {
+                c->relearn = true;
+                c->relearn_to = c->size;
+                c->relearn_at = now;
+        }
+        if (!c->relearn)
+                return false;
+        bool learned = c->floor_n >= 2 && c->floor_at_usec == now;
+        /* Reads that do not settle within a window at max: the floor in force stays, and expires again. */
+        bool gave_up = !learned && (double) (now - c->relearn_at) > c->params.cost_window_sec * 1e6 &&
+                       c->floor_n >= 2;
+        if (learned || gave_up) {
+                if (gave_up)
+                        c->floor_at_usec = now;
+                c->relearn = false;
+                c->size = c->relearn_to;
+                c->last_within = 0; /* not a step of the law's: no cliff is judged by it */
+                say(c, RS_CONTROL_WAIT, "the stream floor %s at max (%.0f pages/s): back to %.0f MiB",
+                    learned ? "learned again" : "kept (the reads there did not settle)", c->host_read_floor, c->size / MIB);
+        } else {
+                c->size = (double) c->max;
+                say(c, RS_CONTROL_WAIT, "the stream floor is %.0f s old: at max to learn it again",
+                    (double) (now - c->floor_at_usec) / 1e6);
+        }
+        return true;
 }
 
 /* A stream, by the kernel's own signals: refaults the kernel did not activate (their refault
@@ -246,11 +351,11 @@ static void update_stream_verdict(RsController *c, const RsCostInterval *ci, dou
         if (ci->source == RS_COST_PSI && ci->refaults >= 0 && ci->activations >= 0)
                 signs = (ci->refaults - ci->activations) * latency > c->params.cost_target && rest <= c->params.cost_target;
         else if (ci->source == RS_COST_ESTIMATED)
-                signs = c->floor_known && c->host_read_floor * latency > c->params.cost_target;
+                signs = c->floor_known && host_reads_not_counted(c) * latency > c->params.cost_target;
         if (signs) {
                 c->stream_seen = true;
                 c->stream_at_usec = now;
-        } else if (c->stream_seen && (double) (now - c->stream_at_usec) > c->params.stream_expiry_sec * 1e6)
+        } else if (c->stream_seen && (double) (now - c->stream_at_usec) > c->params.verdict_expiry_sec * 1e6)
                 c->stream_seen = false;
         c->d.streaming = c->stream_seen;
 }
@@ -283,6 +388,17 @@ static void update_need(RsController *c, const RsSample *s, double actual, doubl
         c->need = need;
 }
 
+/* What the guest uses and how fast that grew, its fastest lately (decaying over the cost
+ * window): a set that grows over target is loosened for what it will have grown by until
+ * the next decision has been carried out, not only for what it uses now. */
+static void update_used(RsController *c, double used, double dt) {
+        if (c->used > 0 && dt > 0) {
+                double g = MAX(0.0, (used - c->used) / dt);
+                c->used_growth = MAX(g, c->used_growth * exp(-dt / c->params.cost_window_sec));
+        }
+        c->used = used;
+}
+
 /* Where a guest that cannot swap may be held at the least: what it cannot give plus the
  * margin, plus what it grows by until the next decision has been carried out (two
  * intervals). 0 when the guest can swap (the cost judges) or the level is unknown. */
@@ -305,11 +421,13 @@ static double old_bytes(const RsController *c, const RsSample *s) {
 
 /* The risk of an OOM kill: one happened, free memory near the min watermark, or the balloon
  * stopped above its target (the guest has nothing left to free). NULL when none. */
-static const char *oom_risk(RsController *c, const RsSample *s, double actual) {
+static const char *oom_risk(RsController *c, const RsSample *s, double actual, bool *ret_killed) {
         uint64_t ooms = rs_known(s->counter[RS_COUNTER_OOM_KILL]) ? s->counter[RS_COUNTER_OOM_KILL]
                                                                   : s->counter[RS_COUNTER_OOM_KILLS];
         bool killed = rs_known(ooms) && rs_known(c->oom_prev) && ooms > c->oom_prev;
         c->oom_prev = ooms;
+        if (ret_killed)
+                *ret_killed = killed;
         if (killed)
                 return "an OOM kill";
         uint64_t free = s->level[RS_LEVEL_FREE];
@@ -337,21 +455,26 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
         }
         double actual = (double) actual_level;
         if (ev == RS_RATE_REBOOT)
-                c->swap = -1, c->need = 0, c->need_growth = 0;
+                c->swap = -1, c->need = 0, c->need_growth = 0, c->used = 0, c->used_growth = 0;
         update_swap(c, &s, &r, actual);
         update_need(c, &s, actual, r.interval_sec);
+        update_used(c, used_size(c, &s, actual), r.interval_sec);
         if (ev == RS_RATE_REBOOT) {
                 /* A new kernel: what the window measured was another guest's. */
                 rs_cost_window_reset(&c->window);
                 c->started = false;
                 c->oom_prev = RS_UNKNOWN;
         }
-        if (!c->started && r.interval_sec <= 0 && actual + slack(actual) >= (double) c->max) {
-                /* One interval at max first: the host reads made there are the stream floor
-                 * (reads no memory saves), which can be learned nowhere else. */
-                say(c, RS_CONTROL_WAIT, "one interval at max before starting: reads no memory saves");
-                c->d.target = c->max;
-                return;
+        if (!c->started && at_max(c, actual)) {
+                update_host_read_floor(c, &r, actual, now);
+                /* At max first: the host reads made there are the stream floor (reads no
+                 * memory saves), which can be learned nowhere else, from two intervals and
+                 * their spread from the difference of the two. */
+                if (r.interval_sec <= 0 || (r.known[RS_COUNTER_HOST_DISK_READ] && c->floor_n < 2)) {
+                        say(c, RS_CONTROL_WAIT, "at max before starting: reads no memory saves");
+                        c->d.target = c->max;
+                        return;
+                }
         }
         if (!c->started) {
                 uint64_t start = rs_controller_start_size(actual_level, s.level[RS_LEVEL_FREE], c->wm_high);
@@ -364,8 +487,9 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
                 c->last_within = 0;
                 c->started = true;
                 c->prev_actual = actual;
-                (void) oom_risk(c, &s, actual);
-                update_host_read_floor(c, &r, actual, now);
+                (void) oom_risk(c, &s, actual, NULL);
+                if (!at_max(c, actual))
+                        update_host_read_floor(c, &r, actual, now);
                 say(c, RS_CONTROL_START, "start at what the guest uses plus its watermarks, less what nothing touched lately");
                 c->d.target = (uint64_t) c->size;
                 c->d.estimate = (uint64_t) c->estimate;
@@ -375,16 +499,20 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
         update_host_read_floor(c, &r, actual, now);
         double latency = c->latency_measured > 0 ? c->latency_measured : p->fault_latency_sec;
         RsCostInterval ci;
-        rs_cost_interval(&r, latency, c->floor_known ? c->host_read_floor : 0, &ci);
-        const char *risk = oom_risk(c, &s, actual);
+        rs_cost_interval(&r, latency, host_reads_not_counted(c), &ci);
+        bool killed;
+        const char *risk = oom_risk(c, &s, actual, &killed);
         double prev_actual = c->prev_actual;
         c->prev_actual = actual;
         if (fabs(actual - prev_actual) >= slack(actual)) {
                 c->moved_at = now;
+                c->moved_up = actual > prev_actual;
                 c->spent_before = c->spent;
                 c->spent_before_at = c->last_cost_at;
         }
         c->d.source = ci.source;
+        if (ci.source != RS_COST_NONE)
+                c->estimated = ci.source == RS_COST_ESTIMATED;
         c->d.cost = ci.stall;
 
         if (risk && c->swap < 0 && !(r.interval_sec > 0 && ((r.known[RS_COUNTER_SWAP_OUT] && r.per_sec[RS_COUNTER_SWAP_OUT] > 0) ||
@@ -396,16 +524,33 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
         if (!risk && hfloor > 0 && actual - c->need < (hfloor - c->need) / 2)
                 risk = "its unswappable use eating the headroom";
 
-        if (risk) {
+        if (risk && killed) {
+                /* A process was killed: what its set needs is not known (it was freed), and a
+                 * restarted one that does not fit is killed again at once. No size below max
+                 * is worth a second kill; the law comes down again from there. */
+                c->size = (double) c->max;
+                c->emergencies++;
+                if (c->estimate < actual)
+                        c->estimate = actual;
+                say(c, RS_CONTROL_EMERGENCY, "%s: to max, %.0f MiB", risk, c->size / MIB);
+        } else if (risk) {
+                /* The margin doubles with every interval the risk outlasts: a guest still at
+                 * risk after the last emergency grows faster than one margin an interval. */
                 double base = MAX(actual, c->last_within);
-                c->size = clamp_size(c, MAX(MAX(c->size, base * (1 + p->margin)), hfloor));
+                double margin = p->margin * (double) (1u << MIN(c->emergencies, 10u));
+                c->emergencies++;
+                c->size = clamp_size(c, MAX(MAX(c->size, base * (1 + margin)), hfloor));
                 if (c->estimate < actual)
                         c->estimate = actual;
                 say(c, RS_CONTROL_EMERGENCY, "%s: back to %.0f MiB, the last size within target plus the margin", risk,
                     c->size / MIB);
+        } else if (relearn_floor(c, actual, now)) {
+                c->emergencies = 0;
         } else if (ci.source == RS_COST_NONE) {
+                c->emergencies = 0;
                 say(c, RS_CONTROL_WAIT, "no cost this interval (no rates)");
         } else {
+                c->emergencies = 0;
                 double dt = r.interval_sec;
                 rs_cost_window_add(&c->window, ci.stall, dt, now);
                 /* A step's reclaim takes hot pages with the cold; they come back at the rate they
@@ -415,8 +560,13 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
                  * Until its intervals say what it costs (the move's own interval, or a cost
                  * still falling), a size is not loosened at all, and tightened only while this
                  * interval and the last size judged were within target. */
+                /* A deflation forces no reclaim, so it causes no passing stall: the interval
+                 * before it (at a smaller size, costing at least as much) is evidence about
+                 * this size too, and a stall that did not fall once the guest got more memory
+                 * is judged at once. A guest whose set grows is loosened every interval. */
                 bool passing;
-                double settled = rs_cost_window_settled(&c->window, c->moved_at, &passing);
+                double settled = rs_cost_window_settled(&c->window, c->moved_up ? c->spent_before_at : c->moved_at,
+                                                        &passing);
                 bool judged = settled >= 0;
                 double rest = judged ? settled : MAX(c->last_rest, ci.stall);
                 if (judged)
@@ -440,15 +590,37 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
                 if (ratio > 1 && !judged) {
                         say(c, RS_CONTROL_WAIT, "stall %.3f %% at a size not judged yet (a step's stall may be passing)",
                             100 * ci.stall);
+                } else if (ratio > 1 && !c->moved_up && c->last_within > actual + slack(actual) &&
+                           loosen_share(c, ratio, dt) > (c->last_within - actual) / actual) {
+                        /* Over target at rest at a size the controller tightened into from
+                         * one within target, by more than the law would loosen for the step
+                         * that caused it: a cliff, the cost steeper than the law (a loop larger
+                         * than what is left thrashes at once). Back to the size within target
+                         * above it plus the margin, and no tightening below that while the
+                         * verdict lasts: finding the cliff again at every window is a crossing
+                         * paid every window. A slope the law can follow is left to it. */
+                        c->cliff = actual;
+                        c->cliff_floor = c->last_within;
+                        c->cliff_at = now;
+                        c->size = clamp_size(c, MAX(c->size, cliff_hold(c)));
+                        say(c, RS_CONTROL_LOOSEN, "stall at rest %.3f %% over the target %.3f %% at %.0f MiB: a cliff, "
+                            "back to %.0f MiB within target plus the margin", 100 * rest, 100 * p->cost_target,
+                            actual / MIB, c->size / MIB);
                 } else if (ratio > 1) {
                         /* Over target at rest: in proportion to how far over, from what the guest
                          * uses. Memory it was given and has not filled yet (free above the
                          * watermarks) is still coming back into use at the workload's pace, and
                          * more of it would only lie free: so a guest that reads its set back in
                          * over minutes is not loosened all the way to max meanwhile. */
-                        double share = MIN(p->loosen_max_per_sec, p->loosen_per_sec * (ratio - 1)) * dt;
-                        double used = used_size(c, &s, actual);
-                        c->size = clamp_size(c, MAX(used * (1 + share), MIN(c->size, actual)));
+                        double share = loosen_share(c, ratio, dt);
+
+                        /* What the guest's use grew by lately, for the two intervals until this
+                         * is carried out, in the same proportion: all of it where the law is
+                         * at its most, less where the excess is small. Memory given fills at
+                         * the pace of whatever reads into it, a stream's cache too; a set that
+                         * outgrows it shows as a cost far over target, a stream's as none. */
+                        double growth = c->used_growth * 2 * dt * share / (p->loosen_max_per_sec * dt);
+                        c->size = clamp_size(c, MAX(c->used * (1 + share) + growth, MIN(c->size, actual)));
                         say(c, RS_CONTROL_LOOSEN, "stall at rest %.3f %% over the target %.3f %%: +%.1f %%", 100 * rest,
                             100 * p->cost_target, 100 * share);
                 } else if (actual > c->size + slack(actual) && prev_actual - actual >= slack(actual)) {
@@ -460,13 +632,19 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
                         c->last_within = actual;
                         double paid = MAX(ratio, c->spent / p->cost_target);
                         double share = p->tighten_per_min / 60.0 * dt * MAX(0.0, 1 - paid);
-                        c->size = clamp_size(c, MIN(c->size, actual) * (1 - share));
+                        double from = MIN(c->size, actual);
+                        c->size = clamp_size(c, from * (1 - share));
+                        if (c->cliff > 0 && (double) (now - c->cliff_at) > p->verdict_expiry_sec * 1e6)
+                                c->cliff = c->cliff_floor = 0; /* the set may have shrunk: found again, once */
+                        if (c->cliff > 0)
+                                c->size = MAX(c->size, MIN(cliff_hold(c), from));
                         say(c, RS_CONTROL_TIGHTEN, "stall at rest %.3f %%%s under the target %.3f %%: -%.2f %%", 100 * rest,
                             passing ? " (where a passing stall settles)" : "", 100 * p->cost_target, 100 * share);
                 }
                 /* Where the headroom holds the guest, no cost was found below it: its working
                  * set is what it cannot give, and the margin is the headroom's. */
-                double held_for = actual;
+                double held_for = c->cliff > 0 && actual <= cliff_hold(c) + slack(actual) ? MIN(actual, c->cliff_floor)
+                                                                                           : actual;
                 if (hfloor > 0 && c->size <= hfloor + slack(actual)) {
                         held_for = MIN(actual, c->need);
                         if (hfloor > c->size) {

@@ -9,11 +9,16 @@
  *   - under target, it tightens slowly, by a step scaled by how far under target the cost at
  *     rest is (senpai's law): a guest that pays nothing gives fastest, one near its target
  *     hardly at all;
- *   - over target, it loosens in proportion to how far over: a guest that stalls always gets
- *     memory, and a guest that stalls hard gets it at once;
- *   - on the risk of an OOM kill (one happened, free memory near the min watermark, or the
- *     balloon pushed back: the guest has nothing left to give), it goes back to the last size
- *     that ran within target plus the margin, not to the maximum.
+ *   - over target, it loosens in proportion to how far over, plus what the guest's use grew
+ *     by lately in the same proportion: a guest that stalls always gets memory, a guest that
+ *     stalls hard gets it at once, and a growing set is followed, not trailed;
+ *   - over target right after a step of its own from a size within target, by more than the
+ *     law would loosen for that step, it has found a cliff: back above it by the margin, and
+ *     no tightening into it again while that verdict lasts;
+ *   - on an OOM kill it goes to max (what the killed set needs is unknown, and a second kill
+ *     is worse than any size); on the risk of one (free memory near the min watermark, or the
+ *     balloon pushed back: the guest has nothing left to give), back to the last size that ran
+ *     within target plus the margin, not to the maximum.
  * Nothing else: no knee is bracketed, no size is held and probed again, no transient is
  * waited out by a rule. A size is judged by its own intervals (rs_cost_window_settled()): a
  * stall that does not fall is the size's, and one that decays geometrically (the hot pages a
@@ -22,8 +27,9 @@
  *
  * The estimate is the size the controller settled at: where the cost at rest stayed within
  * target. A stream (reads no memory saves) shows in neither signal of the cost: PSI does
- * not count it, and without the agent the host reads it makes at max are a floor. The
- * stream verdict only explains (RsControllerDecision.streaming); it never takes memory.
+ * not count it, and without the agent the host reads it makes at max, and their own jitter,
+ * are a floor the cost does not count (the guest's own faults always count). The floor is a
+ * verdict that expires: it is learned again at max, and the guest goes back to its size.
  *
  * Pure: no I/O, no clock reads, no allocation after rs_controller_new().
  *
@@ -57,7 +63,8 @@ typedef struct RsControllerParams {
         double margin;             /* share above the last size within target an emergency returns to */
         double blind_margin;       /* share added to the size held when the cost is only estimated (no PSI) */
         double fault_latency_sec;  /* seconds one fault costs when the daemon measured none */
-        double stream_expiry_sec;  /* how long a stream verdict (and its host-read floor) lasts */
+        double verdict_expiry_sec; /* how long a verdict the controller cannot check again without a
+                                    * cost lasts: a stream's host-read floor, a cliff */
 } RsControllerParams;
 
 /* The defaults, with margin taken from the policy (margin_percent). */

@@ -217,7 +217,7 @@ static int set_param(RsControllerParams *cp, const char *assignment) {
         PARAM(margin);
         PARAM(blind_margin);
         PARAM(fault_latency_sec);
-        PARAM(stream_expiry_sec);
+        PARAM(verdict_expiry_sec);
 #undef PARAM
         return -ENOENT;
 }

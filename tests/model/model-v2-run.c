@@ -25,6 +25,23 @@ static void truth_now(const GuestModelV2 *m, TruthCache *tc) {
         tc->throughput = guest_model_v2_truth_throughput(m, SHAPE_THROUGHPUT_TARGET);
 }
 
+/* The 99 %-throughput truth of the part of the set the workload has touched so far. A set
+ * that grows is read in at the workload's pace: a page never read yet costs a first read at
+ * any size (I/O no memory saves, which the model does not count as stall, as PSI does not),
+ * so memory for it saves nothing until it has been read. What a guest whose set grows
+ * needs, at a time, is the truth of its shape with the pages not read yet left out; once
+ * the set is read in, that is the shape's own truth. */
+static double seen_truth_throughput(const GuestModelV2 *m, const TruthCache *tc) {
+        ShapePhase seen = m->phase;
+        bool any = false;
+        for (unsigned i = 0; i < seen.n_tiers; i++)
+                if (m->unseen[i] > 0) {
+                        seen.tier[i].bytes = MAX(0.0, seen.tier[i].bytes - m->unseen[i]);
+                        any = true;
+                }
+        return any ? shape_truth_throughput(&m->w, &seen, SHAPE_THROUGHPUT_TARGET) : tc->throughput;
+}
+
 /* The two cores behind one face: what the loop needs from either. */
 typedef struct Core {
         ModelV2Core kind;
@@ -121,7 +138,8 @@ int model_v2_run_with(const WorkloadDraw *d, const RsPolicy *policy, const Model
 
                 truth_now(&m, &tc);
                 bool grown = d->family == FAMILY_PHASE_UP && m.now_sec >= d->change_sec;
-                if (grown && m.size < tc.throughput) {
+                double seen = grown ? seen_truth_throughput(&m, &tc) : tc.throughput;
+                if (grown && m.size < seen) {
                         if (below_since < 0)
                                 below_since = m.now_sec - interval;
                         ret->longest_below_sec = MAX(ret->longest_below_sec, m.now_sec - below_since);
@@ -129,11 +147,11 @@ int model_v2_run_with(const WorkloadDraw *d, const RsPolicy *policy, const Model
                         below_since = -1;
 
                 if (verbose)
-                        printf("t=%5.0fs %-9s size %6.1f MiB target %6.1f estimate %6.1f truth %6.1f/%6.1f stall %.4f "
+                        printf("t=%5.0fs %-9s size %6.1f MiB target %6.1f estimate %6.1f truth %6.1f/%6.1f (read %6.1f) stall %.4f "
                                "collateral %5.1f MiB refaults %8.0f | %s\n",
                                m.now_sec, dec.state, m.size / MIB, (double) dec.target / MIB,
                                rs_known(dec.estimate) ? (double) dec.estimate / MIB : -1.0, tc.stall / MIB,
-                               tc.throughput / MIB, m.step_stall_sec / interval, m.step_collateral / MIB,
+                               tc.throughput / MIB, seen / MIB, m.step_stall_sec / interval, m.step_collateral / MIB,
                                m.step_refaults, dec.reason);
         }
 
