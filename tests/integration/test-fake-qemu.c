@@ -262,9 +262,34 @@ START_TEST(test_fault_stuck_balloon) {
 }
 END_TEST
 
+/* QEMU's last-update is when the guest last answered the stats timer, every polling interval
+ * whatever the values: a guest polled every second reports between the model's 10 s steps too
+ * (a daemon polling faster than the model stepped saw every guest "stale" before). The model
+ * steps at multiples of 10 s of guest time; reads over a second of wall time (200 s of guest
+ * time here) land between steps. */
+START_TEST(test_stats_report_every_polling_interval) {
+        _cleanup_(qmp_client_freep) QmpClient *c = connect_guest(G_HEALTHY2);
+        QmpGuestStats s;
+        bool between_steps = false;
+        uint64_t last = 0;
+
+        ck_assert_int_eq(qmp_sync_set_stats_polling_interval(c, NULL, 1, 5 * SEC, NULL), 0);
+        ck_assert_int_eq(qmp_sync_wait_guest_stats_update(c, NULL, 0, 20 * 1000, 30 * SEC, &s), 0);
+        for (int i = 0; i < 200 && !between_steps; i++) {
+                usleep(7 * 1000);
+                ck_assert_int_eq(qmp_sync_get_guest_stats(c, NULL, 5 * SEC, &s, NULL), 0);
+                ck_assert_uint_ge(s.last_update, last); /* never back */
+                last = s.last_update;
+                between_steps = s.last_update % 10 != 0;
+        }
+        ck_assert_msg(between_steps, "last-update moved only with the model's steps (last %llu)",
+                      (unsigned long long) last);
+}
+END_TEST
+
 int main(void) {
         return check_run_case("fake-qemu", "sim", start_sim, stop_sim, 60,
-                              CHECK_TESTS(test_stats_evolve, test_balloon_follows_model, test_fault_garbage,
+                              CHECK_TESTS(test_stats_evolve, test_stats_report_every_polling_interval, test_balloon_follows_model, test_fault_garbage,
                                           test_fault_huge_reply, test_fault_hang, test_fault_close_mid_reply,
                                           test_fault_lying_stats, test_fault_stuck_balloon));
 }

@@ -111,6 +111,10 @@ static bool fault_is_agent(FaultKind k) {
 
 uint64_t huge_reply_size = HUGE_REPLY_DEFAULT;
 static uint64_t start_usec;
+/* When the guests last stepped, and how fast model time runs: a guest's clock between steps. */
+static uint64_t last_tick_usec;
+static double sim_time_scale = 1.0;
+static uint64_t sim_step_usec;
 
 typedef struct Sim {
         sd_event *event;
@@ -152,6 +156,19 @@ FaultKind guest_fault(const Guest *g) {
             (g->fault_on_signal && !faults_released))
                 return FAULT_NONE;
         return g->fault;
+}
+
+uint64_t guest_stats_reported_usec(const Guest *g) {
+        /* QEMU's last-update is when the guest driver last answered the stats timer, which
+         * fires every polling interval whether or not anything changed. The model steps once per
+         * its own interval (10 s by default), so a guest asked for 1 s reports the same values
+         * with a new time in between, as a real one does. A stale-stats guest stops reporting. */
+        if (!g->have_stats || g->polling_interval == 0 || guest_fault(g) == FAULT_STALE_STATS)
+                return g->stats_updated_usec;
+        uint64_t since_tick = (uint64_t) ((double) (now_monotonic() - last_tick_usec) * sim_time_scale);
+        uint64_t now = g->model.now_usec + MIN(since_tick, sim_step_usec);
+        uint64_t period = g->polling_interval * USEC_PER_SEC;
+        return MAX(g->stats_updated_usec, now / period * period);
 }
 
 int conn_update_events(Conn *c) {
@@ -342,6 +359,7 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         Sim *sim = userdata;
         for (unsigned i = 0; i < sim->n_guests; i++)
                 guest_step(&sim->guests[i]);
+        last_tick_usec = now_monotonic();
         uint64_t period = MAX((uint64_t) ((double) sim->interval_usec / sim->time_scale), (uint64_t) 1000);
         (void) sd_event_source_set_time(s, usec + period);
         (void) sd_event_source_set_enabled(s, SD_EVENT_ON); /* timers are one-shot */
@@ -635,13 +653,14 @@ int main(int argc, char *argv[]) {
                 (void) setrlimit(RLIMIT_NOFILE, &rl);
         }
         (void) signal(SIGPIPE, SIG_IGN);
-        start_usec = now_monotonic();
+        start_usec = last_tick_usec = now_monotonic();
 
         r = sd_event_new(&sim.event);
         if (r < 0)
                 return 1;
         sim.n_guests = n_guests;
         sim.time_scale = time_scale;
+        sim_time_scale = time_scale;
         sim.guests = calloc(n_guests, sizeof(Guest));
         if (!sim.guests)
                 return 1;
@@ -672,7 +691,7 @@ int main(int argc, char *argv[]) {
                 g->vm_max = vm_max;
                 /* one tick period for everyone: the first guest's interval (all scenarios share it) */
                 if (i == 0)
-                        sim.interval_usec = cfg.interval_usec;
+                        sim.interval_usec = sim_step_usec = cfg.interval_usec;
                 r = guest_listen(&sim, g, dir, agents || fault_is_agent(g->fault));
                 if (r < 0) {
                         fprintf(stderr, "fake-qemu: cannot listen for guest %u in %s: %s\n", i, dir, strerror(-r));

@@ -104,6 +104,8 @@ struct Guest {
 extern uint64_t huge_reply_size;
 /* The guest's fault, once its start time (or signal) has come. */
 FaultKind guest_fault(const Guest *g);
+/* Model time of the guest's last stats report (QEMU's last-update): every polling interval. */
+uint64_t guest_stats_reported_usec(const Guest *g);
 int conn_update_events(Conn *c);
 /* Appends to c's output, written as the socket drains. */
 int conn_queue(Conn *c, const char *data, size_t len);

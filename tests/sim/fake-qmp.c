@@ -211,7 +211,7 @@ static json_object *guest_stats_json(Guest *g) {
         json_object *o = json_object_new_object(), *stats = json_object_new_object();
         FaultKind fault = guest_fault(g);
         uint64_t refreshes = g->stats_updated_usec / MAX(g->model.cfg.interval_usec, (uint64_t) 1);
-        uint64_t last_update = g->have_stats ? STATS_EPOCH + g->stats_updated_usec / USEC_PER_SEC : 0;
+        uint64_t last_update = g->have_stats ? STATS_EPOCH + guest_stats_reported_usec(g) / USEC_PER_SEC : 0;
 
         for (size_t i = 0; i < ARRAY_SIZE(map); i++) {
                 uint64_t v = !g->have_stats ? RS_UNKNOWN

@@ -78,7 +78,7 @@ json_object *windows_guest_stats_json(Guest *g) {
                 json_object_object_add(stats, names[i], json_object_new_uint64(v[i]));
         json_object_object_add(o, "stats", stats);
         /* set from the driver's first, all-0xFF buffer on: it is posted when the driver loads */
-        json_object_object_add(o, "last-update", json_object_new_uint64(STATS_EPOCH + g->stats_updated_usec / USEC_PER_SEC));
+        json_object_object_add(o, "last-update", json_object_new_uint64(STATS_EPOCH + guest_stats_reported_usec(g) / USEC_PER_SEC));
         return o;
 }
 
