@@ -118,7 +118,6 @@ double rs_cost_window_settled(const RsCostWindow *w, uint64_t since_usec, bool *
         return CLAMP(limit, 0.0, c[2]);
 }
 
-
 bool rs_cost_window_falling(const RsCostWindow *w, uint64_t since_usec) {
         if (w->ring_len < 2)
                 return false;

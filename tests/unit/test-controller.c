@@ -108,6 +108,11 @@ START_TEST(test_window_settled) {
         rs_cost_window_add(&w, 0.0091, 10, 30 * SEC);
         settled = rs_cost_window_settled(&w, 0, &passing);
         ck_assert(settled >= 0.0091 - 0.0009 - 1e-12);
+        /* falling: the newest interval at the size lower than the one before */
+        ck_assert(rs_cost_window_falling(&w, 0));
+        ck_assert(!rs_cost_window_falling(&w, 30 * SEC)); /* one interval at the size */
+        rs_cost_window_add(&w, 0.0091, 10, 40 * SEC);
+        ck_assert(!rs_cost_window_falling(&w, 0));
 }
 END_TEST
 
