@@ -591,6 +591,21 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
                         say(c, RS_CONTROL_WAIT, "stall %.3f %% at a size not judged yet (a step's stall may be passing)",
                             100 * ci.stall);
                 } else if (ratio > 1 && !c->moved_up && c->last_within > actual + slack(actual) &&
+                           loosen_share(c, ratio, dt) > (c->last_within - actual) / actual &&
+                           rs_cost_window_falling(&c->window, c->moved_at) &&
+                           (double) (now - c->moved_at) < p->cost_window_sec * 1e6) {
+                        /* What would be a cliff (below), but still falling within a window of
+                         * the step: a cliff is confirmed by a cost that stays over target at its
+                         * size, and a step's passing stall (its burst in the move's own
+                         * interval, then the hot pages its reclaim took coming back) falls.
+                         * Judged from the first three intervals, the burst's included, a small
+                         * excess after a small step read as a level over target: a cliff, the
+                         * guest held a margin above for verdict_expiry_sec (cold-keys,
+                         * phase-down, zipf on model v2). Held one interval more, at the size:
+                         * the next judgement leaves the burst out. */
+                        say(c, RS_CONTROL_WAIT, "stall at rest %.3f %% over the target at a size tightened into, still falling",
+                            100 * rest);
+                } else if (ratio > 1 && !c->moved_up && c->last_within > actual + slack(actual) &&
                            loosen_share(c, ratio, dt) > (c->last_within - actual) / actual) {
                         /* Over target at rest at a size the controller tightened into from
                          * one within target, by more than the law would loosen for the step

@@ -118,3 +118,12 @@ double rs_cost_window_settled(const RsCostWindow *w, uint64_t since_usec, bool *
         return CLAMP(limit, 0.0, c[2]);
 }
 
+bool rs_cost_window_falling(const RsCostWindow *w, uint64_t since_usec) {
+        if (w->ring_len < 2)
+                return false;
+        unsigned newest = (w->ring_next + RS_COST_RING - 1) % RS_COST_RING;
+        unsigned before = (w->ring_next + RS_COST_RING - 2) % RS_COST_RING;
+        if (w->ring_at[before] < since_usec)
+                return false;
+        return w->ring_stall[newest] < w->ring_stall[before];
+}

@@ -80,3 +80,6 @@ double rs_cost_window_rest(const RsCostWindow *w, uint64_t now_usec);
  *   - Otherwise (the move's own interval alone, or two falling) -1: the size is not judged
  *     yet. */
 double rs_cost_window_settled(const RsCostWindow *w, uint64_t since_usec, bool *passing);
+/* Whether the cost at the size is still falling: of the intervals ending at or after
+ * since_usec, the newest lower than the one before (false with fewer than two). */
+bool rs_cost_window_falling(const RsCostWindow *w, uint64_t since_usec);

@@ -253,6 +253,32 @@ static void oom_kill(GuestModelV2 *m) {
         m->free = MAX(m->free, m->wm.min);
 }
 
+/* The guest's OOM path (mm/oom_kill.c, out_of_memory()) calls the OOM notifiers before it
+ * picks a victim. virtio-balloon registers one when the device offers
+ * VIRTIO_BALLOON_F_DEFLATE_ON_OOM (drivers/virtio/virtio_balloon.c, virtballoon_probe()):
+ * virtio_balloon_oom_notify() leaks up to VIRTIO_BALLOON_OOM_NR_PAGES (256) 4 KiB pages of
+ * the balloon back to the guest and writes the balloon's new actual size for QEMU (its target
+ * stays: the host sees the balloon above it), and out_of_memory() returns "got some memory
+ * back" without killing; the page allocator retries, and comes back here while allocations
+ * still fail, 1 MiB at a time, until the balloon is empty. Only then does the killer run.
+ * What a call costs the workload: the allocation reached the OOM path after one direct
+ * reclaim pass that freed nothing (mm/page_alloc.c, should_reclaim_retry() gives up at once
+ * when free and reclaimable memory together cannot meet the min watermark): one allocstall
+ * and SWAP_CLUSTER_PAGES pages' worth of direct reclaim time, waited for as direct reclaim is. */
+#define OOM_NOTIFY_BYTES (256 * 4096.0) /* VIRTIO_BALLOON_OOM_NR_PAGES 4 KiB pages */
+static void out_of_memory(GuestModelV2 *m) {
+        while (m->w.deflate_on_oom && m->free < m->wm.min && m->size < m->w.boot_bytes) {
+                double give = MIN(OOM_NOTIFY_BYTES, m->w.boot_bytes - m->size);
+                m->size += give;
+                m->free += give;
+                m->oom_deflated += give;
+                m->oom_notify_stall_bytes += SWAP_CLUSTER_PAGES * PAGE;
+                m->c[RS_COUNTER_ALLOCSTALL] += 1;
+        }
+        if (m->free < m->wm.min)
+                oom_kill(m);
+}
+
 static double tier_latency(const GuestModelV2 *m, const ShapeTier *t) {
         return t->backing == SHAPE_ANON ? m->w.anon_miss_sec : m->w.file_miss_sec;
 }
@@ -295,7 +321,9 @@ static void one_second(GuestModelV2 *m) {
         unsigned n = m->phase.n_tiers;
         double misses[SHAPE_TIERS_MAX], unseen_share[SHAPE_TIERS_MAX], within[SHAPE_TIERS_MAX];
         double hole_rate[SHAPE_TIERS_MAX];
-        double x = direct / m->w.direct_reclaim_bytes_per_sec * DIRECT_STALL_SHARE;
+        /* the OOM path's reclaim passes of the last second (out_of_memory()) are waited for too */
+        double x = (direct + m->oom_notify_stall_bytes) / m->w.direct_reclaim_bytes_per_sec * DIRECT_STALL_SHARE;
+        m->oom_notify_stall_bytes = 0;
         double lru_pages = lru_bytes(m) / PAGE;
         double reuse_limit = m->eviction_rate > 0 ? lru_pages / m->eviction_rate : INFINITY;
         for (unsigned i = 0; i < n; i++) {
@@ -362,7 +390,7 @@ static void one_second(GuestModelV2 *m) {
         if (m->free < m->wm.low)
                 evicted += reclaim(m, 0, 0);
         if (m->free < m->wm.min)
-                oom_kill(m);
+                out_of_memory(m);
         double a = exp(-dt / EVICTION_AVERAGE_SEC);
         m->eviction_rate = m->eviction_rate * a + evicted / PAGE / dt * (1 - a);
 
@@ -454,7 +482,10 @@ static void sample_lru_gen(const GuestModelV2 *m, RsSample *s) {
 
 void guest_model_v2_sample(const GuestModelV2 *m, RsSample *s) {
         rs_sample_init(s);
-        double total = m->size - m->w.reserved_bytes; /* the balloon takes its pages out of MemTotal */
+        /* The balloon takes its pages out of MemTotal (adjust_managed_page_count() in
+         * fill_balloon()), but not with deflate-on-oom: there they count as used memory the
+         * guest may take back (drivers/virtio/virtio_balloon.c). */
+        double total = (m->w.deflate_on_oom ? m->w.boot_bytes : m->size) - m->w.reserved_bytes;
         double cache = page_cache_bytes(m);
         double slab = SLAB_RECLAIMABLE_SHARE * m->w.kernel_bytes;
         /* si_mem_available(): free less the reserves, plus page cache and reclaimable slab less

@@ -29,8 +29,14 @@
  * kswapd and direct reclaim, PSI memory some/full from the stall, MemFree, MemAvailable
  * (si_mem_available()), Cached, and the host's count of bytes read from the guest's disks.
  *
+ * Out of memory (nothing left to reclaim under the min watermark): a balloon with
+ * deflate-on-oom gives pages back to the guest 1 MiB per OOM notifier call until the
+ * allocation fits or the balloon is empty; then, or without it, the OOM killer kills the
+ * workload's largest anonymous set (guest-model-v2.c, out_of_memory()). With deflate-on-oom
+ * MemTotal keeps the balloon's pages (they count as used).
+ *
  * Ground truth per interval: the memory stall seconds (workload throughput is 1 - stall),
- * the hot bytes the balloon's reclaim took as collateral, OOM kills. */
+ * the hot bytes the balloon's reclaim took as collateral, OOM kills, and bytes deflated on OOM. */
 #pragma once
 
 #include <stdbool.h>
@@ -69,6 +75,8 @@ typedef struct GuestModelV2 {
         /* since init */
         double total_stall_sec, total_sec, total_collateral;
         unsigned oom_kills;
+        double oom_deflated;         /* bytes the balloon gave back on the guest's OOM path (deflate-on-oom) */
+        double oom_notify_stall_bytes; /* the OOM path's reclaim passes, waited for in the next second */
 } GuestModelV2;
 
 /* Starts at full size, warm: the workload's pages resident, the page cache read once in

@@ -115,6 +115,10 @@ int model_v2_run_with(const WorkloadDraw *d, const RsPolicy *policy, const Model
         bool prev_emergency = false;
         int r;
 
+        WorkloadDraw dd = *d;
+        if (o && o->deflate_on_oom != MODEL_V2_DEFLATE_ON_OOM_DRAWN)
+                dd.deflate_on_oom = o->deflate_on_oom == MODEL_V2_DEFLATE_ON_OOM_ON;
+        d = &dd;
         *ret = (ModelV2Score) { .draw = *d };
         guest_model_v2_init(&m, d, interval);
         r = core_new(&core, policy, o, (uint64_t) d->boot_bytes);
@@ -175,6 +179,7 @@ int model_v2_run_with(const WorkloadDraw *d, const RsPolicy *policy, const Model
                             m.size <= tc.stall * (1 + policy->margin_percent / 100) + (double) policy->dead_band_bytes;
         ret->starved = ret->longest_below_sec > MODEL_V2_STARVED_SEC;
         ret->oom_kills = m.oom_kills;
+        ret->oom_deflated = m.oom_deflated;
         ret->streaming = core_streaming(&core);
         core_free(&core);
         return 0;

@@ -39,6 +39,7 @@ typedef struct ModelV2Score {
         double longest_below_sec;    /* after a growth: longest stretch held below truth_throughput */
         bool starved;                /* ... over MODEL_V2_STARVED_SEC */
         unsigned oom_kills;          /* the workload's process killed (it restarts) */
+        double oom_deflated;         /* bytes the balloon gave back on the guest's OOM path (deflate-on-oom) */
         double pushback_sec;         /* seconds of intervals with the balloon pushed back */
         unsigned emergencies;
         bool streaming;              /* the core's stream verdict at the end */
@@ -50,9 +51,17 @@ typedef enum ModelV2Core {
         _MODEL_V2_CORE_MAX,
 } ModelV2Core;
 
+/* The balloon's deflate-on-oom: as drawn (WorkloadDraw.deflate_on_oom), or forced. */
+typedef enum ModelV2DeflateOnOom {
+        MODEL_V2_DEFLATE_ON_OOM_DRAWN = 0,
+        MODEL_V2_DEFLATE_ON_OOM_ON,
+        MODEL_V2_DEFLATE_ON_OOM_OFF,
+} ModelV2DeflateOnOom;
+
 typedef struct ModelV2Options {
         ModelV2Core core;
         const RsControllerParams *params; /* the controller's; NULL: rs_controller_params_init() */
+        ModelV2DeflateOnOom deflate_on_oom;
 } ModelV2Options;
 
 /* Runs `sim_sec` simulated seconds at the policy's polling interval. verbose: one line per

@@ -38,6 +38,8 @@
 #define SHAPE_STALL_TARGET 0.001
 /* The throughput truth: the smallest size that keeps 99 % of full size's throughput. */
 #define SHAPE_THROUGHPUT_TARGET 0.99
+/* The share of draws whose balloon deflates on the guest's OOM (WorkloadDraw.deflate_on_oom). */
+#define DEFLATE_ON_OOM_SHARE 0.75
 
 typedef enum ShapeBacking {
         SHAPE_ANON,
@@ -97,6 +99,8 @@ typedef struct WorkloadDraw {
         double swap_bytes;           /* 0: no swap */
         bool agent;                  /* guest agent: vmstat, PSI and /proc/meminfo's swap */
         bool lru_gen;                /* MGLRU on, read through the agent: the old generations' sizes */
+        bool deflate_on_oom;         /* the balloon has VIRTIO_BALLOON_F_DEFLATE_ON_OOM (libvirt's autodeflate):
+                                      * the guest's OOM path takes pages back from the balloon before it kills */
         double anon_miss_sec;        /* latency of one swap-in */
         double file_miss_sec;        /* latency of one file read */
         double loop_amplification;   /* a loop with a deficit d of its pages misses min(1, a x d) of its touches */

@@ -108,6 +108,11 @@ START_TEST(test_window_settled) {
         rs_cost_window_add(&w, 0.0091, 10, 30 * SEC);
         settled = rs_cost_window_settled(&w, 0, &passing);
         ck_assert(settled >= 0.0091 - 0.0009 - 1e-12);
+        /* falling: the newest interval at the size lower than the one before */
+        ck_assert(rs_cost_window_falling(&w, 0));
+        ck_assert(!rs_cost_window_falling(&w, 30 * SEC)); /* one interval at the size */
+        rs_cost_window_add(&w, 0.0091, 10, 40 * SEC);
+        ck_assert(!rs_cost_window_falling(&w, 0));
 }
 END_TEST
 
@@ -410,6 +415,45 @@ START_TEST(test_cliff_remembered) {
 }
 END_TEST
 
+/* A small tighten step: its reclaim stalls the move's own interval (the burst), then the hot
+ * pages it took come back, a little over target for an interval or two and falling. That is
+ * the step's passing stall, not a cliff: a cliff is confirmed by a cost that stays over target
+ * for a window at its size (a loop larger than what is left thrashes as long as it is there).
+ * Judged from the first three intervals (the burst's included) it looked like a level 1.5
+ * times the target, a cliff, and held the guest a margin above the last size within target
+ * for verdict_expiry_sec. No such hold, and the tightening goes on. */
+START_TEST(test_no_cliff_from_a_passing_stall) {
+        static const double stall[] = { 0.006, 0.0018, 0.0015, 0.0009, 0.0005, 0.0003, 0.0002, 0.0001, 0, 0, 0, 0 };
+        RsPolicy p;
+        RsControllerParams cp;
+        RsController *c;
+        RsControllerDecision d;
+        Fake f = { .now = 0 };
+        bool agent = _i;
+
+        rs_policy_init(&p);
+        rs_controller_params_init(&cp, &p);
+        ck_assert_int_eq(rs_controller_new(&c, &p, &cp, 4 * GIB), 0);
+        uint64_t within = started(c, &f, agent);
+        fake_sample(&f, within, 16 * MIB, 0, agent);
+        rs_controller_feed(c, &f.s, f.now);
+        rs_controller_decide(c, &d);
+        ck_assert_int_eq(d.action, RS_CONTROL_TIGHTEN);
+        uint64_t size = d.target, highest = 0;
+        for (size_t i = 0; i < ARRAY_SIZE(stall); i++) {
+                fake_sample(&f, size, 16 * MIB, stall[i], agent);
+                rs_controller_feed(c, &f.s, f.now);
+                rs_controller_decide(c, &d);
+                highest = MAX(highest, d.target);
+                size = d.target;
+        }
+        ck_assert_msg(highest < within * (1 + cp.margin / 2), "held at %.0f MiB after a step from %.0f MiB",
+                      (double) highest / MIB, (double) within / MIB);
+        ck_assert_msg(size < within, "not tightening again: %.0f MiB", (double) size / MIB);
+        rs_controller_free(c);
+}
+END_TEST
+
 /* A set that grows past the guest's size while it is loosened: a deflation forces no
  * reclaim, so a stall that did not fall after one is the size's, and the guest is loosened
  * at every interval, not every other one. */
@@ -531,6 +575,7 @@ int main(void) {
         tcase_add_loop_test(tc, test_start_less_old_generations, 0, 2);
         tcase_add_loop_test(tc, test_no_swap_headroom, 0, 2);
         tcase_add_loop_test(tc, test_cliff_remembered, 0, 2);
+        tcase_add_loop_test(tc, test_no_cliff_from_a_passing_stall, 0, 2);
         tcase_add_loop_test(tc, test_growth_loosened_every_interval, 0, 2);
         tcase_add_test(tc, test_stream_host_reads);
         return check_run_suite(s);

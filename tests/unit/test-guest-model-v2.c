@@ -267,10 +267,52 @@ START_TEST(test_activation_by_refault_distance) {
 }
 END_TEST
 
+/* Out of memory: a balloon with deflate-on-oom gives the guest back 1 MiB per OOM notifier
+ * call instead of the killer running (drivers/virtio/virtio_balloon.c), and its pages stay in
+ * MemTotal; without it the workload is killed. Phase-up guests without swap, the balloon
+ * asked for everything it can take, their anonymous set then growing. */
+START_TEST(test_deflate_on_oom) {
+        unsigned killed_without = 0;
+        for (uint64_t seed = 1; seed <= CURVE_SEEDS; seed++) {
+                WorkloadDraw d;
+                workload_draw(FAMILY_PHASE_UP, seed, &d);
+                if (d.swap_bytes > 0 || d.phase[1].tier[0].backing != SHAPE_ANON)
+                        continue;
+                for (int on = 0; on <= 1; on++) {
+                        GuestModelV2 m;
+                        RsSample s;
+                        d.deflate_on_oom = on;
+                        guest_model_v2_init(&m, &d, INTERVAL_SEC);
+                        guest_model_v2_set_target(&m, 0);
+                        guest_model_v2_step(&m);
+                        guest_model_v2_sample(&m, &s);
+                        ck_assert_double_lt(m.size, d.boot_bytes);
+                        ck_assert_uint_eq(s.level[RS_LEVEL_TOTAL],
+                                          (uint64_t) ((on ? d.boot_bytes : m.size) - d.reserved_bytes));
+                        while (m.now_sec < d.change_sec + d.ramp_sec + 60)
+                                guest_model_v2_step(&m);
+                        if (!on) {
+                                killed_without += m.oom_kills > 0;
+                                ck_assert_double_eq(m.oom_deflated, 0);
+                                continue;
+                        }
+                        if (m.oom_kills > 0)
+                                describe_fail(&d, "killed with deflate-on-oom and the balloon not empty");
+                        /* whole notifier calls of 256 pages */
+                        ck_assert_double_eq_tol(fmod(m.oom_deflated, MIB_D), 0, 1);
+                        guest_model_v2_sample(&m, &s);
+                        ck_assert_uint_gt(s.counter[RS_COUNTER_ALLOC_STALLS], 0);
+                }
+        }
+        /* the growth is one the killer meets without the balloon's help */
+        ck_assert_uint_gt(killed_without, 0);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("guest-model-v2");
         check_add_case(s, "families", NULL, NULL, 0, CHECK_TESTS(test_held_out_families_named, test_deterministic_by_seed,
-                                                                 test_activation_by_refault_distance));
+                                                                 test_activation_by_refault_distance, test_deflate_on_oom));
         TCase *curves = check_add_case(s, "curves", NULL, NULL, 120, NULL);
         tcase_add_loop_test(curves, test_curves_monotonic_truth_minimal, 0, _FAMILY_MAX);
         TCase *dyn = check_add_case(s, "dynamics", NULL, NULL, 120, NULL);
