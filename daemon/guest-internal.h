@@ -31,8 +31,7 @@ struct Guest {
         char *name;
         GuestSource source;
         char *uuid;            /* NULL when unknown (QMP guests) */
-        char *qmp_path;        /* NULL for driven guests */
-        char *agent_path;      /* NULL: no agent */
+        char *origin;          /* where its source finds it (guest_origin()) */
         char *state_dir;       /* NULL: no state file */
         uint64_t state_stale_usec; /* a state file older than this is not trusted for sizes (0: never) */
         sd_event *event;
@@ -56,7 +55,6 @@ struct Guest {
         /* Its driver, and the driver's data. */
         const GuestDriver *driver;
         void *driver_data;
-        bool driven_agent;     /* the agent is read through the driver (libvirt) */
         bool agent_ok;         /* the agent answered last */
 
         /* What the guest has. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* A guest whatever drives it (guest-qmp.c, guest-libvirt.c): the cycle (sample → decide →
- * apply → persist), the state file, the history, and the views guest.h hands out; the
- * actuators are guest-actuate.c's. */
+/* A guest whatever drives it (daemon/qemu/guest-qmp.c, daemon/libvirt/guest-libvirt.c): the
+ * cycle (sample → decide → apply → persist), the state file, the history, and the views guest.h
+ * hands out; the actuators are guest-actuate.c's. */
 #include "daemon/guest-internal.h"
 
 #include <assert.h>
@@ -16,9 +16,8 @@
 #include "common/size.h"
 #include "common/time-util.h"
 #include "common/utf8.h"
-#include "daemon/host.h"
+#include "daemon/host/host.h"
 #include "daemon/log.h"
-#include "daemon/socket-trust.h"
 #include "daemon/state-file.h"
 
 /* The state file is rewritten when something changed, and at least this often. */
@@ -29,7 +28,7 @@
 #define STATS_FUTURE_SLACK_SEC 300
 #define DATA_CLEAN_CYCLES 3
 
-static int guest_setup_finish(Guest *g);
+static int guest_setup_finish(Guest *g, const char *agent);
 static int guest_apply_policy(Guest *g);
 
 void guest_notify(Guest *g, bool estimate_changed) {
@@ -606,7 +605,7 @@ static uint64_t guest_dimm_room(Guest *g) {
 }
 
 /* The guest's memory is known: the decision core takes over. */
-static int guest_setup_finish(Guest *g) {
+static int guest_setup_finish(Guest *g, const char *agent) {
         int r;
 
         g->guest_max = (g->base_memory ?: g->actual) +
@@ -633,7 +632,7 @@ static int guest_setup_finish(Guest *g) {
         char b1[FORMAT_SIZE_MAX], b2[FORMAT_SIZE_MAX];
         log_guest_info(g, "Managing: %s (balloon at %s), policy %s, agent %s, free page reporting %s%s%s",
                        fmt_size(b1, sizeof(b1), g->guest_max), fmt_size(b2, sizeof(b2), g->actual), g->policy.name,
-                       g->agent_path ? g->agent_path : g->driven_agent ? "through libvirt" : "none",
+                       agent ?: "none",
                        g->fpr_known ? (g->free_page_reporting ? "on" : "off") : "unknown",
                        g->vmem_id ? ", virtio-mem " : "", g->vmem_id ?: "");
         log_named_guest_debug(g->name, NULL, "maxmem %" PRIu64 ", %u slots, memory devices %" PRIu64 " (%u DIMMs)",
@@ -655,10 +654,10 @@ static int guest_setup_finish(Guest *g) {
 
 /* ---- public ---- */
 
-int guest_new(sd_event *event, GuestSource source, const char *name, const char *uuid, const char *qmp_path,
-              const char *agent_path, const char *state_dir, const RsPolicy *policy, const GuestHooks *hooks,
-              void *userdata, const GuestDriver *driver, void *driver_data, Guest **ret) {
-        assert(event && name && policy && ret);
+int guest_new(sd_event *event, GuestSource source, const char *name, const char *uuid, const char *origin,
+              const char *state_dir, const RsPolicy *policy, const GuestHooks *hooks, void *userdata,
+              const GuestDriver *driver, void *driver_data, Guest **ret) {
+        assert(event && name && origin && policy && ret);
         if (!driver || !driver->set_balloon || !driver->set_virtio_mem)
                 return -EINVAL;
         _cleanup_free_ Guest *g = calloc(1, sizeof(Guest));
@@ -666,15 +665,12 @@ int guest_new(sd_event *event, GuestSource source, const char *name, const char 
                 return -ENOMEM;
         g->name = strdup(name);
         g->uuid = uuid ? strdup(uuid) : NULL;
-        g->qmp_path = qmp_path ? strdup(qmp_path) : NULL;
-        g->agent_path = agent_path ? strdup(agent_path) : NULL;
+        g->origin = strdup(origin);
         g->state_dir = state_dir ? strdup(state_dir) : NULL;
-        if (!g->name || (uuid && !g->uuid) || (qmp_path && !g->qmp_path) || (agent_path && !g->agent_path) ||
-            (state_dir && !g->state_dir)) {
+        if (!g->name || (uuid && !g->uuid) || !g->origin || (state_dir && !g->state_dir)) {
                 free(g->name);
                 free(g->uuid);
-                free(g->qmp_path);
-                free(g->agent_path);
+                free(g->origin);
                 free(g->state_dir);
                 return -ENOMEM;
         }
@@ -712,8 +708,7 @@ Guest *guest_free(Guest *g) {
         free(g->vmem_id);
         free(g->name);
         free(g->uuid);
-        free(g->qmp_path);
-        free(g->agent_path);
+        free(g->origin);
         free(g->state_dir);
         free(g);
         return NULL;
@@ -869,6 +864,10 @@ const char *guest_source_string(GuestSource s) {
         return s == GUEST_SOURCE_LIBVIRT ? "libvirt" : "qemu";
 }
 
+const char *guest_source_origin_kind(GuestSource s) {
+        return s == GUEST_SOURCE_LIBVIRT ? "libvirt domain" : "QMP socket";
+}
+
 uint64_t guest_floor(const Guest *g) {
         return g->guest_max ? rs_policy_floor(&g->policy, g->guest_max) : 0;
 }
@@ -893,7 +892,7 @@ uint64_t guest_max(const Guest *g) {
 DEFINE_GUEST_FIELD(const char *, name, name)
 DEFINE_GUEST_FIELD(const char *, uuid, uuid)
 DEFINE_GUEST_FIELD(GuestSource, source, source)
-DEFINE_GUEST_FIELD(const char *, qmp_path, qmp_path)
+DEFINE_GUEST_FIELD(const char *, origin, origin)
 DEFINE_GUEST_FIELD(sd_event *, event, event)
 DEFINE_GUEST_FIELD(GuestPhase, phase, phase)
 DEFINE_GUEST_FIELD(bool, is_paused, paused)
@@ -977,11 +976,10 @@ int guest_attach(Guest *g, const GuestResources *res) {
         g->free_page_reporting = res->free_page_reporting;
         g->deflate_on_oom_known = res->deflate_on_oom_known;
         g->deflate_on_oom = res->deflate_on_oom;
-        g->driven_agent = res->agent;
         /* A core exists already (re-attach): its size stays what it was created with. */
         if (g->core && g->phase == GUEST_PHASE_RUNNING)
                 return 0;
-        return guest_setup_finish(g);
+        return guest_setup_finish(g, res->agent);
 }
 
 void guest_set_faulty(Guest *g, const char *fault) {
@@ -1080,12 +1078,6 @@ void guest_set_vmem_size(Guest *g, uint64_t size) {
                 return;
         g->vmem_size = size;
         guest_update_size(g);
-}
-
-bool guest_peer_trusted(Guest *g, int fd, pid_t *ret_pid, char *why, size_t why_size) {
-        if (g->hooks && g->hooks->peer_trusted)
-                return g->hooks->peer_trusted(g, fd, ret_pid, why, why_size, g->userdata);
-        return socket_trust_peer(NULL, fd, ret_pid, why, why_size);
 }
 
 void guest_set_host_rss(Guest *g, uint64_t rss) {

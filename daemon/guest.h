@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* One managed guest, whatever drives it: its driver (guest-qmp.c for a plain QEMU guest over its
- * QMP socket, guest-libvirt.c for a libvirt domain) runs a cycle every poll interval through the
- * cycle API below, and the guest does the rest:
+/* One managed guest, whatever drives it: its driver (daemon/qemu/guest-qmp.c for a plain QEMU
+ * guest over its QMP socket, daemon/libvirt/guest-libvirt.c for a libvirt domain) runs a cycle
+ * every poll interval through the cycle API below, and the guest does the rest:
  *
  *   readings (guest_sample_add_*, guest_set_*) → RsSample → rs_guest_feed/decide → the manager
  *   arbitrates → rs_actuation_plan → balloon / virtio-mem / DIMM through the driver → the
@@ -20,7 +20,7 @@
 #include "common/macro.h"
 #include "daemon/conf.h"
 #include "daemon/estimate-signal.h"
-#include "daemon/host.h"
+#include "daemon/host/host.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "policies/arbiter.h"
@@ -51,23 +51,20 @@ typedef struct GuestHooks {
         /* After every cycle (and on connection changes); estimate_changed as EstimateChanged
          * defines it: more than 1 % or new bounds. */
         void (*updated)(Guest *g, bool estimate_changed, void *userdata);
-        /* Whether the process at the other end of the guest's QMP connection may be a guest's
-         * QEMU (socket-trust.h); *ret_pid its pid (0: unknown), why the refusal. NULL: root's
-         * only. */
-        bool (*peer_trusted)(Guest *g, int fd, pid_t *ret_pid, char *why, size_t why_size, void *userdata);
 } GuestHooks;
 
-/* Where a guest comes from: its own QMP socket, or a libvirt domain (daemon/guest-libvirt.h),
- * which is never touched through QMP. */
+/* Where a guest comes from: its own QMP socket (daemon/qemu/), or a libvirt domain
+ * (daemon/libvirt/), which is never touched through QMP. Each is a guest source (guest-source.h). */
 typedef enum GuestSource {
         GUEST_SOURCE_QEMU,
         GUEST_SOURCE_LIBVIRT,
+        _GUEST_SOURCE_MAX,
 } GuestSource;
 
-/* What drives a guest (QMP: guest-qmp.c, libvirt: guest-libvirt.c); userdata is the driver's
- * data given to guest_new(). The actuators return 0 or -errno; 0 may mean sent or queued: the
- * guest records the new target at once, and a failure that comes back later is reported with
- * guest_actuator_failed(). While the daemon stops, set_balloon must be synchronous. The sizes
+/* What drives a guest (daemon/qemu/guest-qmp.c, daemon/libvirt/guest-libvirt.c); userdata is
+ * the driver's data given to guest_new(). The actuators return 0 or -errno; 0 may mean sent or
+ * queued: the guest records the new target at once, and a failure that comes back later is
+ * reported with guest_actuator_failed(). While the daemon stops, set_balloon must be synchronous. The sizes
  * are what QMP would be sent: balloon = the boot memory's share to leave the guest (virtio-mem
  * already taken away), virtio-mem = the block-aligned requested size, and *ret_requested what
  * the device was actually asked for. */
@@ -110,7 +107,7 @@ typedef struct GuestResources {
         /* The balloon's deflate-on-oom (libvirt's autodeflate): without it a probe that squeezes
          * too far meets the guest's OOM killer instead of a balloon that gives way. */
         bool deflate_on_oom_known, deflate_on_oom;
-        bool agent;                 /* signals from the guest agent are expected */
+        const char *agent;          /* where the guest agent is read (for the log), NULL: none */
         /* DIMM hotplug room, as for QMP guests: maxmem and its slots (0: none), what the
          * memory devices take of them, and the DIMMs among them. */
         uint64_t mem_max_size;
@@ -137,13 +134,13 @@ typedef struct GuestCounters {
         uint64_t faults;           /* times the guest went from no fault to a fault */
 } GuestCounters;
 
-/* A guest and its driver (QMP: guest_qmp_new(), libvirt: guest-libvirt.c). qmp_path and
- * agent_path name where a QMP guest is reached (NULL otherwise), uuid a libvirt domain. The
- * driver runs each cycle with guest_cycle_begin(), the readings, and guest_cycle_step_done(),
- * once it called guest_attach(). */
-int guest_new(sd_event *event, GuestSource source, const char *name, const char *uuid, const char *qmp_path,
-              const char *agent_path, const char *state_dir, const RsPolicy *policy, const GuestHooks *hooks,
-              void *userdata, const GuestDriver *driver, void *driver_data, Guest **ret);
+/* A guest and its driver (QMP: guest_qmp_new(), libvirt: guest-libvirt.c). origin is where its
+ * source finds it (a QMP socket's path, a libvirt domain's UUID: guest_origin()), uuid the
+ * domain's UUID when it has one. The driver runs each cycle with guest_cycle_begin(), the
+ * readings, and guest_cycle_step_done(), once it called guest_attach(). */
+int guest_new(sd_event *event, GuestSource source, const char *name, const char *uuid, const char *origin,
+              const char *state_dir, const RsPolicy *policy, const GuestHooks *hooks, void *userdata,
+              const GuestDriver *driver, void *driver_data, Guest **ret);
 Guest *guest_free(Guest *g);
 
 /* The guest's memory is known: creates the decision core if needed (resuming from the state
@@ -184,8 +181,6 @@ void guest_set_actual(Guest *g, uint64_t actual);
 void guest_set_vmem_size(Guest *g, uint64_t size);
 /* QEMU's resident memory on the host (UINT64_MAX: unknown). */
 void guest_set_host_rss(Guest *g, uint64_t rss);
-/* The hook's answer for the guest's newly connected QMP socket. */
-bool guest_peer_trusted(Guest *g, int fd, pid_t *ret_pid, char *why, size_t why_size);
 /* Whether the guest agent answers; why it gives nothing ("" when reads work: in the reason,
  * and in the log when it changes). */
 void guest_set_agent_answers(Guest *g, bool answers);
@@ -228,6 +223,8 @@ uint64_t guest_reclaimable(const Guest *g);
  * UINT64_MAX before its size is known. */
 uint64_t guest_reclaimed(const Guest *g);
 const char *guest_source_string(GuestSource s);
+/* What a guest's origin is, in the operator's words: "QMP socket", "libvirt domain". */
+const char *guest_source_origin_kind(GuestSource s);
 uint64_t guest_floor(const Guest *g);
 uint64_t guest_max(const Guest *g);
 /* The history, oldest first; returns the number of points written. */
@@ -249,7 +246,8 @@ int guest_shutdown(Guest *g, ShutdownAction action, void (*done)(Guest *g, void 
 const char *guest_name(const Guest *g);
 const char *guest_uuid(const Guest *g);          /* NULL when unknown (QMP guests) */
 GuestSource guest_source(const Guest *g);
-const char *guest_qmp_path(const Guest *g);      /* NULL: not reached over its own QMP socket */
+/* Where its source finds it, as guest_new() took it: its source's key for it. */
+const char *guest_origin(const Guest *g);
 sd_event *guest_event(const Guest *g);
 /* The data given to guest_new() when `driver` drives the guest, NULL otherwise: a driver tells
  * its own guests from the others'. */

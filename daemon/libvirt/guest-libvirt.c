@@ -8,7 +8,7 @@
 #include "common/event-util.h"
 #include "common/macro.h"
 #include "daemon/libvirt/libvirt-agent.h"
-#include "daemon/guest-libvirt.h"
+#include "daemon/libvirt/guest-libvirt.h"
 #include "daemon/log.h"
 
 #define TICK_USEC (1 * USEC_PER_SEC)
@@ -40,7 +40,7 @@ typedef struct Domain {
 struct LibvirtGuests {
         sd_event *event;
         const Config *config;
-        const LibvirtGuestsOps *ops;
+        const GuestSourceOwner *owner_ops; /* what it may ask of the manager */
         void *userdata;
         char *uri;
         bool manage_all;
@@ -63,7 +63,7 @@ static Domain *domain_find(LibvirtGuests *lg, const char *uuid) {
 }
 
 static bool owner_stopping(const LibvirtGuests *lg) {
-        return lg->ops->stopping && lg->ops->stopping(lg->userdata);
+        return lg->owner_ops->stopping && lg->owner_ops->stopping(lg->userdata);
 }
 
 static uint64_t now_monotonic(LibvirtGuests *lg) {
@@ -188,7 +188,7 @@ static void domain_free(Domain *d) {
 }
 
 static void domain_select_policy(LibvirtGuests *lg, Domain *d, const char *name, RsPolicy *ret) {
-        if (lg->ops->resolve_policy(lg->userdata, d->policy_name, name, d->uuid, ret) == -ENOENT)
+        if (lg->owner_ops->resolve_policy(lg->userdata, d->policy_name, name, d->uuid, ret) == -ENOENT)
                 log_named_guest_warning(name, NULL, "The metadata names policy '%s', which does not exist: using %s",
                                   d->policy_name, ret->name);
 }
@@ -220,7 +220,7 @@ static void domain_attach(LibvirtGuests *lg, Domain *d, const LibvirtDomainInfo 
                 .free_page_reporting = info->free_page_reporting,
                 .deflate_on_oom_known = true,
                 .deflate_on_oom = info->autodeflate,
-                .agent = lg->agent && info->agent_channel,
+                .agent = lg->agent && info->agent_channel ? "through libvirt" : NULL,
                 .mem_max_size = info->max_memory,
                 .mem_slots = info->memory_slots,
                 .devices_bytes = info->devices_bytes,
@@ -263,11 +263,11 @@ static void on_domain_added(LibvirtBackend *b _unused_, const LibvirtDomainInfo 
                 snprintf(d->uuid, sizeof(d->uuid), "%s", info->uuid);
                 d->policy_name = info->policy ? strdup(info->policy) : NULL;
                 domain_select_policy(lg, d, info->name, &policy);
-                r = guest_new(lg->event, GUEST_SOURCE_LIBVIRT, info->name, info->uuid, NULL, NULL,
-                              lg->config->state_dir, &policy, lg->ops->guest_hooks, lg->userdata, &libvirt_driver, d,
+                r = guest_new(lg->event, GUEST_SOURCE_LIBVIRT, info->name, info->uuid, info->uuid,
+                              lg->config->state_dir, &policy, lg->owner_ops->guest_hooks, lg->userdata, &libvirt_driver, d,
                               &d->guest);
                 if (r >= 0) {
-                        r = lg->ops->add_guest(lg->userdata, d->guest);
+                        r = lg->owner_ops->add_guest(lg->userdata, d->guest);
                         if (r < 0)
                                 guest_free(d->guest);
                 }
@@ -301,7 +301,7 @@ static void domain_drop(LibvirtGuests *lg, Domain *d) {
                         break;
                 }
         domain_cancel_agent(d);
-        lg->ops->remove_guest(lg->userdata, d->guest);
+        lg->owner_ops->remove_guest(lg->userdata, d->guest);
         domain_free(d);
 }
 
@@ -311,8 +311,8 @@ static void on_domain_removed(LibvirtBackend *b _unused_, const char *uuid, cons
         Domain *d = domain_find(lg, uuid);
 
         if (!d) {
-                if (lg->ops->refused_domain_gone)
-                        lg->ops->refused_domain_gone(lg->userdata, uuid);
+                if (lg->owner_ops->refused_gone)
+                        lg->owner_ops->refused_gone(lg->userdata, uuid);
                 return;
         }
         log_named_guest_info(name, guest_state_string(d->guest), "libvirt domain %s: %s, no longer managed", uuid, why);
@@ -597,7 +597,7 @@ static int on_libvirt_tick(sd_event_source *s, uint64_t usec _unused_, void *use
 
 /* ---- public ---- */
 
-int libvirt_guests_new(sd_event *event, const Config *config, const LibvirtGuestsOps *ops, void *userdata,
+int libvirt_guests_new(sd_event *event, const Config *config, const GuestSourceOwner *owner, void *userdata,
                        LibvirtGuests **ret) {
         static const LibvirtBackendCallbacks callbacks = {
                 .domain_added = on_domain_added,
@@ -613,7 +613,7 @@ int libvirt_guests_new(sd_event *event, const Config *config, const LibvirtGuest
                 return -ENOMEM;
         lg->event = event;
         lg->config = config;
-        lg->ops = ops;
+        lg->owner_ops = owner;
         lg->userdata = userdata;
         lg->uri = config->libvirt_uri ? strdup(config->libvirt_uri) : NULL;
         lg->manage_all = config->libvirt_manage_all;
@@ -696,3 +696,60 @@ int libvirt_guests_set_domain_policy(LibvirtGuests *lg, const char *domain, cons
                 return -ENOTCONN;
         return libvirt_domain_set_policy(conn, domain, policy);
 }
+
+/* ---- as the manager's guest source (guest-source.h) ---- */
+
+/* libvirt is optional: a daemon that cannot reach it still manages its QMP guests. */
+static int source_new(sd_event *event, const Config *config, const GuestSourceOwner *owner, void *userdata,
+                      void **ret) {
+        LibvirtGuests *lg = NULL;
+
+        *ret = NULL;
+        if (!config->libvirt_enabled)
+                return 0;
+        int r = libvirt_guests_new(event, config, owner, userdata, &lg);
+        if (r < 0)
+                log_warning_errno(r, "libvirt guests unavailable, continuing without them: %m");
+        *ret = lg;
+        return 0;
+}
+
+static void source_free(void *source) {
+        libvirt_guests_free(source);
+}
+
+static void source_reload(void **source, sd_event *event, const Config *config, const GuestSourceOwner *owner,
+                          void *userdata) {
+        LibvirtGuests *lg = *source;
+
+        if (lg && libvirt_guests_config_matches(lg, config)) {
+                libvirt_guests_reload(lg, config);
+                return;
+        }
+        if (!lg && !config->libvirt_enabled)
+                return;
+        /* Another URI, scope or agent setting: start over (the guests' state files keep what was
+         * learnt). */
+        *source = libvirt_guests_free(lg);
+        if (config->libvirt_enabled && libvirt_guests_new(event, config, owner, userdata, &lg) >= 0)
+                *source = lg;
+        else if (config->libvirt_enabled)
+                log_warning("libvirt guests unavailable after the reload");
+}
+
+static void source_retry(void *source, const char *origin, const char *name _unused_) {
+        libvirt_guests_retry_domain(source, origin);
+}
+
+static int source_set_kept_policy(void *source, const char *guest, const char *policy) {
+        return libvirt_guests_set_domain_policy(source, guest, policy);
+}
+
+const GuestSourceOps libvirt_guest_source = {
+        .source = GUEST_SOURCE_LIBVIRT,
+        .new = source_new,
+        .free = source_free,
+        .reload = source_reload,
+        .retry = source_retry,
+        .set_kept_policy = source_set_kept_policy,
+};

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include "daemon/guest-qmp.h"
+#include "daemon/qemu/guest-qmp.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -15,8 +15,9 @@
 #include "common/size.h"
 #include "common/time-util.h"
 #include "common/utf8.h"
-#include "daemon/host-hugepages.h"
-#include "daemon/host.h"
+#include "daemon/host/host-hugepages.h"
+#include "daemon/host/host.h"
+#include "daemon/qemu/socket-trust.h"
 #include "policies/hugepage-repair.h"
 #include "qmp/json-util.h"
 #include "qmp/qga-commands.h"
@@ -42,6 +43,7 @@ typedef struct GuestQmp {
         Guest *guest;
         char *qmp_path;
         char *agent_path;      /* NULL: no agent */
+        const SocketTrust *trust; /* whose QEMU may listen on qmp_path (NULL: root's only) */
 
         QmpClient *qmp;
         pid_t qemu_pid;        /* 0 when unknown */
@@ -434,7 +436,7 @@ static void setup_done(GuestQmp *q) {
         if (!qmp_ready(q))
                 return;
         q->res.vmem_id = q->vmem_id;
-        q->res.agent = false;
+        q->res.agent = q->agent_path;
         if (q->res.base_memory == 0 && q->res.balloon_actual == 0) {
                 /* With why, when a setup command failed (e.g. timed out: a QEMU that never answers). */
                 char fault[256];
@@ -640,7 +642,7 @@ static int connect_qmp(GuestQmp *q) {
         }
         pid_t pid;
         char why[160];
-        if (!guest_peer_trusted(g, fd, &pid, why, sizeof(why))) {
+        if (!socket_trust_peer(q->trust, fd, &pid, why, sizeof(why))) {
                 log_guest_warning(g, "Refusing QMP socket %s: %s", q->qmp_path, why);
                 close(fd);
                 return -EPERM;
@@ -784,8 +786,8 @@ static void agent_follow_policy(GuestQmp *q) {
 /* ---- public ---- */
 
 int guest_qmp_new(sd_event *event, const char *name, const char *qmp_path, const char *agent_path,
-                  const char *state_dir, const RsPolicy *policy, const GuestHooks *hooks, void *userdata,
-                  Guest **ret) {
+                  const SocketTrust *trust, const char *state_dir, const RsPolicy *policy, const GuestHooks *hooks,
+                  void *userdata, Guest **ret) {
         GuestQmp *q = calloc(1, sizeof(*q));
         int r;
 
@@ -793,12 +795,13 @@ int guest_qmp_new(sd_event *event, const char *name, const char *qmp_path, const
                 return -ENOMEM;
         q->qmp_path = strdup(qmp_path);
         q->agent_path = agent_path ? strdup(agent_path) : NULL;
+        q->trust = trust;
         if (!q->qmp_path || (agent_path && !q->agent_path)) {
                 guest_qmp_free(q);
                 return -ENOMEM;
         }
-        r = guest_new(event, GUEST_SOURCE_QEMU, name, NULL, qmp_path, agent_path, state_dir, policy, hooks, userdata,
-                      &qmp_driver, q, &q->guest);
+        r = guest_new(event, GUEST_SOURCE_QEMU, name, NULL, qmp_path, state_dir, policy, hooks, userdata, &qmp_driver,
+                      q, &q->guest);
         if (r < 0) {
                 guest_qmp_free(q);
                 return r;
