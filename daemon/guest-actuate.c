@@ -213,8 +213,8 @@ static bool balloon_stalled(Guest *g, uint64_t now) {
         }
         if (w->stall_size > 0 && g->actual > 0 &&
             (g->actual + 2 * STALL_MOVE_BYTES <= w->stall_size || g->actual >= w->stall_size + 2 * STALL_MOVE_BYTES)) {
-                if (strncmp(g->fault, "balloon stopped", strlen("balloon stopped")) == 0)
-                        g->fault[0] = '\0';
+                if (g->fault_kind == GUEST_FAULT_BALLOON_STALLED)
+                        guest_clear_fault(g);
                 w->stall_size = 0;
         }
 
@@ -238,8 +238,7 @@ static bool balloon_stalled(Guest *g, uint64_t now) {
         snprintf(g->reason, sizeof(g->reason),
                  "balloon stopped at %s short of its target %s: the guest cannot give more; stopped pushing",
                  fmt_size(b1, sizeof(b1), g->actual), fmt_size(b2, sizeof(b2), g->balloon_target));
-        guest_set_fault(g, "%s", g->reason); /* logs it: a new fault */
-        g->data_fault = false;
+        guest_set_fault(g, GUEST_FAULT_BALLOON_STALLED, "%s", g->reason); /* logs it: a new fault */
         /* Stop pushing: ask for what the guest has, never for more than max. */
         uint64_t stop_at = rs_actuation_stall_target(g->actual, g->balloon_target, guest_max(g));
         if (stop_at > 0)

@@ -44,6 +44,7 @@ struct Guest {
 
         GuestPhase phase;
         char fault[256];       /* "" when healthy */
+        GuestFault fault_kind; /* what fault[] is, GUEST_FAULT_NONE when "" */
         char reason[RS_REASON_MAX + 2 + GUEST_AGENT_PROBLEM_MAX]; /* the core's, "; " and the agent's */
         bool paused;
 
@@ -115,7 +116,6 @@ struct Guest {
         /* Untrusted input noticed in a cycle (stats that lie or never update, an event flood,
          * commands failing): shown as the fault until a few clean cycles have passed. */
         char data_problem[192];   /* this cycle's, "" when none */
-        bool data_fault;          /* fault[] holds a data problem */
         unsigned data_clean_cycles;
         uint64_t stats_last_update;
         unsigned stats_stale_cycles, major_backwards_cycles;
@@ -155,7 +155,9 @@ static inline bool guest_dimm_capable(const Guest *g) {
 
 /* guest.c: the hooks' updated(), and a fault on show (a new one starts an episode, counted). */
 void guest_notify(Guest *g, bool estimate_changed);
-void guest_set_fault(Guest *g, const char *fmt, ...) _printf_(2, 3);
+void guest_set_fault(Guest *g, GuestFault kind, const char *fmt, ...) _printf_(3, 4);
+/* No fault on show any more. */
+void guest_clear_fault(Guest *g);
 
 /* guest-save.c: the state file is to be written (a change worth keeping): at the loop's next
  * turn, or with the other changes of the same window when one was written within it. */

@@ -37,13 +37,23 @@ void guest_notify(Guest *g, bool estimate_changed) {
 }
 
 /* A fault where there was none (or only a connecting guest's note) starts an episode, which the
- * faults counter counts; a fault that changes into another, or is set again, is the same one. */
-void guest_set_fault(Guest *g, const char *fmt, ...) {
+ * faults counter counts; a fault that changes into another, or is set again, is the same one. A
+ * skipped guest has no fault of its own: no episode, said once at info level. */
+void guest_set_fault(Guest *g, GuestFault kind, const char *fmt, ...) {
         bool had = g->fault[0] != '\0' && g->fault_counted;
+        char detail[sizeof(g->fault)];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(g->fault, sizeof(g->fault), fmt, ap);
+        vsnprintf(detail, sizeof(detail), fmt, ap);
         va_end(ap);
+        (void) guest_fault_format(kind, detail, g->fault, sizeof(g->fault));
+        g->fault_kind = g->fault[0] ? kind : GUEST_FAULT_NONE;
+        if (!guest_fault_is_episode(kind)) {
+                g->fault_counted = false;
+                if (kind == GUEST_FAULT_SKIPPED)
+                        log_guest_info(g, "Not managed: %s", g->fault);
+                return;
+        }
         if (!had && g->fault[0] != '\0') {
                 g->counters.faults++;
                 g->fault_counted = true;
@@ -54,9 +64,15 @@ void guest_set_fault(Guest *g, const char *fmt, ...) {
                         .target_bytes = g->target ?: UINT64_MAX,
                         .actual_bytes = g->actual ?: UINT64_MAX,
                         .estimate_bytes = UINT64_MAX,
+                        .fault_kind = guest_fault_to_string(kind),
                 };
                 log_named_guest_event(LOG_WARNING, g->name, guest_state_string(g), &event, "fault: %s", g->fault);
         }
+}
+
+void guest_clear_fault(Guest *g) {
+        g->fault[0] = '\0';
+        g->fault_kind = GUEST_FAULT_NONE;
 }
 
 /* ---- state file ---- */
@@ -368,21 +384,16 @@ static bool estimate_changed(Guest *g) {
  * and goes once DATA_CLEAN_CYCLES cycles came without one. */
 static void guest_report_data_problem(Guest *g) {
         if (g->data_problem[0]) {
-                bool news = !g->data_fault || strcmp(g->fault, g->data_problem) != 0;
+                bool news = g->fault_kind != GUEST_FAULT_UNTRUSTED_DATA || strcmp(g->fault, g->data_problem) != 0;
                 uint64_t episodes = g->counters.faults;
-                if (!g->balloon_watch.stalled) {
-                        guest_set_fault(g, "%s", g->data_problem);
-                        g->data_fault = true;
-                }
+                if (!g->balloon_watch.stalled)
+                        guest_set_fault(g, GUEST_FAULT_UNTRUSTED_DATA, "%s", g->data_problem);
                 /* A new fault episode was logged as one; a changed problem inside one is logged here. */
                 if (news && g->counters.faults == episodes)
                         log_guest_warning(g, "%s", g->data_problem);
                 g->data_clean_cycles = 0;
-        } else if (g->data_fault && ++g->data_clean_cycles >= DATA_CLEAN_CYCLES) {
-                if (!g->balloon_watch.stalled)
-                        g->fault[0] = '\0';
-                g->data_fault = false;
-        }
+        } else if (g->fault_kind == GUEST_FAULT_UNTRUSTED_DATA && ++g->data_clean_cycles >= DATA_CLEAN_CYCLES)
+                guest_clear_fault(g);
         g->data_problem[0] = '\0';
 }
 
@@ -613,14 +624,14 @@ static int guest_setup_finish(Guest *g, const char *agent) {
         if (g->guest_max > 0 && guest_dimm_capable(g))
                 g->guest_max += g->dimm_bytes + guest_dimm_room(g);
         if (g->guest_max == 0) {
-                guest_set_fault(g, "no memory size known");
+                guest_set_fault(g, GUEST_FAULT_NO_SIZE, "no memory size known");
                 g->phase = GUEST_PHASE_FAULTY;
                 return -EINVAL;
         }
         if (!g->core) {
                 r = rs_guest_new(&g->core, &g->policy, g->guest_max);
                 if (r < 0) {
-                        guest_set_fault(g, "the decision core refused the guest: %s", strerror(-r));
+                        guest_set_fault(g, GUEST_FAULT_CORE_REFUSED, "%s", strerror(-r));
                         g->phase = GUEST_PHASE_FAULTY;
                         return r;
                 }
@@ -644,8 +655,7 @@ static int guest_setup_finish(Guest *g, const char *agent) {
         g->running_since = now_usec(CLOCK_MONOTONIC);
         g->first_actual = g->actual;
         g->balloon_driver_seen = false;
-        g->fault[0] = '\0';
-        g->data_fault = false;
+        guest_clear_fault(g);
         guest_adopt(g);
         /* The cycles come from the driver. */
         guest_notify(g, false);
@@ -798,16 +808,17 @@ int guest_set_state_dir(Guest *g, const char *dir) {
         return 0;
 }
 
-/* The daemon's own states around the estimator's (guest_state_string()). */
-static const char *const daemon_state_names[] = { "connecting", "faulty", "paused" };
+/* The daemon's own states around the estimator's (guest_state_string()); a guest out of
+ * management is in the state its fault's kind says (guest_fault_state()). */
+static const char *const daemon_state_names[] = { "connecting", "paused" };
 
 const char *guest_state_string(const Guest *g) {
         if (g->phase == GUEST_PHASE_FAULTY)
-                return daemon_state_names[1];
+                return guest_fault_state(g->fault_kind);
         if (g->phase == GUEST_PHASE_CONNECTING || !g->core)
                 return daemon_state_names[0];
         if (g->paused)
-                return daemon_state_names[2];
+                return daemon_state_names[1];
         return rs_state_to_string(rs_guest_state(g->core)) ?: "unknown";
 }
 
@@ -815,6 +826,7 @@ size_t guest_all_state_names(const char **names, size_t max) {
         size_t n = 0;
         for (RsState s = 0; s < _RS_STATE_MAX && n < max; s++)
                 names[n++] = rs_state_to_string(s);
+        n += guest_fault_all_states(names + n, max - n);
         for (size_t i = 0; i < ARRAY_SIZE(daemon_state_names) && n < max; i++)
                 names[n++] = daemon_state_names[i];
         return n;
@@ -909,6 +921,7 @@ DEFINE_GUEST_FIELD(uint64_t, updated_realtime, updated_realtime)
 DEFINE_GUEST_FIELD(double, refault_rate, refault_rate)
 DEFINE_GUEST_FIELD(double, major_fault_rate, major_fault_rate)
 DEFINE_GUEST_TEXT(fault, fault)
+DEFINE_GUEST_FIELD(GuestFault, fault_kind, fault_kind)
 DEFINE_GUEST_TEXT(reason, reason)
 DEFINE_GUEST_TEXT(agent_problem, agent_problem)
 
@@ -982,10 +995,12 @@ int guest_attach(Guest *g, const GuestResources *res) {
         return guest_setup_finish(g, res->agent);
 }
 
-void guest_set_faulty(Guest *g, const char *fault) {
-        if (g->phase == GUEST_PHASE_FAULTY && strcmp(g->fault, fault ?: "") == 0)
+void guest_set_faulty(Guest *g, GuestFault kind, const char *detail) {
+        char text[sizeof(g->fault)];
+        (void) guest_fault_format(kind, detail, text, sizeof(text));
+        if (g->phase == GUEST_PHASE_FAULTY && g->fault_kind == kind && strcmp(g->fault, text) == 0)
                 return;
-        guest_set_fault(g, "%s", fault ?: "");
+        guest_set_fault(g, kind, "%s", detail ?: "");
         g->phase = GUEST_PHASE_FAULTY;
         g->cycle_pending = 0;
         guest_notify(g, false);
@@ -1042,19 +1057,21 @@ void guest_sample_add_agent(Guest *g, const GuestVmstat *vmstat, const GuestPsi 
 
 void guest_set_disconnected(Guest *g, const char *fault) {
         bool same = g->phase == GUEST_PHASE_FAULTY && strcmp(g->fault, fault ?: "") == 0;
-        guest_set_fault(g, "%s", fault ?: "");
-        g->data_fault = false;
+        guest_set_fault(g, GUEST_FAULT_CONNECTION, "%s", fault ?: "");
         g->phase = GUEST_PHASE_FAULTY;
         if (!same)
                 guest_notify(g, false);
 }
 
-void guest_set_connecting(Guest *g, const char *fault) {
-        if (fault) {
-                /* QEMU not listening yet is shown, but is no fault (yet). */
-                snprintf(g->fault, sizeof(g->fault), "%s", fault);
-                if (g->phase != GUEST_PHASE_FAULTY)
+void guest_set_connecting(Guest *g, const char *note) {
+        if (note) {
+                /* QEMU not listening yet is shown, but is no fault (yet): a faulty guest's
+                 * episode goes on under the note. */
+                snprintf(g->fault, sizeof(g->fault), "%s", note);
+                if (g->phase != GUEST_PHASE_FAULTY) {
+                        g->fault_kind = GUEST_FAULT_CONNECTING;
                         g->fault_counted = false;
+                }
         }
         if (g->phase != GUEST_PHASE_FAULTY)
                 g->phase = GUEST_PHASE_CONNECTING;

@@ -20,6 +20,7 @@
 #include "common/macro.h"
 #include "daemon/conf.h"
 #include "daemon/estimate-signal.h"
+#include "daemon/guest-fault.h"
 #include "daemon/host/host.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
@@ -147,14 +148,16 @@ Guest *guest_free(Guest *g);
  * file) and makes the guest RUNNING; may be called again when the resources change (e.g.
  * virtio-mem appeared, a reconnect). */
 int guest_attach(Guest *g, const GuestResources *res);
-/* Not managed now, with the reason (`rightsizectl list` shows it as the fault); a cycle under
- * way is dropped. */
-void guest_set_faulty(Guest *g, const char *fault);
+/* Not managed now, for a fault of this kind with its detail (`rightsizectl list` shows the text
+ * guest_fault_format() makes of them); a cycle under way is dropped. GUEST_FAULT_SKIPPED: not
+ * managed by design, in the state "skipped". */
+void guest_set_faulty(Guest *g, GuestFault kind, const char *detail);
 /* The connection is lost (faulty, with the reason); a cycle under way is kept, to be finished
  * (without effect) by the replies still to come. */
 void guest_set_disconnected(Guest *g, const char *fault);
-/* (Re)connecting; with a fault to show meanwhile, or NULL. A faulty guest stays faulty. */
-void guest_set_connecting(Guest *g, const char *fault);
+/* (Re)connecting; with a note to show meanwhile (not a fault: QEMU not listening yet), or NULL.
+ * A faulty guest stays faulty. */
+void guest_set_connecting(Guest *g, const char *note);
 /* Starts a cycle: -EBUSY while the previous one still runs, -EAGAIN when not running. The
  * cycle holds one step, released by guest_cycle_step_done(); guest_cycle_hold() adds one. */
 int guest_cycle_begin(Guest *g);
@@ -203,7 +206,7 @@ int guest_set_state_dir(Guest *g, const char *dir);
  * sizes: the guest is brought back to its take-over size and learned anew. */
 void guest_set_state_stale_usec(Guest *g, uint64_t usec);
 
-/* "learn" ... "observe", or "paused", "faulty", "connecting" (the D-Bus API's words). */
+/* "learn" ... "observe", or "paused", "faulty", "skipped", "connecting" (the D-Bus API's words). */
 const char *guest_state_string(const Guest *g);
 /* Every name guest_state_string() can give ("unknown" aside) into names (at most max); how many. */
 size_t guest_all_state_names(const char **names, size_t max);
@@ -261,6 +264,8 @@ bool guest_is_paused(const Guest *g);
 /* The fault on show (a lost connection, untrusted data, a stalled balloon, or what a connecting
  * guest waits for); NULL when there is none. */
 const char *guest_fault(const Guest *g);
+/* What kind of fault that is (GUEST_FAULT_NONE when none): what code decides on. */
+GuestFault guest_fault_kind(const Guest *g);
 /* Why the guest is where it is (the core's reason, and the agent's problem); NULL while there is none. */
 const char *guest_reason(const Guest *g);
 /* Why the agent gives nothing; NULL while its reads work. */

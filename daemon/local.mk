@@ -11,7 +11,8 @@ daemon_librightsized_a_SOURCES = \
 	daemon/state-lock.c daemon/state-lock.h \
 	daemon/notify.c daemon/notify.h \
 	daemon/metrics.c daemon/metrics.h \
-	daemon/estimate-signal.c daemon/estimate-signal.h
+	daemon/estimate-signal.c daemon/estimate-signal.h \
+	daemon/guest-fault.c daemon/guest-fault.h
 daemon_librightsized_a_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DRIGHTSIZE_CONF_DIR='"$(rightsizeconfdir)"'
 daemon_librightsized_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS) $(JSONC_CFLAGS) $(LIBSYSTEMD_CFLAGS)
@@ -28,6 +29,7 @@ daemon_tests = \
 	tests/unit/test-daemon-notify \
 	tests/unit/test-daemon-metrics \
 	tests/unit/test-daemon-estimate-signal \
+	tests/unit/test-daemon-guest-fault \
 	tests/unit/test-daemon-dbus-policy
 check_PROGRAMS += $(daemon_tests)
 TESTS += $(daemon_tests)

@@ -15,7 +15,6 @@
 /* A stats call still running after this many ticks: libvirtd does not answer, and the guests
  * say so (the stall watchdog cuts the call later, at the call timeout). */
 #define NOT_ANSWERING_TICKS 3
-#define NOT_ANSWERING_FAULT "libvirt not answering: a stats call has been running for"
 
 typedef struct Domain {
         LibvirtGuests *owner;
@@ -195,14 +194,12 @@ static void domain_select_policy(LibvirtGuests *lg, Domain *d, const char *name,
 
 static void domain_attach(LibvirtGuests *lg, Domain *d, const LibvirtDomainInfo *info) {
         Guest *g = d->guest;
-        char fault[256];
 
         d->skipped = info->skip_reason != NULL;
         d->agent_channel = info->agent_channel;
         if (info->skip_reason) {
                 domain_cancel_agent(d);
-                snprintf(fault, sizeof(fault), "skipped: %s", info->skip_reason);
-                guest_set_faulty(g, fault);
+                guest_set_faulty(g, GUEST_FAULT_SKIPPED, info->skip_reason);
                 return;
         }
         GuestResources res = {
@@ -346,7 +343,7 @@ static void on_connection_changed(LibvirtBackend *b, bool connected, void *userd
                         /* The guest keeps the size it was given; nothing moves it meanwhile. */
                         domain_cancel_agent(d);
                         d->in_cycle = false;
-                        guest_set_faulty(d->guest, "libvirt connection lost: reconnecting");
+                        guest_set_faulty(d->guest, GUEST_FAULT_CONNECTION, "libvirt connection lost: reconnecting");
                         continue;
                 }
                 const LibvirtDomainInfo *info = libvirt_backend_get_domain(b, d->uuid);
@@ -473,9 +470,8 @@ static void guests_answering_again(LibvirtGuests *lg) {
         for (size_t i = 0; i < lg->n_domains; i++) {
                 Domain *d = lg->domains[i];
                 const LibvirtDomainInfo *info = libvirt_backend_get_domain(lg->backend, d->uuid);
-                const char *fault = guest_fault(d->guest);
-                if (info && guest_phase(d->guest) == GUEST_PHASE_FAULTY && fault &&
-                    strstr(fault, NOT_ANSWERING_FAULT))
+                if (info && guest_phase(d->guest) == GUEST_PHASE_FAULTY &&
+                    guest_fault_kind(d->guest) == GUEST_FAULT_NOT_ANSWERING)
                         domain_attach(lg, d, info);
         }
 }
@@ -525,7 +521,8 @@ static void stats_call_late(LibvirtGuests *lg) {
                 log_warning("libvirt: %s does not answer: a stats call has been running for %u s",
                             lg->uri ?: "libvirtd", lg->busy_ticks);
         lg->not_answering = true;
-        snprintf(fault, sizeof(fault), NOT_ANSWERING_FAULT " %u s", lg->busy_ticks);
+        snprintf(fault, sizeof(fault), "libvirt not answering: a stats call has been running for %u s",
+                 lg->busy_ticks);
         for (size_t i = 0; i < lg->n_domains; i++) {
                 Domain *d = lg->domains[i];
                 if (d->skipped || guest_phase(d->guest) == GUEST_PHASE_CONNECTING)
@@ -533,7 +530,7 @@ static void stats_call_late(LibvirtGuests *lg) {
                 /* Keeps the guest at the size it was given: a faulty guest is not actuated. */
                 domain_cancel_agent(d);
                 d->in_cycle = false;
-                guest_set_faulty(d->guest, fault);
+                guest_set_faulty(d->guest, GUEST_FAULT_NOT_ANSWERING, fault);
         }
 }
 
