@@ -264,62 +264,6 @@ static void guest_update_size(Guest *g) {
 
 /* ---- the cycle ---- */
 
-static void sample_from_stats(RsSample *s, const QmpGuestStats *st) {
-        static const struct {
-                QmpStat stat;
-                RsCounter counter;
-        } counters[] = {
-                { QMP_STAT_MAJOR_FAULTS, RS_COUNTER_MAJOR_FAULTS },
-                { QMP_STAT_MINOR_FAULTS, RS_COUNTER_MINOR_FAULTS },
-                { QMP_STAT_SWAP_IN, RS_COUNTER_SWAP_IN },
-                { QMP_STAT_SWAP_OUT, RS_COUNTER_SWAP_OUT },
-                { QMP_STAT_OOM_KILLS, RS_COUNTER_OOM_KILLS },
-                { QMP_STAT_ALLOC_STALLS, RS_COUNTER_ALLOC_STALLS },
-                { QMP_STAT_ASYNC_SCANS, RS_COUNTER_ASYNC_SCANS },
-                { QMP_STAT_DIRECT_SCANS, RS_COUNTER_DIRECT_SCANS },
-                { QMP_STAT_ASYNC_RECLAIMS, RS_COUNTER_ASYNC_RECLAIMS },
-                { QMP_STAT_DIRECT_RECLAIMS, RS_COUNTER_DIRECT_RECLAIMS },
-        };
-        /* The driver has not reported yet: its zeros would read as a guest without memory. */
-        if (st->last_update == 0)
-                return;
-        s->level[RS_LEVEL_TOTAL] = st->value[QMP_STAT_TOTAL_MEMORY];
-        s->level[RS_LEVEL_FREE] = st->value[QMP_STAT_FREE_MEMORY];
-        s->level[RS_LEVEL_AVAILABLE] = st->value[QMP_STAT_AVAILABLE_MEMORY];
-        s->level[RS_LEVEL_DISK_CACHES] = st->value[QMP_STAT_DISK_CACHES];
-        for (size_t i = 0; i < ARRAY_SIZE(counters); i++)
-                s->counter[counters[i].counter] = st->value[counters[i].stat];
-}
-
-static void sample_from_vmstat(RsSample *s, const GuestVmstat *v) {
-        static const struct {
-                GuestVmstatCounter from;
-                RsCounter to;
-        } map[] = {
-                { GUEST_VMSTAT_WORKINGSET_REFAULT_ANON, RS_COUNTER_REFAULT_ANON },
-                { GUEST_VMSTAT_WORKINGSET_REFAULT_FILE, RS_COUNTER_REFAULT_FILE },
-                { GUEST_VMSTAT_WORKINGSET_ACTIVATE_ANON, RS_COUNTER_ACTIVATE_ANON },
-                { GUEST_VMSTAT_WORKINGSET_ACTIVATE_FILE, RS_COUNTER_ACTIVATE_FILE },
-                { GUEST_VMSTAT_PGSCAN_KSWAPD, RS_COUNTER_PGSCAN_KSWAPD },
-                { GUEST_VMSTAT_PGSCAN_DIRECT, RS_COUNTER_PGSCAN_DIRECT },
-                { GUEST_VMSTAT_PGSTEAL_KSWAPD, RS_COUNTER_PGSTEAL_KSWAPD },
-                { GUEST_VMSTAT_PGSTEAL_DIRECT, RS_COUNTER_PGSTEAL_DIRECT },
-                { GUEST_VMSTAT_PSWPIN, RS_COUNTER_PSWPIN },
-                { GUEST_VMSTAT_PSWPOUT, RS_COUNTER_PSWPOUT },
-                { GUEST_VMSTAT_PGMAJFAULT, RS_COUNTER_PGMAJFAULT },
-                { GUEST_VMSTAT_ALLOCSTALL, RS_COUNTER_ALLOCSTALL },
-                { GUEST_VMSTAT_OOM_KILL, RS_COUNTER_OOM_KILL },
-        };
-        for (size_t i = 0; i < ARRAY_SIZE(map); i++)
-                s->counter[map[i].to] = v->value[map[i].from];
-}
-
-static uint64_t psi_hundredths(const GuestPsiLine *l) {
-        if (!l->known || !(l->avg10 >= 0.0) || l->avg10 > 100.0)
-                return RS_UNKNOWN;
-        return (uint64_t) (l->avg10 * 100.0 + 0.5);
-}
-
 static void guest_update_rates(Guest *g, uint64_t now) {
         uint64_t major = g->sample.counter[RS_COUNTER_PGMAJFAULT];
         if (major == RS_UNKNOWN)
@@ -412,20 +356,18 @@ static void guest_check_sanitized(Guest *g, const RsSample *before) {
                          dropped);
 }
 
-/* last-update is QEMU's clock when the guest last reported: far ahead of ours, it lies; still
+/* last_update is QEMU's clock when the guest last reported: far ahead of ours, it lies; still
  * where it was after several intervals, the guest stopped reporting. Returns whether the stats
  * may be fed to the core: stale ones would read as a quiet guest (rates of 0) and invite
  * probing, so without them the guest is judged on what is left (agent, host) and held. */
-static bool guest_check_stats_time(Guest *g, const QmpGuestStats *st) {
+static bool guest_check_stats_time(Guest *g, uint64_t last_update) {
         uint64_t now_sec = now_usec(CLOCK_REALTIME) / USEC_PER_SEC;
 
-        if (st->last_update == 0)
-                return true;
-        g->stats_stale_cycles = st->last_update == g->stats_last_update ? g->stats_stale_cycles + 1 : 0;
-        g->stats_last_update = st->last_update;
-        if (st->last_update > now_sec + STATS_FUTURE_SLACK_SEC) {
+        g->stats_stale_cycles = last_update == g->stats_last_update ? g->stats_stale_cycles + 1 : 0;
+        g->stats_last_update = last_update;
+        if (last_update > now_sec + STATS_FUTURE_SLACK_SEC) {
                 snprintf(g->data_problem, sizeof(g->data_problem),
-                         "guest stats lie: last update %" PRIu64 " s in the future", st->last_update - now_sec);
+                         "guest stats lie: last update %" PRIu64 " s in the future", last_update - now_sec);
                 return false;
         }
         if (g->stats_stale_cycles >= STATS_STALE_CYCLES) {
@@ -1037,22 +979,18 @@ void guest_cycle_fail(Guest *g, const char *error) {
         snprintf(g->cycle_error, sizeof(g->cycle_error), "%s", error ?: "unknown error");
 }
 
-void guest_sample_add_stats(Guest *g, const QmpGuestStats *stats) {
-        if (guest_check_stats_time(g, stats))
-                sample_from_stats(&g->sample, stats);
+void guest_sample_add(Guest *g, const RsSample *part) {
+        for (size_t i = 0; i < ARRAY_SIZE(part->level); i++)
+                if (part->level[i] != RS_UNKNOWN)
+                        g->sample.level[i] = part->level[i];
+        for (size_t i = 0; i < ARRAY_SIZE(part->counter); i++)
+                if (part->counter[i] != RS_UNKNOWN)
+                        g->sample.counter[i] = part->counter[i];
 }
 
-void guest_sample_add_agent(Guest *g, const GuestVmstat *vmstat, const GuestPsi *psi) {
-        if (vmstat)
-                sample_from_vmstat(&g->sample, vmstat);
-        if (psi) {
-                g->sample.level[RS_LEVEL_PSI_SOME_AVG10] = psi_hundredths(&psi->some);
-                g->sample.level[RS_LEVEL_PSI_FULL_AVG10] = psi_hundredths(&psi->full);
-                if (psi->some.known)
-                        g->sample.counter[RS_COUNTER_PSI_SOME_TOTAL] = psi->some.total_usec;
-                if (psi->full.known)
-                        g->sample.counter[RS_COUNTER_PSI_FULL_TOTAL] = psi->full.total_usec;
-        }
+void guest_sample_add_balloon_stats(Guest *g, const RsSample *part, uint64_t last_update) {
+        if (guest_check_stats_time(g, last_update))
+                guest_sample_add(g, part);
 }
 
 void guest_set_disconnected(Guest *g, const char *fault) {

@@ -3,7 +3,7 @@
  * guest over its QMP socket, daemon/libvirt/guest-libvirt.c for a libvirt domain) runs a cycle
  * every poll interval through the cycle API below, and the guest does the rest:
  *
- *   readings (guest_sample_add_*, guest_set_*) → RsSample → rs_guest_feed/decide → the manager
+ *   readings (guest_sample_add*, guest_set_*) → RsSample → rs_guest_feed/decide → the manager
  *   arbitrates → rs_actuation_plan → balloon / virtio-mem / DIMM through the driver → the
  *   state file and the history → confirmed by the next cycle's readings.
  *
@@ -27,8 +27,6 @@
 #include "policies/arbiter.h"
 #include "policies/estimator.h"
 #include "policies/policy.h"
-#include "common/procfs.h"
-#include "qmp/qmp-commands.h"
 
 #define GUEST_HISTORY_MAX 360
 /* An agent problem fits whole beside the core's reason (see guest_reason()). */
@@ -167,10 +165,13 @@ void guest_cycle_step_done(Guest *g);
 void guest_cycle_cancel(Guest *g);
 /* The cycle's readings failed: it ends without a decision. */
 void guest_cycle_fail(Guest *g, const char *error);
-/* The cycle's readings. */
-void guest_sample_add_stats(Guest *g, const QmpGuestStats *stats);
-/* vmstat and psi may each be NULL. */
-void guest_sample_add_agent(Guest *g, const GuestVmstat *vmstat, const GuestPsi *psi);
+/* The cycle's readings, translated by the driver (qmp/qmp-sample.h): every known value of part
+ * goes into the cycle's sample. */
+void guest_sample_add(Guest *g, const RsSample *part);
+/* The balloon's stats, with when the guest last reported them (QEMU's realtime clock, s; never
+ * 0: the driver has nothing to add before the first report): stats dated in the future or
+ * stale for several intervals are not taken, and the cycle reports the problem. */
+void guest_sample_add_balloon_stats(Guest *g, const RsSample *part, uint64_t last_update);
 /* What QEMU read from the guest's disks (refaults the guest does not report show there). */
 void guest_sample_add_host_disk_read(Guest *g, uint64_t bytes);
 /* Untrusted input noticed (an event flood): the cycle's data problem, shown as the fault. */

@@ -14,7 +14,8 @@ qmp_libqmp_a_SOURCES = \
 	qmp/qga-client.c qmp/qga-client.h \
 	qmp/qga-commands.c qmp/qga-commands.h \
 	qmp/base64.c qmp/base64.h \
-	qmp/qmp-sync.c qmp/qmp-sync.h
+	qmp/qmp-sync.c qmp/qmp-sync.h \
+	qmp/qmp-sample.c qmp/qmp-sample.h
 
 # For users of libqmp.a (the daemon, tests): compile with $(QMP_CFLAGS), link with $(QMP_LIBS).
 QMP_CFLAGS = $(JSONC_CFLAGS) $(LIBSYSTEMD_CFLAGS)

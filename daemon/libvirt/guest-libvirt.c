@@ -10,6 +10,7 @@
 #include "daemon/libvirt/libvirt-agent.h"
 #include "daemon/libvirt/guest-libvirt.h"
 #include "daemon/log.h"
+#include "qmp/qmp-sample.h"
 
 #define TICK_USEC (1 * USEC_PER_SEC)
 /* A stats call still running after this many ticks: libvirtd does not answer, and the guests
@@ -376,8 +377,15 @@ static void on_agent_done(int error, const GuestVmstat *vmstat, const GuestPsi *
                 if (!guest_agent_answers(g))
                         log_guest_info(g, "Guest agent answers");
                 guest_set_agent_answers(g, true);
-                if (d->agent_waiting)
-                        guest_sample_add_agent(g, vmstat, psi);
+                if (d->agent_waiting) {
+                        RsSample part;
+                        rs_sample_init(&part);
+                        if (vmstat)
+                                qmp_sample_from_vmstat(&part, vmstat);
+                        if (psi)
+                                qmp_sample_from_psi(&part, psi);
+                        guest_sample_add(g, &part);
+                }
         }
         domain_agent_finish(d);
 }
@@ -454,7 +462,10 @@ static void domain_apply_stats(Domain *d, const LibvirtDomainStats *s) {
         QmpGuestStats guest_stats = stats->guest;
         if (guest_policy(g)->qemu_monitor && s->want_monitor)
                 add_monitor_stats(d, s, &guest_stats);
-        guest_sample_add_stats(g, &guest_stats);
+        RsSample part;
+        rs_sample_init(&part);
+        if (qmp_sample_from_balloon_stats(&part, &guest_stats))
+                guest_sample_add_balloon_stats(g, &part, guest_stats.last_update);
         /* A balloon in motion, read directly (balloon.current lags it by up to an interval, and
          * the guest would look as if it pushed back). */
         if (s->balloon_error == 0)

@@ -23,6 +23,7 @@
 #include "qmp/qga-commands.h"
 #include "qmp/qmp-commands.h"
 #include "qmp/qmp-events.h"
+#include "qmp/qmp-sample.h"
 
 #define RECONNECT_MIN_USEC (1 * USEC_PER_SEC)
 #define RECONNECT_MAX_USEC (30 * USEC_PER_SEC)
@@ -236,8 +237,12 @@ static void on_stats(QmpClient *c _unused_, const QmpReply *reply, const QmpGues
         GuestQmp *q = userdata;
         if (reply->error < 0)
                 cycle_fail(q->guest, "guest-stats", reply);
-        else
-                guest_sample_add_stats(q->guest, stats);
+        else {
+                RsSample part;
+                rs_sample_init(&part);
+                if (qmp_sample_from_balloon_stats(&part, stats))
+                        guest_sample_add_balloon_stats(q->guest, &part, stats->last_update);
+        }
         guest_cycle_step_done(q->guest);
 }
 
@@ -334,8 +339,12 @@ static void on_blockstats(QmpClient *c _unused_, const QmpReply *reply, uint64_t
 
 static void on_agent_psi(QgaClient *c _unused_, const QmpReply *reply, const GuestPsi *psi, void *userdata) {
         GuestQmp *q = userdata;
-        if (reply->error >= 0 && psi)
-                guest_sample_add_agent(q->guest, NULL, psi);
+        if (reply->error >= 0 && psi) {
+                RsSample part;
+                rs_sample_init(&part);
+                qmp_sample_from_psi(&part, psi);
+                guest_sample_add(q->guest, &part);
+        }
         q->agent_busy = false;
         guest_cycle_step_done(q->guest);
 }
@@ -351,7 +360,10 @@ static void on_agent_vmstat(QgaClient *c, const QmpReply *reply, const GuestVmst
                 guest_cycle_step_done(g);
                 return;
         }
-        guest_sample_add_agent(g, vmstat, NULL);
+        RsSample part;
+        rs_sample_init(&part);
+        qmp_sample_from_vmstat(&part, vmstat);
+        guest_sample_add(g, &part);
         guest_set_agent_problem(g, "");
         /* PSI only after vmstat finished: never more than one read queued on the agent. */
         if (qga_read_psi_memory(c, agent_timeout(g), on_agent_psi, q) < 0) {

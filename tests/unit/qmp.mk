@@ -5,6 +5,7 @@ qmp_tests = \
 	tests/unit/test-qmp-client \
 	tests/unit/test-qmp-commands \
 	tests/unit/test-qmp-qga \
+	tests/unit/test-qmp-sample \
 	tests/unit/test-qmp-query-tool
 check_PROGRAMS += $(qmp_tests)
 TESTS += $(qmp_tests)
