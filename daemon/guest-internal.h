@@ -27,6 +27,13 @@ typedef struct BalloonWatch {
         uint64_t stall_until;     /* pushing resumes by then at the latest */
 } BalloonWatch;
 
+/* An actuator's calls sent whose outcome the driver has yet to report (guest_actuator_done()):
+ * the run of them began at `previous`, the target a refusal puts back. */
+typedef struct ActuatorCalls {
+        unsigned outstanding;
+        uint64_t previous;
+} ActuatorCalls;
+
 struct Guest {
         char *name;
         GuestSource source;
@@ -80,6 +87,7 @@ struct Guest {
         unsigned dimm_count;     /* DIMM and NVDIMM devices: each holds a slot */
         uint64_t dimm_slot_bytes; /* largest DIMM maxmem has room for per free slot; 0: no DIMM hotplug */
         uint64_t dimm_sent_bytes; /* the size of the last DIMM sent: what a refusal takes back */
+        ActuatorCalls calls[_GUEST_ACTUATOR_MAX];
 
         /* The decision core. */
         RsGuest *core;

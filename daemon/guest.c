@@ -902,6 +902,10 @@ void guest_stop(Guest *g) {
 int guest_attach(Guest *g, const GuestResources *res) {
         if (!res)
                 return -EINVAL;
+        /* Attached anew (after a reconnection): the devices are read as they are now, and calls
+         * sent before may never report (a closed connection drops them). */
+        if (g->phase != GUEST_PHASE_RUNNING)
+                memset(g->calls, 0, sizeof(g->calls));
         if (res->vmem_id) {
                 char *id = strdup(res->vmem_id);
                 if (!id)

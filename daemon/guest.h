@@ -61,10 +61,12 @@ typedef enum GuestSource {
 } GuestSource;
 
 /* What drives a guest (daemon/qemu/guest-qmp.c, daemon/libvirt/guest-libvirt.c); userdata is
- * the driver's data given to guest_new(). The actuators return 0 or -errno; 0 may mean sent or
- * queued: the guest records the new target at once, and a failure that comes back later is
- * reported with guest_actuator_failed(). While the daemon stops, set_balloon must be synchronous. The sizes
- * are what QMP would be sent: balloon = the boot memory's share to leave the guest (virtio-mem
+ * the driver's data given to guest_new(). The actuators return 1 when the call went out and its
+ * outcome is to be reported with guest_actuator_done(), 0 when it is done already (carried out
+ * synchronously, or merged into a call still queued, whose outcome covers it), -errno when it
+ * was refused at once. The guest records the new target at once; an outcome that comes back
+ * refused puts the old one back (guest_actuator_done()), the same for every transport. While
+ * the daemon stops, set_balloon must be synchronous. The sizes are what QMP would be sent: balloon = the boot memory's share to leave the guest (virtio-mem
  * already taken away), virtio-mem = the block-aligned requested size, and *ret_requested what
  * the device was actually asked for. */
 typedef struct GuestDriver {
@@ -190,9 +192,21 @@ void guest_set_host_rss(Guest *g, uint64_t rss);
 void guest_set_agent_answers(Guest *g, bool answers);
 bool guest_agent_answers(const Guest *g);
 void guest_set_agent_problem(Guest *g, const char *problem);
-/* A queued actuator call failed: the balloon and virtio-mem targets go back to `previous`;
- * a DIMM is not counted and no more are added. */
-void guest_actuator_failed(Guest *g, GuestActuator which, int error, const char *why, uint64_t previous);
+/* What became of an actuator call the driver sent (its actuator returned 1). */
+typedef enum GuestCallOutcome {
+        GUEST_CALL_DONE,    /* carried out */
+        GUEST_CALL_REFUSED, /* not carried out (the transport said so) */
+        /* Not known: it timed out, and may still be carried out (QEMU's monitor answers late
+         * but does run the command). Counted as failed; the target stays, and the balloon
+         * watch sees where the device goes. */
+        GUEST_CALL_UNKNOWN,
+} GuestCallOutcome;
+
+/* The outcome of a call sent earlier, once per call. A refused balloon or virtio-mem call puts
+ * back the target the device had before the calls still outstanding were sent, once the last of
+ * them is in (a later call's target replaces an earlier one's); a DIMM that is not known to be
+ * plugged is not counted, and no more are added. error and why say why, for the log. */
+void guest_actuator_done(Guest *g, GuestActuator which, GuestCallOutcome outcome, int error, const char *why);
 
 int guest_set_policy(Guest *g, const RsPolicy *policy);
 /* 0 clears an override. -EINVAL when the result is not a valid policy. */

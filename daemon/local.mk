@@ -30,9 +30,13 @@ daemon_tests = \
 	tests/unit/test-daemon-metrics \
 	tests/unit/test-daemon-estimate-signal \
 	tests/unit/test-daemon-guest-fault \
+	tests/unit/test-daemon-guest-actuate \
 	tests/unit/test-daemon-dbus-policy
 check_PROGRAMS += $(daemon_tests)
 TESTS += $(daemon_tests)
+# The guest core is rightsized's own (no library yet): the test that drives it builds it too.
+tests_unit_test_daemon_guest_actuate_SOURCES = tests/unit/test-daemon-guest-actuate.c \
+	daemon/guest.c daemon/guest-actuate.c daemon/guest-save.c
 
 # ---- configuration, unit file, D-Bus policy, polkit actions: etc/local.mk ----
 

@@ -28,10 +28,6 @@ typedef struct Domain {
         uint64_t next_due;            /* CLOCK_MONOTONIC µs */
         bool in_cycle;                /* in the stats call in flight */
         uint64_t cycle_started;       /* the guest's cycle that call is for */
-        bool balloon_queued;          /* a balloon call in flight: balloon_prev to restore on failure */
-        uint64_t balloon_prev;
-        bool vmem_queued;             /* the same for virtio-mem */
-        uint64_t vmem_prev;
         LibvirtAgentJob *job;         /* the agent read in flight */
         bool agent_waiting;           /* the current cycle waits for it */
         sd_event_source *agent_deadline;
@@ -82,43 +78,38 @@ static uint64_t now_monotonic(LibvirtGuests *lg) {
  * guest-actuate.c takes what virtio-mem was asked for away from a total before it reaches
  * set_balloon. */
 
-/* Actuation runs on the backend's worker: 0 means queued, and the guest records the new target
- * at once (as for a QMP command in flight). A failure comes back later and puts back what the
- * guest had before; a call still queued takes a newer target. While the daemon stops, the calls
- * are synchronous: nothing would run them afterwards. */
+/* Actuation runs on the backend's worker: a queued call is outstanding (1), and the guest
+ * records the new target at once, as for a QMP command in flight; its outcome comes back later
+ * (guest_actuator_done(), which puts back what the guest had before a refused call). A call
+ * still queued takes a newer target instead, and its one outcome covers both (0). While the
+ * daemon stops, the calls are synchronous: nothing would run them afterwards. libvirt refuses a
+ * call it did not make: its job-wait timeout is a refusal too. */
 
-static void on_balloon_done(LibvirtBackend *b _unused_, const char *uuid, int error, void *userdata) {
-        Domain *d = domain_find(userdata, uuid);
-
-        if (!d || !d->balloon_queued)
-                return;
-        d->balloon_queued = false;
-        if (error < 0)
-                guest_actuator_failed(d->guest, GUEST_ACTUATOR_BALLOON, error, NULL, d->balloon_prev);
+static int queued(int r) {
+        return r < 0 ? r : r == 0 ? 1 : 0;
 }
 
-static int driver_set_balloon(Guest *g, uint64_t balloon_bytes, void *userdata) {
+static void call_done(const char *uuid, GuestActuator which, int error, void *userdata) {
+        Domain *d = domain_find(userdata, uuid);
+        if (d)
+                guest_actuator_done(d->guest, which, error < 0 ? GUEST_CALL_REFUSED : GUEST_CALL_DONE, error, NULL);
+}
+
+static void on_balloon_done(LibvirtBackend *b _unused_, const char *uuid, int error, void *userdata) {
+        call_done(uuid, GUEST_ACTUATOR_BALLOON, error, userdata);
+}
+
+static int driver_set_balloon(Guest *g _unused_, uint64_t balloon_bytes, void *userdata) {
         Domain *d = userdata;
-        int r;
 
         if (owner_stopping(d->owner))
                 return libvirt_backend_set_balloon(d->owner->backend, d->uuid, balloon_bytes);
-        r = libvirt_backend_set_balloon_async(d->owner->backend, d->uuid, balloon_bytes, on_balloon_done, d->owner);
-        if (r >= 0 && !d->balloon_queued) {
-                d->balloon_queued = true;
-                d->balloon_prev = guest_balloon_target(g);
-        }
-        return r;
+        return queued(libvirt_backend_set_balloon_async(d->owner->backend, d->uuid, balloon_bytes, on_balloon_done,
+                                                        d->owner));
 }
 
 static void on_vmem_done(LibvirtBackend *b _unused_, const char *uuid, int error, void *userdata) {
-        Domain *d = domain_find(userdata, uuid);
-
-        if (!d || !d->vmem_queued)
-                return;
-        d->vmem_queued = false;
-        if (error < 0)
-                guest_actuator_failed(d->guest, GUEST_ACTUATOR_VIRTIO_MEM, error, NULL, d->vmem_prev);
+        call_done(uuid, GUEST_ACTUATOR_VIRTIO_MEM, error, userdata);
 }
 
 static int driver_set_virtio_mem(Guest *g, uint64_t requested, uint64_t *ret_requested, void *userdata) {
@@ -129,27 +120,19 @@ static int driver_set_virtio_mem(Guest *g, uint64_t requested, uint64_t *ret_req
         const char *vmem_id = guest_vmem_id(g);
         if (owner_stopping(d->owner))
                 r = libvirt_backend_set_virtio_mem(d->owner->backend, d->uuid, vmem_id, requested, &aligned);
-        else {
-                r = libvirt_backend_set_virtio_mem_async(d->owner->backend, d->uuid, vmem_id, requested, &aligned,
-                                                         on_vmem_done, d->owner);
-                if (r >= 0 && !d->vmem_queued) {
-                        d->vmem_queued = true;
-                        d->vmem_prev = guest_vmem_requested(g);
-                }
-        }
+        else
+                r = queued(libvirt_backend_set_virtio_mem_async(d->owner->backend, d->uuid, vmem_id, requested,
+                                                                &aligned, on_vmem_done, d->owner));
         if (r < 0)
                 return r;
         *ret_requested = aligned;
         log_guest_debug(g, "virtio-mem %s requested %" PRIu64 " MiB", vmem_id,
                         aligned / MIB);
-        return 0;
+        return r;
 }
 
 static void on_dimm_done(LibvirtBackend *b _unused_, const char *uuid, int error, void *userdata) {
-        Domain *d = domain_find(userdata, uuid);
-
-        if (d && error < 0)
-                guest_actuator_failed(d->guest, GUEST_ACTUATOR_DIMM, error, NULL, 0);
+        call_done(uuid, GUEST_ACTUATOR_DIMM, error, userdata);
 }
 
 static int driver_add_dimm(Guest *g, uint64_t bytes, void *userdata) {
@@ -159,8 +142,8 @@ static int driver_add_dimm(Guest *g, uint64_t bytes, void *userdata) {
         char b[FORMAT_SIZE_MAX];
         log_guest_info(g, "Hot-plugging DIMM of %s", format_size(b, sizeof(b), bytes));
         /* libvirt puts memory devices in a NUMA cell, and wants one for hotplug at all. */
-        return libvirt_backend_attach_dimm_async(d->owner->backend, d->uuid, bytes, info && info->numa ? 0 : -1,
-                                                 guest_policy(g)->allow_dimm, on_dimm_done, d->owner);
+        return queued(libvirt_backend_attach_dimm_async(d->owner->backend, d->uuid, bytes, info && info->numa ? 0 : -1,
+                                                        guest_policy(g)->allow_dimm, on_dimm_done, d->owner));
 }
 
 static const GuestDriver libvirt_driver = {

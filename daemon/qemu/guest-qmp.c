@@ -91,11 +91,20 @@ static bool qmp_ready(const GuestQmp *q) {
 
 /* ---- the actuators (GuestDriver) ---- */
 
+/* A command that timed out may still be run (QEMU's monitor was only slow to answer); one the
+ * connection lost may have been run before it went. Their outcome is not known. */
+static GuestCallOutcome call_outcome(const QmpReply *reply) {
+        if (reply->error >= 0)
+                return GUEST_CALL_DONE;
+        return reply->error == -ETIMEDOUT || reply->error == -ECONNRESET ? GUEST_CALL_UNKNOWN : GUEST_CALL_REFUSED;
+}
+
 static void on_balloon_set(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
         GuestQmp *q = userdata;
         if (reply->error < 0)
                 log_guest_warning_errno(q->guest, reply->error, "balloon failed: %s",
                                         reply->error_desc ?: "unknown error");
+        guest_actuator_done(q->guest, GUEST_ACTUATOR_BALLOON, call_outcome(reply), reply->error, reply->error_desc);
 }
 
 static void on_vmem_set(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
@@ -103,26 +112,31 @@ static void on_vmem_set(QmpClient *c _unused_, const QmpReply *reply, void *user
         if (reply->error < 0)
                 log_guest_warning_errno(q->guest, reply->error, "virtio-mem resize failed: %s",
                                         reply->error_desc ?: "unknown error");
+        guest_actuator_done(q->guest, GUEST_ACTUATOR_VIRTIO_MEM, call_outcome(reply), reply->error,
+                            reply->error_desc);
 }
 
 static void on_dimm_added(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
         GuestQmp *q = userdata;
-        if (reply->error < 0)
-                guest_actuator_failed(q->guest, GUEST_ACTUATOR_DIMM, reply->error, reply->error_desc, 0);
+        guest_actuator_done(q->guest, GUEST_ACTUATOR_DIMM, call_outcome(reply), reply->error, reply->error_desc);
 }
 
+/* Each actuator's command is answered once (the reply, a timeout or the connection's loss), and
+ * the answer is the guest's (guest_actuator_done()): 1. */
 static int qmp_set_balloon(Guest *g, uint64_t balloon_bytes, void *userdata) {
         GuestQmp *q = userdata;
-        return qmp_balloon_set_target(q->qmp, balloon_bytes, command_timeout(g), on_balloon_set, q);
+        int r = qmp_balloon_set_target(q->qmp, balloon_bytes, command_timeout(g), on_balloon_set, q);
+        return r < 0 ? r : 1;
 }
 
 static int qmp_set_virtio_mem(Guest *g, uint64_t requested, uint64_t *ret_requested, void *userdata) {
         GuestQmp *q = userdata;
         int r = qmp_virtio_mem_set_requested_size(q->qmp, guest_vmem_id(g), requested, command_timeout(g), on_vmem_set,
                                                   q);
-        if (r >= 0)
-                *ret_requested = requested;
-        return r;
+        if (r < 0)
+                return r;
+        *ret_requested = requested;
+        return 1;
 }
 
 static int qmp_add_dimm(Guest *g, uint64_t bytes, void *userdata) {
@@ -136,7 +150,7 @@ static int qmp_add_dimm(Guest *g, uint64_t bytes, void *userdata) {
         if (r < 0)
                 return r;
         q->dimm_next_id++;
-        return 0;
+        return 1;
 }
 
 typedef struct ShutdownCall {
