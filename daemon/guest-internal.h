@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The guest's insides, for the two files that make it: guest.c (life cycle, the cycle, the state
- * file, the views guest.h hands out) and guest-actuate.c (the balloon watch and the actuators).
- * Nothing else includes this: the manager, the bus and the drivers go through guest.h, so a
- * field can change without them. */
+/* The guest's insides, for the files that make it: guest.c (life cycle, the cycle, the state
+ * file, the views guest.h hands out), guest-actuate.c (the balloon watch and the actuators) and
+ * guest-save.c (coalesced saves). Nothing else includes this but the white-box test of the
+ * actuators: the manager and the bus go through guest.h and the drivers through guest-driver.h,
+ * so a field can change without them. */
 #pragma once
 
 #include <string.h>
 
 #include "common/size.h"
-#include "daemon/guest.h"
+#include "daemon/guest-driver.h"
 
 /* The balloon against the target last sent to it (Guest.balloon_target), watched each cycle before
  * the actuators run (guest-actuate.c): one that stays short of its target has stalled (the guest cannot

@@ -51,6 +51,7 @@ rightsized_SOURCES = \
 	daemon/guest.c daemon/guest.h daemon/guest-internal.h \
 	daemon/guest-actuate.c \
 	daemon/guest-save.c \
+	daemon/guest-driver.h \
 	daemon/guest-source.h daemon/guest-sources.c
 rightsized_CPPFLAGS = $(AM_CPPFLAGS) -DRIGHTSIZE_VERSION='"$(PACKAGE_VERSION)"'
 rightsized_CFLAGS = $(AM_CFLAGS) $(QMP_CFLAGS) $(JSONC_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(INIH_CFLAGS) $(LIBVIRT_CFLAGS)

@@ -8,6 +8,7 @@
 #include "common/event-util.h"
 #include "common/macro.h"
 #include "daemon/libvirt/libvirt-agent.h"
+#include "daemon/guest-driver.h"
 #include "daemon/libvirt/guest-libvirt.h"
 #include "daemon/log.h"
 #include "qmp/qmp-sample.h"

@@ -12,7 +12,7 @@
  * - Actuators: balloon, virtio-mem's requested-size (qom-set), DIMM hotplug (device_add). */
 #pragma once
 
-#include "daemon/guest.h"
+#include "daemon/guest-driver.h"
 #include "daemon/qemu/socket-trust.h"
 
 /* trust says whose QEMU may listen on qmp_path (NULL: root's only); it must outlive the guest. */
