@@ -32,6 +32,8 @@
  * virtio-mem = the block-aligned requested size, and *ret_requested what the device was
  * actually asked for. */
 typedef struct GuestDriver {
+        /* What its calls are, for the messages that say they fail: "QMP commands". */
+        const char *calls;
         int (*set_balloon)(Guest *g, uint64_t balloon_bytes, void *userdata);
         int (*set_virtio_mem)(Guest *g, uint64_t requested, uint64_t *ret_requested, void *userdata);
         /* Hot-plugs one DIMM of `bytes` (naming it, and saying so in the log); NULL: cannot. */

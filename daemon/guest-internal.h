@@ -119,7 +119,7 @@ struct Guest {
 
         /* This cycle's readings. */
         RsSample sample;
-        bool cycle_qmp_failed;
+        bool cycle_failed;
         char cycle_error[160];
 
         /* Untrusted input noticed in a cycle (stats that lie or never update, an event flood,

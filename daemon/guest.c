@@ -383,11 +383,11 @@ static bool guest_check_stats_time(Guest *g, uint64_t last_update) {
 static bool cycle_sample(Guest *g, uint64_t now) {
         HostMemory host;
 
-        if (g->cycle_qmp_failed) {
+        if (g->cycle_failed) {
                 /* A timeout on one guest only costs that guest its tick. */
                 log_guest_debug(g, "Skipping this interval: %s", g->cycle_error);
                 snprintf(g->data_problem, sizeof(g->data_problem), "%s failing: %s",
-                         g->source == GUEST_SOURCE_LIBVIRT ? "libvirt calls" : "QMP commands", g->cycle_error);
+                         g->driver->calls ?: "its calls", g->cycle_error);
                 return false;
         }
 
@@ -958,7 +958,7 @@ int guest_cycle_begin(Guest *g) {
         if (g->cycle_pending > 0)
                 return -EBUSY;
         rs_sample_init(&g->sample);
-        g->cycle_qmp_failed = false;
+        g->cycle_failed = false;
         g->cycle_error[0] = '\0';
         g->cycle_started = now_usec(CLOCK_MONOTONIC);
         g->cycle_pending = 1;
@@ -979,7 +979,7 @@ void guest_cycle_cancel(Guest *g) {
 }
 
 void guest_cycle_fail(Guest *g, const char *error) {
-        g->cycle_qmp_failed = true;
+        g->cycle_failed = true;
         snprintf(g->cycle_error, sizeof(g->cycle_error), "%s", error ?: "unknown error");
 }
 

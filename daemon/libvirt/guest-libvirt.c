@@ -148,6 +148,7 @@ static int driver_add_dimm(Guest *g, uint64_t bytes, void *userdata) {
 }
 
 static const GuestDriver libvirt_driver = {
+        .calls = "libvirt calls",
         .set_balloon = driver_set_balloon,
         .set_virtio_mem = driver_set_virtio_mem,
         .add_dimm = driver_add_dimm,

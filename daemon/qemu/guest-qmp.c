@@ -229,6 +229,7 @@ static void guest_qmp_free(void *userdata) {
 }
 
 static const GuestDriver qmp_driver = {
+        .calls = "QMP commands",
         .set_balloon = qmp_set_balloon,
         .set_virtio_mem = qmp_set_virtio_mem,
         .add_dimm = qmp_add_dimm,
