@@ -56,6 +56,7 @@ typedef struct GuestQmp {
         GuestResources res;    /* what setup found */
         char *vmem_id;         /* res.vmem_id's storage */
         bool no_blockstats;    /* QEMU refused query-blockstats: not asked again */
+        bool no_balloon;       /* QEMU has no balloon device (DeviceNotActive): the guest is skipped */
         unsigned dimm_next_id; /* rs-dimmN / rs-memN */
         unsigned events_in_cycle;
         bool stopped;          /* the daemon stops: no more ticks */
@@ -464,6 +465,12 @@ static void setup_done(GuestQmp *q) {
                 return;
         q->res.vmem_id = q->vmem_id;
         q->res.agent = q->agent_path;
+        if (q->no_balloon) {
+                /* Nothing to resize with: left alone until QEMU comes back with a balloon (a new
+                 * connection asks again). No ticks, so nothing is sent to it. */
+                guest_set_faulty(g, GUEST_FAULT_SKIPPED, "no balloon device");
+                return;
+        }
         if (q->res.base_memory == 0 && q->res.balloon_actual == 0) {
                 /* With why, when a setup command failed (e.g. timed out: a QEMU that never answers). */
                 char fault[256];
@@ -519,6 +526,8 @@ static void on_setup_balloon(QmpClient *c _unused_, const QmpReply *reply, const
         else
                 snprintf(q->setup_error, sizeof(q->setup_error), "query-balloon: %s",
                          reply->error_desc ?: strerror(-reply->error));
+        /* DeviceNotActive: QEMU runs without a balloon device, not a balloon that failed. */
+        q->no_balloon = reply->error == -ENXIO;
         setup_done(q);
 }
 
@@ -593,6 +602,7 @@ static void on_qmp_ready(QmpClient *c, void *userdata) {
         free(q->vmem_id);
         q->vmem_id = NULL;
         q->res = (GuestResources) {};
+        q->no_balloon = false;
         q->setup_error[0] = '\0';
         q->setup_pending = 1;
         if (qmp_set_stats_polling_interval(c, NULL, interval, t, on_polling_set, q) >= 0)
