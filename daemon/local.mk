@@ -34,11 +34,17 @@ daemon_tests = \
 	tests/unit/test-daemon-dbus-policy
 check_PROGRAMS += $(daemon_tests)
 TESTS += $(daemon_tests)
-# The guest core is rightsized's own (no library yet): the test that drives it builds it too.
-tests_unit_test_daemon_guest_actuate_SOURCES = tests/unit/test-daemon-guest-actuate.c \
-	daemon/guest.c daemon/guest-actuate.c daemon/guest-save.c
 
 # ---- configuration, unit file, D-Bus policy, polkit actions: etc/local.mk ----
+
+# ---- libguestcore.a: the guest core, both its faces (guest.h, guest-driver.h): linked by
+# rightsized, and by the tests that drive it with a fake driver ----
+noinst_LIBRARIES += daemon/libguestcore.a
+daemon_libguestcore_a_SOURCES = \
+	daemon/guest.c daemon/guest.h daemon/guest-internal.h \
+	daemon/guest-actuate.c \
+	daemon/guest-save.c \
+	daemon/guest-driver.h
 
 # ---- rightsized: the daemon ----
 sbin_PROGRAMS += rightsized
@@ -48,16 +54,13 @@ rightsized_SOURCES = \
 	daemon/manager-bus.c daemon/manager-bus.h \
 	daemon/bus-polkit.c daemon/bus-polkit.h \
 	daemon/bus-caller.c daemon/bus-caller.h \
-	daemon/guest.c daemon/guest.h daemon/guest-internal.h \
-	daemon/guest-actuate.c \
-	daemon/guest-save.c \
-	daemon/guest-driver.h \
 	daemon/guest-source.h daemon/guest-sources.c
 rightsized_CPPFLAGS = $(AM_CPPFLAGS) -DRIGHTSIZE_VERSION='"$(PACKAGE_VERSION)"'
 rightsized_CFLAGS = $(AM_CFLAGS) $(QMP_CFLAGS) $(JSONC_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(INIH_CFLAGS) $(LIBVIRT_CFLAGS)
-# The transports' rooms come first: they need the host room, librightsized.a and the QMP library
-# after them.
-rightsized_LDADD = daemon/qemu/libqemuguests.a daemon/libvirt/liblibvirtbackend.a $(HOST_LIBS) $(RIGHTSIZED_LIBS) \
+# The transports' rooms come first: they need the guest core, the host room, librightsized.a and
+# the QMP library after them.
+rightsized_LDADD = daemon/qemu/libqemuguests.a daemon/libvirt/liblibvirtbackend.a daemon/libguestcore.a \
+	$(HOST_LIBS) $(RIGHTSIZED_LIBS) \
 	$(POLICIES_LIBS) $(QMP_LIBS) $(LIBVIRT_QEMU_LIBS) $(LIBVIRT_LIBS) -lpthread -lm
 
 # The rooms: the host's own memory (host/), and one per transport (qemu/, libvirt/). Each has a
