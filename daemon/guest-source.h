@@ -44,7 +44,8 @@ typedef struct GuestSourceOps {
          * do without it (said in the log). -errno, logged: the daemon cannot start. */
         int (*new)(sd_event *event, const Config *config, const GuestSourceOwner *owner, void *userdata,
                    void **ret);
-        /* Stops finding guests. Its guests still with the owner are the owner's to free. */
+        /* Stops finding guests. A guest it takes away goes through remove_guest(); the ones it
+         * leaves with the owner (a QMP guest's socket is still there) are the owner's to free. */
         void (*free)(void *source);
         /* After the owner took a new configuration: the source's guests get their policies
          * selected again, and the source follows the new settings, starting over when it must
