@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Pure parsers for /proc/vmstat, /proc/meminfo and /proc/pressure/memory text: a guest's, as
- * read through its agent (qmp/, daemon/libvirt/), and the host's own (daemon/host.c). The text is untrusted: any bytes, any length, no NUL
+ * read through its agent (qmp/, daemon/libvirt/), and the host's own (daemon/host/host.c). The text is untrusted: any bytes, any length, no NUL
  * terminator needed. Nothing here allocates or fails hard: lines that do not parse are
  * skipped and their counters stay unknown (never zero). */
 #pragma once

@@ -60,7 +60,6 @@ EXTRA_DIST += \
 	contrib/ci-sanitizers \
 	contrib/fuzz \
 	daemon/dbus-api.md \
-	daemon/libvirt/README.md \
 	tests/package/build-deb \
 	tests/package/test-deb-install
 

@@ -143,7 +143,7 @@ uint64_t ctl_guest_host_returned(const CtlGuest *g) {
 }
 
 bool ctl_guest_skipped(const CtlGuest *g) {
-        return g->fault && strncmp(g->fault, "skipped:", strlen("skipped:")) == 0;
+        return g->fault && g->state && strcmp(g->state, "skipped") == 0;
 }
 
 CtlGuestCounts ctl_guest_counts(const CtlGuest *guests, size_t n) {

@@ -69,8 +69,8 @@ void ctl_guest_set_u64(CtlGuest *g, const CtlField *f, uint64_t value);
 void ctl_guest_set_double(CtlGuest *g, const CtlField *f, double value);
 void ctl_guest_set_bool(CtlGuest *g, const CtlField *f, bool value);
 
-/* A libvirt domain rightsize leaves alone (no virtio balloon, VFIO, migrating) is listed with the
- * fault "skipped: REASON": deliberate, not a failure. */
+/* A guest rightsize leaves alone (no virtio balloon, VFIO, migrating) is in the state "skipped",
+ * with the fault "skipped: REASON": deliberate, not a failure. */
 bool ctl_guest_skipped(const CtlGuest *g);
 
 typedef struct CtlGuestCounts {

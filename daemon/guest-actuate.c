@@ -40,6 +40,14 @@ static void balloon_watch_moved(BalloonWatch *w, uint64_t actual) {
         w->prev_actual = actual;
 }
 
+/* A call the driver sent (r > 0) joins its actuator's run of outstanding calls; the first one
+ * keeps the target from before the run. */
+static void actuator_sent(Guest *g, GuestActuator which, int r, uint64_t previous) {
+        ActuatorCalls *c = &g->calls[which];
+        if (r > 0 && c->outstanding++ == 0)
+                c->previous = previous;
+}
+
 static int guest_send_balloon(Guest *g, uint64_t bytes) {
         int r;
 
@@ -52,11 +60,13 @@ static int guest_send_balloon(Guest *g, uint64_t bytes) {
                 log_guest_debug(g, "virtio-mem alone exceeds the target: balloon left alone");
                 return 0;
         }
+        uint64_t previous = g->balloon_target;
         r = g->driver->set_balloon(g, bytes - plugged, g->driver_data);
         if (r < 0) {
                 g->counters.actuator_failures[GUEST_ACTUATOR_BALLOON]++;
                 return r;
         }
+        actuator_sent(g, GUEST_ACTUATOR_BALLOON, r, previous);
         balloon_watch_target(g, bytes);
         g->counters.resizes[GUEST_ACTUATOR_BALLOON]++;
         return 0;
@@ -213,8 +223,8 @@ static bool balloon_stalled(Guest *g, uint64_t now) {
         }
         if (w->stall_size > 0 && g->actual > 0 &&
             (g->actual + 2 * STALL_MOVE_BYTES <= w->stall_size || g->actual >= w->stall_size + 2 * STALL_MOVE_BYTES)) {
-                if (strncmp(g->fault, "balloon stopped", strlen("balloon stopped")) == 0)
-                        g->fault[0] = '\0';
+                if (g->fault_kind == GUEST_FAULT_BALLOON_STALLED)
+                        guest_clear_fault(g);
                 w->stall_size = 0;
         }
 
@@ -238,8 +248,7 @@ static bool balloon_stalled(Guest *g, uint64_t now) {
         snprintf(g->reason, sizeof(g->reason),
                  "balloon stopped at %s short of its target %s: the guest cannot give more; stopped pushing",
                  fmt_size(b1, sizeof(b1), g->actual), fmt_size(b2, sizeof(b2), g->balloon_target));
-        guest_set_fault(g, "%s", g->reason); /* logs it: a new fault */
-        g->data_fault = false;
+        guest_set_fault(g, GUEST_FAULT_BALLOON_STALLED, "%s", g->reason); /* logs it: a new fault */
         /* Stop pushing: ask for what the guest has, never for more than max. */
         uint64_t stop_at = rs_actuation_stall_target(g->actual, g->balloon_target, guest_max(g));
         if (stop_at > 0)
@@ -268,23 +277,36 @@ static void guest_dimm_refused(Guest *g, int error, const char *why) {
         g->dimm_slot_bytes = 0;
 }
 
-void guest_actuator_failed(Guest *g, GuestActuator which, int error, const char *why, uint64_t previous) {
-        if ((unsigned) which < _GUEST_ACTUATOR_MAX)
-                g->counters.actuator_failures[which]++;
-        switch (which) {
-        case GUEST_ACTUATOR_BALLOON:
-                g->balloon_target = previous;
-                break;
-        case GUEST_ACTUATOR_VIRTIO_MEM:
-                g->vmem_requested = previous;
-                g->balloon_watch.reached = false; /* the balloon's own target moved with it */
-                break;
-        case GUEST_ACTUATOR_DIMM:
+void guest_actuator_done(Guest *g, GuestActuator which, GuestCallOutcome outcome, int error, const char *why) {
+        char b[FORMAT_SIZE_MAX];
+
+        if ((unsigned) which >= _GUEST_ACTUATOR_MAX)
+                return;
+        ActuatorCalls *c = &g->calls[which];
+        /* Sent before the guest was attached anew: what its devices have was read since. */
+        if (c->outstanding == 0)
+                return;
+        c->outstanding--;
+        if (outcome == GUEST_CALL_DONE)
+                return;
+        g->counters.actuator_failures[which]++;
+        if (which == GUEST_ACTUATOR_DIMM) {
+                /* A DIMM that may not be there is not counted: the next one would not fit. */
                 guest_dimm_refused(g, error, why);
-                break;
-        default:
-                break;
+                return;
         }
+        /* The run's last outcome decides: a later call's target replaces this one's. */
+        if (outcome != GUEST_CALL_REFUSED || c->outstanding > 0)
+                return;
+        if (which == GUEST_ACTUATOR_BALLOON)
+                g->balloon_target = c->previous;
+        else {
+                g->vmem_requested = c->previous;
+                g->balloon_watch.reached = false; /* the balloon's own target moved with it */
+        }
+        log_guest_debug(g, "%s call refused (%s): its target is back to %s",
+                        which == GUEST_ACTUATOR_BALLOON ? "balloon" : "virtio-mem", why ?: strerror(-error),
+                        fmt_size(b, sizeof(b), c->previous ?: RS_UNKNOWN));
 }
 
 /* DIMMs are only ever added: unplugging needs the guest's cooperation and often fails (the
@@ -293,7 +315,7 @@ static void guest_add_dimm(Guest *g, uint64_t bytes) {
         if (g->dimm_slot_bytes == 0 || bytes == 0 || bytes > g->dimm_slot_bytes || g->dimm_count >= g->mem_slots)
                 return;
         /* The driver names the device (and says so in the log); a refusal that comes later is
-         * guest_actuator_failed(). */
+         * guest_actuator_done()'s. */
         g->dimm_count++;
         g->dimm_bytes += bytes;
         g->dimm_sent_bytes = bytes;
@@ -303,8 +325,10 @@ static void guest_add_dimm(Guest *g, uint64_t bytes) {
         if (r < 0) {
                 g->counters.actuator_failures[GUEST_ACTUATOR_DIMM]++;
                 guest_dimm_refused(g, r, NULL);
-        } else
+        } else {
+                actuator_sent(g, GUEST_ACTUATOR_DIMM, r, 0);
                 g->counters.resizes[GUEST_ACTUATOR_DIMM]++;
+        }
 }
 
 void guest_actuate(Guest *g, uint64_t target, bool urgent, bool fine, uint64_t now) {
@@ -362,12 +386,13 @@ void guest_actuate(Guest *g, uint64_t target, bool urgent, bool fine, uint64_t n
                 plan.set_balloon = false;
         }
         if (plan.set_vmem && g->vmem_id) {
-                uint64_t requested = plan.vmem_requested;
+                uint64_t requested = plan.vmem_requested, previous = g->vmem_requested;
                 r = g->driver->set_virtio_mem(g, plan.vmem_requested, &requested, g->driver_data);
                 if (r < 0) {
                         g->counters.actuator_failures[GUEST_ACTUATOR_VIRTIO_MEM]++;
                         log_guest_warning_errno(g, r, "virtio-mem resize: %m");
                 } else {
+                        actuator_sent(g, GUEST_ACTUATOR_VIRTIO_MEM, r, previous);
                         g->vmem_requested = requested;
                         g->balloon_watch.reached = false; /* the balloon's own target moved with it */
                         g->counters.resizes[GUEST_ACTUATOR_VIRTIO_MEM]++;

@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The guest's insides, for the files that make it: guest.c (life cycle, the cycle, the state
  * file, the views guest.h hands out), guest-actuate.c (the balloon watch and the actuators),
- * guest-save.c and guest-agent-os.c (what the agent runs on).
- * Nothing else includes this: the manager, the bus and the drivers go through guest.h, so a
- * field can change without them. */
+ * guest-save.c (coalesced saves) and guest-agent-os.c (what the agent runs on). Nothing else includes this but the white-box test of the
+ * actuators: the manager and the bus go through guest.h and the drivers through guest-driver.h,
+ * so a field can change without them. */
 #pragma once
 
 #include <string.h>
 
 #include "common/size.h"
-#include "daemon/guest.h"
+#include "daemon/guest-driver.h"
 
 /* The balloon against the target last sent to it (Guest.balloon_target), watched each cycle before
  * the actuators run (guest-actuate.c): one that stays short of its target has stalled (the guest cannot
@@ -28,12 +28,18 @@ typedef struct BalloonWatch {
         uint64_t stall_until;     /* pushing resumes by then at the latest */
 } BalloonWatch;
 
+/* An actuator's calls sent whose outcome the driver has yet to report (guest_actuator_done()):
+ * the run of them began at `previous`, the target a refusal puts back. */
+typedef struct ActuatorCalls {
+        unsigned outstanding;
+        uint64_t previous;
+} ActuatorCalls;
+
 struct Guest {
         char *name;
         GuestSource source;
         char *uuid;            /* NULL when unknown (QMP guests) */
-        char *qmp_path;        /* NULL for driven guests */
-        char *agent_path;      /* NULL: no agent */
+        char *origin;          /* where its source finds it (guest_origin()) */
         char *state_dir;       /* NULL: no state file */
         uint64_t state_stale_usec; /* a state file older than this is not trusted for sizes (0: never) */
         sd_event *event;
@@ -46,6 +52,7 @@ struct Guest {
 
         GuestPhase phase;
         char fault[256];       /* "" when healthy */
+        GuestFault fault_kind; /* what fault[] is, GUEST_FAULT_NONE when "" */
         char reason[RS_REASON_MAX + 2 + GUEST_AGENT_PROBLEM_MAX]; /* the core's, "; " and the agent's */
         bool paused;
 
@@ -58,7 +65,6 @@ struct Guest {
         /* Its driver, and the driver's data. */
         const GuestDriver *driver;
         void *driver_data;
-        bool driven_agent;     /* the agent is read through the driver (libvirt) */
         bool agent_ok;         /* the agent answered last */
 
         /* What the guest has. */
@@ -83,6 +89,7 @@ struct Guest {
         unsigned dimm_count;     /* DIMM and NVDIMM devices: each holds a slot */
         uint64_t dimm_slot_bytes; /* largest DIMM maxmem has room for per free slot; 0: no DIMM hotplug */
         uint64_t dimm_sent_bytes; /* the size of the last DIMM sent: what a refusal takes back */
+        ActuatorCalls calls[_GUEST_ACTUATOR_MAX];
 
         /* The decision core. */
         RsGuest *core;
@@ -113,13 +120,12 @@ struct Guest {
 
         /* This cycle's readings. */
         RsSample sample;
-        bool cycle_qmp_failed;
+        bool cycle_failed;
         char cycle_error[160];
 
         /* Untrusted input noticed in a cycle (stats that lie or never update, an event flood,
          * commands failing): shown as the fault until a few clean cycles have passed. */
         char data_problem[192];   /* this cycle's, "" when none */
-        bool data_fault;          /* fault[] holds a data problem */
         unsigned data_clean_cycles;
         uint64_t stats_last_update;
         unsigned stats_stale_cycles, major_backwards_cycles;
@@ -159,7 +165,9 @@ static inline bool guest_dimm_capable(const Guest *g) {
 
 /* guest.c: the hooks' updated(), and a fault on show (a new one starts an episode, counted). */
 void guest_notify(Guest *g, bool estimate_changed);
-void guest_set_fault(Guest *g, const char *fmt, ...) _printf_(2, 3);
+void guest_set_fault(Guest *g, GuestFault kind, const char *fmt, ...) _printf_(3, 4);
+/* No fault on show any more. */
+void guest_clear_fault(Guest *g);
 
 /* guest-save.c: the state file is to be written (a change worth keeping): at the loop's next
  * turn, or with the other changes of the same window when one was written within it. */

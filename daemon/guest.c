@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* A guest whatever drives it (guest-qmp.c, guest-libvirt.c): the cycle (sample → decide →
- * apply → persist), the state file, the history, and the views guest.h hands out; the
- * actuators are guest-actuate.c's. */
+/* A guest whatever drives it (daemon/qemu/guest-qmp.c, daemon/libvirt/guest-libvirt.c): the
+ * cycle (sample → decide → apply → persist), the state file, the history, and the views guest.h
+ * hands out; the actuators are guest-actuate.c's. */
 #include "daemon/guest-internal.h"
 
 #include <assert.h>
@@ -16,9 +16,8 @@
 #include "common/size.h"
 #include "common/time-util.h"
 #include "common/utf8.h"
-#include "daemon/host.h"
+#include "daemon/host/host.h"
 #include "daemon/log.h"
-#include "daemon/socket-trust.h"
 #include "daemon/state-file.h"
 
 /* The state file is rewritten when something changed, and at least this often. */
@@ -29,7 +28,7 @@
 #define STATS_FUTURE_SLACK_SEC 300
 #define DATA_CLEAN_CYCLES 3
 
-static int guest_setup_finish(Guest *g);
+static int guest_setup_finish(Guest *g, const char *agent);
 static int guest_apply_policy(Guest *g);
 
 void guest_notify(Guest *g, bool estimate_changed) {
@@ -38,13 +37,23 @@ void guest_notify(Guest *g, bool estimate_changed) {
 }
 
 /* A fault where there was none (or only a connecting guest's note) starts an episode, which the
- * faults counter counts; a fault that changes into another, or is set again, is the same one. */
-void guest_set_fault(Guest *g, const char *fmt, ...) {
+ * faults counter counts; a fault that changes into another, or is set again, is the same one. A
+ * skipped guest has no fault of its own: no episode, said once at info level. */
+void guest_set_fault(Guest *g, GuestFault kind, const char *fmt, ...) {
         bool had = g->fault[0] != '\0' && g->fault_counted;
+        char detail[sizeof(g->fault)];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(g->fault, sizeof(g->fault), fmt, ap);
+        vsnprintf(detail, sizeof(detail), fmt, ap);
         va_end(ap);
+        (void) guest_fault_format(kind, detail, g->fault, sizeof(g->fault));
+        g->fault_kind = g->fault[0] ? kind : GUEST_FAULT_NONE;
+        if (!guest_fault_is_episode(kind)) {
+                g->fault_counted = false;
+                if (kind == GUEST_FAULT_SKIPPED)
+                        log_guest_info(g, "Not managed: %s", g->fault);
+                return;
+        }
         if (!had && g->fault[0] != '\0') {
                 g->counters.faults++;
                 g->fault_counted = true;
@@ -55,9 +64,15 @@ void guest_set_fault(Guest *g, const char *fmt, ...) {
                         .target_bytes = g->target ?: UINT64_MAX,
                         .actual_bytes = g->actual ?: UINT64_MAX,
                         .estimate_bytes = UINT64_MAX,
+                        .fault_kind = guest_fault_to_string(kind),
                 };
                 log_named_guest_event(LOG_WARNING, g->name, guest_state_string(g), &event, "fault: %s", g->fault);
         }
+}
+
+void guest_clear_fault(Guest *g) {
+        g->fault[0] = '\0';
+        g->fault_kind = GUEST_FAULT_NONE;
 }
 
 /* ---- state file ---- */
@@ -249,62 +264,6 @@ static void guest_update_size(Guest *g) {
 
 /* ---- the cycle ---- */
 
-static void sample_from_stats(RsSample *s, const QmpGuestStats *st) {
-        static const struct {
-                QmpStat stat;
-                RsCounter counter;
-        } counters[] = {
-                { QMP_STAT_MAJOR_FAULTS, RS_COUNTER_MAJOR_FAULTS },
-                { QMP_STAT_MINOR_FAULTS, RS_COUNTER_MINOR_FAULTS },
-                { QMP_STAT_SWAP_IN, RS_COUNTER_SWAP_IN },
-                { QMP_STAT_SWAP_OUT, RS_COUNTER_SWAP_OUT },
-                { QMP_STAT_OOM_KILLS, RS_COUNTER_OOM_KILLS },
-                { QMP_STAT_ALLOC_STALLS, RS_COUNTER_ALLOC_STALLS },
-                { QMP_STAT_ASYNC_SCANS, RS_COUNTER_ASYNC_SCANS },
-                { QMP_STAT_DIRECT_SCANS, RS_COUNTER_DIRECT_SCANS },
-                { QMP_STAT_ASYNC_RECLAIMS, RS_COUNTER_ASYNC_RECLAIMS },
-                { QMP_STAT_DIRECT_RECLAIMS, RS_COUNTER_DIRECT_RECLAIMS },
-        };
-        /* The driver has not reported yet: its zeros would read as a guest without memory. */
-        if (st->last_update == 0)
-                return;
-        s->level[RS_LEVEL_TOTAL] = st->value[QMP_STAT_TOTAL_MEMORY];
-        s->level[RS_LEVEL_FREE] = st->value[QMP_STAT_FREE_MEMORY];
-        s->level[RS_LEVEL_AVAILABLE] = st->value[QMP_STAT_AVAILABLE_MEMORY];
-        s->level[RS_LEVEL_DISK_CACHES] = st->value[QMP_STAT_DISK_CACHES];
-        for (size_t i = 0; i < ARRAY_SIZE(counters); i++)
-                s->counter[counters[i].counter] = st->value[counters[i].stat];
-}
-
-static void sample_from_vmstat(RsSample *s, const GuestVmstat *v) {
-        static const struct {
-                GuestVmstatCounter from;
-                RsCounter to;
-        } map[] = {
-                { GUEST_VMSTAT_WORKINGSET_REFAULT_ANON, RS_COUNTER_REFAULT_ANON },
-                { GUEST_VMSTAT_WORKINGSET_REFAULT_FILE, RS_COUNTER_REFAULT_FILE },
-                { GUEST_VMSTAT_WORKINGSET_ACTIVATE_ANON, RS_COUNTER_ACTIVATE_ANON },
-                { GUEST_VMSTAT_WORKINGSET_ACTIVATE_FILE, RS_COUNTER_ACTIVATE_FILE },
-                { GUEST_VMSTAT_PGSCAN_KSWAPD, RS_COUNTER_PGSCAN_KSWAPD },
-                { GUEST_VMSTAT_PGSCAN_DIRECT, RS_COUNTER_PGSCAN_DIRECT },
-                { GUEST_VMSTAT_PGSTEAL_KSWAPD, RS_COUNTER_PGSTEAL_KSWAPD },
-                { GUEST_VMSTAT_PGSTEAL_DIRECT, RS_COUNTER_PGSTEAL_DIRECT },
-                { GUEST_VMSTAT_PSWPIN, RS_COUNTER_PSWPIN },
-                { GUEST_VMSTAT_PSWPOUT, RS_COUNTER_PSWPOUT },
-                { GUEST_VMSTAT_PGMAJFAULT, RS_COUNTER_PGMAJFAULT },
-                { GUEST_VMSTAT_ALLOCSTALL, RS_COUNTER_ALLOCSTALL },
-                { GUEST_VMSTAT_OOM_KILL, RS_COUNTER_OOM_KILL },
-        };
-        for (size_t i = 0; i < ARRAY_SIZE(map); i++)
-                s->counter[map[i].to] = v->value[map[i].from];
-}
-
-static uint64_t psi_hundredths(const GuestPsiLine *l) {
-        if (!l->known || !(l->avg10 >= 0.0) || l->avg10 > 100.0)
-                return RS_UNKNOWN;
-        return (uint64_t) (l->avg10 * 100.0 + 0.5);
-}
-
 static void guest_update_rates(Guest *g, uint64_t now) {
         uint64_t major = g->sample.counter[RS_COUNTER_PGMAJFAULT];
         if (major == RS_UNKNOWN)
@@ -369,21 +328,16 @@ static bool estimate_changed(Guest *g) {
  * and goes once DATA_CLEAN_CYCLES cycles came without one. */
 static void guest_report_data_problem(Guest *g) {
         if (g->data_problem[0]) {
-                bool news = !g->data_fault || strcmp(g->fault, g->data_problem) != 0;
+                bool news = g->fault_kind != GUEST_FAULT_UNTRUSTED_DATA || strcmp(g->fault, g->data_problem) != 0;
                 uint64_t episodes = g->counters.faults;
-                if (!g->balloon_watch.stalled) {
-                        guest_set_fault(g, "%s", g->data_problem);
-                        g->data_fault = true;
-                }
+                if (!g->balloon_watch.stalled)
+                        guest_set_fault(g, GUEST_FAULT_UNTRUSTED_DATA, "%s", g->data_problem);
                 /* A new fault episode was logged as one; a changed problem inside one is logged here. */
                 if (news && g->counters.faults == episodes)
                         log_guest_warning(g, "%s", g->data_problem);
                 g->data_clean_cycles = 0;
-        } else if (g->data_fault && ++g->data_clean_cycles >= DATA_CLEAN_CYCLES) {
-                if (!g->balloon_watch.stalled)
-                        g->fault[0] = '\0';
-                g->data_fault = false;
-        }
+        } else if (g->fault_kind == GUEST_FAULT_UNTRUSTED_DATA && ++g->data_clean_cycles >= DATA_CLEAN_CYCLES)
+                guest_clear_fault(g);
         g->data_problem[0] = '\0';
 }
 
@@ -402,20 +356,18 @@ static void guest_check_sanitized(Guest *g, const RsSample *before) {
                          dropped);
 }
 
-/* last-update is QEMU's clock when the guest last reported: far ahead of ours, it lies; still
+/* last_update is QEMU's clock when the guest last reported: far ahead of ours, it lies; still
  * where it was after several intervals, the guest stopped reporting. Returns whether the stats
  * may be fed to the core: stale ones would read as a quiet guest (rates of 0) and invite
  * probing, so without them the guest is judged on what is left (agent, host) and held. */
-static bool guest_check_stats_time(Guest *g, const QmpGuestStats *st) {
+static bool guest_check_stats_time(Guest *g, uint64_t last_update) {
         uint64_t now_sec = now_usec(CLOCK_REALTIME) / USEC_PER_SEC;
 
-        if (st->last_update == 0)
-                return true;
-        g->stats_stale_cycles = st->last_update == g->stats_last_update ? g->stats_stale_cycles + 1 : 0;
-        g->stats_last_update = st->last_update;
-        if (st->last_update > now_sec + STATS_FUTURE_SLACK_SEC) {
+        g->stats_stale_cycles = last_update == g->stats_last_update ? g->stats_stale_cycles + 1 : 0;
+        g->stats_last_update = last_update;
+        if (last_update > now_sec + STATS_FUTURE_SLACK_SEC) {
                 snprintf(g->data_problem, sizeof(g->data_problem),
-                         "guest stats lie: last update %" PRIu64 " s in the future", st->last_update - now_sec);
+                         "guest stats lie: last update %" PRIu64 " s in the future", last_update - now_sec);
                 return false;
         }
         if (g->stats_stale_cycles >= STATS_STALE_CYCLES) {
@@ -431,11 +383,11 @@ static bool guest_check_stats_time(Guest *g, const QmpGuestStats *st) {
 static bool cycle_sample(Guest *g, uint64_t now) {
         HostMemory host;
 
-        if (g->cycle_qmp_failed) {
+        if (g->cycle_failed) {
                 /* A timeout on one guest only costs that guest its tick. */
                 log_guest_debug(g, "Skipping this interval: %s", g->cycle_error);
                 snprintf(g->data_problem, sizeof(g->data_problem), "%s failing: %s",
-                         g->source == GUEST_SOURCE_LIBVIRT ? "libvirt calls" : "QMP commands", g->cycle_error);
+                         g->driver->calls ?: "its calls", g->cycle_error);
                 return false;
         }
 
@@ -606,7 +558,7 @@ static uint64_t guest_dimm_room(Guest *g) {
 }
 
 /* The guest's memory is known: the decision core takes over. */
-static int guest_setup_finish(Guest *g) {
+static int guest_setup_finish(Guest *g, const char *agent) {
         int r;
 
         g->guest_max = (g->base_memory ?: g->actual) +
@@ -614,14 +566,14 @@ static int guest_setup_finish(Guest *g) {
         if (g->guest_max > 0 && guest_dimm_capable(g))
                 g->guest_max += g->dimm_bytes + guest_dimm_room(g);
         if (g->guest_max == 0) {
-                guest_set_fault(g, "no memory size known");
+                guest_set_fault(g, GUEST_FAULT_NO_SIZE, "no memory size known");
                 g->phase = GUEST_PHASE_FAULTY;
                 return -EINVAL;
         }
         if (!g->core) {
                 r = rs_guest_new(&g->core, &g->policy, g->guest_max);
                 if (r < 0) {
-                        guest_set_fault(g, "the decision core refused the guest: %s", strerror(-r));
+                        guest_set_fault(g, GUEST_FAULT_CORE_REFUSED, "%s", strerror(-r));
                         g->phase = GUEST_PHASE_FAULTY;
                         return r;
                 }
@@ -633,7 +585,7 @@ static int guest_setup_finish(Guest *g) {
         char b1[FORMAT_SIZE_MAX], b2[FORMAT_SIZE_MAX];
         log_guest_info(g, "Managing: %s (balloon at %s), policy %s, agent %s, free page reporting %s%s%s",
                        fmt_size(b1, sizeof(b1), g->guest_max), fmt_size(b2, sizeof(b2), g->actual), g->policy.name,
-                       g->agent_path ? g->agent_path : g->driven_agent ? "through libvirt" : "none",
+                       agent ?: "none",
                        g->fpr_known ? (g->free_page_reporting ? "on" : "off") : "unknown",
                        g->vmem_id ? ", virtio-mem " : "", g->vmem_id ?: "");
         log_named_guest_debug(g->name, NULL, "maxmem %" PRIu64 ", %u slots, memory devices %" PRIu64 " (%u DIMMs)",
@@ -645,8 +597,7 @@ static int guest_setup_finish(Guest *g) {
         g->running_since = now_usec(CLOCK_MONOTONIC);
         g->first_actual = g->actual;
         g->balloon_driver_seen = false;
-        g->fault[0] = '\0';
-        g->data_fault = false;
+        guest_clear_fault(g);
         guest_adopt(g);
         /* The cycles come from the driver. */
         guest_notify(g, false);
@@ -655,10 +606,10 @@ static int guest_setup_finish(Guest *g) {
 
 /* ---- public ---- */
 
-int guest_new(sd_event *event, GuestSource source, const char *name, const char *uuid, const char *qmp_path,
-              const char *agent_path, const char *state_dir, const RsPolicy *policy, const GuestHooks *hooks,
-              void *userdata, const GuestDriver *driver, void *driver_data, Guest **ret) {
-        assert(event && name && policy && ret);
+int guest_new(sd_event *event, GuestSource source, const char *name, const char *uuid, const char *origin,
+              const char *state_dir, const RsPolicy *policy, const GuestHooks *hooks, void *userdata,
+              const GuestDriver *driver, void *driver_data, Guest **ret) {
+        assert(event && name && origin && policy && ret);
         if (!driver || !driver->set_balloon || !driver->set_virtio_mem)
                 return -EINVAL;
         _cleanup_free_ Guest *g = calloc(1, sizeof(Guest));
@@ -666,15 +617,12 @@ int guest_new(sd_event *event, GuestSource source, const char *name, const char 
                 return -ENOMEM;
         g->name = strdup(name);
         g->uuid = uuid ? strdup(uuid) : NULL;
-        g->qmp_path = qmp_path ? strdup(qmp_path) : NULL;
-        g->agent_path = agent_path ? strdup(agent_path) : NULL;
+        g->origin = strdup(origin);
         g->state_dir = state_dir ? strdup(state_dir) : NULL;
-        if (!g->name || (uuid && !g->uuid) || (qmp_path && !g->qmp_path) || (agent_path && !g->agent_path) ||
-            (state_dir && !g->state_dir)) {
+        if (!g->name || (uuid && !g->uuid) || !g->origin || (state_dir && !g->state_dir)) {
                 free(g->name);
                 free(g->uuid);
-                free(g->qmp_path);
-                free(g->agent_path);
+                free(g->origin);
                 free(g->state_dir);
                 return -ENOMEM;
         }
@@ -712,8 +660,7 @@ Guest *guest_free(Guest *g) {
         free(g->vmem_id);
         free(g->name);
         free(g->uuid);
-        free(g->qmp_path);
-        free(g->agent_path);
+        free(g->origin);
         free(g->state_dir);
         free(g);
         return NULL;
@@ -803,16 +750,17 @@ int guest_set_state_dir(Guest *g, const char *dir) {
         return 0;
 }
 
-/* The daemon's own states around the estimator's (guest_state_string()). */
-static const char *const daemon_state_names[] = { "connecting", "faulty", "paused" };
+/* The daemon's own states around the estimator's (guest_state_string()); a guest out of
+ * management is in the state its fault's kind says (guest_fault_state()). */
+static const char *const daemon_state_names[] = { "connecting", "paused" };
 
 const char *guest_state_string(const Guest *g) {
         if (g->phase == GUEST_PHASE_FAULTY)
-                return daemon_state_names[1];
+                return guest_fault_state(g->fault_kind);
         if (g->phase == GUEST_PHASE_CONNECTING || !g->core)
                 return daemon_state_names[0];
         if (g->paused)
-                return daemon_state_names[2];
+                return daemon_state_names[1];
         return rs_state_to_string(rs_guest_state(g->core)) ?: "unknown";
 }
 
@@ -820,6 +768,7 @@ size_t guest_all_state_names(const char **names, size_t max) {
         size_t n = 0;
         for (RsState s = 0; s < _RS_STATE_MAX && n < max; s++)
                 names[n++] = rs_state_to_string(s);
+        n += guest_fault_all_states(names + n, max - n);
         for (size_t i = 0; i < ARRAY_SIZE(daemon_state_names) && n < max; i++)
                 names[n++] = daemon_state_names[i];
         return n;
@@ -869,6 +818,10 @@ const char *guest_source_string(GuestSource s) {
         return s == GUEST_SOURCE_LIBVIRT ? "libvirt" : "qemu";
 }
 
+const char *guest_source_origin_kind(GuestSource s) {
+        return s == GUEST_SOURCE_LIBVIRT ? "libvirt domain" : "QMP socket";
+}
+
 uint64_t guest_floor(const Guest *g) {
         return g->guest_max ? rs_policy_floor(&g->policy, g->guest_max) : 0;
 }
@@ -893,7 +846,7 @@ uint64_t guest_max(const Guest *g) {
 DEFINE_GUEST_FIELD(const char *, name, name)
 DEFINE_GUEST_FIELD(const char *, uuid, uuid)
 DEFINE_GUEST_FIELD(GuestSource, source, source)
-DEFINE_GUEST_FIELD(const char *, qmp_path, qmp_path)
+DEFINE_GUEST_FIELD(const char *, origin, origin)
 DEFINE_GUEST_FIELD(sd_event *, event, event)
 DEFINE_GUEST_FIELD(GuestPhase, phase, phase)
 DEFINE_GUEST_FIELD(bool, is_paused, paused)
@@ -910,6 +863,7 @@ DEFINE_GUEST_FIELD(uint64_t, updated_realtime, updated_realtime)
 DEFINE_GUEST_FIELD(double, refault_rate, refault_rate)
 DEFINE_GUEST_FIELD(double, major_fault_rate, major_fault_rate)
 DEFINE_GUEST_TEXT(fault, fault)
+DEFINE_GUEST_FIELD(GuestFault, fault_kind, fault_kind)
 DEFINE_GUEST_TEXT(reason, reason)
 DEFINE_GUEST_TEXT(agent_problem, agent_problem)
 
@@ -948,6 +902,10 @@ void guest_stop(Guest *g) {
 int guest_attach(Guest *g, const GuestResources *res) {
         if (!res)
                 return -EINVAL;
+        /* Attached anew (after a reconnection): the devices are read as they are now, and calls
+         * sent before may never report (a closed connection drops them). */
+        if (g->phase != GUEST_PHASE_RUNNING)
+                memset(g->calls, 0, sizeof(g->calls));
         if (res->vmem_id) {
                 char *id = strdup(res->vmem_id);
                 if (!id)
@@ -977,17 +935,18 @@ int guest_attach(Guest *g, const GuestResources *res) {
         g->free_page_reporting = res->free_page_reporting;
         g->deflate_on_oom_known = res->deflate_on_oom_known;
         g->deflate_on_oom = res->deflate_on_oom;
-        g->driven_agent = res->agent;
         /* A core exists already (re-attach): its size stays what it was created with. */
         if (g->core && g->phase == GUEST_PHASE_RUNNING)
                 return 0;
-        return guest_setup_finish(g);
+        return guest_setup_finish(g, res->agent);
 }
 
-void guest_set_faulty(Guest *g, const char *fault) {
-        if (g->phase == GUEST_PHASE_FAULTY && strcmp(g->fault, fault ?: "") == 0)
+void guest_set_faulty(Guest *g, GuestFault kind, const char *detail) {
+        char text[sizeof(g->fault)];
+        (void) guest_fault_format(kind, detail, text, sizeof(text));
+        if (g->phase == GUEST_PHASE_FAULTY && g->fault_kind == kind && strcmp(g->fault, text) == 0)
                 return;
-        guest_set_fault(g, "%s", fault ?: "");
+        guest_set_fault(g, kind, "%s", detail ?: "");
         g->phase = GUEST_PHASE_FAULTY;
         g->cycle_pending = 0;
         guest_notify(g, false);
@@ -999,7 +958,7 @@ int guest_cycle_begin(Guest *g) {
         if (g->cycle_pending > 0)
                 return -EBUSY;
         rs_sample_init(&g->sample);
-        g->cycle_qmp_failed = false;
+        g->cycle_failed = false;
         g->cycle_error[0] = '\0';
         g->cycle_started = now_usec(CLOCK_MONOTONIC);
         g->cycle_pending = 1;
@@ -1020,43 +979,41 @@ void guest_cycle_cancel(Guest *g) {
 }
 
 void guest_cycle_fail(Guest *g, const char *error) {
-        g->cycle_qmp_failed = true;
+        g->cycle_failed = true;
         snprintf(g->cycle_error, sizeof(g->cycle_error), "%s", error ?: "unknown error");
 }
 
-void guest_sample_add_stats(Guest *g, const QmpGuestStats *stats) {
-        if (guest_check_stats_time(g, stats))
-                sample_from_stats(&g->sample, stats);
+void guest_sample_add(Guest *g, const RsSample *part) {
+        for (size_t i = 0; i < ARRAY_SIZE(part->level); i++)
+                if (part->level[i] != RS_UNKNOWN)
+                        g->sample.level[i] = part->level[i];
+        for (size_t i = 0; i < ARRAY_SIZE(part->counter); i++)
+                if (part->counter[i] != RS_UNKNOWN)
+                        g->sample.counter[i] = part->counter[i];
 }
 
-void guest_sample_add_agent(Guest *g, const GuestVmstat *vmstat, const GuestPsi *psi) {
-        if (vmstat)
-                sample_from_vmstat(&g->sample, vmstat);
-        if (psi) {
-                g->sample.level[RS_LEVEL_PSI_SOME_AVG10] = psi_hundredths(&psi->some);
-                g->sample.level[RS_LEVEL_PSI_FULL_AVG10] = psi_hundredths(&psi->full);
-                if (psi->some.known)
-                        g->sample.counter[RS_COUNTER_PSI_SOME_TOTAL] = psi->some.total_usec;
-                if (psi->full.known)
-                        g->sample.counter[RS_COUNTER_PSI_FULL_TOTAL] = psi->full.total_usec;
-        }
+void guest_sample_add_balloon_stats(Guest *g, const RsSample *part, uint64_t last_update) {
+        if (guest_check_stats_time(g, last_update))
+                guest_sample_add(g, part);
 }
 
 void guest_set_disconnected(Guest *g, const char *fault) {
         bool same = g->phase == GUEST_PHASE_FAULTY && strcmp(g->fault, fault ?: "") == 0;
-        guest_set_fault(g, "%s", fault ?: "");
-        g->data_fault = false;
+        guest_set_fault(g, GUEST_FAULT_CONNECTION, "%s", fault ?: "");
         g->phase = GUEST_PHASE_FAULTY;
         if (!same)
                 guest_notify(g, false);
 }
 
-void guest_set_connecting(Guest *g, const char *fault) {
-        if (fault) {
-                /* QEMU not listening yet is shown, but is no fault (yet). */
-                snprintf(g->fault, sizeof(g->fault), "%s", fault);
-                if (g->phase != GUEST_PHASE_FAULTY)
+void guest_set_connecting(Guest *g, const char *note) {
+        if (note) {
+                /* QEMU not listening yet is shown, but is no fault (yet): a faulty guest's
+                 * episode goes on under the note. */
+                snprintf(g->fault, sizeof(g->fault), "%s", note);
+                if (g->phase != GUEST_PHASE_FAULTY) {
+                        g->fault_kind = GUEST_FAULT_CONNECTING;
                         g->fault_counted = false;
+                }
         }
         if (g->phase != GUEST_PHASE_FAULTY)
                 g->phase = GUEST_PHASE_CONNECTING;
@@ -1080,12 +1037,6 @@ void guest_set_vmem_size(Guest *g, uint64_t size) {
                 return;
         g->vmem_size = size;
         guest_update_size(g);
-}
-
-bool guest_peer_trusted(Guest *g, int fd, pid_t *ret_pid, char *why, size_t why_size) {
-        if (g->hooks && g->hooks->peer_trusted)
-                return g->hooks->peer_trusted(g, fd, ret_pid, why, why_size, g->userdata);
-        return socket_trust_peer(NULL, fd, ret_pid, why, why_size);
 }
 
 void guest_set_host_rss(Guest *g, uint64_t rss) {

@@ -1,15 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* One managed guest, whatever drives it: its driver (guest-qmp.c for a plain QEMU guest over its
- * QMP socket, guest-libvirt.c for a libvirt domain) runs a cycle every poll interval through the
- * cycle API below, and the guest does the rest:
- *
- *   readings (guest_sample_add_*, guest_set_*) → RsSample → rs_guest_feed/decide → the manager
- *   arbitrates → rs_actuation_plan → balloon / virtio-mem / DIMM through the driver → the
- *   state file and the history → confirmed by the next cycle's readings.
- *
- * A cycle that is still running when the next is due makes that one a no-op, so a slow guest
- * never queues work and never stalls another. A balloon that stops moving toward its target is
- * noticed: the guest stops being pushed, and the reason says why. */
+/* One managed guest, as the manager and the bus see it: what it is and has (the views), and
+ * what an operator or the manager changes (the setters). What drives it is a transport's driver
+ * (daemon/qemu/guest-qmp.c for a plain QEMU guest over its QMP socket,
+ * daemon/libvirt/guest-libvirt.c for a libvirt domain), through the other face of the guest,
+ * guest-driver.h. */
 #pragma once
 
 #include <stdbool.h>
@@ -20,15 +14,13 @@
 #include "common/macro.h"
 #include "daemon/conf.h"
 #include "daemon/estimate-signal.h"
-#include "daemon/host.h"
+#include "daemon/guest-fault.h"
+#include "daemon/host/host.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "policies/arbiter.h"
 #include "policies/estimator.h"
 #include "policies/policy.h"
-#include "common/procfs.h"
-#include "qmp/qga-osinfo.h"
-#include "qmp/qmp-commands.h"
 
 #define GUEST_HISTORY_MAX 360
 /* An agent problem fits whole beside the core's reason (see guest_reason()). */
@@ -52,73 +44,23 @@ typedef struct GuestHooks {
         /* After every cycle (and on connection changes); estimate_changed as EstimateChanged
          * defines it: more than 1 % or new bounds. */
         void (*updated)(Guest *g, bool estimate_changed, void *userdata);
-        /* Whether the process at the other end of the guest's QMP connection may be a guest's
-         * QEMU (socket-trust.h); *ret_pid its pid (0: unknown), why the refusal. NULL: root's
-         * only. */
-        bool (*peer_trusted)(Guest *g, int fd, pid_t *ret_pid, char *why, size_t why_size, void *userdata);
 } GuestHooks;
 
-/* Where a guest comes from: its own QMP socket, or a libvirt domain (daemon/guest-libvirt.h),
- * which is never touched through QMP. */
+/* Where a guest comes from: its own QMP socket (daemon/qemu/), or a libvirt domain
+ * (daemon/libvirt/), which is never touched through QMP. Each is a guest source (guest-source.h). */
 typedef enum GuestSource {
         GUEST_SOURCE_QEMU,
         GUEST_SOURCE_LIBVIRT,
+        _GUEST_SOURCE_MAX,
 } GuestSource;
 
-/* What drives a guest (QMP: guest-qmp.c, libvirt: guest-libvirt.c); userdata is the driver's
- * data given to guest_new(). The actuators return 0 or -errno; 0 may mean sent or queued: the
- * guest records the new target at once, and a failure that comes back later is reported with
- * guest_actuator_failed(). While the daemon stops, set_balloon must be synchronous. The sizes
- * are what QMP would be sent: balloon = the boot memory's share to leave the guest (virtio-mem
- * already taken away), virtio-mem = the block-aligned requested size, and *ret_requested what
- * the device was actually asked for. */
-typedef struct GuestDriver {
-        int (*set_balloon)(Guest *g, uint64_t balloon_bytes, void *userdata);
-        int (*set_virtio_mem)(Guest *g, uint64_t requested, uint64_t *ret_requested, void *userdata);
-        /* Hot-plugs one DIMM of `bytes` (naming it, and saying so in the log); NULL: cannot. */
-        int (*add_dimm)(Guest *g, uint64_t bytes, void *userdata);
-        /* The rest is optional. */
-        /* At shutdown, the balloon to leave: 1 when a call went out and done() will run, 0 when
-         * done already, -errno. NULL: set_balloon(), synchronous. */
-        int (*shutdown_balloon)(Guest *g, uint64_t balloon_bytes, void (*done)(Guest *g, void *userdata),
-                                void *done_userdata, void *userdata);
-        /* Whether its connection can carry a cycle's results (NULL: always). */
-        bool (*connected)(const Guest *g, void *userdata);
-        /* The policy changed (the poll interval was old_interval_usec). */
-        void (*policy_changed)(Guest *g, uint64_t old_interval_usec, void *userdata);
-        /* The daemon stops: no more cycles. */
-        void (*stop)(Guest *g, void *userdata);
-        /* The guest goes: its driver data too. */
-        void (*free)(void *userdata);
-} GuestDriver;
-
-/* A queued actuator call the driver reports as failed. */
+/* The devices a guest is resized with. */
 typedef enum GuestActuator {
         GUEST_ACTUATOR_BALLOON,
         GUEST_ACTUATOR_VIRTIO_MEM,
         GUEST_ACTUATOR_DIMM,
         _GUEST_ACTUATOR_MAX,
 } GuestActuator;
-
-/* What a guest has, from its driver (guest_attach()). */
-typedef struct GuestResources {
-        uint64_t base_memory;       /* boot memory */
-        uint64_t actual;            /* what the balloon leaves the guest now, virtio-mem included */
-        uint64_t balloon_actual;    /* or QEMU's balloon actual (boot memory only), 0: use actual */
-        const char *vmem_id;        /* NULL: no virtio-mem */
-        uint64_t vmem_size, vmem_max, vmem_block, vmem_requested;
-        bool fpr_known, free_page_reporting;
-        /* The balloon's deflate-on-oom (libvirt's autodeflate): without it a probe that squeezes
-         * too far meets the guest's OOM killer instead of a balloon that gives way. */
-        bool deflate_on_oom_known, deflate_on_oom;
-        bool agent;                 /* signals from the guest agent are expected */
-        /* DIMM hotplug room, as for QMP guests: maxmem and its slots (0: none), what the
-         * memory devices take of them, and the DIMMs among them. */
-        uint64_t mem_max_size;
-        unsigned mem_slots;
-        uint64_t devices_bytes, dimm_bytes;
-        unsigned dimm_count;
-} GuestResources;
 
 /* The connection's phase; the decision core's state takes over once RUNNING. */
 typedef enum GuestPhase {
@@ -138,72 +80,8 @@ typedef struct GuestCounters {
         uint64_t faults;           /* times the guest went from no fault to a fault */
 } GuestCounters;
 
-/* A guest and its driver (QMP: guest_qmp_new(), libvirt: guest-libvirt.c). qmp_path and
- * agent_path name where a QMP guest is reached (NULL otherwise), uuid a libvirt domain. The
- * driver runs each cycle with guest_cycle_begin(), the readings, and guest_cycle_step_done(),
- * once it called guest_attach(). */
-int guest_new(sd_event *event, GuestSource source, const char *name, const char *uuid, const char *qmp_path,
-              const char *agent_path, const char *state_dir, const RsPolicy *policy, const GuestHooks *hooks,
-              void *userdata, const GuestDriver *driver, void *driver_data, Guest **ret);
+/* The guest goes (its driver's data with it); created by its driver (guest-driver.h). */
 Guest *guest_free(Guest *g);
-
-/* The guest's memory is known: creates the decision core if needed (resuming from the state
- * file) and makes the guest RUNNING; may be called again when the resources change (e.g.
- * virtio-mem appeared, a reconnect). */
-int guest_attach(Guest *g, const GuestResources *res);
-/* Not managed now, with the reason (`rightsizectl list` shows it as the fault); a cycle under
- * way is dropped. */
-void guest_set_faulty(Guest *g, const char *fault);
-/* The connection is lost (faulty, with the reason); a cycle under way is kept, to be finished
- * (without effect) by the replies still to come. */
-void guest_set_disconnected(Guest *g, const char *fault);
-/* (Re)connecting; with a fault to show meanwhile, or NULL. A faulty guest stays faulty. */
-void guest_set_connecting(Guest *g, const char *fault);
-/* Starts a cycle: -EBUSY while the previous one still runs, -EAGAIN when not running. The
- * cycle holds one step, released by guest_cycle_step_done(); guest_cycle_hold() adds one. */
-int guest_cycle_begin(Guest *g);
-void guest_cycle_hold(Guest *g);
-void guest_cycle_step_done(Guest *g);
-/* The cycle ends now, without a decision and without a fault (its guest is going away). */
-void guest_cycle_cancel(Guest *g);
-/* The cycle's readings failed: it ends without a decision. */
-void guest_cycle_fail(Guest *g, const char *error);
-/* The cycle's readings. */
-void guest_sample_add_stats(Guest *g, const QmpGuestStats *stats);
-/* vmstat and psi may each be NULL. */
-void guest_sample_add_agent(Guest *g, const GuestVmstat *vmstat, const GuestPsi *psi);
-/* What QEMU read from the guest's disks (refaults the guest does not report show there). */
-void guest_sample_add_host_disk_read(Guest *g, uint64_t bytes);
-/* Untrusted input noticed (an event flood): the cycle's data problem, shown as the fault. */
-void guest_sample_report_problem(Guest *g, const char *fmt, ...) _printf_(2, 3);
-/* The guest's size: QEMU's balloon actual (boot memory only; plugged virtio-mem is added), or
- * the total as the driver reads it. Implausible values (0, above twice the guest's maximum)
- * are ignored. */
-void guest_set_balloon_actual(Guest *g, uint64_t balloon_actual);
-void guest_set_actual(Guest *g, uint64_t actual);
-/* virtio-mem's plugged size, when the guest has virtio-mem. */
-void guest_set_vmem_size(Guest *g, uint64_t size);
-/* QEMU's resident memory on the host (UINT64_MAX: unknown). */
-void guest_set_host_rss(Guest *g, uint64_t rss);
-/* The hook's answer for the guest's newly connected QMP socket. */
-bool guest_peer_trusted(Guest *g, int fd, pid_t *ret_pid, char *why, size_t why_size);
-/* Whether the guest agent answers; why it gives nothing ("" when reads work: in the reason,
- * and in the log when it changes). */
-void guest_set_agent_answers(Guest *g, bool answers);
-bool guest_agent_answers(const Guest *g);
-void guest_set_agent_problem(Guest *g, const char *problem);
-/* What the agent says it runs on (guest-get-osinfo; NULL: it could not say, and what was known
- * stays). A Windows guest's agent has no /proc: its reads are not asked for, and the reason says
- * what is not seen (guest-agent-os.c). */
-void guest_set_agent_os(Guest *g, const QgaOsInfo *os);
-/* Whether reading /proc through the agent can give anything: not on a Windows guest. */
-bool guest_agent_reads_procfs(const Guest *g);
-/* The agent's os id ("mswindows", "debian"...); NULL while none was given. */
-const char *guest_os_id(const Guest *g);
-/* A queued actuator call failed: the balloon and virtio-mem targets go back to `previous`;
- * a DIMM is not counted and no more are added. */
-void guest_actuator_failed(Guest *g, GuestActuator which, int error, const char *why, uint64_t previous);
-
 int guest_set_policy(Guest *g, const RsPolicy *policy);
 /* 0 clears an override. -EINVAL when the result is not a valid policy. */
 int guest_set_overrides(Guest *g, uint64_t floor, uint64_t max);
@@ -217,7 +95,7 @@ int guest_set_state_dir(Guest *g, const char *dir);
  * sizes: the guest is brought back to its take-over size and learned anew. */
 void guest_set_state_stale_usec(Guest *g, uint64_t usec);
 
-/* "learn" ... "observe", or "paused", "faulty", "connecting" (the D-Bus API's words). */
+/* "learn" ... "observe", or "paused", "faulty", "skipped", "connecting" (the D-Bus API's words). */
 const char *guest_state_string(const Guest *g);
 /* Every name guest_state_string() can give ("unknown" aside) into names (at most max); how many. */
 size_t guest_all_state_names(const char **names, size_t max);
@@ -237,6 +115,8 @@ uint64_t guest_reclaimable(const Guest *g);
  * UINT64_MAX before its size is known. */
 uint64_t guest_reclaimed(const Guest *g);
 const char *guest_source_string(GuestSource s);
+/* What a guest's origin is, in the operator's words: "QMP socket", "libvirt domain". */
+const char *guest_source_origin_kind(GuestSource s);
 uint64_t guest_floor(const Guest *g);
 uint64_t guest_max(const Guest *g);
 /* The history, oldest first; returns the number of points written. */
@@ -258,11 +138,9 @@ int guest_shutdown(Guest *g, ShutdownAction action, void (*done)(Guest *g, void 
 const char *guest_name(const Guest *g);
 const char *guest_uuid(const Guest *g);          /* NULL when unknown (QMP guests) */
 GuestSource guest_source(const Guest *g);
-const char *guest_qmp_path(const Guest *g);      /* NULL: not reached over its own QMP socket */
+/* Where its source finds it, as guest_new() took it: its source's key for it. */
+const char *guest_origin(const Guest *g);
 sd_event *guest_event(const Guest *g);
-/* The data given to guest_new() when `driver` drives the guest, NULL otherwise: a driver tells
- * its own guests from the others'. */
-void *guest_driver_data(const Guest *g, const GuestDriver *driver);
 GuestPhase guest_phase(const Guest *g);
 /* The policy in force: the selected one with the operator's overrides applied. */
 const RsPolicy *guest_policy(const Guest *g);
@@ -272,10 +150,16 @@ bool guest_is_paused(const Guest *g);
 /* The fault on show (a lost connection, untrusted data, a stalled balloon, or what a connecting
  * guest waits for); NULL when there is none. */
 const char *guest_fault(const Guest *g);
+/* What kind of fault that is (GUEST_FAULT_NONE when none): what code decides on. */
+GuestFault guest_fault_kind(const Guest *g);
 /* Why the guest is where it is (the core's reason, and the agent's problem); NULL while there is none. */
 const char *guest_reason(const Guest *g);
+/* Whether the guest agent answered last. */
+bool guest_agent_answers(const Guest *g);
 /* Why the agent gives nothing; NULL while its reads work. */
 const char *guest_agent_problem(const Guest *g);
+/* The agent's os id ("mswindows", "debian"...); NULL while none was given. */
+const char *guest_os_id(const Guest *g);
 
 /* Sizes in bytes: 0 while unknown (or, for the targets, before any was set). */
 uint64_t guest_actual(const Guest *g);           /* the guest's size now, virtio-mem included */
@@ -295,9 +179,6 @@ uint64_t guest_updated_realtime(const Guest *g);
 double guest_refault_rate(const Guest *g);
 double guest_major_fault_rate(const Guest *g);
 const GuestCounters *guest_counters(const Guest *g);
-/* CLOCK_MONOTONIC µs at which the cycle under way began, 0 when none is: a driver whose replies
- * come back late tells its cycle from a newer one. */
-uint64_t guest_cycle_started(const Guest *g);
 
 /* Messages about a guest, with its name and state in the journal fields (GUEST=, STATE=) and
  * the stderr prefix: systemd's log_unit_* (log.h has the forms for a name alone). */

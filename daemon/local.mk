@@ -5,18 +5,14 @@ noinst_LIBRARIES += daemon/librightsized.a
 daemon_librightsized_a_SOURCES = \
 	daemon/log.c daemon/log.h \
 	daemon/log-ratelimit.c daemon/log-ratelimit.h \
-	daemon/fileio.c daemon/fileio.h \
 	daemon/conf.c daemon/conf.h \
-	daemon/discovery.c daemon/discovery.h \
-	daemon/socket-trust.c daemon/socket-trust.h \
 	daemon/group-cache.c daemon/group-cache.h \
 	daemon/state-file.c daemon/state-file.h \
 	daemon/state-lock.c daemon/state-lock.h \
 	daemon/notify.c daemon/notify.h \
 	daemon/metrics.c daemon/metrics.h \
 	daemon/estimate-signal.c daemon/estimate-signal.h \
-	daemon/host-hugepages.c daemon/host-hugepages.h \
-	daemon/host-thp.c daemon/host-thp.h
+	daemon/guest-fault.c daemon/guest-fault.h
 daemon_librightsized_a_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DRIGHTSIZE_CONF_DIR='"$(rightsizeconfdir)"'
 daemon_librightsized_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS) $(JSONC_CFLAGS) $(LIBSYSTEMD_CFLAGS)
@@ -27,21 +23,29 @@ RIGHTSIZED_LIBS = daemon/librightsized.a common/libcommon.a $(INIH_LIBS) $(JSONC
 # ---- unit tests (Check) ----
 daemon_tests = \
 	tests/unit/test-daemon-log \
-	tests/unit/test-daemon-fileio \
 	tests/unit/test-daemon-config \
-	tests/unit/test-daemon-discovery \
 	tests/unit/test-daemon-state-file \
 	tests/unit/test-daemon-group-cache \
 	tests/unit/test-daemon-notify \
 	tests/unit/test-daemon-metrics \
 	tests/unit/test-daemon-estimate-signal \
-	tests/unit/test-daemon-dbus-policy \
-	tests/unit/test-daemon-hugepages \
-	tests/unit/test-daemon-host-thp
+	tests/unit/test-daemon-guest-fault \
+	tests/unit/test-daemon-guest-actuate \
+	tests/unit/test-daemon-dbus-policy
 check_PROGRAMS += $(daemon_tests)
 TESTS += $(daemon_tests)
 
 # ---- configuration, unit file, D-Bus policy, polkit actions: etc/local.mk ----
+
+# ---- libguestcore.a: the guest core, both its faces (guest.h, guest-driver.h): linked by
+# rightsized, and by the tests that drive it with a fake driver ----
+noinst_LIBRARIES += daemon/libguestcore.a
+daemon_libguestcore_a_SOURCES = \
+	daemon/guest.c daemon/guest.h daemon/guest-internal.h \
+	daemon/guest-actuate.c \
+	daemon/guest-agent-os.c \
+	daemon/guest-save.c \
+	daemon/guest-driver.h
 
 # ---- rightsized: the daemon ----
 sbin_PROGRAMS += rightsized
@@ -51,16 +55,17 @@ rightsized_SOURCES = \
 	daemon/manager-bus.c daemon/manager-bus.h \
 	daemon/bus-polkit.c daemon/bus-polkit.h \
 	daemon/bus-caller.c daemon/bus-caller.h \
-	daemon/guest.c daemon/guest.h daemon/guest-internal.h \
-	daemon/guest-actuate.c \
-	daemon/guest-agent-os.c \
-	daemon/guest-save.c \
-	daemon/guest-qmp.c daemon/guest-qmp.h \
-	daemon/host.c daemon/host.h \
-	daemon/guest-libvirt.c daemon/guest-libvirt.h
+	daemon/guest-source.h daemon/guest-sources.c
 rightsized_CPPFLAGS = $(AM_CPPFLAGS) -DRIGHTSIZE_VERSION='"$(PACKAGE_VERSION)"'
 rightsized_CFLAGS = $(AM_CFLAGS) $(QMP_CFLAGS) $(JSONC_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(INIH_CFLAGS) $(LIBVIRT_CFLAGS)
-# The libvirt backend comes first: it needs librightsized.a and the QMP library after it.
-rightsized_LDADD = daemon/libvirt/liblibvirtbackend.a $(RIGHTSIZED_LIBS) $(POLICIES_LIBS) $(QMP_LIBS) \
-	$(LIBVIRT_QEMU_LIBS) $(LIBVIRT_LIBS) -lpthread -lm
+# The transports' rooms come first: they need the guest core, the host room, librightsized.a and
+# the QMP library after them.
+rightsized_LDADD = daemon/qemu/libqemuguests.a daemon/libvirt/liblibvirtbackend.a daemon/libguestcore.a \
+	$(HOST_LIBS) $(RIGHTSIZED_LIBS) \
+	$(POLICIES_LIBS) $(QMP_LIBS) $(LIBVIRT_QEMU_LIBS) $(LIBVIRT_LIBS) -lpthread -lm
+
+# The rooms: the host's own memory (host/), and one per transport (qemu/, libvirt/). Each has a
+# README.md saying what it holds and what it may include.
+include daemon/host/local.mk
+include daemon/qemu/local.mk
 include daemon/libvirt/local.mk

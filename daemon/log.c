@@ -156,10 +156,10 @@ static int log_to_journal(int level, int error, const char *file, int line, cons
         char priority[sizeof("PRIORITY=") + 4], code_line[sizeof("CODE_LINE=") + 12],
                 errno_field[sizeof("ERRNO=") + 12], message_id[sizeof("MESSAGE_ID=") + 32],
                 target[sizeof("TARGET_BYTES=") + 20], actual[sizeof("ACTUAL_BYTES=") + 20],
-                estimate[sizeof("ESTIMATE_BYTES=") + 20];
+                estimate[sizeof("ESTIMATE_BYTES=") + 20], fault_kind[sizeof("FAULT_KIND=") + 32];
         _cleanup_(freep) char *m = NULL, *code_file = NULL, *code_func = NULL, *ident = NULL,
                               *guest_field = NULL, *state_field = NULL, *uuid_field = NULL;
-        struct iovec iov[15];
+        struct iovec iov[16];
         int n = 0;
 
         /* libsystemd reports success when journald is not there at all; we want the line. */
@@ -217,6 +217,11 @@ static int log_to_journal(int level, int error, const char *file, int line, cons
                 if (event->estimate_bytes != UINT64_MAX) {
                         snprintf(estimate, sizeof(estimate), "ESTIMATE_BYTES=%" PRIu64, event->estimate_bytes);
                         ADD(estimate);
+                }
+                /* A name from guest-fault.c's table: short, plain ASCII. */
+                if (event->fault_kind) {
+                        snprintf(fault_kind, sizeof(fault_kind), "FAULT_KIND=%.32s", event->fault_kind);
+                        ADD(fault_kind);
                 }
         }
 #undef ADD

@@ -49,11 +49,13 @@ const char *log_level_to_string(int level);
 #define LOG_MESSAGE_OUTSIDE "5f0c3be1d0a44e47a9f2b6d0c8e71a32"   /* balloon set from outside: paused */
 
 /* An event's fields beside MESSAGE, so that `journalctl -o json` is a history export that
- * survives restarts: MESSAGE_ID=, GUEST_UUID=, TARGET_BYTES=, ACTUAL_BYTES=, ESTIMATE_BYTES=. */
+ * survives restarts: MESSAGE_ID=, GUEST_UUID=, TARGET_BYTES=, ACTUAL_BYTES=, ESTIMATE_BYTES=,
+ * FAULT_KIND=. */
 typedef struct LogEvent {
         const char *message_id;  /* one of LOG_MESSAGE_*, or NULL */
         const char *guest_uuid;  /* NULL or "": not sent */
         uint64_t target_bytes, actual_bytes, estimate_bytes; /* UINT64_MAX: not sent */
+        const char *fault_kind;  /* a fault's kind (guest_fault_to_string()), NULL: not sent */
 } LogEvent;
 
 /* The one function behind the macros. `error` may be positive or negative; errno is set to it

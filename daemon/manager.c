@@ -12,9 +12,8 @@
 
 #include "common/macro.h"
 #include "common/time-util.h"
-#include "daemon/guest-libvirt.h"
-#include "daemon/guest-qmp.h"
-#include "daemon/host-thp.h"
+#include "daemon/guest-source.h"
+#include "daemon/host/host-thp.h"
 #include "daemon/log.h"
 #include "daemon/manager-bus.h"
 #include "daemon/manager.h"
@@ -473,17 +472,10 @@ static const HostMemory *manager_host_memory(Guest *g _unused_, void *userdata) 
         return &m->host;
 }
 
-static bool manager_peer_trusted(Guest *g _unused_, int fd, pid_t *ret_pid, char *why, size_t why_size,
-                                 void *userdata) {
-        Manager *m = userdata;
-        return socket_trust_peer(&m->socket_trust, fd, ret_pid, why, why_size);
-}
-
 static const GuestHooks guest_hooks = {
         .host_memory = manager_host_memory,
         .arbitrate = manager_arbitrate,
         .updated = manager_guest_updated,
-        .peer_trusted = manager_peer_trusted,
 };
 
 /* ---- guests ---- */
@@ -491,26 +483,22 @@ static const GuestHooks guest_hooks = {
 /* A guest in the operator's words: where it comes from. */
 static char *guest_where(const Guest *g) {
         char *s = NULL;
-        if (guest_qmp_path(g))
-                return asprintf(&s, "QMP socket %s", guest_qmp_path(g)) < 0 ? NULL : s;
-        return asprintf(&s, "libvirt domain %s", guest_uuid(g) ?: "?") < 0 ? NULL : s;
+        return asprintf(&s, "%s %s", guest_source_origin_kind(guest_source(g)), guest_origin(g)) < 0 ? NULL : s;
 }
 
 static void refused_guest_done(RefusedGuest *r) {
         free(r->name);
-        free(r->qmp_path);
-        free(r->uuid);
+        free(r->origin);
         free(r->where);
         free(r->owner_where);
         *r = (RefusedGuest) {};
 }
 
-static ssize_t manager_find_refused(const Manager *m, const char *qmp_path, const char *uuid) {
-        for (size_t i = 0; i < m->n_refused; i++) {
-                const RefusedGuest *r = &m->refused[i];
-                if ((qmp_path && r->qmp_path && streq(qmp_path, r->qmp_path)) || (uuid && r->uuid && streq(uuid, r->uuid)))
+/* Origins do not collide across sources: a socket's path begins with '/', a UUID never does. */
+static ssize_t manager_find_refused(const Manager *m, const char *origin) {
+        for (size_t i = 0; i < m->n_refused; i++)
+                if (streq(origin, m->refused[i].origin))
                         return (ssize_t) i;
-        }
         return -1;
 }
 
@@ -524,9 +512,7 @@ static void manager_drop_refused(Manager *m, size_t i) {
  * and its D-Bus record, and the two would overwrite each other's state. g is turned away, said
  * once however often its source reports it again. */
 static int manager_refuse_guest(Manager *m, Guest *g, const Guest *owner) {
-        const char *path = guest_qmp_path(g), *uuid = path ? NULL : guest_uuid(g);
-
-        if (manager_find_refused(m, path, uuid) >= 0)
+        if (manager_find_refused(m, guest_origin(g)) >= 0)
                 return -EEXIST;
         RefusedGuest *array = realloc(m->refused, (m->n_refused + 1) * sizeof(RefusedGuest));
         if (!array)
@@ -534,12 +520,12 @@ static int manager_refuse_guest(Manager *m, Guest *g, const Guest *owner) {
         m->refused = array;
         RefusedGuest r = {
                 .name = strdup(guest_name(g)),
-                .qmp_path = path ? strdup(path) : NULL,
-                .uuid = uuid ? strdup(uuid) : NULL,
+                .source = guest_source(g),
+                .origin = strdup(guest_origin(g)),
                 .where = guest_where(g),
                 .owner_where = guest_where(owner),
         };
-        if (!r.name || (path && !r.qmp_path) || (uuid && !r.uuid) || !r.where || !r.owner_where) {
+        if (!r.name || !r.origin || !r.where || !r.owner_where) {
                 refused_guest_done(&r);
                 return log_oom();
         }
@@ -595,98 +581,59 @@ static void manager_remove_guest(Manager *m, Guest *g) {
 }
 
 bool manager_has_libvirt(const Manager *m) {
-        return m->libvirt != NULL;
+        return m->sources[GUEST_SOURCE_LIBVIRT] != NULL;
 }
 
 int manager_set_domain_policy(Manager *m, const char *domain, const char *policy_name) {
-        if (!m->libvirt)
+        const GuestSourceOps *ops = guest_sources[GUEST_SOURCE_LIBVIRT];
+        if (!m->sources[GUEST_SOURCE_LIBVIRT] || !ops->set_kept_policy)
                 return -ENOTCONN;
-        return libvirt_guests_set_domain_policy(m->libvirt, domain, policy_name);
+        return ops->set_kept_policy(m->sources[GUEST_SOURCE_LIBVIRT], domain, policy_name);
 }
 
-/* ---- the libvirt driver's view of the manager (guest-libvirt.h): it edits nothing here ---- */
+/* ---- the guest sources' view of the manager (guest-source.h): they edit nothing here ---- */
 
-static int libvirt_resolve_policy(void *userdata, const char *policy_name, const char *name, const char *uuid,
-                                  RsPolicy *ret) {
+static int source_resolve_policy(void *userdata, const char *policy_name, const char *name, const char *uuid,
+                                 RsPolicy *ret) {
         return manager_resolve_policy(userdata, policy_name, name, uuid, ret);
 }
 
-static int libvirt_add_guest(void *userdata, Guest *g) {
+static int source_add_guest(void *userdata, Guest *g) {
         return manager_add_guest(userdata, g);
 }
 
-static void libvirt_remove_guest(void *userdata, Guest *g) {
+static void source_remove_guest(void *userdata, Guest *g) {
         manager_remove_guest(userdata, g);
 }
 
-static void libvirt_refused_domain_gone(void *userdata, const char *uuid) {
+static void source_refused_gone(void *userdata, const char *origin) {
         Manager *m = userdata;
-        ssize_t i = manager_find_refused(m, NULL, uuid);
+        ssize_t i = manager_find_refused(m, origin);
         if (i >= 0)
                 manager_drop_refused(m, (size_t) i);
 }
 
-static bool libvirt_stopping(void *userdata) {
+static bool source_stopping(void *userdata) {
         const Manager *m = userdata;
         return m->stopping;
 }
 
-static const LibvirtGuestsOps libvirt_ops = {
+static const GuestSourceOwner source_owner = {
         .guest_hooks = &guest_hooks,
-        .resolve_policy = libvirt_resolve_policy,
-        .add_guest = libvirt_add_guest,
-        .remove_guest = libvirt_remove_guest,
-        .refused_domain_gone = libvirt_refused_domain_gone,
-        .stopping = libvirt_stopping,
+        .resolve_policy = source_resolve_policy,
+        .add_guest = source_add_guest,
+        .remove_guest = source_remove_guest,
+        .refused_gone = source_refused_gone,
+        .stopping = source_stopping,
 };
 
-/* ---- discovery ---- */
-
-static ssize_t manager_find_path(Manager *m, const char *path) {
-        for (size_t i = 0; i < m->n_guests; i++)
-                if (guest_qmp_path(m->guests[i]) && streq(guest_qmp_path(m->guests[i]), path))
-                        return (ssize_t) i;
-        return -1;
-}
+/* ---- guests by name ---- */
 
 Guest *manager_find_guest(Manager *m, const char *name) {
         for (size_t i = 0; i < m->n_guests; i++)
                 if (streq(guest_name(m->guests[i]), name))
                         return m->guests[i];
         return NULL;
-}
-
-static void manager_add_qmp_guest(Manager *m, const char *path, const char *name) {
-        _cleanup_free_ char *agent = NULL;
-        RsPolicy policy;
-        Guest *g;
-        int r;
-
-        if (m->stopping || manager_find_path(m, path) >= 0)
-                return;
-        if (!config_guest_is_managed(m->config, name, NULL)) {
-                log_debug("Not managing %s (%s): excluded by [guests]", name, path);
-                return;
-        }
-        r = config_agent_socket_path(m->config->agent_socket_pattern, path, &agent);
-        if (r < 0)
-                log_warning_errno(r, "%s: cannot derive the agent socket path, going without: %m", name);
-
-        select_policy(m, name, NULL, &policy);
-        r = guest_qmp_new(m->event, name, path, agent, m->config->state_dir, &policy, &guest_hooks, m, &g);
-        if (r >= 0) {
-                r = manager_add_guest(m, g);
-                if (r < 0)
-                        guest_free(g);
-        }
-        if (r == -EEXIST)
-                return; /* refused, and said so */
-        if (r < 0) {
-                log_error_errno(r, "%s: cannot set up the guest: %m", name);
-                return;
-        }
-        log_named_guest_info(name, "connecting", "Discovered %s (policy %s)", path, policy.name);
-        (void) guest_qmp_start(g);
 }
 
 /* Each refused guest whose name is free now is taken on, the oldest refusal first; one that
@@ -703,34 +650,13 @@ static int on_take_on_refused(sd_event_source *s _unused_, void *userdata) {
                 memmove(m->refused + i, m->refused + i + 1, (m->n_refused - i - 1) * sizeof(RefusedGuest));
                 m->n_refused--;
                 log_named_guest_info(r.name, "connecting", "The name is free: taking on %s", r.where);
-                if (r.qmp_path)
-                        manager_add_qmp_guest(m, r.qmp_path, r.name);
-                else if (r.uuid && m->libvirt)
-                        libvirt_guests_retry_domain(m->libvirt, r.uuid);
+                if (m->sources[r.source])
+                        guest_sources[r.source]->retry(m->sources[r.source], r.origin, r.name);
                 refused_guest_done(&r);
                 /* The list may have changed under the calls: start over (each pass takes one off). */
                 i = 0;
         }
         return 0;
-}
-
-static void on_guest_added(Discovery *d _unused_, const char *path, const char *name, void *userdata) {
-        manager_add_qmp_guest(userdata, path, name);
-}
-
-static void on_guest_removed(Discovery *d _unused_, const char *path, const char *name, void *userdata) {
-        Manager *m = userdata;
-        ssize_t i = manager_find_path(m, path);
-
-        if (i < 0) {
-                i = manager_find_refused(m, path, NULL);
-                if (i >= 0)
-                        manager_drop_refused(m, (size_t) i);
-                return;
-        }
-        Guest *g = m->guests[i];
-        log_named_guest_info(name, guest_state_string(g), "QMP socket %s is gone: no longer managed", path);
-        manager_remove_guest(m, g);
 }
 
 /* ---- life cycle ---- */
@@ -756,9 +682,12 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
         manager_bus_close(m);
-        m->libvirt = libvirt_guests_free(m->libvirt);
-        discovery_free(m->discovery);
-        socket_trust_clear(&m->socket_trust);
+        /* The last registered first: libvirt's go with their source, the QMP guests below. */
+        for (size_t s = _GUEST_SOURCE_MAX; s-- > 0;)
+                if (m->sources[s]) {
+                        guest_sources[s]->free(m->sources[s]);
+                        m->sources[s] = NULL;
+                }
         for (size_t i = 0; i < m->n_guests; i++)
                 guest_free(m->guests[i]);
         free(m->guests);
@@ -836,21 +765,10 @@ int manager_start(Manager *m) {
         if (r == -EEXIST)
                 return r;
 
-        r = discovery_new(m->event, on_guest_added, on_guest_removed, m, &m->discovery);
-        if (r < 0)
-                return log_error_errno(r, "Cannot start guest discovery: %m");
-        r = socket_trust_set_users(&m->socket_trust, m->config->qemu_users);
-        if (r < 0)
-                return log_error_errno(r, "Cannot resolve qemu-users: %m");
-        discovery_set_trust(m->discovery, &m->socket_trust);
-        r = discovery_set_globs(m->discovery, m->config->qmp_sockets);
-        if (r < 0)
-                return log_error_errno(r, "Cannot watch the QMP socket directories: %m");
-
-        if (m->config->libvirt_enabled) {
-                r = libvirt_guests_new(m->event, m->config, &libvirt_ops, m, &m->libvirt);
+        for (size_t s = 0; s < _GUEST_SOURCE_MAX; s++) {
+                r = guest_sources[s]->new(m->event, m->config, &source_owner, m, &m->sources[s]);
                 if (r < 0)
-                        log_warning_errno(r, "libvirt guests unavailable, continuing without them: %m");
+                        return r; /* logged */
         }
 
         m->started = true;
@@ -911,33 +829,11 @@ int manager_reload(Manager *m, char **ret_error) {
         log_set_max_level(m->config->log_level);
         group_cache_clear(&m->read_group_cache); /* read-group may name another group, or one just created */
 
-        for (size_t i = 0; i < m->n_guests; i++) {
-                Guest *g = m->guests[i];
-                RsPolicy p;
-                guest_set_state_stale_usec(g, m->config->state_stale_usec);
-                if (guest_source(g) != GUEST_SOURCE_QEMU)
-                        continue; /* below */
-                select_policy(m, guest_name(g), NULL, &p);
-                if (guest_set_policy(g, &p) < 0)
-                        log_guest_warning(g, "Policy %s not applicable, keeping %s",
-                                          p.name, guest_policy(g)->name);
-                (void) guest_set_state_dir(g, m->config->state_dir);
-        }
-        if (socket_trust_set_users(&m->socket_trust, m->config->qemu_users) < 0)
-                log_oom(); /* root's sockets only until the next reload */
-        discovery_set_trust(m->discovery, &m->socket_trust);
-        r = discovery_set_globs(m->discovery, m->config->qmp_sockets);
-        if (r < 0)
-                log_warning_errno(r, "Cannot watch the new QMP socket globs: %m");
-        if (m->libvirt && libvirt_guests_config_matches(m->libvirt, m->config))
-                libvirt_guests_reload(m->libvirt, m->config);
-        else if (m->libvirt || m->config->libvirt_enabled) {
-                /* Another URI, scope or agent setting: start over (the guests' state files keep
-                 * what was learnt). */
-                m->libvirt = libvirt_guests_free(m->libvirt);
-                if (m->config->libvirt_enabled && libvirt_guests_new(m->event, m->config, &libvirt_ops, m, &m->libvirt) < 0)
-                        log_warning("libvirt guests unavailable after the reload");
-        }
+        for (size_t i = 0; i < m->n_guests; i++)
+                guest_set_state_stale_usec(m->guests[i], m->config->state_stale_usec);
+        /* Each source selects its guests' policies again and follows its new settings. */
+        for (size_t s = 0; s < _GUEST_SOURCE_MAX; s++)
+                guest_sources[s]->reload(&m->sources[s], m->event, m->config, &source_owner, m);
         manager_arbitration_invalidate(m); /* new floors, maxima, shares, host reserve */
         manager_age_state_files(m);        /* with state-remove-after as it is now */
         /* An operator who just installed the bus policy need not wait for the next retry. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The daemon's logic: configuration and policies, discovered guests (keyed by QMP socket path),
+/* The daemon's logic: configuration and policies, the guests every guest source (guest-source.h) finds,
  * host arbitration over every guest's latest wish, state files, the metrics file, and the
  * service manager's STATUS/READY/WATCHDOG. The D-Bus layer (manager-bus.c) is a thin shell
  * over the functions declared here. */
@@ -12,13 +12,10 @@
 #include <systemd/sd-event.h>
 
 #include "daemon/conf.h"
-#include "daemon/discovery.h"
 #include "daemon/group-cache.h"
 #include "daemon/guest.h"
-#include "daemon/host.h"
+#include "daemon/host/host.h"
 #include "policies/policy-file.h"
-
-struct LibvirtGuests;
 
 /* A guest's share of the host as the last arbitration computed it (manager.c). */
 typedef struct ManagerShare {
@@ -33,8 +30,8 @@ typedef struct ManagerShare {
  * (RefusedGuests) and so that it is taken on once the name is free. */
 typedef struct RefusedGuest {
         char *name;
-        char *qmp_path;        /* the refused guest's QMP socket, or NULL */
-        char *uuid;            /* the refused libvirt domain's UUID, or NULL */
+        GuestSource source;    /* which source to ask for it again */
+        char *origin;          /* where that source finds it (guest_origin()) */
         char *where;           /* the refused guest, in words: "QMP socket PATH", "libvirt domain UUID" */
         char *owner_where;     /* the guest that has the name, in the same words */
 } RefusedGuest;
@@ -52,9 +49,9 @@ typedef struct Manager {
         bool config_optional;  /* the default path: a missing main file means the defaults */
         Config *config;
         RsPolicySet policies;
-        Discovery *discovery;
-        SocketTrust socket_trust;      /* whose QMP sockets are guests: root and qemu-users */
-        struct LibvirtGuests *libvirt; /* NULL when [libvirt] enabled=no */
+        /* Each guest source's instance (guest-source.h), by GuestSource: NULL when off
+         * ([libvirt] enabled=no) or unavailable. */
+        void *sources[_GUEST_SOURCE_MAX];
 
         Guest **guests;
         struct ManagerShare *shares; /* the arbitration's cached shares, parallel to guests */
@@ -104,7 +101,7 @@ static inline void manager_freep(Manager **m) {
                 manager_free(*m);
 }
 
-/* Loads the policies (an invalid one is an error), starts discovery and the bus. */
+/* Loads the policies (an invalid one is an error), starts the guest sources and the bus. */
 int manager_start(Manager *m);
 
 /* Re-reads the config file and the policy directory. On failure (-EINVAL, -errno) everything

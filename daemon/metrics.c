@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "common/macro.h"
-#include "daemon/fileio.h"
+#include "common/fileio.h"
 
 typedef enum MetricKind {
         METRIC_BYTES,

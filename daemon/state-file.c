@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
-#include "daemon/fileio.h"
+#include "common/fileio.h"
 #include "daemon/log.h"
 
 #define STATE_FORMAT_NAME "rightsize-guest-state"

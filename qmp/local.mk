@@ -15,7 +15,8 @@ qmp_libqmp_a_SOURCES = \
 	qmp/qga-commands.c qmp/qga-commands.h \
 	qmp/qga-osinfo.c qmp/qga-osinfo.h \
 	qmp/base64.c qmp/base64.h \
-	qmp/qmp-sync.c qmp/qmp-sync.h
+	qmp/qmp-sync.c qmp/qmp-sync.h \
+	qmp/qmp-sample.c qmp/qmp-sample.h
 
 # For users of libqmp.a (the daemon, tests): compile with $(QMP_CFLAGS), link with $(QMP_LIBS).
 QMP_CFLAGS = $(JSONC_CFLAGS) $(LIBSYSTEMD_CFLAGS)

@@ -378,7 +378,7 @@ static int call_start(LibvirtBackend *b, BackendCall *c, const LibvirtJobType *t
         r = libvirt_worker_submit(b->worker, type, c->uuid, c, NULL, NULL);
         if (r > 0)
                 log_named_guest_debug(c->uuid, NULL, "libvirt: %s still queued: replaced with the latest", type->name);
-        return r < 0 ? r : 0;
+        return r;
 }
 
 static int balloon_call(LibvirtBackend *b, const char *uuid, uint64_t bytes, libvirt_call_done_fn done,

@@ -149,8 +149,8 @@ typedef void (*libvirt_call_done_fn)(LibvirtBackend *b, const char *uuid, int er
 
 /* Balloon target (virDomainSetMemoryFlags, live), capped at the domain's maximum. */
 int libvirt_backend_set_balloon(LibvirtBackend *b, const char *uuid, uint64_t bytes);
-/* The same on the worker: 0 when queued (a balloon call of the domain still queued takes the
- * new target instead). */
+/* The same on the worker: 0 when queued, 1 when a balloon call of the domain still queued took
+ * the new target instead (its one done() then stands for both). */
 int libvirt_backend_set_balloon_async(LibvirtBackend *b, const char *uuid, uint64_t bytes, libvirt_call_done_fn done,
                                       void *userdata);
 /* virtio-mem requested size (virDomainUpdateDeviceFlags, live) of the device `alias` (NULL:

@@ -31,6 +31,7 @@
 #include "common/macro.h"
 #include "tests/lib/bus-fixture.h"
 #include "tests/lib/daemon-fixture.h"
+#include "tests/lib/e2e-common.h"
 #include "tests/lib/test-util.h"
 #include "tests/lib/check-run.h"
 
@@ -63,6 +64,7 @@ enum {
         G_LYING,
         G_HANG_FROM_START,
         G_CONTAINERS,
+        G_NO_BALLOON,
         N_FLEET,
         G_RESTART = 20,
 };
@@ -100,6 +102,7 @@ static void setup_fleet(void) {
                 "--fault", "15:lying-stats" FAULT_AFTER,
                 "--fault", "16:hang",
                 "--fault", "17:container-flood" FAULT_AFTER,
+                "--fault", "18:no-balloon",
                 NULL,
         };
         static const char *const healthy[] = { "--scenario", "steady", "--time-scale", "20", NULL };
@@ -110,7 +113,7 @@ static void setup_fleet(void) {
         daemon_fixture_start(&d);
         /* Every guest whose fault comes later is managed first; then the faults begin. */
         for (unsigned i = G_OK0; i < N_FLEET; i++)
-                if (i != G_STUCK && i != G_HANG_FROM_START)
+                if (i != G_STUCK && i != G_HANG_FROM_START && i != G_NO_BALLOON)
                         wait_running(i);
         wait_running(G_RESTART);
         rss_managed_kib = daemon_fixture_rss_kib(&d);
@@ -246,6 +249,36 @@ START_TEST(test_hang_from_start) {
         ck_assert_int_eq(guest_view_get(&d, "sim-16", &v), 0);
         ck_assert_str_eq(v.state, "faulty");
         ck_assert_uint_eq(v.target, 0); /* nothing was ever set */
+}
+END_TEST
+
+/* QEMU without a balloon device: nothing to resize with, so the guest is left alone by design,
+ * listed as skipped with why, not as faulty; it begins no fault episode (the faulty alert and the
+ * dashboard count the state "faulty", the faults counter episodes), and nothing is ever sent. */
+START_TEST(test_no_balloon_skipped) {
+        check_fault(G_NO_BALLOON, "skipped: no balloon device");
+        GuestView v;
+        ck_assert_int_eq(guest_view_get(&d, "sim-18", &v), 0);
+        ck_assert_str_eq(v.state, "skipped");
+        ck_assert_uint_eq(v.target, 0);
+
+        _cleanup_free_ char *metrics = NULL;
+        ck_assert_int_ge(asprintf(&metrics, "%s/rightsize.prom", d.dir), 0);
+        uint64_t start = monotonic_sec();
+        while (!file_contains(metrics, "rightsize_guest_state{guest=\"sim-18\",state=\"skipped\"} 1\n")) {
+                ck_assert_msg(monotonic_sec() < start + WAIT_SEC, "sim-18 is not skipped in %s", metrics);
+                usleep(250 * 1000);
+        }
+        ck_assert(file_contains(metrics, "rightsize_guest_state{guest=\"sim-18\",state=\"faulty\"} 0\n"));
+        ck_assert(file_contains(metrics, "rightsize_guest_faults_total{guest=\"sim-18\"} 0\n"));
+        /* `rightsizectl status` fails for the faulty guests of this fleet, not for this one: it is
+         * counted among the skipped. */
+        _cleanup_(ctl_run_done) CtlRun json = ctl_run(&d, "--json", "status");
+        json_object *doc = json_tokener_parse(json.out), *skipped;
+        ck_assert_msg(doc, "rightsizectl --json status is not JSON: %s", json.out);
+        ck_assert(json_object_object_get_ex(doc, "guests-skipped", &skipped));
+        ck_assert_int_eq(json_object_get_int(skipped), 1);
+        json_object_put(doc);
 }
 END_TEST
 
@@ -501,7 +534,8 @@ int main(void) {
 
         check_add_case_once(s, "fleet", setup_fleet, teardown_all, 600,
                             CHECK_TESTS(test_close_mid_reply, test_garbage, test_huge_reply, test_deep_nesting,
-                                        test_container_flood, test_wrong_types, test_hang, test_hang_from_start, test_event_flood,
+                                        test_container_flood, test_wrong_types, test_hang, test_hang_from_start, test_no_balloon_skipped,
+                                        test_event_flood,
                                         test_lie_free_above_total, test_lie_counters_backwards, test_lie_near_2_64,
                                         test_lie_future_update, test_stale_stats, test_random_lies, test_stuck_balloon,
                                         test_kill_9_and_restart));

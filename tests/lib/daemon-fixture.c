@@ -551,7 +551,8 @@ bool guest_view_updated_after(const GuestView *v, const void *data) {
 }
 
 bool guest_view_is_managed(const GuestView *v) {
-        return v->updated > 0 && strcmp(v->state, "connecting") != 0 && strcmp(v->state, "faulty") != 0;
+        return v->updated > 0 && strcmp(v->state, "connecting") != 0 && strcmp(v->state, "faulty") != 0 &&
+               strcmp(v->state, "skipped") != 0;
 }
 
 static bool guest_view_managed(const GuestView *v, const void *data _unused_) {

@@ -135,7 +135,7 @@ bool guest_view_wait(const DaemonFixture *d, const char *name, GuestViewPredicat
                      unsigned timeout_sec, GuestView *ret);
 /* A predicate: a sample newer than *(const uint64_t *) data, a view's `updated`. */
 bool guest_view_updated_after(const GuestView *v, const void *data);
-/* Whether the view is of a managed guest: state neither connecting nor faulty, and updated known. */
+/* Whether the view is of a managed guest: state neither connecting, faulty nor skipped, and updated known. */
 bool guest_view_is_managed(const GuestView *v);
 /* Waits until the guest is managed (guest_view_is_managed()). */
 bool guest_view_wait_running(const DaemonFixture *d, const char *name, unsigned timeout_sec);

@@ -33,6 +33,8 @@
  *   outside-balloon  another controller sets the balloon once, to 85 % of where it is
  *   outside-raise    another controller gives the guest all its memory back once (virsh setmem
  *                    up, MoM growing it)
+ *   no-balloon       QEMU started without -device virtio-balloon: query-balloon and balloon fail
+ *                    as QEMU's do (DeviceNotActive), and there is no balloon object to qom-get
  *
  * Guest agent (--agent, or any agent-* fault for that guest): a qemu-guest-agent on DIR/sim-N.qga
  * beside the QMP socket. It speaks the agent protocol (no greeting, no ids; a 0xFF byte resets
@@ -102,6 +104,7 @@ static const char *const fault_names[_FAULT_MAX] = {
         [FAULT_AGENT_UTF8_ERROR] = "agent-utf8-error",
         [FAULT_OUTSIDE_BALLOON] = "outside-balloon",
         [FAULT_OUTSIDE_RAISE] = "outside-raise",
+        [FAULT_NO_BALLOON] = "no-balloon",
 };
 
 static bool fault_is_agent(FaultKind k) {

@@ -43,6 +43,7 @@ typedef enum FaultKind {
         FAULT_AGENT_UTF8_ERROR,
         FAULT_OUTSIDE_BALLOON,
         FAULT_OUTSIDE_RAISE,
+        FAULT_NO_BALLOON,
         _FAULT_MAX,
 } FaultKind;
 

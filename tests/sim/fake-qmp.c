@@ -277,6 +277,14 @@ static json_object *execute(Guest *g, const char *cmd, json_object *args) {
 
         if (strcmp(cmd, "qmp_capabilities") == 0)
                 return error_reply("CommandNotFound", "Capabilities negotiation is already complete, command ignored");
+        /* QEMU's words when no balloon device exists (have_balloon() in system/balloon.c, and
+         * qom-get of a path that resolves to nothing). */
+        if (guest_fault(g) == FAULT_NO_BALLOON) {
+                if (strcmp(cmd, "query-balloon") == 0 || strcmp(cmd, "balloon") == 0)
+                        return error_reply("DeviceNotActive", "No balloon device has been activated");
+                if (is_balloon_path(path))
+                        return error_reply("DeviceNotFound", "Device '" BALLOON_PATH "' not found");
+        }
         if (strcmp(cmd, "query-balloon") == 0) {
                 json_object *o = json_object_new_object();
                 json_object_object_add(o, "actual", json_object_new_uint64(g->model.actual));

@@ -6,6 +6,7 @@ qmp_tests = \
 	tests/unit/test-qmp-commands \
 	tests/unit/test-qmp-qga \
 	tests/unit/test-qga-osinfo \
+	tests/unit/test-qmp-sample \
 	tests/unit/test-qmp-query-tool
 check_PROGRAMS += $(qmp_tests)
 TESTS += $(qmp_tests)

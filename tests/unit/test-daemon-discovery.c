@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
-#include "daemon/discovery.h"
+#include "daemon/qemu/discovery.h"
 #include "daemon/log.h"
 #include "tests/lib/test-util.h"
 #include "tests/lib/check-run.h"

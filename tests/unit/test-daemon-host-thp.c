@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* daemon/host-thp.c against a sysfs of the test's own: the modes and values a host writes, and
+/* daemon/host/host-thp.c against a sysfs of the test's own: the modes and values a host writes, and
  * the ones it does not. */
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "daemon/host-thp.h"
+#include "daemon/host/host-thp.h"
 #include "tests/lib/check-run.h"
 #include "tests/lib/test-util.h"
 

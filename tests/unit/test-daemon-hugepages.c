@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* daemon/host-hugepages.c on this very process: a mapping the size of a small guest's RAM,
+/* daemon/host/host-hugepages.c on this very process: a mapping the size of a small guest's RAM,
  * populated on 4 KiB pages with holes punched in it, as a balloon leaves guest RAM. A pass
  * collapses exactly the ranges the policy's percentage allows, in bounded steps. */
 #include <check.h>
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
-#include "daemon/host-hugepages.h"
+#include "daemon/host/host-hugepages.h"
 #include "policies/hugepage-repair.h"
 #include "tests/lib/check-run.h"
 

@@ -8,14 +8,15 @@
 #include "common/event-util.h"
 #include "common/macro.h"
 #include "daemon/libvirt/libvirt-agent.h"
-#include "daemon/guest-libvirt.h"
+#include "daemon/guest-driver.h"
+#include "daemon/libvirt/guest-libvirt.h"
 #include "daemon/log.h"
+#include "qmp/qmp-sample.h"
 
 #define TICK_USEC (1 * USEC_PER_SEC)
 /* A stats call still running after this many ticks: libvirtd does not answer, and the guests
  * say so (the stall watchdog cuts the call later, at the call timeout). */
 #define NOT_ANSWERING_TICKS 3
-#define NOT_ANSWERING_FAULT "libvirt not answering: a stats call has been running for"
 
 typedef struct Domain {
         LibvirtGuests *owner;
@@ -28,10 +29,6 @@ typedef struct Domain {
         uint64_t next_due;            /* CLOCK_MONOTONIC µs */
         bool in_cycle;                /* in the stats call in flight */
         uint64_t cycle_started;       /* the guest's cycle that call is for */
-        bool balloon_queued;          /* a balloon call in flight: balloon_prev to restore on failure */
-        uint64_t balloon_prev;
-        bool vmem_queued;             /* the same for virtio-mem */
-        uint64_t vmem_prev;
         LibvirtAgentJob *job;         /* the agent read in flight */
         bool os_asked;                /* a read after guest-get-osinfo succeeded: not asked again until one fails */
         bool agent_waiting;           /* the current cycle waits for it */
@@ -41,7 +38,7 @@ typedef struct Domain {
 struct LibvirtGuests {
         sd_event *event;
         const Config *config;
-        const LibvirtGuestsOps *ops;
+        const GuestSourceOwner *owner_ops; /* what it may ask of the manager */
         void *userdata;
         char *uri;
         bool manage_all;
@@ -64,7 +61,7 @@ static Domain *domain_find(LibvirtGuests *lg, const char *uuid) {
 }
 
 static bool owner_stopping(const LibvirtGuests *lg) {
-        return lg->ops->stopping && lg->ops->stopping(lg->userdata);
+        return lg->owner_ops->stopping && lg->owner_ops->stopping(lg->userdata);
 }
 
 static uint64_t now_monotonic(LibvirtGuests *lg) {
@@ -83,43 +80,38 @@ static uint64_t now_monotonic(LibvirtGuests *lg) {
  * guest-actuate.c takes what virtio-mem was asked for away from a total before it reaches
  * set_balloon. */
 
-/* Actuation runs on the backend's worker: 0 means queued, and the guest records the new target
- * at once (as for a QMP command in flight). A failure comes back later and puts back what the
- * guest had before; a call still queued takes a newer target. While the daemon stops, the calls
- * are synchronous: nothing would run them afterwards. */
+/* Actuation runs on the backend's worker: a queued call is outstanding (1), and the guest
+ * records the new target at once, as for a QMP command in flight; its outcome comes back later
+ * (guest_actuator_done(), which puts back what the guest had before a refused call). A call
+ * still queued takes a newer target instead, and its one outcome covers both (0). While the
+ * daemon stops, the calls are synchronous: nothing would run them afterwards. libvirt refuses a
+ * call it did not make: its job-wait timeout is a refusal too. */
 
-static void on_balloon_done(LibvirtBackend *b _unused_, const char *uuid, int error, void *userdata) {
-        Domain *d = domain_find(userdata, uuid);
-
-        if (!d || !d->balloon_queued)
-                return;
-        d->balloon_queued = false;
-        if (error < 0)
-                guest_actuator_failed(d->guest, GUEST_ACTUATOR_BALLOON, error, NULL, d->balloon_prev);
+static int queued(int r) {
+        return r < 0 ? r : r == 0 ? 1 : 0;
 }
 
-static int driver_set_balloon(Guest *g, uint64_t balloon_bytes, void *userdata) {
+static void call_done(const char *uuid, GuestActuator which, int error, void *userdata) {
+        Domain *d = domain_find(userdata, uuid);
+        if (d)
+                guest_actuator_done(d->guest, which, error < 0 ? GUEST_CALL_REFUSED : GUEST_CALL_DONE, error, NULL);
+}
+
+static void on_balloon_done(LibvirtBackend *b _unused_, const char *uuid, int error, void *userdata) {
+        call_done(uuid, GUEST_ACTUATOR_BALLOON, error, userdata);
+}
+
+static int driver_set_balloon(Guest *g _unused_, uint64_t balloon_bytes, void *userdata) {
         Domain *d = userdata;
-        int r;
 
         if (owner_stopping(d->owner))
                 return libvirt_backend_set_balloon(d->owner->backend, d->uuid, balloon_bytes);
-        r = libvirt_backend_set_balloon_async(d->owner->backend, d->uuid, balloon_bytes, on_balloon_done, d->owner);
-        if (r >= 0 && !d->balloon_queued) {
-                d->balloon_queued = true;
-                d->balloon_prev = guest_balloon_target(g);
-        }
-        return r;
+        return queued(libvirt_backend_set_balloon_async(d->owner->backend, d->uuid, balloon_bytes, on_balloon_done,
+                                                        d->owner));
 }
 
 static void on_vmem_done(LibvirtBackend *b _unused_, const char *uuid, int error, void *userdata) {
-        Domain *d = domain_find(userdata, uuid);
-
-        if (!d || !d->vmem_queued)
-                return;
-        d->vmem_queued = false;
-        if (error < 0)
-                guest_actuator_failed(d->guest, GUEST_ACTUATOR_VIRTIO_MEM, error, NULL, d->vmem_prev);
+        call_done(uuid, GUEST_ACTUATOR_VIRTIO_MEM, error, userdata);
 }
 
 static int driver_set_virtio_mem(Guest *g, uint64_t requested, uint64_t *ret_requested, void *userdata) {
@@ -130,27 +122,19 @@ static int driver_set_virtio_mem(Guest *g, uint64_t requested, uint64_t *ret_req
         const char *vmem_id = guest_vmem_id(g);
         if (owner_stopping(d->owner))
                 r = libvirt_backend_set_virtio_mem(d->owner->backend, d->uuid, vmem_id, requested, &aligned);
-        else {
-                r = libvirt_backend_set_virtio_mem_async(d->owner->backend, d->uuid, vmem_id, requested, &aligned,
-                                                         on_vmem_done, d->owner);
-                if (r >= 0 && !d->vmem_queued) {
-                        d->vmem_queued = true;
-                        d->vmem_prev = guest_vmem_requested(g);
-                }
-        }
+        else
+                r = queued(libvirt_backend_set_virtio_mem_async(d->owner->backend, d->uuid, vmem_id, requested,
+                                                                &aligned, on_vmem_done, d->owner));
         if (r < 0)
                 return r;
         *ret_requested = aligned;
         log_guest_debug(g, "virtio-mem %s requested %" PRIu64 " MiB", vmem_id,
                         aligned / MIB);
-        return 0;
+        return r;
 }
 
 static void on_dimm_done(LibvirtBackend *b _unused_, const char *uuid, int error, void *userdata) {
-        Domain *d = domain_find(userdata, uuid);
-
-        if (d && error < 0)
-                guest_actuator_failed(d->guest, GUEST_ACTUATOR_DIMM, error, NULL, 0);
+        call_done(uuid, GUEST_ACTUATOR_DIMM, error, userdata);
 }
 
 static int driver_add_dimm(Guest *g, uint64_t bytes, void *userdata) {
@@ -160,11 +144,12 @@ static int driver_add_dimm(Guest *g, uint64_t bytes, void *userdata) {
         char b[FORMAT_SIZE_MAX];
         log_guest_info(g, "Hot-plugging DIMM of %s", format_size(b, sizeof(b), bytes));
         /* libvirt puts memory devices in a NUMA cell, and wants one for hotplug at all. */
-        return libvirt_backend_attach_dimm_async(d->owner->backend, d->uuid, bytes, info && info->numa ? 0 : -1,
-                                                 guest_policy(g)->allow_dimm, on_dimm_done, d->owner);
+        return queued(libvirt_backend_attach_dimm_async(d->owner->backend, d->uuid, bytes, info && info->numa ? 0 : -1,
+                                                        guest_policy(g)->allow_dimm, on_dimm_done, d->owner));
 }
 
 static const GuestDriver libvirt_driver = {
+        .calls = "libvirt calls",
         .set_balloon = driver_set_balloon,
         .set_virtio_mem = driver_set_virtio_mem,
         .add_dimm = driver_add_dimm,
@@ -189,21 +174,19 @@ static void domain_free(Domain *d) {
 }
 
 static void domain_select_policy(LibvirtGuests *lg, Domain *d, const char *name, RsPolicy *ret) {
-        if (lg->ops->resolve_policy(lg->userdata, d->policy_name, name, d->uuid, ret) == -ENOENT)
+        if (lg->owner_ops->resolve_policy(lg->userdata, d->policy_name, name, d->uuid, ret) == -ENOENT)
                 log_named_guest_warning(name, NULL, "The metadata names policy '%s', which does not exist: using %s",
                                   d->policy_name, ret->name);
 }
 
 static void domain_attach(LibvirtGuests *lg, Domain *d, const LibvirtDomainInfo *info) {
         Guest *g = d->guest;
-        char fault[256];
 
         d->skipped = info->skip_reason != NULL;
         d->agent_channel = info->agent_channel;
         if (info->skip_reason) {
                 domain_cancel_agent(d);
-                snprintf(fault, sizeof(fault), "skipped: %s", info->skip_reason);
-                guest_set_faulty(g, fault);
+                guest_set_faulty(g, GUEST_FAULT_SKIPPED, info->skip_reason);
                 return;
         }
         GuestResources res = {
@@ -221,7 +204,7 @@ static void domain_attach(LibvirtGuests *lg, Domain *d, const LibvirtDomainInfo 
                 .free_page_reporting = info->free_page_reporting,
                 .deflate_on_oom_known = true,
                 .deflate_on_oom = info->autodeflate,
-                .agent = lg->agent && info->agent_channel,
+                .agent = lg->agent && info->agent_channel ? "through libvirt" : NULL,
                 .mem_max_size = info->max_memory,
                 .mem_slots = info->memory_slots,
                 .devices_bytes = info->devices_bytes,
@@ -264,11 +247,11 @@ static void on_domain_added(LibvirtBackend *b _unused_, const LibvirtDomainInfo 
                 snprintf(d->uuid, sizeof(d->uuid), "%s", info->uuid);
                 d->policy_name = info->policy ? strdup(info->policy) : NULL;
                 domain_select_policy(lg, d, info->name, &policy);
-                r = guest_new(lg->event, GUEST_SOURCE_LIBVIRT, info->name, info->uuid, NULL, NULL,
-                              lg->config->state_dir, &policy, lg->ops->guest_hooks, lg->userdata, &libvirt_driver, d,
+                r = guest_new(lg->event, GUEST_SOURCE_LIBVIRT, info->name, info->uuid, info->uuid,
+                              lg->config->state_dir, &policy, lg->owner_ops->guest_hooks, lg->userdata, &libvirt_driver, d,
                               &d->guest);
                 if (r >= 0) {
-                        r = lg->ops->add_guest(lg->userdata, d->guest);
+                        r = lg->owner_ops->add_guest(lg->userdata, d->guest);
                         if (r < 0)
                                 guest_free(d->guest);
                 }
@@ -302,7 +285,7 @@ static void domain_drop(LibvirtGuests *lg, Domain *d) {
                         break;
                 }
         domain_cancel_agent(d);
-        lg->ops->remove_guest(lg->userdata, d->guest);
+        lg->owner_ops->remove_guest(lg->userdata, d->guest);
         domain_free(d);
 }
 
@@ -312,8 +295,8 @@ static void on_domain_removed(LibvirtBackend *b _unused_, const char *uuid, cons
         Domain *d = domain_find(lg, uuid);
 
         if (!d) {
-                if (lg->ops->refused_domain_gone)
-                        lg->ops->refused_domain_gone(lg->userdata, uuid);
+                if (lg->owner_ops->refused_gone)
+                        lg->owner_ops->refused_gone(lg->userdata, uuid);
                 return;
         }
         log_named_guest_info(name, guest_state_string(d->guest), "libvirt domain %s: %s, no longer managed", uuid, why);
@@ -347,7 +330,7 @@ static void on_connection_changed(LibvirtBackend *b, bool connected, void *userd
                         /* The guest keeps the size it was given; nothing moves it meanwhile. */
                         domain_cancel_agent(d);
                         d->in_cycle = false;
-                        guest_set_faulty(d->guest, "libvirt connection lost: reconnecting");
+                        guest_set_faulty(d->guest, GUEST_FAULT_CONNECTION, "libvirt connection lost: reconnecting");
                         continue;
                 }
                 const LibvirtDomainInfo *info = libvirt_backend_get_domain(b, d->uuid);
@@ -383,8 +366,15 @@ static void on_agent_done(int error, const GuestVmstat *vmstat, const GuestPsi *
                 if (!guest_agent_answers(g))
                         log_guest_info(g, "Guest agent answers");
                 guest_set_agent_answers(g, true);
-                if (d->agent_waiting)
-                        guest_sample_add_agent(g, vmstat, psi);
+                if (d->agent_waiting) {
+                        RsSample part;
+                        rs_sample_init(&part);
+                        if (vmstat)
+                                qmp_sample_from_vmstat(&part, vmstat);
+                        if (psi)
+                                qmp_sample_from_psi(&part, psi);
+                        guest_sample_add(g, &part);
+                }
         }
         domain_agent_finish(d);
 }
@@ -463,7 +453,10 @@ static void domain_apply_stats(Domain *d, const LibvirtDomainStats *s) {
         QmpGuestStats guest_stats = stats->guest;
         if (guest_policy(g)->qemu_monitor && s->want_monitor)
                 add_monitor_stats(d, s, &guest_stats);
-        guest_sample_add_stats(g, &guest_stats);
+        RsSample part;
+        rs_sample_init(&part);
+        if (qmp_sample_from_balloon_stats(&part, &guest_stats))
+                guest_sample_add_balloon_stats(g, &part, guest_stats.last_update);
         /* A balloon in motion, read directly (balloon.current lags it by up to an interval, and
          * the guest would look as if it pushed back). */
         if (s->balloon_error == 0)
@@ -479,9 +472,8 @@ static void guests_answering_again(LibvirtGuests *lg) {
         for (size_t i = 0; i < lg->n_domains; i++) {
                 Domain *d = lg->domains[i];
                 const LibvirtDomainInfo *info = libvirt_backend_get_domain(lg->backend, d->uuid);
-                const char *fault = guest_fault(d->guest);
-                if (info && guest_phase(d->guest) == GUEST_PHASE_FAULTY && fault &&
-                    strstr(fault, NOT_ANSWERING_FAULT))
+                if (info && guest_phase(d->guest) == GUEST_PHASE_FAULTY &&
+                    guest_fault_kind(d->guest) == GUEST_FAULT_NOT_ANSWERING)
                         domain_attach(lg, d, info);
         }
 }
@@ -531,7 +523,8 @@ static void stats_call_late(LibvirtGuests *lg) {
                 log_warning("libvirt: %s does not answer: a stats call has been running for %u s",
                             lg->uri ?: "libvirtd", lg->busy_ticks);
         lg->not_answering = true;
-        snprintf(fault, sizeof(fault), NOT_ANSWERING_FAULT " %u s", lg->busy_ticks);
+        snprintf(fault, sizeof(fault), "libvirt not answering: a stats call has been running for %u s",
+                 lg->busy_ticks);
         for (size_t i = 0; i < lg->n_domains; i++) {
                 Domain *d = lg->domains[i];
                 if (d->skipped || guest_phase(d->guest) == GUEST_PHASE_CONNECTING)
@@ -539,7 +532,7 @@ static void stats_call_late(LibvirtGuests *lg) {
                 /* Keeps the guest at the size it was given: a faulty guest is not actuated. */
                 domain_cancel_agent(d);
                 d->in_cycle = false;
-                guest_set_faulty(d->guest, fault);
+                guest_set_faulty(d->guest, GUEST_FAULT_NOT_ANSWERING, fault);
         }
 }
 
@@ -603,7 +596,7 @@ static int on_libvirt_tick(sd_event_source *s, uint64_t usec _unused_, void *use
 
 /* ---- public ---- */
 
-int libvirt_guests_new(sd_event *event, const Config *config, const LibvirtGuestsOps *ops, void *userdata,
+int libvirt_guests_new(sd_event *event, const Config *config, const GuestSourceOwner *owner, void *userdata,
                        LibvirtGuests **ret) {
         static const LibvirtBackendCallbacks callbacks = {
                 .domain_added = on_domain_added,
@@ -619,7 +612,7 @@ int libvirt_guests_new(sd_event *event, const Config *config, const LibvirtGuest
                 return -ENOMEM;
         lg->event = event;
         lg->config = config;
-        lg->ops = ops;
+        lg->owner_ops = owner;
         lg->userdata = userdata;
         lg->uri = config->libvirt_uri ? strdup(config->libvirt_uri) : NULL;
         lg->manage_all = config->libvirt_manage_all;
@@ -702,3 +695,60 @@ int libvirt_guests_set_domain_policy(LibvirtGuests *lg, const char *domain, cons
                 return -ENOTCONN;
         return libvirt_domain_set_policy(conn, domain, policy);
 }
+
+/* ---- as the manager's guest source (guest-source.h) ---- */
+
+/* libvirt is optional: a daemon that cannot reach it still manages its QMP guests. */
+static int source_new(sd_event *event, const Config *config, const GuestSourceOwner *owner, void *userdata,
+                      void **ret) {
+        LibvirtGuests *lg = NULL;
+
+        *ret = NULL;
+        if (!config->libvirt_enabled)
+                return 0;
+        int r = libvirt_guests_new(event, config, owner, userdata, &lg);
+        if (r < 0)
+                log_warning_errno(r, "libvirt guests unavailable, continuing without them: %m");
+        *ret = lg;
+        return 0;
+}
+
+static void source_free(void *source) {
+        libvirt_guests_free(source);
+}
+
+static void source_reload(void **source, sd_event *event, const Config *config, const GuestSourceOwner *owner,
+                          void *userdata) {
+        LibvirtGuests *lg = *source;
+
+        if (lg && libvirt_guests_config_matches(lg, config)) {
+                libvirt_guests_reload(lg, config);
+                return;
+        }
+        if (!lg && !config->libvirt_enabled)
+                return;
+        /* Another URI, scope or agent setting: start over (the guests' state files keep what was
+         * learnt). */
+        *source = libvirt_guests_free(lg);
+        if (config->libvirt_enabled && libvirt_guests_new(event, config, owner, userdata, &lg) >= 0)
+                *source = lg;
+        else if (config->libvirt_enabled)
+                log_warning("libvirt guests unavailable after the reload");
+}
+
+static void source_retry(void *source, const char *origin, const char *name _unused_) {
+        libvirt_guests_retry_domain(source, origin);
+}
+
+static int source_set_kept_policy(void *source, const char *guest, const char *policy) {
+        return libvirt_guests_set_domain_policy(source, guest, policy);
+}
+
+const GuestSourceOps libvirt_guest_source = {
+        .source = GUEST_SOURCE_LIBVIRT,
+        .new = source_new,
+        .free = source_free,
+        .reload = source_reload,
+        .retry = source_retry,
+        .set_kept_policy = source_set_kept_policy,
+};

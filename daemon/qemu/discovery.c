@@ -4,7 +4,7 @@
  * are sd-event's (sd_event_add_inotify()): one source a directory, and one on the nearest
  * existing ancestor of a directory that does not exist yet. */
 
-#include "daemon/discovery.h"
+#include "daemon/qemu/discovery.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -12,10 +12,12 @@
  * - Actuators: balloon, virtio-mem's requested-size (qom-set), DIMM hotplug (device_add). */
 #pragma once
 
-#include "daemon/guest.h"
+#include "daemon/guest-driver.h"
+#include "daemon/qemu/socket-trust.h"
 
+/* trust says whose QEMU may listen on qmp_path (NULL: root's only); it must outlive the guest. */
 int guest_qmp_new(sd_event *event, const char *name, const char *qmp_path, const char *agent_path,
-                  const char *state_dir, const RsPolicy *policy, const GuestHooks *hooks, void *userdata,
-                  Guest **ret);
+                  const SocketTrust *trust, const char *state_dir, const RsPolicy *policy, const GuestHooks *hooks,
+                  void *userdata, Guest **ret);
 /* Connects (and keeps reconnecting with backoff). -EINVAL for a guest that is not QMP's. */
 int guest_qmp_start(Guest *g);

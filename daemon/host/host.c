@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "common/macro.h"
-#include "daemon/fileio.h"
-#include "daemon/host.h"
+#include "common/fileio.h"
+#include "daemon/host/host.h"
 #include "common/procfs.h"
 
 /* /proc/meminfo is a few KiB; a cap keeps a strange procfs from costing memory. */

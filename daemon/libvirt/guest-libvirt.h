@@ -24,35 +24,19 @@
 #pragma once
 
 #include "daemon/conf.h"
+#include "daemon/guest-source.h"
 #include "daemon/libvirt/libvirt-backend.h"
-
-#include "daemon/guest.h"
 
 typedef struct LibvirtGuests LibvirtGuests;
 
-/* What the driver needs of its owner (the manager), so that it edits none of the owner's data
- * and includes none of its headers (discovery_new()'s pattern). */
-typedef struct LibvirtGuestsOps {
-        /* The hooks and userdata every Guest it creates gets (guest_new_driven()). */
-        const GuestHooks *guest_hooks;
-        /* The policy for a domain: the one its metadata names, else the globs' (-ENOENT: the
-         * name names no policy, *ret is the fallback). */
-        int (*resolve_policy)(void *userdata, const char *policy_name, const char *name, const char *uuid,
-                              RsPolicy *ret);
-        /* A guest to arbitrate, or one that went away (its state is saved by then). */
-        int (*add_guest)(void *userdata, Guest *g);
-        void (*remove_guest)(void *userdata, Guest *g);
-        /* A domain add_guest() refused (-EEXIST: its name is another guest's) went away. */
-        void (*refused_domain_gone)(void *userdata, const char *uuid);
-        /* The daemon is shutting down: no new guests, no new work. */
-        bool (*stopping)(void *userdata);
-} LibvirtGuestsOps;
+/* The manager drives it as a guest source (guest-source.h, registered in guest-sources.c): */
+extern const GuestSourceOps libvirt_guest_source;
 
 /* Connects (or keeps trying to, with backoff) to config's URI. `config` must live until the
  * next libvirt_guests_reload() or libvirt_guests_free(). */
-int libvirt_guests_new(sd_event *event, const Config *config, const LibvirtGuestsOps *ops, void *userdata,
+int libvirt_guests_new(sd_event *event, const Config *config, const GuestSourceOwner *owner, void *userdata,
                        LibvirtGuests **ret);
-/* Removes every libvirt guest from the manager (saving its state). */
+/* Removes every libvirt guest from its owner (which saves its state). */
 LibvirtGuests *libvirt_guests_free(LibvirtGuests *lg);
 
 /* Whether the running instance was made for these settings (a reload otherwise restarts it). */

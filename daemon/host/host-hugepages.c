@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "common/macro.h"
-#include "daemon/fileio.h"
-#include "daemon/host-hugepages.h"
+#include "common/fileio.h"
+#include "daemon/host/host-hugepages.h"
 #include "policies/hugepage-repair.h"
 
 #ifndef MADV_COLLAPSE

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include "daemon/guest-qmp.h"
+#include "daemon/qemu/guest-qmp.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -15,14 +15,16 @@
 #include "common/size.h"
 #include "common/time-util.h"
 #include "common/utf8.h"
-#include "daemon/host-hugepages.h"
-#include "daemon/host.h"
+#include "daemon/host/host-hugepages.h"
+#include "daemon/host/host.h"
+#include "daemon/qemu/socket-trust.h"
 #include "policies/hugepage-repair.h"
 #include "qmp/json-util.h"
 #include "qmp/qga-commands.h"
 #include "qmp/qga-osinfo.h"
 #include "qmp/qmp-commands.h"
 #include "qmp/qmp-events.h"
+#include "qmp/qmp-sample.h"
 
 #define RECONNECT_MIN_USEC (1 * USEC_PER_SEC)
 #define RECONNECT_MAX_USEC (30 * USEC_PER_SEC)
@@ -43,6 +45,7 @@ typedef struct GuestQmp {
         Guest *guest;
         char *qmp_path;
         char *agent_path;      /* NULL: no agent */
+        const SocketTrust *trust; /* whose QEMU may listen on qmp_path (NULL: root's only) */
 
         QmpClient *qmp;
         pid_t qemu_pid;        /* 0 when unknown */
@@ -54,6 +57,7 @@ typedef struct GuestQmp {
         GuestResources res;    /* what setup found */
         char *vmem_id;         /* res.vmem_id's storage */
         bool no_blockstats;    /* QEMU refused query-blockstats: not asked again */
+        bool no_balloon;       /* QEMU has no balloon device (DeviceNotActive): the guest is skipped */
         unsigned dimm_next_id; /* rs-dimmN / rs-memN */
         unsigned events_in_cycle;
         bool stopped;          /* the daemon stops: no more ticks */
@@ -90,11 +94,20 @@ static bool qmp_ready(const GuestQmp *q) {
 
 /* ---- the actuators (GuestDriver) ---- */
 
+/* A command that timed out may still be run (QEMU's monitor was only slow to answer); one the
+ * connection lost may have been run before it went. Their outcome is not known. */
+static GuestCallOutcome call_outcome(const QmpReply *reply) {
+        if (reply->error >= 0)
+                return GUEST_CALL_DONE;
+        return reply->error == -ETIMEDOUT || reply->error == -ECONNRESET ? GUEST_CALL_UNKNOWN : GUEST_CALL_REFUSED;
+}
+
 static void on_balloon_set(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
         GuestQmp *q = userdata;
         if (reply->error < 0)
                 log_guest_warning_errno(q->guest, reply->error, "balloon failed: %s",
                                         reply->error_desc ?: "unknown error");
+        guest_actuator_done(q->guest, GUEST_ACTUATOR_BALLOON, call_outcome(reply), reply->error, reply->error_desc);
 }
 
 static void on_vmem_set(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
@@ -102,26 +115,31 @@ static void on_vmem_set(QmpClient *c _unused_, const QmpReply *reply, void *user
         if (reply->error < 0)
                 log_guest_warning_errno(q->guest, reply->error, "virtio-mem resize failed: %s",
                                         reply->error_desc ?: "unknown error");
+        guest_actuator_done(q->guest, GUEST_ACTUATOR_VIRTIO_MEM, call_outcome(reply), reply->error,
+                            reply->error_desc);
 }
 
 static void on_dimm_added(QmpClient *c _unused_, const QmpReply *reply, void *userdata) {
         GuestQmp *q = userdata;
-        if (reply->error < 0)
-                guest_actuator_failed(q->guest, GUEST_ACTUATOR_DIMM, reply->error, reply->error_desc, 0);
+        guest_actuator_done(q->guest, GUEST_ACTUATOR_DIMM, call_outcome(reply), reply->error, reply->error_desc);
 }
 
+/* Each actuator's command is answered once (the reply, a timeout or the connection's loss), and
+ * the answer is the guest's (guest_actuator_done()): 1. */
 static int qmp_set_balloon(Guest *g, uint64_t balloon_bytes, void *userdata) {
         GuestQmp *q = userdata;
-        return qmp_balloon_set_target(q->qmp, balloon_bytes, command_timeout(g), on_balloon_set, q);
+        int r = qmp_balloon_set_target(q->qmp, balloon_bytes, command_timeout(g), on_balloon_set, q);
+        return r < 0 ? r : 1;
 }
 
 static int qmp_set_virtio_mem(Guest *g, uint64_t requested, uint64_t *ret_requested, void *userdata) {
         GuestQmp *q = userdata;
         int r = qmp_virtio_mem_set_requested_size(q->qmp, guest_vmem_id(g), requested, command_timeout(g), on_vmem_set,
                                                   q);
-        if (r >= 0)
-                *ret_requested = requested;
-        return r;
+        if (r < 0)
+                return r;
+        *ret_requested = requested;
+        return 1;
 }
 
 static int qmp_add_dimm(Guest *g, uint64_t bytes, void *userdata) {
@@ -135,7 +153,7 @@ static int qmp_add_dimm(Guest *g, uint64_t bytes, void *userdata) {
         if (r < 0)
                 return r;
         q->dimm_next_id++;
-        return 0;
+        return 1;
 }
 
 typedef struct ShutdownCall {
@@ -214,6 +232,7 @@ static void guest_qmp_free(void *userdata) {
 }
 
 static const GuestDriver qmp_driver = {
+        .calls = "QMP commands",
         .set_balloon = qmp_set_balloon,
         .set_virtio_mem = qmp_set_virtio_mem,
         .add_dimm = qmp_add_dimm,
@@ -236,8 +255,12 @@ static void on_stats(QmpClient *c _unused_, const QmpReply *reply, const QmpGues
         GuestQmp *q = userdata;
         if (reply->error < 0)
                 cycle_fail(q->guest, "guest-stats", reply);
-        else
-                guest_sample_add_stats(q->guest, stats);
+        else {
+                RsSample part;
+                rs_sample_init(&part);
+                if (qmp_sample_from_balloon_stats(&part, stats))
+                        guest_sample_add_balloon_stats(q->guest, &part, stats->last_update);
+        }
         guest_cycle_step_done(q->guest);
 }
 
@@ -334,8 +357,12 @@ static void on_blockstats(QmpClient *c _unused_, const QmpReply *reply, uint64_t
 
 static void on_agent_psi(QgaClient *c _unused_, const QmpReply *reply, const GuestPsi *psi, void *userdata) {
         GuestQmp *q = userdata;
-        if (reply->error >= 0 && psi)
-                guest_sample_add_agent(q->guest, NULL, psi);
+        if (reply->error >= 0 && psi) {
+                RsSample part;
+                rs_sample_init(&part);
+                qmp_sample_from_psi(&part, psi);
+                guest_sample_add(q->guest, &part);
+        }
         q->agent_busy = false;
         guest_cycle_step_done(q->guest);
 }
@@ -351,7 +378,10 @@ static void on_agent_vmstat(QgaClient *c, const QmpReply *reply, const GuestVmst
                 guest_cycle_step_done(g);
                 return;
         }
-        guest_sample_add_agent(g, vmstat, NULL);
+        RsSample part;
+        rs_sample_init(&part);
+        qmp_sample_from_vmstat(&part, vmstat);
+        guest_sample_add(g, &part);
         guest_set_agent_problem(g, "");
         /* PSI only after vmstat finished: never more than one read queued on the agent. */
         if (qga_read_psi_memory(c, agent_timeout(g), on_agent_psi, q) < 0) {
@@ -459,7 +489,13 @@ static void setup_done(GuestQmp *q) {
         if (!qmp_ready(q))
                 return;
         q->res.vmem_id = q->vmem_id;
-        q->res.agent = false;
+        q->res.agent = q->agent_path;
+        if (q->no_balloon) {
+                /* Nothing to resize with: left alone until QEMU comes back with a balloon (a new
+                 * connection asks again). No ticks, so nothing is sent to it. */
+                guest_set_faulty(g, GUEST_FAULT_SKIPPED, "no balloon device");
+                return;
+        }
         if (q->res.base_memory == 0 && q->res.balloon_actual == 0) {
                 /* With why, when a setup command failed (e.g. timed out: a QEMU that never answers). */
                 char fault[256];
@@ -515,6 +551,8 @@ static void on_setup_balloon(QmpClient *c _unused_, const QmpReply *reply, const
         else
                 snprintf(q->setup_error, sizeof(q->setup_error), "query-balloon: %s",
                          reply->error_desc ?: strerror(-reply->error));
+        /* DeviceNotActive: QEMU runs without a balloon device, not a balloon that failed. */
+        q->no_balloon = reply->error == -ENXIO;
         setup_done(q);
 }
 
@@ -589,6 +627,7 @@ static void on_qmp_ready(QmpClient *c, void *userdata) {
         free(q->vmem_id);
         q->vmem_id = NULL;
         q->res = (GuestResources) {};
+        q->no_balloon = false;
         q->setup_error[0] = '\0';
         q->setup_pending = 1;
         if (qmp_set_stats_polling_interval(c, NULL, interval, t, on_polling_set, q) >= 0)
@@ -665,7 +704,7 @@ static int connect_qmp(GuestQmp *q) {
         }
         pid_t pid;
         char why[160];
-        if (!guest_peer_trusted(g, fd, &pid, why, sizeof(why))) {
+        if (!socket_trust_peer(q->trust, fd, &pid, why, sizeof(why))) {
                 log_guest_warning(g, "Refusing QMP socket %s: %s", q->qmp_path, why);
                 close(fd);
                 return -EPERM;
@@ -812,8 +851,8 @@ static void agent_follow_policy(GuestQmp *q) {
 /* ---- public ---- */
 
 int guest_qmp_new(sd_event *event, const char *name, const char *qmp_path, const char *agent_path,
-                  const char *state_dir, const RsPolicy *policy, const GuestHooks *hooks, void *userdata,
-                  Guest **ret) {
+                  const SocketTrust *trust, const char *state_dir, const RsPolicy *policy, const GuestHooks *hooks,
+                  void *userdata, Guest **ret) {
         GuestQmp *q = calloc(1, sizeof(*q));
         int r;
 
@@ -821,12 +860,13 @@ int guest_qmp_new(sd_event *event, const char *name, const char *qmp_path, const
                 return -ENOMEM;
         q->qmp_path = strdup(qmp_path);
         q->agent_path = agent_path ? strdup(agent_path) : NULL;
+        q->trust = trust;
         if (!q->qmp_path || (agent_path && !q->agent_path)) {
                 guest_qmp_free(q);
                 return -ENOMEM;
         }
-        r = guest_new(event, GUEST_SOURCE_QEMU, name, NULL, qmp_path, agent_path, state_dir, policy, hooks, userdata,
-                      &qmp_driver, q, &q->guest);
+        r = guest_new(event, GUEST_SOURCE_QEMU, name, NULL, qmp_path, state_dir, policy, hooks, userdata, &qmp_driver,
+                      q, &q->guest);
         if (r < 0) {
                 guest_qmp_free(q);
                 return r;

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "common/macro.h"
-#include "daemon/fileio.h"
-#include "daemon/host-thp.h"
+#include "common/fileio.h"
+#include "daemon/host/host-thp.h"
 
 /* Both files are one short line. */
 #define THP_FILE_MAX 4096

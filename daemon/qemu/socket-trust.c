@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include "daemon/socket-trust.h"
+#include "daemon/qemu/socket-trust.h"
 
 #include <errno.h>
 #include <inttypes.h>

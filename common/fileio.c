@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-#include "daemon/fileio.h"
+#include "common/fileio.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
-#include "daemon/fileio.h"
+#include "common/fileio.h"
 #include "tests/lib/test-util.h"
 #include "tests/lib/check-run.h"
 
@@ -152,7 +152,7 @@ START_TEST(test_read_capped) {
 END_TEST
 
 int main(void) {
-        return check_run_case("daemon-fileio", "fileio", setup, teardown, 0,
+        return check_run_case("fileio", "fileio", setup, teardown, 0,
                               CHECK_TESTS(test_write_and_replace, test_write_errors, test_disk_full_keeps_old_file,
                                           test_read_capped));
 }

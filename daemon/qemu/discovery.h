@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
-#include "daemon/socket-trust.h"
+#include "daemon/qemu/socket-trust.h"
 
 typedef struct Discovery Discovery;
 
