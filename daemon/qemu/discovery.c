@@ -158,8 +158,11 @@ static int socket_add(Discovery *d, size_t dir, const char *path, const char *fi
         return 0;
 }
 
-/* Brings what we know about one file in a watched directory up to date. */
-static int refresh_file(Discovery *d, size_t dir, const char *file) {
+/* Brings what we know about one file in a watched directory up to date. `gone`: an event said
+ * the file we knew was deleted or moved away. Then it is forgotten whatever is at the path now:
+ * a socket made again at once may get the freed inode back, so comparing inodes would take a
+ * QEMU restarted under the same path for the old one; the new one comes with its own event. */
+static int refresh_file(Discovery *d, size_t dir, const char *file, bool gone) {
         _cleanup_(freep) char *path = NULL;
         struct stat st;
         bool is_socket;
@@ -174,6 +177,11 @@ static int refresh_file(Discovery *d, size_t dir, const char *file) {
         is_socket = dir_matches(&d->dirs[dir], file) && lstat(path, &st) == 0 && S_ISSOCK(st.st_mode);
         known = find_socket(d, path);
 
+        if (gone) {
+                if (known >= 0)
+                        socket_remove_at(d, (size_t) known);
+                return 0;
+        }
         if (known >= 0) {
                 d->sockets[known].seen = true;
                 if (is_socket && d->sockets[known].dev == st.st_dev && d->sockets[known].ino == st.st_ino)
@@ -211,7 +219,7 @@ static int scan_dir(Discovery *d, size_t dir) {
                         continue;
                 if (!dir_matches(&d->dirs[dir], de->d_name))
                         continue;
-                (void) refresh_file(d, dir, de->d_name);
+                (void) refresh_file(d, dir, de->d_name, false);
         }
         closedir(dh);
 
@@ -341,7 +349,7 @@ static int on_dir_event(sd_event_source *s _unused_, const struct inotify_event 
         if (ev->len == 0 || (ev->mask & IN_ISDIR))
                 return 0;
         if (ev->mask & (IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM))
-                (void) refresh_file(d, dir, ev->name);
+                (void) refresh_file(d, dir, ev->name, ev->mask & (IN_DELETE | IN_MOVED_FROM));
         return 0;
 }
 
