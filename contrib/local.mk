@@ -58,6 +58,7 @@ EXTRA_DIST += \
 	contrib/static-check \
 	contrib/ci-valgrind \
 	contrib/ci-sanitizers \
+	contrib/coverage-by-folder \
 	contrib/fuzz \
 	daemon/dbus-api.md \
 	tests/package/build-deb \
