@@ -32,6 +32,7 @@
 #include "common/utf8.h"
 #include "qmp/json-util.h"
 #include "tests/lib/bus-fixture.h"
+#include "tests/lib/ctl-json.h"
 #include "tests/lib/daemon-fixture.h"
 #include "tests/lib/test-util.h"
 #include "tests/lib/check-run.h"
@@ -61,35 +62,11 @@ static void enable_agent_sockets(void) {
         daemon_fixture_replace_config_line(&d, "agent-socket-pattern =\n", "agent-socket-pattern = %d/%n.qga\n");
 }
 
-/* `rightsizectl --json show NAME`, parsed (put it). */
-static json_object *ctl_show(unsigned index) {
-        char name[32];
-        sim_name(index, name, sizeof(name));
-        _cleanup_(ctl_run_done) CtlRun run = ctl_run(&d, "--json", "show", name);
-        ck_assert_msg(run.code == 0, "rightsizectl --json show %s: %d %s", name, run.code, run.err);
-        json_object *doc = json_tokener_parse(run.out);
-        ck_assert_msg(doc, "rightsizectl --json show is not JSON: %s", run.out);
-        return doc;
-}
-
-static const char *json_str(json_object *o, const char *key) {
-        json_object *v;
-        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
-                return "";
-        return json_object_get_string(v);
-}
-
-static bool json_true(json_object *o, const char *key) {
-        json_object *v;
-        return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_boolean) &&
-               json_object_get_boolean(v);
-}
-
 /* Waits until the guest's tier (rightsizectl --json show) is the given one. */
 static void wait_tier(unsigned index, const char *tier) {
         for (uint64_t start = monotonic_sec();; usleep(250 * 1000)) {
-                json_object *doc = ctl_show(index);
-                bool ok = strcmp(json_str(doc, "tier"), tier) == 0;
+                json_object *doc = ctl_show_sim(&d, index);
+                bool ok = strcmp(ctl_json_str(doc, "tier"), tier) == 0;
                 _cleanup_free_ char *text = strdup(json_object_to_json_string(doc));
                 json_object_put(doc);
                 if (ok)
@@ -132,16 +109,16 @@ static void assert_others_fine(void) {
         /* The healthy agents still give their guests the agent tier; the guest without one is
          * on balloon stats and has nothing to complain about. */
         for (unsigned i = G_OK0; i <= G_OK1; i++) {
-                json_object *doc = ctl_show(i);
-                ck_assert_str_eq(json_str(doc, "tier"), "agent");
-                ck_assert(json_true(doc, "agent"));
-                ck_assert_ptr_null(strstr(json_str(doc, "reason"), "guest agent"));
+                json_object *doc = ctl_show_sim(&d, i);
+                ck_assert_str_eq(ctl_json_str(doc, "tier"), "agent");
+                ck_assert(ctl_json_true(doc, "agent"));
+                ck_assert_ptr_null(strstr(ctl_json_str(doc, "reason"), "guest agent"));
                 json_object_put(doc);
         }
-        json_object *doc = ctl_show(G_NO_AGENT);
-        ck_assert_str_eq(json_str(doc, "tier"), "balloon");
-        ck_assert(!json_true(doc, "agent"));
-        ck_assert_ptr_null(strstr(json_str(doc, "reason"), "guest agent"));
+        json_object *doc = ctl_show_sim(&d, G_NO_AGENT);
+        ck_assert_str_eq(ctl_json_str(doc, "tier"), "balloon");
+        ck_assert(!ctl_json_true(doc, "agent"));
+        ck_assert_ptr_null(strstr(ctl_json_str(doc, "reason"), "guest agent"));
         json_object_put(doc);
 }
 
@@ -177,9 +154,9 @@ static void assert_agent_problem(unsigned index, const char *what) {
          * a sample may carry another agent problem (a capped read that ran past the agent's
          * timeout, 3/4 of the interval, says "timed out"): waited for, as over D-Bus above. */
         for (uint64_t start = monotonic_sec();; usleep(250 * 1000)) {
-                json_object *doc = ctl_show(index);
-                _cleanup_free_ char *tier = strdup(json_str(doc, "tier")), *reason = strdup(json_str(doc, "reason")),
-                                    *fault = strdup(json_str(doc, "fault"));
+                json_object *doc = ctl_show_sim(&d, index);
+                _cleanup_free_ char *tier = strdup(ctl_json_str(doc, "tier")), *reason = strdup(ctl_json_str(doc, "reason")),
+                                    *fault = strdup(ctl_json_str(doc, "fault"));
                 json_object_put(doc);
                 ck_assert(tier && reason && fault);
                 ck_assert_str_eq(tier, "balloon");
@@ -222,8 +199,8 @@ END_TEST
 
 START_TEST(test_agent_hang) {
         assert_agent_problem(G_HANG, "guest agent: no answer to guest-sync-delimited");
-        json_object *doc = ctl_show(G_HANG);
-        ck_assert(!json_true(doc, "agent"));
+        json_object *doc = ctl_show_sim(&d, G_HANG);
+        ck_assert(!ctl_json_true(doc, "agent"));
         json_object_put(doc);
 
         /* The event loop never waits on the agent: D-Bus calls keep answering at once while the
@@ -253,8 +230,8 @@ END_TEST
 START_TEST(test_agent_huge_vmstat) {
         /* ~30 MB offered; the reader stops at its 1 MiB cap, every interval. */
         assert_agent_problem(G_HUGE, "guest agent: /proc/vmstat exceeds 1048576 bytes");
-        json_object *doc = ctl_show(G_HUGE);
-        ck_assert(json_true(doc, "agent")); /* it syncs fine: only its file is too long */
+        json_object *doc = ctl_show_sim(&d, G_HUGE);
+        ck_assert(ctl_json_true(doc, "agent")); /* it syncs fine: only its file is too long */
         json_object_put(doc);
         /* Many capped reads later (one per sample, counted, not timed), memory is still where it was. */
         uint64_t newest = 0;
@@ -372,9 +349,9 @@ START_TEST(test_no_agent_connection_when_not_wanted) {
         if (fd >= 0)
                 close(fd);
         ck_assert_msg(fd < 0 && error == EAGAIN, "rightsized connected to the agent of a guest-agent = no guest");
-        _cleanup_(json_object_putp) json_object *doc = ctl_show(G_AGENT_NOT_WANTED);
-        ck_assert(!json_true(doc, "agent"));
-        ck_assert_ptr_null(strstr(json_str(doc, "reason"), "guest agent"));
+        _cleanup_(json_object_putp) json_object *doc = ctl_show_sim(&d, G_AGENT_NOT_WANTED);
+        ck_assert(!ctl_json_true(doc, "agent"));
+        ck_assert_ptr_null(strstr(ctl_json_str(doc, "reason"), "guest agent"));
 }
 END_TEST
 

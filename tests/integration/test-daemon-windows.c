@@ -25,6 +25,7 @@
 #include "qmp/json-util.h"
 #include "tests/lib/bus-fixture.h"
 #include "tests/lib/check-run.h"
+#include "tests/lib/ctl-json.h"
 #include "tests/lib/daemon-fixture.h"
 #include "tests/lib/test-util.h"
 
@@ -40,37 +41,6 @@ enum {
 
 static BusFixture bus;
 static DaemonFixture d;
-
-static json_object *ctl_show(unsigned index) {
-        char name[32];
-        sim_name(index, name, sizeof(name));
-        _cleanup_(ctl_run_done) CtlRun run = ctl_run(&d, "--json", "show", name);
-        ck_assert_msg(run.code == 0, "rightsizectl --json show %s: %d %s", name, run.code, run.err);
-        json_object *doc = json_tokener_parse(run.out);
-        ck_assert_msg(doc, "rightsizectl --json show is not JSON: %s", run.out);
-        return doc;
-}
-
-static const char *json_str(json_object *o, const char *key) {
-        json_object *v;
-        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
-                return "";
-        return json_object_get_string(v);
-}
-
-static uint64_t json_u64(json_object *o, const char *key) {
-        json_object *v;
-        uint64_t u;
-        if (!json_object_object_get_ex(o, key, &v) || json_value_get_u64(v, &u) < 0)
-                return UINT64_MAX;
-        return u;
-}
-
-static bool json_true(json_object *o, const char *key) {
-        json_object *v;
-        return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_boolean) &&
-               json_object_get_boolean(v);
-}
 
 /* The guest's warnings in the log ("warning: sim-N: ..." and "warning: sim-N [state]: ..."), but
  * for the one every simulated guest gets once, Linux or not: its balloon has no deflate-on-oom. */
@@ -108,8 +78,8 @@ static bool has_estimate(const GuestView *v, const void *data _unused_) {
  * back) over its estimate. NAN while the hold size is at the floor or max (clamped: no margin to
  * read) or not known. */
 static double shown_margin(json_object *doc) {
-        uint64_t max = json_u64(doc, "max"), floor = json_u64(doc, "floor"), est = json_u64(doc, "estimate"),
-                 give = json_u64(doc, "reclaimable");
+        uint64_t max = ctl_json_u64(doc, "max"), floor = ctl_json_u64(doc, "floor"), est = ctl_json_u64(doc, "estimate"),
+                 give = ctl_json_u64(doc, "reclaimable");
         if (max == UINT64_MAX || est == UINT64_MAX || give == UINT64_MAX || est == 0 || give > max)
                 return NAN;
         uint64_t hold = max - give;
@@ -120,7 +90,7 @@ static double shown_margin(json_object *doc) {
 
 static bool margin_readable(const GuestView *v _unused_, const void *data) {
         unsigned index = *(const unsigned *) data;
-        _cleanup_(json_object_putp) json_object *doc = ctl_show(index);
+        _cleanup_(json_object_putp) json_object *doc = ctl_show_sim(&d, index);
         return !isnan(shown_margin(doc));
 }
 
@@ -167,13 +137,13 @@ static void assert_windows_managed(unsigned index) {
 
         ck_assert_msg(guest_view_wait(&d, name, margin_readable, &index, WAIT_SEC, &v),
                       "%s: never held above its floor with an estimate (state %s: %s)", name, v.state, v.reason);
-        _cleanup_(json_object_putp) json_object *doc = ctl_show(index);
-        ck_assert_str_eq(json_str(doc, "tier"), "balloon");
-        ck_assert_str_eq(json_str(doc, "fault"), "");
+        _cleanup_(json_object_putp) json_object *doc = ctl_show_sim(&d, index);
+        ck_assert_str_eq(ctl_json_str(doc, "tier"), "balloon");
+        ck_assert_str_eq(ctl_json_str(doc, "fault"), "");
         double margin = shown_margin(doc);
         ck_assert_msg(fabs(margin - MARGIN_PERCENT / 100.0 * 1.5) < 0.005,
                       "%s: margin %.4f, expected the balloon tier's %.4f", name, margin, MARGIN_PERCENT / 100.0 * 1.5);
-        ck_assert_ptr_null(strstr(json_str(doc, "reason"), "guest stats"));
+        ck_assert_ptr_null(strstr(ctl_json_str(doc, "reason"), "guest stats"));
 }
 
 static void assert_no_warnings(unsigned index) {
@@ -187,10 +157,10 @@ static void assert_no_warnings(unsigned index) {
 START_TEST(test_windows_guest_with_agent) {
         assert_windows_managed(G_WINDOWS_AGENT);
 
-        _cleanup_(json_object_putp) json_object *doc = ctl_show(G_WINDOWS_AGENT);
-        ck_assert(json_true(doc, "agent"));
-        ck_assert_str_eq(json_str(doc, "guest-os"), "mswindows");
-        ck_assert_msg(strstr(json_str(doc, "reason"), WINDOWS_NOTE), "reason: %s", json_str(doc, "reason"));
+        _cleanup_(json_object_putp) json_object *doc = ctl_show_sim(&d, G_WINDOWS_AGENT);
+        ck_assert(ctl_json_true(doc, "agent"));
+        ck_assert_str_eq(ctl_json_str(doc, "guest-os"), "mswindows");
+        ck_assert_msg(strstr(ctl_json_str(doc, "reason"), WINDOWS_NOTE), "reason: %s", ctl_json_str(doc, "reason"));
 
         /* The plain `show` says it in words too. */
         _cleanup_(ctl_run_done) CtlRun show = ctl_run(&d, "show", "sim-0");
@@ -210,11 +180,11 @@ END_TEST
 START_TEST(test_windows_guest_without_agent) {
         assert_windows_managed(G_WINDOWS_NO_AGENT);
 
-        _cleanup_(json_object_putp) json_object *doc = ctl_show(G_WINDOWS_NO_AGENT);
-        ck_assert(!json_true(doc, "agent"));
-        ck_assert_str_eq(json_str(doc, "guest-os"), "");
-        ck_assert_ptr_null(strstr(json_str(doc, "reason"), "guest agent"));
-        ck_assert_ptr_null(strstr(json_str(doc, "reason"), "Windows"));
+        _cleanup_(json_object_putp) json_object *doc = ctl_show_sim(&d, G_WINDOWS_NO_AGENT);
+        ck_assert(!ctl_json_true(doc, "agent"));
+        ck_assert_str_eq(ctl_json_str(doc, "guest-os"), "");
+        ck_assert_ptr_null(strstr(ctl_json_str(doc, "reason"), "guest agent"));
+        ck_assert_ptr_null(strstr(ctl_json_str(doc, "reason"), "Windows"));
         assert_no_warnings(G_WINDOWS_NO_AGENT);
 }
 END_TEST
@@ -227,9 +197,9 @@ START_TEST(test_linux_guest_beside_them) {
         guest_assert_sim_managed(&d, index, WAIT_SEC);
         ck_assert_msg(guest_view_wait(&d, "sim-2", margin_readable, &index, WAIT_SEC, &v),
                       "sim-2: never held above its floor with an estimate (state %s: %s)", v.state, v.reason);
-        _cleanup_(json_object_putp) json_object *doc = ctl_show(index);
-        ck_assert_str_eq(json_str(doc, "tier"), "agent");
-        ck_assert_str_eq(json_str(doc, "guest-os"), "debian");
+        _cleanup_(json_object_putp) json_object *doc = ctl_show_sim(&d, index);
+        ck_assert_str_eq(ctl_json_str(doc, "tier"), "agent");
+        ck_assert_str_eq(ctl_json_str(doc, "guest-os"), "debian");
         double margin = shown_margin(doc);
         ck_assert_msg(fabs(margin - MARGIN_PERCENT / 100.0) < 0.005, "sim-2: margin %.4f, expected the policy's %.4f",
                       margin, MARGIN_PERCENT / 100.0);

@@ -16,6 +16,7 @@ tests_lib_libtest_a_SOURCES = \
 	tests/lib/bus-fixture.c tests/lib/bus-fixture.h \
 	tests/lib/bus-call.c tests/lib/bus-call.h \
 	tests/lib/daemon-fixture.c tests/lib/daemon-fixture.h \
+	tests/lib/ctl-json.c tests/lib/ctl-json.h \
 	tests/lib/guest-fixture.c tests/lib/guest-fixture.h \
 	tests/lib/e2e-common.c tests/lib/e2e-common.h \
 	tests/lib/libvirt-test-host.c tests/lib/libvirt-test-host.h \
