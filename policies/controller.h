@@ -129,12 +129,15 @@ void rs_watermarks_default(uint64_t managed_bytes, uint64_t *min, uint64_t *low,
  * kernel's own reserve is the only memory surely unused). RS_UNKNOWN when a level is. */
 uint64_t rs_controller_start_size(uint64_t size, uint64_t free, uint64_t high_watermarks);
 
-/* What a restarted daemon resumes from (the state file): the size asked for, the estimate and
- * the last size that ran within target, bytes (0: none). What the cost windows measured, the
- * stream floor and a cliff are learned again: the window would be stale, and a verdict's age
- * is on a clock that does not survive a reboot. */
+/* What a restarted daemon resumes from (the state file): the size asked for, the estimate, the
+ * last size that ran within target and a cliff in force (the size found over target and the
+ * size within target above it), bytes (0: none). A restored cliff's verdict runs from the first
+ * sample after the restore (its age is on a clock that does not survive a reboot): without it,
+ * a resumed guest would cross its cliff again at once. What the cost windows measured and the
+ * stream floor are learned again: the window would be stale. */
 typedef struct RsControllerSnapshot {
         uint64_t size, estimate, last_within;
+        uint64_t cliff, cliff_floor;
 } RsControllerSnapshot;
 
 /* Zeros before the first sample (nothing to resume from). */
