@@ -150,6 +150,15 @@ static RsVerdict shown_verdict(const RsControllerDecision *d) {
         return d->cost_rest > d->cost_target ? RS_VERDICT_REFAULT : RS_VERDICT_CLEAN;
 }
 
+/* A cliff in force is the controller's bounds: the size found over target, the size within
+ * target above it (estimator.h's lower and upper mean the same for the probe). */
+static void show_cliff(RsGuestCost *k) {
+        RsControllerSnapshot snap;
+        rs_controller_snapshot(k->c, &snap);
+        k->est.lower = snap.cliff > 0 ? MIN(snap.cliff, k->max) : RS_UNKNOWN;
+        k->est.upper = snap.cliff_floor > 0 ? MIN(snap.cliff_floor, k->max) : RS_UNKNOWN;
+}
+
 void rs_guest_cost_feed(RsGuestCost *k, const RsSample *sample, uint64_t now_usec) {
         RsSample s = *sample;
         RsRates rates;
@@ -174,6 +183,7 @@ void rs_guest_cost_feed(RsGuestCost *k, const RsSample *sample, uint64_t now_use
         k->est.estimate = rs_known(k->d.estimate) ? MIN(k->d.estimate, k->max) : RS_UNKNOWN;
         k->est.tier = o.tier;
         k->est.streaming = k->d.streaming;
+        show_cliff(k);
         /* PSI is the cost itself; without it the cost is an estimate from faults and reads. */
         k->est.confidence = !k->judged ? 0 : k->d.source == RS_COST_PSI ? 0.9 : 0.6;
 }
@@ -273,6 +283,7 @@ int rs_guest_cost_restore(RsGuestCost *k, const RsGuestSnapshot *snap) {
         k->est.estimate = MIN(snap->estimate, k->max);
         k->est.tier = snap->tier;
         k->est.streaming = false; /* a verdict is learned again, not carried over (controller.h) */
+        show_cliff(k);
         k->est.confidence = 0.6;
         k->state = k->policy.mode == RS_MODE_OBSERVE ? RS_STATE_OBSERVE : RS_STATE_HOLD;
         return 0;

@@ -144,6 +144,11 @@ START_TEST(test_snapshot_round_trip) {
         ck_assert_uint_eq(after.target, before.target);
         ck_assert_uint_eq(rs_guest_estimate(g2)->estimate, MIN(snap.estimate, after.max));
         ck_assert_int_eq(after.state, RS_STATE_HOLD);
+        /* the cliff it found is kept, shown as the estimate's bounds */
+        ck_assert(rs_known(snap.lower) && rs_known(snap.upper) && snap.lower < snap.upper);
+        ck_assert_uint_eq(rs_guest_estimate(g2)->lower, snap.lower);
+        ck_assert_uint_eq(rs_guest_estimate(g2)->upper, snap.upper);
+        ck_assert_uint_eq(rs_guest_estimate(g)->lower, snap.lower);
         /* and the resumed controller judges from there: the next samples keep it within its bounds */
         for (unsigned i = 0; i < 30; i++) {
                 RsSample s;
