@@ -300,6 +300,40 @@ START_TEST(test_dir_reload_keeps_previous_policy) {
 }
 END_TEST
 
+/* A reload with a controller key out of range keeps the policy as it was: the guest stays on the
+ * controller and its tunables it had. */
+START_TEST(test_dir_reload_keeps_controller_policy) {
+        char dir[] = "/tmp/rs-policy-XXXXXX";
+        char path[512];
+        RsPolicySet set = {};
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+
+        write_file(dir, "10-db.conf", "[policy]\nmatch = db-*\ncontroller = cost\ncost-target = 0.5%\n");
+        n_errors = 0;
+        ck_assert_int_eq(rs_policy_set_load_dir(&set, dir, on_error, NULL), 0);
+        const RsPolicy *p = rs_policy_set_select(&set, "db-1", NULL);
+        ck_assert_ptr_nonnull(p);
+        ck_assert_int_eq(p->core, RS_CORE_COST);
+        ck_assert_double_eq(p->cost_target_percent, 0.5);
+
+        write_file(dir, "10-db.conf", "[policy]\nmatch = db-*\ncontroller = cost\ncost-target = 80%\n");
+        ck_assert_int_eq(rs_policy_set_load_dir(&set, dir, on_error, NULL), 1);
+        ck_assert_uint_eq(n_errors, 1);
+        ck_assert_str_eq(last_error.key, "cost-target");
+        ck_assert_uint_eq(last_error.line, 4);
+        ck_assert_ptr_nonnull(strstr(last_error.message, "more than 0 and less than 50 %"));
+        p = rs_policy_set_select(&set, "db-1", NULL);
+        ck_assert_ptr_nonnull(p);
+        ck_assert_int_eq(p->core, RS_CORE_COST);
+        ck_assert_double_eq(p->cost_target_percent, 0.5);
+
+        rs_policy_set_clear(&set);
+        snprintf(path, sizeof(path), "%s/10-db.conf", dir);
+        unlink(path);
+        rmdir(dir);
+}
+END_TEST
+
 /* The shipped preset files parse and say the same as the built-in presets. */
 START_TEST(test_shipped_presets_match_builtin) {
         for (size_t i = 0; i < ARRAY_SIZE(rs_policy_preset_names); i++) {
@@ -343,6 +377,7 @@ int main(void) {
                               CHECK_TESTS(test_parse_full, test_hugepage_repair_key, test_preset_key, test_controller_keys,
                                           test_errors_name_file_line_key, test_controller_key_range_message,
                                           test_syntax_error_line, test_missing_file,
-                                          test_dir_reload_keeps_previous_policy, test_shipped_presets_match_builtin,
+                                          test_dir_reload_keeps_previous_policy, test_dir_reload_keeps_controller_policy,
+                                          test_shipped_presets_match_builtin,
                                           test_garbage_never_crashes));
 }
