@@ -83,6 +83,7 @@ int guest_save_state(Guest *g) {
         (void) guest_state_set_int(&rec, "tier", s.tier);
         (void) guest_state_set_int(&rec, "streaming", s.streaming);
         (void) guest_state_set_int(&rec, "hold_doublings", s.hold_doublings);
+        (void) guest_state_set_int(&rec, "last_within", u64_to_field(s.last_within));
         /* The daemon's own, beside the core's snapshot: used even when the snapshot cannot be. */
         (void) guest_state_set_int(&rec, "takeover_bytes", u64_to_int64(g->takeover_size));
         (void) guest_state_set_int(&rec, "balloon_sent_bytes", u64_to_int64(g->balloon_target));

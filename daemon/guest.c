@@ -97,11 +97,15 @@ static int guest_restore_snapshot(Guest *g, const GuestStateRecord *rec) {
         int64_t v;
         int r;
 
-        if (guest_state_get_int(rec, "magic", &v) < 0 || (uint64_t) v != RS_SNAPSHOT_MAGIC ||
+        /* The magic names the core that saved it (estimator.h): either is read, and the core
+         * refuses the other's (-EXDEV, guest_restore_state() says so). */
+        if (guest_state_get_int(rec, "magic", &v) < 0 ||
+            ((uint64_t) v != RS_SNAPSHOT_MAGIC && (uint64_t) v != RS_SNAPSHOT_COST_MAGIC) ||
             guest_state_get_int(rec, "version", &v) < 0 || v != RS_SNAPSHOT_VERSION)
                 return log_named_guest_warning_errno(g->name, NULL, EPROTONOSUPPORT,
                                                "Ignoring the state file: not a snapshot this daemon can read");
-        s.magic = RS_SNAPSHOT_MAGIC;
+        (void) guest_state_get_int(rec, "magic", &v);
+        s.magic = (uint32_t) v;
         s.version = RS_SNAPSHOT_VERSION;
         if (get_u64_field(rec, "guest_max", &s.guest_max) < 0 || get_u64_field(rec, "estimate", &s.estimate) < 0 ||
             get_u64_field(rec, "lower", &s.lower) < 0 || get_u64_field(rec, "upper", &s.upper) < 0 ||
@@ -118,8 +122,12 @@ static int guest_restore_snapshot(Guest *g, const GuestStateRecord *rec) {
                 s.streaming = v != 0;
         if (guest_state_get_int(rec, "hold_doublings", &v) >= 0 && v >= 0 && v <= 64)
                 s.hold_doublings = (uint32_t) v; /* absent in older files: 0, the policy's hold */
+        if (get_u64_field(rec, "last_within", &s.last_within) < 0 || !rs_known(s.last_within))
+                s.last_within = 0; /* the probe's files have none */
 
         r = rs_guest_restore(g->core, &s, now_usec(CLOCK_MONOTONIC));
+        if (r == -EXDEV)
+                return r; /* the other core's: guest_restore_state() says so, in one line */
         if (r < 0)
                 return log_named_guest_warning_errno(g->name, NULL, r,
                                                "Ignoring the state file: it was saved for another guest size");
@@ -215,6 +223,16 @@ static int guest_restore_state(Guest *g) {
         if (r >= 0)
                 return r;
         g->adopt_size = have_takeover ? MIN(MAX(g->takeover_size, guest_floor(g)), guest_max(g)) : guest_max(g);
+        if (r == -EXDEV) {
+                /* The policy's controller changed since the save: what the other core learned is
+                 * not this one's to read, and it may have left the guest squeezed. */
+                log_guest_notice(g, "Discarding the state file: saved by controller = %s, the policy now says "
+                                    "controller = %s; the guest goes back to %s (%s) and is learned anew",
+                                 rs_core_to_string(g->policy.core == RS_CORE_COST ? RS_CORE_PROBE : RS_CORE_COST),
+                                 rs_core_to_string(g->policy.core), fmt_size(b, sizeof(b), g->adopt_size),
+                                 have_takeover ? "its size when rightsize took it over" : "max");
+                return r;
+        }
         uint64_t sent = 0;
         char b2[FORMAT_SIZE_MAX];
         (void) get_u64_field(&rec, "balloon_sent_bytes", &sent);

@@ -395,8 +395,9 @@ static int request_probe(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
                 return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "Guest '%s' is paused: resume it first", name);
         if (r == -EOPNOTSUPP)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_NOT_SUPPORTED,
-                                         "Guest '%s' cannot be probed: its policy only observes, or it reports no "
-                                         "statistics to see pressure with", name);
+                                         "Guest '%s' cannot be probed: its policy only observes, its controller "
+                                         "(controller = cost) never probes, or it reports no statistics to see "
+                                         "pressure with", name);
         if (r < 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED,
                                          "Guest '%s' is %s: cannot probe it now (it is being given memory, is "

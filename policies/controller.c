@@ -46,6 +46,7 @@ struct RsController {
          * once, and crossing the cliff again at every window is what the cost paid. */
         double cliff, cliff_floor;       /* bytes, 0 none */
         uint64_t cliff_at;
+        bool cliff_restored;             /* from a snapshot: its verdict runs from the next sample */
         uint64_t oom_prev;
         unsigned emergencies;            /* consecutive intervals at OOM risk */
 
@@ -99,6 +100,21 @@ void rs_controller_params_init(RsControllerParams *p, const RsPolicy *policy) {
                 /* a 4 KiB read from a local SSD, queueing included: the order of a swap-in */
                 .fault_latency_sec = 250e-6,
                 .verdict_expiry_sec = 3600,
+        };
+}
+
+void rs_controller_params_from_policy(RsControllerParams *p, const RsPolicy *policy) {
+        *p = (RsControllerParams) {
+                .cost_target = policy->cost_target_percent / 100.0,
+                .cost_window_sec = (double) policy->cost_window_usec / 1e6,
+                .tighten_per_min = policy->tighten_percent_per_min / 100.0,
+                .loosen_per_sec = policy->loosen_percent_per_sec / 100.0,
+                .loosen_max_per_sec = policy->loosen_max_percent_per_sec / 100.0,
+                .margin = policy->margin_percent / 100.0,
+                /* declared, not applied yet (policies/README.md): not a policy key until it is */
+                .blind_margin = 0.10,
+                .fault_latency_sec = (double) policy->fault_latency_usec / 1e6,
+                .verdict_expiry_sec = (double) policy->verdict_expiry_usec / 1e6,
         };
 }
 
@@ -448,6 +464,10 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
         rs_sample_sanitize(&s, c->guest_max);
         RsRateEvent ev = rs_rate_tracker_feed(&c->tracker, &s, now, &r);
         update_watermarks(c, &s);
+        if (c->cliff_restored) {
+                c->cliff_at = now;
+                c->cliff_restored = false;
+        }
         uint64_t actual_level = s.level[RS_LEVEL_BALLOON_ACTUAL];
         if (!rs_known(actual_level)) {
                 say(c, RS_CONTROL_WAIT, "the guest's size is not known");
@@ -685,6 +705,39 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
 
 void rs_controller_decide(const RsController *c, RsControllerDecision *ret) {
         *ret = c->d;
+}
+
+void rs_controller_snapshot(const RsController *c, RsControllerSnapshot *ret) {
+        *ret = (RsControllerSnapshot) {};
+        if (!c->started)
+                return;
+        *ret = (RsControllerSnapshot) {
+                .size = (uint64_t) c->size,
+                .estimate = (uint64_t) c->estimate,
+                .last_within = (uint64_t) c->last_within,
+                .cliff = (uint64_t) c->cliff,
+                .cliff_floor = (uint64_t) c->cliff_floor,
+        };
+}
+
+int rs_controller_restore(RsController *c, const RsControllerSnapshot *snap) {
+        if (snap->size == 0 || snap->size > c->guest_max || snap->estimate == 0 || snap->estimate > c->guest_max ||
+            snap->last_within > c->guest_max || snap->cliff > c->guest_max || snap->cliff_floor > c->guest_max ||
+            (snap->cliff > 0) != (snap->cliff_floor > 0))
+                return -EINVAL;
+        c->started = true;
+        c->size = clamp_size(c, (double) snap->size);
+        c->estimate = MIN((double) snap->estimate, (double) c->max);
+        c->last_within = MIN((double) snap->last_within, (double) c->max);
+        c->cliff = (double) snap->cliff;
+        c->cliff_floor = (double) snap->cliff_floor;
+        c->cliff_restored = c->cliff > 0;
+        /* where the guest was left: a guest found elsewhere moved, and is judged from there */
+        c->prev_actual = c->size;
+        say(c, RS_CONTROL_WAIT, "resumed from the state file at %.0f MiB", c->size / MIB);
+        c->d.target = (uint64_t) c->size;
+        c->d.estimate = (uint64_t) c->estimate;
+        return 0;
 }
 
 const char *rs_control_action_to_string(RsControlAction a) {

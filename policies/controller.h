@@ -41,7 +41,8 @@
  *           rs_controller_set_grant(c, granted < decision.target ? granted : RS_UNKNOWN);
  *   rs_controller_free(c);
  *
- * Not yet used by the daemon: today's estimator (estimator.h) still decides. */
+ * The daemon runs it for a guest whose policy says controller = cost, behind the rs_guest_*
+ * API (guest-cost.c); today's estimator (estimator.h) is still the default. */
 #pragma once
 
 #include <stdbool.h>
@@ -69,6 +70,8 @@ typedef struct RsControllerParams {
 
 /* The defaults, with margin taken from the policy (margin_percent). */
 void rs_controller_params_init(RsControllerParams *p, const RsPolicy *policy);
+/* The policy's own (its controller keys, rightsize.policy(5)), in the controller's units. */
+void rs_controller_params_from_policy(RsControllerParams *p, const RsPolicy *policy);
 /* 0, or -EINVAL with *bad_name naming the first bad field. */
 int rs_controller_params_validate(const RsControllerParams *p, const char **bad_name);
 
@@ -125,5 +128,22 @@ void rs_watermarks_default(uint64_t managed_bytes, uint64_t *min, uint64_t *low,
 /* Where the controller starts: size - free + the high watermarks (free that is not the
  * kernel's own reserve is the only memory surely unused). RS_UNKNOWN when a level is. */
 uint64_t rs_controller_start_size(uint64_t size, uint64_t free, uint64_t high_watermarks);
+
+/* What a restarted daemon resumes from (the state file): the size asked for, the estimate, the
+ * last size that ran within target and a cliff in force (the size found over target and the
+ * size within target above it), bytes (0: none). A restored cliff's verdict runs from the first
+ * sample after the restore (its age is on a clock that does not survive a reboot): without it,
+ * a resumed guest would cross its cliff again at once. What the cost windows measured and the
+ * stream floor are learned again: the window would be stale. */
+typedef struct RsControllerSnapshot {
+        uint64_t size, estimate, last_within;
+        uint64_t cliff, cliff_floor;
+} RsControllerSnapshot;
+
+/* Zeros before the first sample (nothing to resume from). */
+void rs_controller_snapshot(const RsController *c, RsControllerSnapshot *ret);
+/* Resumes at the saved size, within floor and max, as if started there: the next interval
+ * with a cost judges it. -EINVAL for a size of 0 or past the guest's max; c unchanged. */
+int rs_controller_restore(RsController *c, const RsControllerSnapshot *snap);
 
 const char *rs_control_action_to_string(RsControlAction a);

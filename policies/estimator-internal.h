@@ -10,6 +10,7 @@
 
 #include "common/macro.h"
 #include "policies/estimator.h"
+#include "policies/guest-cost.h"
 
 /* The probe step shrinks from max to min as the headroom (available memory) falls below
  * this share of the guest, or as the size nears a size known to refault. */
@@ -24,6 +25,7 @@
 
 struct RsGuest {
         RsPolicy policy;
+        RsGuestCost *cost;   /* controller = cost: every rs_guest_* call goes to it (guest-cost.h) */
         uint64_t guest_max, max, floor;
 
         RsRateTracker tracker;

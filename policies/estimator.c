@@ -974,11 +974,20 @@ int rs_guest_new(RsGuest **ret, const RsPolicy *policy, uint64_t guest_max) {
         g->state = policy->mode == RS_MODE_OBSERVE ? RS_STATE_OBSERVE : RS_STATE_LEARN;
         set_reason(g, "starting");
         update_confidence(g);
+        if (policy->core == RS_CORE_COST) {
+                int r = rs_guest_cost_new(&g->cost, policy, guest_max);
+                if (r < 0) {
+                        free(g);
+                        return r;
+                }
+        }
         *ret = g;
         return 0;
 }
 
 RsGuest *rs_guest_free(RsGuest *g) {
+        if (g)
+                rs_guest_cost_free(g->cost);
         free(g);
         return NULL;
 }
@@ -986,6 +995,9 @@ RsGuest *rs_guest_free(RsGuest *g) {
 int rs_guest_set_policy(RsGuest *g, const RsPolicy *policy) {
         if (rs_policy_validate(policy, NULL) < 0)
                 return -EINVAL;
+        int r = rs_guest_cost_follow_policy(g, policy);
+        if (r != 0)
+                return MIN(r, 0);
         RsMode old = g->policy.mode;
         g->policy = *policy;
         recompute_limits(g);
@@ -1046,6 +1058,11 @@ void rs_guest_feed(RsGuest *g, const RsSample *sample, uint64_t now) {
         RsSample s = *sample;
         RsRates rates;
         RsObservation o;
+
+        if (g->cost) {
+                rs_guest_cost_feed(g->cost, sample, now);
+                return;
+        }
 
         rs_sample_sanitize(&s, g->guest_max);
         RsRateEvent ev = rs_rate_tracker_feed(&g->tracker, &s, now, &rates);
@@ -1118,6 +1135,8 @@ void rs_guest_feed(RsGuest *g, const RsSample *sample, uint64_t now) {
 }
 
 int rs_guest_probe_now(RsGuest *g, uint64_t now_usec _unused_) {
+        if (g->cost)
+                return -EOPNOTSUPP; /* the controller never probes: it tightens all the time */
         if (g->state == RS_STATE_OBSERVE || g->policy.mode == RS_MODE_OBSERVE)
                 return -EOPNOTSUPP;
         if (g->have_obs && g->obs.tier == RS_TIER_HOST)
@@ -1139,6 +1158,10 @@ int rs_guest_probe_now(RsGuest *g, uint64_t now_usec _unused_) {
 }
 
 void rs_guest_decide(const RsGuest *g, uint64_t now_usec, RsDecision *ret) {
+        if (g->cost) {
+                rs_guest_cost_decide(g->cost, ret);
+                return;
+        }
         *ret = (RsDecision) {
                 .target = clamp_target(g, g->target),
                 .urgent = g->urgent && g->target > g->size,
@@ -1155,35 +1178,53 @@ void rs_guest_decide(const RsGuest *g, uint64_t now_usec, RsDecision *ret) {
 }
 
 void rs_guest_set_grant(RsGuest *g, uint64_t granted_bytes) {
+        if (g->cost) {
+                rs_guest_cost_set_grant(g->cost, granted_bytes);
+                return;
+        }
         /* The daemon never applies less than the floor. */
         g->grant = rs_known(granted_bytes) ? MAX(granted_bytes, g->floor) : RS_UNKNOWN;
 }
 
 uint64_t rs_guest_grant(const RsGuest *g) {
+        if (g->cost)
+                return rs_guest_cost_grant(g->cost);
         return g->grant;
 }
 
 const RsEstimate *rs_guest_estimate(const RsGuest *g) {
+        if (g->cost)
+                return rs_guest_cost_estimate(g->cost);
         return &g->est;
 }
 
 uint64_t rs_guest_hold_size(const RsGuest *g) {
+        if (g->cost)
+                return rs_guest_cost_hold_size(g->cost);
         return rs_known(g->est.estimate) ? hold_target(g) : RS_UNKNOWN;
 }
 
 RsState rs_guest_state(const RsGuest *g) {
+        if (g->cost)
+                return rs_guest_cost_state(g->cost);
         return g->state;
 }
 
 unsigned rs_guest_reprobes_skipped(const RsGuest *g) {
-        return g->reprobes_skipped;
+        return g->cost ? 0 : g->reprobes_skipped;
 }
 
 const RsObservation *rs_guest_observation(const RsGuest *g) {
+        if (g->cost)
+                return rs_guest_cost_observation(g->cost);
         return &g->obs;
 }
 
 void rs_guest_snapshot(const RsGuest *g, RsGuestSnapshot *ret) {
+        if (g->cost) {
+                rs_guest_cost_snapshot(g->cost, ret);
+                return;
+        }
         *ret = (RsGuestSnapshot) {
                 .magic = RS_SNAPSHOT_MAGIC,
                 .version = RS_SNAPSHOT_VERSION,
@@ -1204,6 +1245,10 @@ void rs_guest_snapshot(const RsGuest *g, RsGuestSnapshot *ret) {
 }
 
 int rs_guest_restore(RsGuest *g, const RsGuestSnapshot *snap, uint64_t now_usec) {
+        if (g->cost)
+                return rs_guest_cost_restore(g->cost, snap);
+        if (snap->magic == RS_SNAPSHOT_COST_MAGIC)
+                return -EXDEV;
         if (snap->magic != RS_SNAPSHOT_MAGIC || snap->version != RS_SNAPSHOT_VERSION || snap->guest_max != g->guest_max ||
             snap->tier >= _RS_TIER_MAX)
                 return -EINVAL;

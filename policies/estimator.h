@@ -14,7 +14,12 @@
  *   rs_guest_restore(g, &snap, now_usec);         // after a daemon restart
  *   rs_guest_free(g);
  *
- * No I/O, no clock reads, no allocation after rs_guest_new().
+ * No I/O, no clock reads, no allocation after rs_guest_new() (or rs_guest_set_policy() when it
+ * switches core).
+ *
+ * Two cores stand behind this API, chosen by the policy's `controller`: `probe`, today's
+ * knee-crossing estimator (this file's states, below), and `cost`, the continuous controller
+ * (controller.h, through guest-cost.c, which says what each state below means under it).
  *
  * States:
  *   LEARN      measure the baseline fault/refault rates at the current size
@@ -124,8 +129,14 @@ unsigned rs_guest_reprobes_skipped(const RsGuest *g);
 const RsObservation *rs_guest_observation(const RsGuest *g);
 
 /* What a state file keeps so a restarted daemon resumes instead of probing from scratch.
- * Plain data: write it as a struct or field by field; check magic and version on load. */
+ * Plain data: write it as a struct or field by field; check magic and version on load. The
+ * magic names the core that saved it: RS_SNAPSHOT_MAGIC the probe, RS_SNAPSHOT_COST_MAGIC
+ * the controller (guest-cost.c), whose snapshot keeps guest_max, estimate, target (the size
+ * it asked for), last_within and a cliff in lower (the size over target) and upper (the size
+ * within target above it), the other fields unknown or 0. */
 #define RS_SNAPSHOT_MAGIC UINT32_C(0x52535a31) /* "RSZ1" */
+/* The cost core's: another magic, so that neither core misreads the other's snapshot. */
+#define RS_SNAPSHOT_COST_MAGIC UINT32_C(0x52534331) /* "RSC1" */
 #define RS_SNAPSHOT_VERSION 1
 typedef struct RsGuestSnapshot {
         uint32_t magic;
@@ -138,11 +149,13 @@ typedef struct RsGuestSnapshot {
         uint32_t tier;
         uint32_t streaming;
         uint32_t hold_doublings; /* holds in a row that confirmed the estimate or had nothing to give (was reserved: 0) */
+        uint64_t last_within;    /* controller = cost: the last size within its cost target (0: none) */
 } RsGuestSnapshot;
 
 void rs_guest_snapshot(const RsGuest *g, RsGuestSnapshot *ret);
-/* Resumes in HOLD at the saved target (or LEARN when nothing was learned). -EINVAL for a
- * snapshot of another format or guest size; the guest is left as it was. */
+/* Resumes in HOLD at the saved target (or LEARN when nothing was learned). -EXDEV for a
+ * snapshot the other core saved (policy controller = probe or cost changed), -EINVAL for one
+ * of another format or guest size; the guest is left as it was. */
 int rs_guest_restore(RsGuest *g, const RsGuestSnapshot *snap, uint64_t now_usec);
 
 const char *rs_state_to_string(RsState s);

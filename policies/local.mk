@@ -15,7 +15,8 @@ policies_libpolicies_a_SOURCES = \
 	policies/actuation.c policies/actuation.h \
 	policies/hugepage-repair.c policies/hugepage-repair.h \
 	policies/stall.c policies/stall.h \
-	policies/controller.c policies/controller.h
+	policies/controller.c policies/controller.h \
+	policies/guest-cost.c policies/guest-cost.h
 policies_libpolicies_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
 
 # The presets are the shipped files (etc/policies/NAME.conf), built in as C string literals.
@@ -54,6 +55,7 @@ policies_tests = \
 	tests/unit/test-estimator-scenarios \
 	tests/unit/test-estimator-property \
 	tests/unit/test-controller \
+	tests/unit/test-guest-cost \
 	tests/unit/test-arbiter \
 	tests/unit/test-actuation \
 	tests/unit/test-hugepage-repair

@@ -170,7 +170,26 @@ static int handler(void *user, const char *section, const char *name, const char
                         p->hugepage_repair_percent = v;
                 else
                         return fail(st, name, "invalid value \"%s\" (a percentage from 50 to 100, yes or no)", value);
-        } else
+        } else if (strcmp(name, "controller") == 0) {
+                r = rs_core_from_string(value);
+                if (r < 0)
+                        return fail(st, name, "invalid controller \"%s\" (probe, cost)", value);
+                p->core = r;
+        } else if (strcmp(name, "cost-target") == 0)
+                return set_percent(st, name, value, &p->cost_target_percent);
+        else if (strcmp(name, "cost-window") == 0)
+                return set_duration(st, name, value, &p->cost_window_usec);
+        else if (strcmp(name, "tighten-rate") == 0)
+                return set_percent(st, name, value, &p->tighten_percent_per_min);
+        else if (strcmp(name, "loosen-rate") == 0)
+                return set_percent(st, name, value, &p->loosen_percent_per_sec);
+        else if (strcmp(name, "loosen-rate-max") == 0)
+                return set_percent(st, name, value, &p->loosen_max_percent_per_sec);
+        else if (strcmp(name, "fault-latency") == 0)
+                return set_duration(st, name, value, &p->fault_latency_usec);
+        else if (strcmp(name, "verdict-expiry") == 0)
+                return set_duration(st, name, value, &p->verdict_expiry_usec);
+        else
                 return fail(st, name, "unknown key");
         return 1;
 }
@@ -253,7 +272,10 @@ static int run(ParseState *st, LineReader *reader, const char *filename, RsPolic
                 return -ENOMEM;
         }
         if (rs_policy_validate(&st->policy, &bad_key) < 0) {
-                fill_error(err, filename, line_of(st, bad_key), bad_key, "value out of range");
+                char msg[160];
+                const char *range = rs_policy_key_range(bad_key);
+                snprintf(msg, sizeof(msg), "value out of range%s%s%s", range ? " (" : "", range ?: "", range ? ")" : "");
+                fill_error(err, filename, line_of(st, bad_key), bad_key, msg);
                 return -EINVAL;
         }
         *ret = st->policy;

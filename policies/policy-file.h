@@ -23,6 +23,14 @@
  *   allow-dimm = no
  *   guest-agent = yes ; read /proc/vmstat and PSI through the guest agent when there is one
  *   qemu-monitor = no ; libvirt: read unmapped balloon stats through the QEMU monitor (taints)
+ *   controller = probe ; probe | cost: the decision core (cost: controller.h), and its tunables:
+ *   cost-target = 0.1% ; of wall time stalled on memory at rest
+ *   cost-window = 30s
+ *   tighten-rate = 5% ; of the size per minute at zero cost
+ *   loosen-rate = 0.2% ; of the size per second per target's worth of excess
+ *   loosen-rate-max = 1% ; per second at most
+ *   fault-latency = 250us ; one fault's cost when the host measured none
+ *   verdict-expiry = 1h ; a stream's or a cliff's verdict
  *
  * Comments: lines starting with # or ;, and " ; ..." after a value.
  * An invalid value, an unknown key or section, or a line inih cannot parse is an error

@@ -34,6 +34,16 @@ void rs_policy_init(RsPolicy *p) {
                 .qemu_monitor = false,
                 /* Opt-in: a guest's block I/O hung once with it on, cause not found (policy.h). */
                 .hugepage_repair_percent = 0,
+                /* The probe until the controller is proven on real guests (issue 35 stage 2);
+                 * the controller's defaults are rs_controller_params_init()'s, in these units. */
+                .core = RS_CORE_PROBE,
+                .cost_target_percent = 0.1,
+                .cost_window_usec = 30 * USEC_PER_SEC,
+                .tighten_percent_per_min = 5,
+                .loosen_percent_per_sec = 0.2,
+                .loosen_max_percent_per_sec = 1,
+                .fault_latency_usec = 250,
+                .verdict_expiry_usec = 3600 * USEC_PER_SEC,
         };
 }
 
@@ -75,6 +85,26 @@ int rs_policy_validate(const RsPolicy *p, const char **bad_key) {
                 bad = "change-cap";
         else if (p->hugepage_repair_percent != 0 && !percent_ok(p->hugepage_repair_percent, 50, 100))
                 bad = "hugepage-repair";
+        else if (p->core < 0 || p->core >= _RS_CORE_MAX)
+                bad = "controller";
+        /* The controller's own ranges (rs_controller_params_validate() checks the same, in its
+         * units): checked whichever core runs, so switching to cost never meets a bad value. */
+        else if (!(isfinite(p->cost_target_percent) && p->cost_target_percent > 0 && p->cost_target_percent < 50))
+                bad = "cost-target";
+        else if (p->cost_window_usec < USEC_PER_SEC || p->cost_window_usec > 3600 * USEC_PER_SEC)
+                bad = "cost-window";
+        else if (!(isfinite(p->tighten_percent_per_min) && p->tighten_percent_per_min > 0 &&
+                   p->tighten_percent_per_min <= 50))
+                bad = "tighten-rate";
+        else if (!(isfinite(p->loosen_percent_per_sec) && p->loosen_percent_per_sec > 0 &&
+                   p->loosen_percent_per_sec <= 100))
+                bad = "loosen-rate";
+        else if (!percent_ok(p->loosen_max_percent_per_sec, p->loosen_percent_per_sec, 100))
+                bad = "loosen-rate-max";
+        else if (p->fault_latency_usec == 0 || p->fault_latency_usec >= USEC_PER_SEC)
+                bad = "fault-latency";
+        else if (p->verdict_expiry_usec > 7 * 24 * 3600 * USEC_PER_SEC)
+                bad = "verdict-expiry";
 
         if (bad) {
                 if (bad_key)
@@ -82,6 +112,25 @@ int rs_policy_validate(const RsPolicy *p, const char **bad_key) {
                 return -EINVAL;
         }
         return 0;
+}
+
+const char *rs_policy_key_range(const char *key) {
+        static const struct {
+                const char *key, *range;
+        } ranges[] = {
+                { "cost-target", "more than 0 and less than 50 %" },
+                { "cost-window", "1s to 1h" },
+                { "tighten-rate", "more than 0 and at most 50 % a minute" },
+                { "loosen-rate", "more than 0 and at most 100 % a second" },
+                { "loosen-rate-max", "from loosen-rate to 100 % a second" },
+                { "fault-latency", "more than 0 and less than 1s" },
+                { "verdict-expiry", "0 to 7 days" },
+                { "margin", "0 to 100 %" },
+        };
+        for (size_t i = 0; key && i < ARRAY_SIZE(ranges); i++)
+                if (strcmp(ranges[i].key, key) == 0)
+                        return ranges[i].range;
+        return NULL;
 }
 
 uint64_t rs_policy_max(const RsPolicy *p, uint64_t guest_max) {
@@ -136,6 +185,10 @@ static const char *const actuator_names[_RS_ACTUATOR_MAX] = {
         [RS_ACTUATOR_VIRTIO_MEM] = "virtio-mem",
         [RS_ACTUATOR_BOTH] = "both",
 };
+static const char *const core_names[_RS_CORE_MAX] = {
+        [RS_CORE_PROBE] = "probe",
+        [RS_CORE_COST] = "cost",
+};
 static const char *const sensitivity_names[_RS_SENSITIVITY_MAX] = {
         [RS_SENSITIVITY_LOW] = "low",
         [RS_SENSITIVITY_MEDIUM] = "medium",
@@ -169,6 +222,12 @@ const char *rs_sensitivity_to_string(RsSensitivity s) {
 int rs_sensitivity_from_string(const char *s) {
         return lookup(sensitivity_names, _RS_SENSITIVITY_MAX, s);
 }
+const char *rs_core_to_string(RsCore c) {
+        return c >= 0 && c < _RS_CORE_MAX ? core_names[c] : NULL;
+}
+int rs_core_from_string(const char *s) {
+        return lookup(core_names, _RS_CORE_MAX, s);
+}
 
 int rs_parse_percent(const char *s, double *ret) {
         const char *unit;
@@ -194,5 +253,11 @@ bool rs_policy_equal(const RsPolicy *a, const RsPolicy *b) {
                a->shares == b->shares && a->change_cap_percent == b->change_cap_percent &&
                a->change_cap_bytes == b->change_cap_bytes && a->dead_band_bytes == b->dead_band_bytes &&
                a->allow_dimm == b->allow_dimm && a->guest_agent == b->guest_agent &&
-               a->qemu_monitor == b->qemu_monitor && a->hugepage_repair_percent == b->hugepage_repair_percent;
+               a->qemu_monitor == b->qemu_monitor && a->hugepage_repair_percent == b->hugepage_repair_percent &&
+               a->core == b->core && a->cost_target_percent == b->cost_target_percent &&
+               a->cost_window_usec == b->cost_window_usec && a->tighten_percent_per_min == b->tighten_percent_per_min &&
+               a->loosen_percent_per_sec == b->loosen_percent_per_sec &&
+               a->loosen_max_percent_per_sec == b->loosen_max_percent_per_sec &&
+               a->fault_latency_usec == b->fault_latency_usec &&
+               a->verdict_expiry_usec == b->verdict_expiry_usec;
 }

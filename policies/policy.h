@@ -31,6 +31,15 @@ typedef enum RsSensitivity {
         _RS_SENSITIVITY_MAX,
 } RsSensitivity;
 
+/* Which core decides a guest's size: today's knee-crossing probe (estimator.h), or the
+ * continuous controller by one cost in time (controller.h). The probe stays the default until
+ * the controller is proven on real guests (issue 35, stage 2). */
+typedef enum RsCore {
+        RS_CORE_PROBE,
+        RS_CORE_COST,
+        _RS_CORE_MAX,
+} RsCore;
+
 #define RS_POLICY_NAME_MAX 64
 /* hugepage-repair = yes. Off by default: it is not known to be safe under a guest's sustained
  * block I/O (one such guest's I/O hung for good with it on, cause unknown), so an operator turns
@@ -62,6 +71,17 @@ typedef struct RsPolicy {
                                           * virDomainQemuMonitorCommand (taints the domain) */
         double hugepage_repair_percent;  /* collapse the host's 2 MiB ranges of guest RAM at least
                                           * this resident after the balloon went down; 0: never */
+
+        /* controller = cost: its tunables (controller.h RsControllerParams, in the policy's
+         * units; margin_percent is its margin too). Read by the probe core not at all. */
+        RsCore core;
+        double cost_target_percent;      /* % of wall time the working set may stall at rest */
+        uint64_t cost_window_usec;
+        double tighten_percent_per_min;  /* % of the size given up per minute at zero cost */
+        double loosen_percent_per_sec;   /* % of the size added per second per target's worth of excess */
+        double loosen_max_percent_per_sec;
+        uint64_t fault_latency_usec;     /* one fault's cost when the host measured none */
+        uint64_t verdict_expiry_usec;    /* how long a stream's or a cliff's verdict lasts */
 } RsPolicy;
 
 /* The defaults: the "balanced" preset, unnamed and matching nothing. */
@@ -77,6 +97,8 @@ extern const char *const rs_policy_preset_names[4];
 /* 0 when every field is in range; otherwise -EINVAL and *bad_key names the first bad one
  * (the ini key, e.g. "probe-step-min"). */
 int rs_policy_validate(const RsPolicy *p, const char **bad_key);
+/* The range a key's value must be in, for the error that refuses it; NULL when not listed. */
+const char *rs_policy_key_range(const char *key);
 /* Every setting, name and match equal. (Kept beside the struct: a new field goes in here too.) */
 bool rs_policy_equal(const RsPolicy *a, const RsPolicy *b);
 
@@ -95,6 +117,8 @@ const char *rs_actuator_to_string(RsActuator a);
 int rs_actuator_from_string(const char *s);
 const char *rs_sensitivity_to_string(RsSensitivity s);
 int rs_sensitivity_from_string(const char *s);
+const char *rs_core_to_string(RsCore c);
+int rs_core_from_string(const char *s);
 
 /* Value parsers shared with the policy-file reader (sizes and durations: common/size.h and
  * common/duration.h). Percentages are a number with an optional "%". All return 0 or -EINVAL

@@ -17,6 +17,7 @@ integration_tests = \
 	tests/integration/test-daemon-second \
 	tests/integration/test-daemon-api-outage \
 	tests/integration/test-daemon-config \
+	tests/integration/test-daemon-controller \
 	tests/integration/test-qmp-real-guest \
 	tests/integration/test-daemon-real-guest \
 	tests/integration/test-daemon-polkit \

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
+#include "policies/controller.h"
 #include "policies/policy-file.h"
 #include "tests/lib/check-run.h"
 
@@ -90,6 +91,72 @@ START_TEST(test_preset_key) {
 }
 END_TEST
 
+/* controller = probe | cost and the controller's tunables: parsed in the policy's units, the
+ * defaults the controller's own (rs_controller_params_init()), handed over in its units. */
+START_TEST(test_controller_keys) {
+        RsPolicy p;
+        RsPolicyError e;
+        RsControllerParams got, want;
+
+        ck_assert_int_eq(rs_policy_parse_string("[policy]\nmode = rightsize\n", "x.conf", &p, &e), 0);
+        ck_assert_int_eq(p.core, RS_CORE_PROBE); /* the default until stage 2 of issue 35 */
+        rs_controller_params_from_policy(&got, &p);
+        rs_controller_params_init(&want, &p);
+        ck_assert_double_eq_tol(got.cost_target, want.cost_target, 1e-12);
+        ck_assert_double_eq_tol(got.cost_window_sec, want.cost_window_sec, 1e-12);
+        ck_assert_double_eq_tol(got.tighten_per_min, want.tighten_per_min, 1e-12);
+        ck_assert_double_eq_tol(got.loosen_per_sec, want.loosen_per_sec, 1e-12);
+        ck_assert_double_eq_tol(got.loosen_max_per_sec, want.loosen_max_per_sec, 1e-12);
+        ck_assert_double_eq_tol(got.margin, want.margin, 1e-12);
+        ck_assert_double_eq_tol(got.blind_margin, want.blind_margin, 1e-12);
+        ck_assert_double_eq_tol(got.fault_latency_sec, want.fault_latency_sec, 1e-12);
+        ck_assert_double_eq_tol(got.verdict_expiry_sec, want.verdict_expiry_sec, 1e-12);
+
+        const char *text = "[policy]\n"
+                           "controller = cost\n"
+                           "cost-target = 0.5%\n"
+                           "cost-window = 1min\n"
+                           "tighten-rate = 2%\n"
+                           "loosen-rate = 0.5%\n"
+                           "loosen-rate-max = 3%\n"
+                           "fault-latency = 1ms\n"
+                           "verdict-expiry = 2h\n"
+                           "margin = 20%\n";
+        ck_assert_int_eq(rs_policy_parse_string(text, "x.conf", &p, &e), 0);
+        ck_assert_int_eq(p.core, RS_CORE_COST);
+        ck_assert_str_eq(rs_core_to_string(p.core), "cost");
+        rs_controller_params_from_policy(&got, &p);
+        ck_assert_double_eq_tol(got.cost_target, 0.005, 1e-12);
+        ck_assert_double_eq_tol(got.cost_window_sec, 60, 1e-9);
+        ck_assert_double_eq_tol(got.tighten_per_min, 0.02, 1e-12);
+        ck_assert_double_eq_tol(got.loosen_per_sec, 0.005, 1e-12);
+        ck_assert_double_eq_tol(got.loosen_max_per_sec, 0.03, 1e-12);
+        ck_assert_double_eq_tol(got.fault_latency_sec, 0.001, 1e-12);
+        ck_assert_double_eq_tol(got.verdict_expiry_sec, 7200, 1e-9);
+        ck_assert_double_eq_tol(got.margin, 0.20, 1e-12);
+        ck_assert_int_eq(rs_controller_params_validate(&got, NULL), 0);
+        /* a policy that differs only in a controller key is another policy (a reload applies it) */
+        RsPolicy q = p;
+        q.cost_window_usec++;
+        ck_assert(!rs_policy_equal(&p, &q));
+
+        /* Every value the policy accepts, the controller accepts: its bounds, both sides. */
+        const char *edges[] = {
+                "cost-target = 49.9%", "cost-target = 0.0001%", "cost-window = 1s", "cost-window = 1h",
+                "tighten-rate = 50%", "loosen-rate = 100%\nloosen-rate-max = 100%", "fault-latency = 999999us",
+                "fault-latency = 1us", "verdict-expiry = 0", "verdict-expiry = 7d",
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(edges); i++) {
+                char buf[256];
+                const char *bad = NULL;
+                snprintf(buf, sizeof(buf), "[policy]\ncontroller = cost\n%s\n", edges[i]);
+                ck_assert_msg(rs_policy_parse_string(buf, "x.conf", &p, &e) == 0, "%s refused", edges[i]);
+                rs_controller_params_from_policy(&got, &p);
+                ck_assert_msg(rs_controller_params_validate(&got, &bad) == 0, "%s: controller refuses %s", edges[i], bad);
+        }
+}
+END_TEST
+
 /* Each bad file: the error names the file, the line and the key, and *ret stays as it was. */
 static void expect_error(const char *text, unsigned line, const char *key) {
         RsPolicy p, before;
@@ -129,6 +196,34 @@ START_TEST(test_errors_name_file_line_key) {
         expect_error("[policy]\nprobe-step-min = 5\nprobe-step-max = 2\n", 3, "probe-step-max");
         expect_error("[policy]\nshares = 0\n", 2, "shares");
         expect_error("[policy]\nmargin = 500\n", 2, "margin");
+        /* the controller's keys, out of range on either side or not a value at all */
+        expect_error("[policy]\ncontroller = senpai\n", 2, "controller");
+        expect_error("[policy]\ncost-target = 0\n", 2, "cost-target");
+        expect_error("[policy]\ncost-target = 50%\n", 2, "cost-target");
+        expect_error("[policy]\ncost-target = lots\n", 2, "cost-target");
+        expect_error("[policy]\ncost-window = 500ms\n", 2, "cost-window");
+        expect_error("[policy]\ncost-window = 2h\n", 2, "cost-window");
+        expect_error("[policy]\ntighten-rate = 0\n", 2, "tighten-rate");
+        expect_error("[policy]\ntighten-rate = 60%\n", 2, "tighten-rate");
+        expect_error("[policy]\nloosen-rate = 0\n", 2, "loosen-rate");
+        expect_error("[policy]\nloosen-rate = 2%\nloosen-rate-max = 1%\n", 3, "loosen-rate-max");
+        expect_error("[policy]\nloosen-rate-max = 101%\n", 2, "loosen-rate-max");
+        expect_error("[policy]\nfault-latency = 0\n", 2, "fault-latency");
+        expect_error("[policy]\nfault-latency = 1s\n", 2, "fault-latency");
+        expect_error("[policy]\nverdict-expiry = 8d\n", 2, "verdict-expiry");
+        expect_error("[policy]\nverdict-expiry = soon\n", 2, "verdict-expiry");
+}
+END_TEST
+
+/* An out-of-range controller key says what the range is. */
+START_TEST(test_controller_key_range_message) {
+        RsPolicy p;
+        RsPolicyError e;
+        char buf[512];
+        ck_assert_int_eq(rs_policy_parse_string("[policy]\ncontroller = cost\ncost-window = 2h\n", "c.conf", &p, &e),
+                         -EINVAL);
+        rs_policy_error_format(&e, buf, sizeof(buf));
+        ck_assert_str_eq(buf, "c.conf:3: cost-window: value out of range (1s to 1h)");
 }
 END_TEST
 
@@ -205,6 +300,40 @@ START_TEST(test_dir_reload_keeps_previous_policy) {
 }
 END_TEST
 
+/* A reload with a controller key out of range keeps the policy as it was: the guest stays on the
+ * controller and its tunables it had. */
+START_TEST(test_dir_reload_keeps_controller_policy) {
+        char dir[] = "/tmp/rs-policy-XXXXXX";
+        char path[512];
+        RsPolicySet set = {};
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+
+        write_file(dir, "10-db.conf", "[policy]\nmatch = db-*\ncontroller = cost\ncost-target = 0.5%\n");
+        n_errors = 0;
+        ck_assert_int_eq(rs_policy_set_load_dir(&set, dir, on_error, NULL), 0);
+        const RsPolicy *p = rs_policy_set_select(&set, "db-1", NULL);
+        ck_assert_ptr_nonnull(p);
+        ck_assert_int_eq(p->core, RS_CORE_COST);
+        ck_assert_double_eq(p->cost_target_percent, 0.5);
+
+        write_file(dir, "10-db.conf", "[policy]\nmatch = db-*\ncontroller = cost\ncost-target = 80%\n");
+        ck_assert_int_eq(rs_policy_set_load_dir(&set, dir, on_error, NULL), 1);
+        ck_assert_uint_eq(n_errors, 1);
+        ck_assert_str_eq(last_error.key, "cost-target");
+        ck_assert_uint_eq(last_error.line, 4);
+        ck_assert_ptr_nonnull(strstr(last_error.message, "more than 0 and less than 50 %"));
+        p = rs_policy_set_select(&set, "db-1", NULL);
+        ck_assert_ptr_nonnull(p);
+        ck_assert_int_eq(p->core, RS_CORE_COST);
+        ck_assert_double_eq(p->cost_target_percent, 0.5);
+
+        rs_policy_set_clear(&set);
+        snprintf(path, sizeof(path), "%s/10-db.conf", dir);
+        unlink(path);
+        rmdir(dir);
+}
+END_TEST
+
 /* The shipped preset files parse and say the same as the built-in presets. */
 START_TEST(test_shipped_presets_match_builtin) {
         for (size_t i = 0; i < ARRAY_SIZE(rs_policy_preset_names); i++) {
@@ -245,8 +374,10 @@ END_TEST
 
 int main(void) {
         return check_run_case("policy-file", "policy-file", NULL, NULL, 0,
-                              CHECK_TESTS(test_parse_full, test_hugepage_repair_key, test_preset_key, test_errors_name_file_line_key,
+                              CHECK_TESTS(test_parse_full, test_hugepage_repair_key, test_preset_key, test_controller_keys,
+                                          test_errors_name_file_line_key, test_controller_key_range_message,
                                           test_syntax_error_line, test_missing_file,
-                                          test_dir_reload_keeps_previous_policy, test_shipped_presets_match_builtin,
+                                          test_dir_reload_keeps_previous_policy, test_dir_reload_keeps_controller_policy,
+                                          test_shipped_presets_match_builtin,
                                           test_garbage_never_crashes));
 }
