@@ -41,6 +41,7 @@ struct JsonStream {
         int max_depth;
         size_t max_containers;
         JsonContainerCount containers; /* of the value being parsed */
+        JsonContainerCount frame;      /* where it is, for where the parser's input is cut */
         size_t message_bytes; /* consumed so far for the value being parsed */
         bool partial;         /* a value has started (more than whitespace seen) */
         bool discard_until_sync;
@@ -142,6 +143,7 @@ static int tokener_make(JsonStream *s) {
         s->message_bytes = 0;
         s->partial = false;
         json_container_count_reset(&s->containers);
+        json_container_count_reset(&s->frame);
         return 0;
 }
 
@@ -272,6 +274,52 @@ static size_t utf8_incomplete_tail(const char *p, size_t n) {
         return 0;
 }
 
+/* How much of input[pos..size) the tokener gets next: up to the first 0xFF (the 0xFF alone if
+ * it comes first), or up to the bracket that closes the outermost container of the value being
+ * parsed, as the parser would find it in valid JSON (a closer at the top level, of a scalar
+ * value, counts too); else all of it. s->frame follows what the tokener was given: reset with
+ * it, it runs ahead only within a chunk that json-c takes whole unless a value ended in it. */
+static size_t frame_chunk(JsonStream *s, size_t pos, size_t size) {
+        JsonContainerCount *f = &s->frame;
+
+        for (size_t i = pos; i < size; i++) {
+                unsigned char c = (unsigned char) s->input[i];
+
+                if (c == 0xFF)
+                        return i > pos ? i - pos : 1;
+                if (f->in_string) {
+                        if (f->escaped)
+                                f->escaped = false;
+                        else if (c == '\\')
+                                f->escaped = true;
+                        else if (c == '"')
+                                f->in_string = false;
+                        continue;
+                }
+                switch (c) {
+                case '"':
+                        if (f->depth > 0)
+                                f->in_string = true;
+                        break;
+                case '{':
+                case '[':
+                        f->depth++;
+                        break;
+                case '}':
+                case ']':
+                        if (f->depth <= 1) {
+                                f->depth = 0;
+                                return i - pos + 1;
+                        }
+                        f->depth--;
+                        break;
+                default:
+                        break;
+                }
+        }
+        return size - pos;
+}
+
 /* Feeds one read's worth of bytes to the tokener, dispatching every complete value. */
 static void process_input(JsonStream *s, size_t size) {
         size_t pos = 0;
@@ -291,6 +339,7 @@ static void process_input(JsonStream *s, size_t size) {
                         s->discard_until_sync = false;
                         json_tokener_reset(s->tokener);
                         json_container_count_reset(&s->containers);
+                        json_container_count_reset(&s->frame);
                         s->message_bytes = 0;
                         s->partial = false;
                         continue;
@@ -300,17 +349,11 @@ static void process_input(JsonStream *s, size_t size) {
                  * validation it rejects the value if it meets an invalid byte there: a reply
                  * followed by garbage, or a stale sync reply followed by 0xFF and ours, would fail
                  * or not depending on how the bytes were cut into reads. So the tokener gets the
-                 * input up to each closing bracket (every message is an object), and a 0xFF on
-                 * its own, which is an error unless discarded as the agent's delimiter. */
-                chunk = size - pos;
-                for (size_t i = pos; i < size; i++) {
-                        unsigned char c = (unsigned char) s->input[i];
-
-                        if (c == 0xFF || c == '}' || c == ']') {
-                                chunk = c == 0xFF && i > pos ? i - pos : i - pos + 1;
-                                break;
-                        }
-                }
+                 * input up to the closing bracket that may end the value (every message is an
+                 * object), and a 0xFF on its own, which is an error unless discarded as the
+                 * agent's delimiter. Only that bracket: every call of json-c's parser costs it a
+                 * locale of its own, and a reply has a closing bracket per object in it. */
+                chunk = frame_chunk(s, pos, size);
                 /* json-c (0.16) fails a UTF-8 character split between two calls: keep its first
                  * bytes for the next read (once: only the real end of the input can cut one). */
                 if (pos + chunk == size && s->carry_len == 0) {
@@ -376,6 +419,7 @@ static void process_input(JsonStream *s, size_t size) {
                 pos += chunk;
                 json_tokener_reset(s->tokener);
                 json_container_count_reset(&s->containers);
+                json_container_count_reset(&s->frame);
                 s->partial = false;
                 if (s->message_bytes > s->max_message) {
                         json_object_put(value);
@@ -743,6 +787,7 @@ void json_stream_discard_until_sync_byte(JsonStream *s) {
         s->carry_len = 0;
         json_tokener_reset(s->tokener);
         json_container_count_reset(&s->containers);
+        json_container_count_reset(&s->frame);
         s->message_bytes = 0;
         s->partial = false;
 }
