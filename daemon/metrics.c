@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,36 +123,51 @@ static size_t utf8_valid_length(const unsigned char *s) {
         return 0;
 }
 
+/* The file is some 50 lines a guest, rewritten every PUBLISH_INTERVAL_USEC (manager.c): written
+ * with the stream locked once (metrics_format()), in runs rather than a call a character, and
+ * with the numbers formatted here instead of through printf. */
 void metrics_write_label_value(FILE *f, const char *s) {
         const unsigned char *p = (const unsigned char *) (s ?: "");
 
         while (*p) {
+                const unsigned char *run = p;
                 size_t n;
 
+                /* The longest stretch that is written as it is. */
+                while (*p && *p != '\\' && *p != '"' && *p != '\n' && (n = utf8_valid_length(p)) > 0)
+                        p += n;
+                if (p > run)
+                        fwrite_unlocked(run, 1, (size_t) (p - run), f);
                 switch (*p) {
+                case '\0':
+                        return;
                 case '\\':
-                        fputs("\\\\", f);
-                        p++;
-                        continue;
+                        fputs_unlocked("\\\\", f);
+                        break;
                 case '"':
-                        fputs("\\\"", f);
-                        p++;
-                        continue;
+                        fputs_unlocked("\\\"", f);
+                        break;
                 case '\n':
-                        fputs("\\n", f);
-                        p++;
-                        continue;
+                        fputs_unlocked("\\n", f);
+                        break;
+                default:
+                        /* A single invalid byte makes node_exporter reject the whole file. */
+                        fputs_unlocked("\xef\xbf\xbd", f);
+                        break;
                 }
-                /* A single invalid byte makes node_exporter reject the whole file. */
-                n = utf8_valid_length(p);
-                if (n == 0) {
-                        fputs("\xef\xbf\xbd", f);
-                        p++;
-                        continue;
-                }
-                fwrite(p, 1, n, f);
-                p += n;
+                p++;
         }
+}
+
+static void write_u64(FILE *f, uint64_t v) {
+        char buf[20];
+        size_t i = sizeof(buf);
+
+        do {
+                buf[--i] = (char) ('0' + v % 10);
+                v /= 10;
+        } while (v > 0);
+        fwrite_unlocked(buf + i, 1, sizeof(buf) - i, f);
 }
 
 /* Shortest decimal that reads back as the same double. */
@@ -159,11 +175,11 @@ static void write_double(FILE *f, double v) {
         char buf[32];
 
         if (isnan(v)) {
-                fputs("NaN", f);
+                fputs_unlocked("NaN", f);
                 return;
         }
         if (isinf(v)) {
-                fputs(v > 0 ? "+Inf" : "-Inf", f);
+                fputs_unlocked(v > 0 ? "+Inf" : "-Inf", f);
                 return;
         }
         for (int precision = 1; precision <= 17; precision++) {
@@ -171,14 +187,22 @@ static void write_double(FILE *f, double v) {
                 if (strtod(buf, NULL) == v)
                         break;
         }
-        fputs(buf, f);
+        fputs_unlocked(buf, f);
+}
+
+static void write_comment(FILE *f, const char *what, const char *name, const char *text) {
+        fputs_unlocked(what, f);
+        fputs_unlocked(name, f);
+        putc_unlocked(' ', f);
+        fputs_unlocked(text, f);
+        putc_unlocked('\n', f);
 }
 
 static void write_header_typed(FILE *f, const char *name, const char *type, const char *help, const char *unit) {
-        fprintf(f, "# TYPE %s %s\n", name, type);
+        write_comment(f, "# TYPE ", name, type);
         if (unit)
-                fprintf(f, "# UNIT %s %s\n", name, unit);
-        fprintf(f, "# HELP %s %s\n", name, help);
+                write_comment(f, "# UNIT ", name, unit);
+        write_comment(f, "# HELP ", name, help);
 }
 
 static void write_header(FILE *f, const char *name, const char *help, const char *unit) {
@@ -187,23 +211,71 @@ static void write_header(FILE *f, const char *name, const char *help, const char
 
 /* A label after the first: ,key="value" with the value escaped. */
 static void write_label(FILE *f, const char *key, const char *value) {
-        fprintf(f, ",%s=\"", key);
+        putc_unlocked(',', f);
+        fputs_unlocked(key, f);
+        fputs_unlocked("=\"", f);
         metrics_write_label_value(f, value);
-        fputc('"', f);
+        putc_unlocked('"', f);
+}
+
+/* The guest's labels, escaped: guest="..." and ,domain="..." if it has one. */
+static char *guest_labels(const MetricsGuest *g) {
+        char *text = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&text, &size);
+
+        if (!f)
+                return NULL;
+        flockfile(f);
+        fputs_unlocked("guest=\"", f);
+        metrics_write_label_value(f, g->name);
+        putc_unlocked('"', f);
+        if (g->domain)
+                write_label(f, "domain", g->domain);
+        funlockfile(f);
+        if (fclose(f) != 0) {
+                free(text);
+                return NULL;
+        }
+        return text;
 }
 
 /* The sample's name and the guest's labels, the brace left open for more. */
-static void write_guest_label(FILE *f, const char *name, const MetricsGuest *g) {
-        fprintf(f, "%s{guest=\"", name);
-        metrics_write_label_value(f, g->name);
-        fputc('"', f);
-        if (g->domain)
-                write_label(f, "domain", g->domain);
+static void write_guest_label(FILE *f, const char *name, const char *labels) {
+        fputs_unlocked(name, f);
+        putc_unlocked('{', f);
+        fputs_unlocked(labels, f);
+}
+
+static void write_line_u64(FILE *f, const char *name, uint64_t v) {
+        fputs_unlocked(name, f);
+        putc_unlocked(' ', f);
+        write_u64(f, v);
+        putc_unlocked('\n', f);
+}
+
+static void write_close_u64(FILE *f, uint64_t v) {
+        fputs_unlocked("} ", f);
+        write_u64(f, v);
+        putc_unlocked('\n', f);
 }
 
 int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const MetricsHost *host) {
+        char **labels;
+
         if (!f || (!guests && n_guests > 0) || !host)
                 return -EINVAL;
+        labels = calloc(MAX(n_guests, (size_t) 1), sizeof(*labels));
+        if (!labels)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_guests; i++)
+                if (!(labels[i] = guest_labels(&guests[i]))) {
+                        for (size_t k = 0; k < i; k++)
+                                free(labels[k]);
+                        free(labels);
+                        return -ENOMEM;
+                }
+        flockfile(f);
 
         for (size_t m = 0; m < ARRAY_SIZE(guest_metrics); m++) {
                 const GuestMetric *gm = &guest_metrics[m];
@@ -217,16 +289,16 @@ int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const M
                                 uint64_t v = *(const uint64_t *) field;
                                 if (v == METRICS_UNKNOWN)
                                         continue;
-                                write_guest_label(f, gm->name, &guests[i]);
-                                fprintf(f, "} %llu\n", (unsigned long long) v);
+                                write_guest_label(f, gm->name, labels[i]);
+                                write_close_u64(f, v);
                         } else {
                                 double v = *(const double *) field;
                                 if (isnan(v))
                                         continue;
-                                write_guest_label(f, gm->name, &guests[i]);
-                                fputs("} ", f);
+                                write_guest_label(f, gm->name, labels[i]);
+                                fputs_unlocked("} ", f);
                                 write_double(f, v);
-                                fputc('\n', f);
+                                putc_unlocked('\n', f);
                         }
                 }
         }
@@ -241,9 +313,9 @@ int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const M
                         for (size_t a = 0; a < _METRICS_ACTUATOR_MAX; a++) {
                                 if (v[a] == METRICS_UNKNOWN)
                                         continue;
-                                write_guest_label(f, am->name, &guests[i]);
+                                write_guest_label(f, am->name, labels[i]);
                                 write_label(f, "actuator", actuator_names[a]);
-                                fprintf(f, "} %llu\n", (unsigned long long) v[a]);
+                                write_close_u64(f, v[a]);
                         }
                 }
         }
@@ -257,14 +329,14 @@ int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const M
                 for (size_t k = 0; k < host->n_states; k++) {
                         bool in = strcmp(host->states[k], guests[i].state) == 0;
                         listed |= in;
-                        write_guest_label(f, "rightsize_guest_state", &guests[i]);
+                        write_guest_label(f, "rightsize_guest_state", labels[i]);
                         write_label(f, "state", host->states[k]);
-                        fputs(in ? "} 1\n" : "} 0\n", f);
+                        fputs_unlocked(in ? "} 1\n" : "} 0\n", f);
                 }
                 if (!listed) { /* a state the list does not know still shows */
-                        write_guest_label(f, "rightsize_guest_state", &guests[i]);
+                        write_guest_label(f, "rightsize_guest_state", labels[i]);
                         write_label(f, "state", guests[i].state);
-                        fputs("} 1\n", f);
+                        fputs_unlocked("} 1\n", f);
                 }
         }
 
@@ -274,27 +346,31 @@ int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const M
 
                 if (!g->source)
                         continue;
-                write_guest_label(f, "rightsize_guest_info", g);
+                write_guest_label(f, "rightsize_guest_info", labels[i]);
                 write_label(f, "uuid", g->uuid);
                 write_label(f, "source", g->source);
                 write_label(f, "policy", g->policy);
                 write_label(f, "mode", g->mode);
-                fputs("} 1\n", f);
+                fputs_unlocked("} 1\n", f);
         }
 
         write_header(f, "rightsize_host_reclaimed_bytes",
                      "Memory rightsizing holds back from the guests: the sum of the size each had when rightsized took it over minus its actual size.", "bytes");
-        fprintf(f, "rightsize_host_reclaimed_bytes %llu\n", (unsigned long long) host->reclaimed_bytes);
+        write_line_u64(f, "rightsize_host_reclaimed_bytes", host->reclaimed_bytes);
         write_header(f, "rightsize_guests_managed", "Guests rightsize is managing.", NULL);
-        fprintf(f, "rightsize_guests_managed %u\n", host->guests_managed);
+        write_line_u64(f, "rightsize_guests_managed", host->guests_managed);
         if (host->version) {
                 write_header(f, "rightsize_build_info", "The rightsized that wrote this file (always 1).", NULL);
-                fputs("rightsize_build_info{version=\"", f);
+                fputs_unlocked("rightsize_build_info{version=\"", f);
                 metrics_write_label_value(f, host->version);
-                fputs("\"} 1\n", f);
+                fputs_unlocked("\"} 1\n", f);
         }
 
-        fputs("# EOF\n", f);
+        fputs_unlocked("# EOF\n", f);
+        funlockfile(f);
+        for (size_t i = 0; i < n_guests; i++)
+                free(labels[i]);
+        free(labels);
         fflush(f);
         return ferror(f) ? -EIO : 0;
 }
