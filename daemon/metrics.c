@@ -17,6 +17,42 @@
 #include "common/macro.h"
 #include "common/fileio.h"
 
+/* The text is put together here rather than through a FILE: stdio's memstream spends more on
+ * each short write than the write is worth, and the file is some 50 short lines a guest. */
+typedef struct Text {
+        char *data;
+        size_t size, alloc;
+        bool oom;
+} Text;
+
+static void text_put(Text *t, const void *p, size_t n) {
+        if (t->oom)
+                return;
+        if (t->size + n > t->alloc) {
+                size_t want = MAX(t->size + n, MAX(t->alloc * 2, (size_t) 64 * 1024));
+                char *d = realloc(t->data, want);
+                if (!d) {
+                        t->oom = true;
+                        return;
+                }
+                t->data = d;
+                t->alloc = want;
+        }
+        memcpy(t->data + t->size, p, n);
+        t->size += n;
+}
+
+static void text_puts(Text *t, const char *s) {
+        text_put(t, s, strlen(s));
+}
+
+static void text_putc(Text *t, char c) {
+        if (!t->oom && t->size < t->alloc)
+                t->data[t->size++] = c;
+        else
+                text_put(t, &c, 1);
+}
+
 typedef enum MetricKind {
         METRIC_BYTES,
         METRIC_RATE,
@@ -123,10 +159,10 @@ static size_t utf8_valid_length(const unsigned char *s) {
         return 0;
 }
 
-/* The file is some 50 lines a guest, rewritten every PUBLISH_INTERVAL_USEC (manager.c): written
- * with the stream locked once (metrics_format()), in runs rather than a call a character, and
- * with the numbers formatted here instead of through printf. */
-void metrics_write_label_value(FILE *f, const char *s) {
+/* The file is some 50 lines a guest, rewritten every PUBLISH_INTERVAL_USEC (manager.c): label
+ * values are escaped once per guest and file, copied in runs rather than a call a character,
+ * and the numbers formatted here instead of through printf. */
+static void text_label_value(Text *f, const char *s) {
         const unsigned char *p = (const unsigned char *) (s ?: "");
 
         while (*p) {
@@ -137,29 +173,29 @@ void metrics_write_label_value(FILE *f, const char *s) {
                 while (*p && *p != '\\' && *p != '"' && *p != '\n' && (n = utf8_valid_length(p)) > 0)
                         p += n;
                 if (p > run)
-                        fwrite_unlocked(run, 1, (size_t) (p - run), f);
+                        text_put(f, run, (size_t) (p - run));
                 switch (*p) {
                 case '\0':
                         return;
                 case '\\':
-                        fputs_unlocked("\\\\", f);
+                        text_puts(f, "\\\\");
                         break;
                 case '"':
-                        fputs_unlocked("\\\"", f);
+                        text_puts(f, "\\\"");
                         break;
                 case '\n':
-                        fputs_unlocked("\\n", f);
+                        text_puts(f, "\\n");
                         break;
                 default:
                         /* A single invalid byte makes node_exporter reject the whole file. */
-                        fputs_unlocked("\xef\xbf\xbd", f);
+                        text_puts(f, "\xef\xbf\xbd");
                         break;
                 }
                 p++;
         }
 }
 
-static void write_u64(FILE *f, uint64_t v) {
+static void write_u64(Text *f, uint64_t v) {
         char buf[20];
         size_t i = sizeof(buf);
 
@@ -167,19 +203,19 @@ static void write_u64(FILE *f, uint64_t v) {
                 buf[--i] = (char) ('0' + v % 10);
                 v /= 10;
         } while (v > 0);
-        fwrite_unlocked(buf + i, 1, sizeof(buf) - i, f);
+        text_put(f, buf + i, sizeof(buf) - i);
 }
 
 /* Shortest decimal that reads back as the same double. */
-static void write_double(FILE *f, double v) {
+static void write_double(Text *f, double v) {
         char buf[32];
 
         if (isnan(v)) {
-                fputs_unlocked("NaN", f);
+                text_puts(f, "NaN");
                 return;
         }
         if (isinf(v)) {
-                fputs_unlocked(v > 0 ? "+Inf" : "-Inf", f);
+                text_puts(f, v > 0 ? "+Inf" : "-Inf");
                 return;
         }
         for (int precision = 1; precision <= 17; precision++) {
@@ -187,83 +223,79 @@ static void write_double(FILE *f, double v) {
                 if (strtod(buf, NULL) == v)
                         break;
         }
-        fputs_unlocked(buf, f);
+        text_puts(f, buf);
 }
 
-static void write_comment(FILE *f, const char *what, const char *name, const char *text) {
-        fputs_unlocked(what, f);
-        fputs_unlocked(name, f);
-        putc_unlocked(' ', f);
-        fputs_unlocked(text, f);
-        putc_unlocked('\n', f);
+static void write_comment(Text *f, const char *what, const char *name, const char *text) {
+        text_puts(f, what);
+        text_puts(f, name);
+        text_putc(f, ' ');
+        text_puts(f, text);
+        text_putc(f, '\n');
 }
 
-static void write_header_typed(FILE *f, const char *name, const char *type, const char *help, const char *unit) {
+static void write_header_typed(Text *f, const char *name, const char *type, const char *help, const char *unit) {
         write_comment(f, "# TYPE ", name, type);
         if (unit)
                 write_comment(f, "# UNIT ", name, unit);
         write_comment(f, "# HELP ", name, help);
 }
 
-static void write_header(FILE *f, const char *name, const char *help, const char *unit) {
+static void write_header(Text *f, const char *name, const char *help, const char *unit) {
         write_header_typed(f, name, "gauge", help, unit);
 }
 
 /* A label after the first: ,key="value" with the value escaped. */
-static void write_label(FILE *f, const char *key, const char *value) {
-        putc_unlocked(',', f);
-        fputs_unlocked(key, f);
-        fputs_unlocked("=\"", f);
-        metrics_write_label_value(f, value);
-        putc_unlocked('"', f);
+static void write_label(Text *f, const char *key, const char *value) {
+        text_putc(f, ',');
+        text_puts(f, key);
+        text_puts(f, "=\"");
+        text_label_value(f, value);
+        text_putc(f, '"');
 }
 
 /* The guest's labels, escaped: guest="..." and ,domain="..." if it has one. */
 static char *guest_labels(const MetricsGuest *g) {
-        char *text = NULL;
-        size_t size = 0;
-        FILE *f = open_memstream(&text, &size);
+        Text t = {};
+        Text *f = &t;
 
-        if (!f)
-                return NULL;
-        flockfile(f);
-        fputs_unlocked("guest=\"", f);
-        metrics_write_label_value(f, g->name);
-        putc_unlocked('"', f);
+        text_puts(f, "guest=\"");
+        text_label_value(f, g->name);
+        text_putc(f, '"');
         if (g->domain)
                 write_label(f, "domain", g->domain);
-        funlockfile(f);
-        if (fclose(f) != 0) {
-                free(text);
+        text_putc(f, '\0');
+        if (t.oom) {
+                free(t.data);
                 return NULL;
         }
-        return text;
+        return t.data;
 }
 
 /* The sample's name and the guest's labels, the brace left open for more. */
-static void write_guest_label(FILE *f, const char *name, const char *labels) {
-        fputs_unlocked(name, f);
-        putc_unlocked('{', f);
-        fputs_unlocked(labels, f);
+static void write_guest_label(Text *f, const char *name, const char *labels) {
+        text_puts(f, name);
+        text_putc(f, '{');
+        text_puts(f, labels);
 }
 
-static void write_line_u64(FILE *f, const char *name, uint64_t v) {
-        fputs_unlocked(name, f);
-        putc_unlocked(' ', f);
+static void write_line_u64(Text *f, const char *name, uint64_t v) {
+        text_puts(f, name);
+        text_putc(f, ' ');
         write_u64(f, v);
-        putc_unlocked('\n', f);
+        text_putc(f, '\n');
 }
 
-static void write_close_u64(FILE *f, uint64_t v) {
-        fputs_unlocked("} ", f);
+static void write_close_u64(Text *f, uint64_t v) {
+        text_puts(f, "} ");
         write_u64(f, v);
-        putc_unlocked('\n', f);
+        text_putc(f, '\n');
 }
 
-int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const MetricsHost *host) {
+static int format_text(Text *f, const MetricsGuest *guests, size_t n_guests, const MetricsHost *host) {
         char **labels;
 
-        if (!f || (!guests && n_guests > 0) || !host)
+        if ((!guests && n_guests > 0) || !host)
                 return -EINVAL;
         labels = calloc(MAX(n_guests, (size_t) 1), sizeof(*labels));
         if (!labels)
@@ -275,7 +307,6 @@ int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const M
                         free(labels);
                         return -ENOMEM;
                 }
-        flockfile(f);
 
         for (size_t m = 0; m < ARRAY_SIZE(guest_metrics); m++) {
                 const GuestMetric *gm = &guest_metrics[m];
@@ -296,9 +327,9 @@ int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const M
                                 if (isnan(v))
                                         continue;
                                 write_guest_label(f, gm->name, labels[i]);
-                                fputs_unlocked("} ", f);
+                                text_puts(f, "} ");
                                 write_double(f, v);
-                                putc_unlocked('\n', f);
+                                text_putc(f, '\n');
                         }
                 }
         }
@@ -331,12 +362,12 @@ int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const M
                         listed |= in;
                         write_guest_label(f, "rightsize_guest_state", labels[i]);
                         write_label(f, "state", host->states[k]);
-                        fputs_unlocked(in ? "} 1\n" : "} 0\n", f);
+                        text_puts(f, in ? "} 1\n" : "} 0\n");
                 }
                 if (!listed) { /* a state the list does not know still shows */
                         write_guest_label(f, "rightsize_guest_state", labels[i]);
                         write_label(f, "state", guests[i].state);
-                        fputs_unlocked("} 1\n", f);
+                        text_puts(f, "} 1\n");
                 }
         }
 
@@ -351,7 +382,7 @@ int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const M
                 write_label(f, "source", g->source);
                 write_label(f, "policy", g->policy);
                 write_label(f, "mode", g->mode);
-                fputs_unlocked("} 1\n", f);
+                text_puts(f, "} 1\n");
         }
 
         write_header(f, "rightsize_host_reclaimed_bytes",
@@ -361,18 +392,42 @@ int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const M
         write_line_u64(f, "rightsize_guests_managed", host->guests_managed);
         if (host->version) {
                 write_header(f, "rightsize_build_info", "The rightsized that wrote this file (always 1).", NULL);
-                fputs_unlocked("rightsize_build_info{version=\"", f);
-                metrics_write_label_value(f, host->version);
-                fputs_unlocked("\"} 1\n", f);
+                text_puts(f, "rightsize_build_info{version=\"");
+                text_label_value(f, host->version);
+                text_puts(f, "\"} 1\n");
         }
 
-        fputs_unlocked("# EOF\n", f);
-        funlockfile(f);
+        text_puts(f, "# EOF\n");
         for (size_t i = 0; i < n_guests; i++)
                 free(labels[i]);
         free(labels);
+        return f->oom ? -ENOMEM : 0;
+}
+
+int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const MetricsHost *host) {
+        _cleanup_(freep) char *data = NULL;
+        Text t = {};
+        int r;
+
+        if (!f)
+                return -EINVAL;
+        r = format_text(&t, guests, n_guests, host);
+        data = t.data;
+        if (r < 0)
+                return r;
+        if (t.size > 0)
+                fwrite(t.data, 1, t.size, f);
         fflush(f);
         return ferror(f) ? -EIO : 0;
+}
+
+void metrics_write_label_value(FILE *f, const char *s) {
+        Text t = {};
+
+        text_label_value(&t, s);
+        if (t.size > 0)
+                fwrite(t.data, 1, t.size, f);
+        free(t.data);
 }
 
 void metrics_counter_init(MetricsCounter *c) {
@@ -412,25 +467,19 @@ uint64_t metrics_counter_update(MetricsCounter *c, uint64_t first, uint64_t seco
 }
 
 int metrics_write_file(const char *path, const MetricsGuest *guests, size_t n_guests, const MetricsHost *host) {
-        _cleanup_(freep) char *text = NULL;
-        size_t size = 0;
-        FILE *f;
+        _cleanup_(freep) char *data = NULL;
+        Text t = {};
         int r;
 
         if (!path)
                 return -EINVAL;
-
-        f = open_memstream(&text, &size);
-        if (!f)
-                return -ENOMEM;
-        r = metrics_format(f, guests, n_guests, host);
-        if (fclose(f) != 0 && r >= 0)
-                r = -ENOMEM;
+        r = format_text(&t, guests, n_guests, host);
+        data = t.data;
         if (r < 0)
                 return r;
 
         /* No fsync: after a crash a stale or missing metrics file is harmless. */
-        return write_file_atomic(path, text, size, 0644, 0);
+        return write_file_atomic(path, t.data ?: "", t.size, 0644, 0);
 }
 
 int metrics_remove_file(const char *path) {
