@@ -271,6 +271,12 @@ static bool honest_read_twice(void) {
         return honest_seen.done >= 2;
 }
 
+/* The honest domain's two reads done, and the slow domain's first call begun: on a busy machine
+ * the slow domain's thread may not have reached its call when the other thread is done. */
+static bool honest_read_twice_slow_begun(void) {
+        return honest_read_twice() && atomic_load(&slow_calls) >= 1;
+}
+
 static bool slow_read_done(void) {
         return slow_seen.done > 0;
 }
@@ -301,6 +307,7 @@ START_TEST(test_agent_slow_domain_does_not_delay_others) {
         ck_assert_ptr_nonnull(honest);
         slow = slow_domain_new(conn);
         atomic_store(&slow_hold, true);
+        atomic_store(&slow_calls, 0);
         slow_seen = (AgentSeen){};
         honest_seen = (AgentSeen){};
         ck_assert_int_eq(sd_event_new(&e), 0);
@@ -310,7 +317,7 @@ START_TEST(test_agent_slow_domain_does_not_delay_others) {
         ck_assert_int_eq(libvirt_agent_submit(w, slow, on_agent_read, &slow_seen, NULL), 0);
         ck_assert_int_eq(libvirt_agent_submit(w, honest, on_agent_read, &honest_seen, NULL), 0);
         ck_assert_int_eq(libvirt_agent_submit(w, honest, on_agent_read, &honest_seen, NULL), 0);
-        run_until(e, honest_read_twice);
+        run_until(e, honest_read_twice_slow_begun);
         ck_assert_int_eq(honest_seen.error, 0);
         ck_assert_uint_eq(slow_seen.done, 0);
         /* One read of the slow domain at a time: its first call, and no other. */
