@@ -27,6 +27,7 @@ struct RsController {
         uint64_t wm_min, wm_low, wm_high; /* summed over the zones */
         bool wm_given;                   /* from /proc/zoneinfo, not computed */
         uint64_t managed;                /* the largest MemTotal seen: what the kernel sized its watermarks by */
+        uint64_t reserve_seen;           /* the largest MemFree - MemAvailable seen: the reserves at least */
 
         bool started;
         double size;                     /* bytes: what the controller asks the guest to have */
@@ -227,11 +228,31 @@ static void say(RsController *c, RsControlAction a, const char *fmt, ...) {
         va_end(ap);
 }
 
+/* Until /proc/zoneinfo gives them, the watermarks are the kernel's boot defaults, or what the
+ * guest's own MemAvailable says they are at least, whichever is higher. MemAvailable is free
+ * memory less the reserves (the zones' high watermarks and lowmem protection) plus reclaimable
+ * page cache and slab, so MemFree - MemAvailable is never more than the reserves, and is all of
+ * them in a guest with little cache. That matters: a guest with transparent huge pages on
+ * raises min_free_kbytes well above the boot default (the 1 GiB test guest: a 65 MiB high
+ * watermark against 6 MiB), and free memory the kernel keeps as its reserve, counted as memory
+ * nobody uses, starts a guest below its set and holds a thrashing one where it is. */
 static void update_watermarks(RsController *c, const RsSample *s) {
-        if (rs_known(s->level[RS_LEVEL_TOTAL]))
-                c->managed = MAX(c->managed, s->level[RS_LEVEL_TOTAL]);
-        if (!c->wm_given && c->managed > 0)
-                rs_watermarks_default(c->managed, &c->wm_min, &c->wm_low, &c->wm_high);
+        uint64_t total = s->level[RS_LEVEL_TOTAL], free = s->level[RS_LEVEL_FREE], avail = s->level[RS_LEVEL_AVAILABLE];
+        if (rs_known(total))
+                c->managed = MAX(c->managed, total);
+        /* a quarter of the guest at most: the kernel never reserves more by itself, and a guest
+         * that claims more only moves where its size starts */
+        if (rs_known(free) && rs_known(avail) && free > avail && c->managed > 0)
+                c->reserve_seen = MAX(c->reserve_seen, MIN(free - avail, c->managed / 4));
+        if (c->wm_given || c->managed == 0)
+                return;
+        rs_watermarks_default(c->managed, &c->wm_min, &c->wm_low, &c->wm_high);
+        if (c->reserve_seen > c->wm_high) {
+                /* in the kernel's proportions: low and min a sixth and a third of high below it */
+                c->wm_high = c->reserve_seen;
+                c->wm_low = c->reserve_seen / 6 * 5;
+                c->wm_min = c->reserve_seen / 3 * 2;
+        }
 }
 
 static double slack(double size) {
@@ -463,6 +484,8 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
 
         rs_sample_sanitize(&s, c->guest_max);
         RsRateEvent ev = rs_rate_tracker_feed(&c->tracker, &s, now, &r);
+        if (ev == RS_RATE_REBOOT)
+                c->reserve_seen = 0; /* a new kernel, perhaps set otherwise */
         update_watermarks(c, &s);
         if (c->cliff_restored) {
                 c->cliff_at = now;

@@ -795,6 +795,23 @@ class FakeHost:
             f.truncate()
 
 
+def bench_controller():
+    """The core every rightsized of this run decides with: RIGHTSIZE_BENCH_CONTROLLER (probe or
+    cost, the policy key `controller`), or None for the policy's own (the shipped default)."""
+    c = os.environ.get("RIGHTSIZE_BENCH_CONTROLLER") or None
+    if c not in (None, "probe", "cost"):
+        raise HarnessError(f"RIGHTSIZE_BENCH_CONTROLLER={c}: probe or cost")
+    return c
+
+
+def with_controller(policy):
+    """policy with every [policy] section deciding by bench_controller()'s core, when one is set."""
+    c = bench_controller()
+    if c is None:
+        return policy
+    return re.sub(r"^\[policy\]\n", f"[policy]\ncontroller = {c}\n", policy, flags=re.M)
+
+
 class Daemon:
     """rightsized with POLICY (or policy) in policies/bench.conf, managing the QMP guests of
     sock_globs and, with libvirt_uri, the domains there that opt in with <rightsize:policy>,
@@ -805,7 +822,7 @@ class Daemon:
         os.makedirs(os.path.join(rundir, "policies"), exist_ok=True)
         os.makedirs(os.path.join(rundir, "state"), exist_ok=True)
         with open(os.path.join(rundir, "policies", "bench.conf"), "w") as f:
-            f.write(policy)
+            f.write(with_controller(policy))
         self.config = os.path.join(rundir, "rightsized.conf")
         with open(self.config, "w") as f:
             f.write(f"[daemon]\npolicy-dir = {rundir}/policies\nstate-dir = {rundir}/state\nlog-level = info\n"

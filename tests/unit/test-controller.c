@@ -128,6 +128,71 @@ START_TEST(test_watermarks_and_start) {
 }
 END_TEST
 
+/* The reserves a guest's MemAvailable shows: the 1 GiB test guest with transparent huge pages
+ * (min_free_kbytes raised for them), 300 MiB of anonymous memory, as /proc/meminfo and
+ * /proc/zoneinfo read there: MemFree 574,280 kB, MemAvailable 507,780 kB, the zones' high
+ * watermarks 16,893 pages (66 MiB; the boot default would be 6 MiB). The start counts that
+ * free memory as the kernel's, not as room: 1 GiB - 561 MiB + 65 MiB, not + 6 MiB. And held at
+ * a size where that reserve is all the free it keeps, a stalling guest is loosened from its
+ * whole size. */
+START_TEST(test_reserves_from_available) {
+        RsPolicy p;
+        RsControllerParams cp;
+        RsController *c;
+        RsControllerDecision d;
+        RsSample s;
+        const uint64_t total = 1024 * MIB - 75 * MIB, free = 574280 * KIB, avail = 507780 * KIB;
+
+        rs_policy_init(&p);
+        rs_controller_params_init(&cp, &p);
+        ck_assert_int_eq(rs_controller_new(&c, &p, &cp, 1 * GIB), 0);
+        for (int i = 0; i < 2; i++) {
+                rs_sample_init(&s);
+                s.level[RS_LEVEL_TOTAL] = total;
+                s.level[RS_LEVEL_FREE] = free;
+                s.level[RS_LEVEL_AVAILABLE] = avail;
+                s.level[RS_LEVEL_BALLOON_ACTUAL] = 1 * GIB;
+                s.counter[RS_COUNTER_MAJOR_FAULTS] = 0;
+                rs_controller_feed(c, &s, (uint64_t) (i + 1) * 10 * SEC);
+        }
+        rs_controller_decide(c, &d);
+        ck_assert_int_eq(d.action, RS_CONTROL_START);
+        ck_assert_uint_eq(d.target, 1 * GIB - free + (free - avail));
+        ck_assert_uint_eq(d.target, 1 * GIB - avail);
+
+        /* Without MemAvailable, the boot default: the same free memory is room. */
+        rs_controller_free(c);
+        ck_assert_int_eq(rs_controller_new(&c, &p, &cp, 1 * GIB), 0);
+        for (int i = 0; i < 2; i++) {
+                rs_sample_init(&s);
+                s.level[RS_LEVEL_TOTAL] = total;
+                s.level[RS_LEVEL_FREE] = free;
+                s.level[RS_LEVEL_BALLOON_ACTUAL] = 1 * GIB;
+                s.counter[RS_COUNTER_MAJOR_FAULTS] = 0;
+                rs_controller_feed(c, &s, (uint64_t) (i + 1) * 10 * SEC);
+        }
+        rs_controller_decide(c, &d);
+        ck_assert(d.target < 1 * GIB - avail - 50 * MIB);
+
+        /* A guest that claims a reserve past a quarter of itself (within what the sample's
+         * sanitizing lets through) moves its start no further. */
+        rs_controller_free(c);
+        ck_assert_int_eq(rs_controller_new(&c, &p, &cp, 1 * GIB), 0);
+        for (int i = 0; i < 2; i++) {
+                rs_sample_init(&s);
+                s.level[RS_LEVEL_TOTAL] = total;
+                s.level[RS_LEVEL_FREE] = 360 * MIB;
+                s.level[RS_LEVEL_AVAILABLE] = 120 * MIB;
+                s.level[RS_LEVEL_BALLOON_ACTUAL] = 1 * GIB;
+                s.counter[RS_COUNTER_MAJOR_FAULTS] = 0;
+                rs_controller_feed(c, &s, (uint64_t) (i + 1) * 10 * SEC);
+        }
+        rs_controller_decide(c, &d);
+        ck_assert_uint_eq(d.target, 1 * GIB - 360 * MIB + total / 4);
+        rs_controller_free(c);
+}
+END_TEST
+
 typedef struct Fake {
         RsSample s;
         double psi_usec, majflt, ooms;
@@ -569,7 +634,7 @@ int main(void) {
         Suite *s = suite_create("controller");
         TCase *tc = check_add_case(s, "pieces", NULL, NULL, 0,
                                    CHECK_TESTS(test_cost_from_psi_and_faults, test_window_rest_is_lowest_within_window, test_window_settled,
-                                               test_watermarks_and_start, test_params_validated));
+                                               test_watermarks_and_start, test_reserves_from_available, test_params_validated));
         tcase_add_loop_test(tc, test_law_directions, 0, 2);
         tcase_add_loop_test(tc, test_passing_stall, 0, 2);
         tcase_add_loop_test(tc, test_start_less_old_generations, 0, 2);
