@@ -471,7 +471,9 @@ def managed(g, cfg, workdir, part):
                 first_hold = time.monotonic() - t0
             bl.log(f"{part}: hold {len(hold_estimates)} at {samples[-1]['target']:.0f} MiB, "
                    f"estimate {hold_estimates[-1]:.0f} MiB, {samples[-1]['t']:.0f} s in")
-            if len(hold_estimates) >= cfg["holds"]:
+            # The cost controller has no probe-and-hold cycle to count (its "hold" is any
+            # interval its target stayed): it runs until the deadline, judged at the end.
+            if len(hold_estimates) >= cfg["holds"] and bl.bench_controller() != "cost":
                 break
         last_state = st
         check_alive(g)
