@@ -35,8 +35,7 @@ daemon_tests = \
 	tests/unit/test-daemon-guest-watch \
 	tests/unit/test-daemon-manager \
 	tests/unit/test-daemon-dbus-policy
-check_PROGRAMS += $(daemon_tests)
-TESTS += $(daemon_tests)
+UNIT_TESTS += $(daemon_tests)
 
 # ---- configuration, unit file, D-Bus policy, polkit actions: etc/local.mk ----
 

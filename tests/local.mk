@@ -26,7 +26,6 @@ integration_tests = \
 	tests/integration/test-daemon-dimm \
 	tests/integration/test-daemon-qemu-kill \
 	tests/integration/test-daemon-unmatched-real-guest
-check_PROGRAMS += $(integration_tests)
 INTEGRATION_TESTS += $(integration_tests)
 EXTRA_DIST += tests/integration/shares-machine
 
