@@ -9,6 +9,8 @@
 #include <check.h>
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -450,6 +452,58 @@ START_TEST(test_unreadable_state_file_gives_max_back) {
 }
 END_TEST
 
+/* The override the state file holds, -1 when there is no file (or no such field). */
+static int64_t saved_override_max(const char *dir, const char *name) {
+        GuestStateRecord rec;
+        int64_t v;
+        if (state_file_load_guest(dir, name, NULL, &rec) < 0 || guest_state_get_int(&rec, "override_max", &v) < 0)
+                return -1;
+        return v;
+}
+
+/* A change asks for a save: the first after a quiet spell is written at the loop's next turn, the
+ * ones that follow within the window wait for it (one write, not one per change), and one still
+ * waiting is written as the guest goes. */
+START_TEST(test_saves_are_coalesced) {
+        char *dir = test_mkdtemp();
+        FakeGuestDriver f = {};
+        Guest *g = new_guest("saved", dir, &f);
+        attach(g, 4 * GIB);
+        ck_assert_int_eq(saved_override_max(dir, "saved"), -1);
+
+        ck_assert_int_eq(guest_set_overrides(g, 0, 3 * GIB), 0);
+        ck_assert_int_eq(saved_override_max(dir, "saved"), -1); /* not yet: at the loop's turn */
+        ck_assert_int_ge(sd_event_run(event, 0), 0);
+        ck_assert_int_eq(saved_override_max(dir, "saved"), (int64_t) (3 * GIB));
+
+        ck_assert_int_eq(guest_set_overrides(g, 0, 2 * GIB), 0);
+        ck_assert_int_ge(sd_event_run(event, 0), 0);
+        ck_assert_int_eq(saved_override_max(dir, "saved"), (int64_t) (3 * GIB)); /* within the window */
+        g = guest_free(g);
+        ck_assert_int_eq(saved_override_max(dir, "saved"), (int64_t) (2 * GIB));
+        test_rm_rf(dir);
+        free(dir);
+}
+END_TEST
+
+/* A save that fails (the directory went) is reported, and kept to be tried again. */
+START_TEST(test_failed_save) {
+        char *dir = test_mkdtemp();
+        _cleanup_free_ char *gone = NULL;
+        ck_assert_int_ge(asprintf(&gone, "%s/gone", dir), 0);
+        FakeGuestDriver f = {};
+        Guest *g = new_guest("unsaved", gone, &f);
+        attach(g, 4 * GIB);
+        ck_assert_int_lt(guest_save_state(g), 0);
+        /* Given a directory that exists, the pending save goes out as the guest goes. */
+        ck_assert_int_eq(guest_set_state_dir(g, dir), 0);
+        g = guest_free(g);
+        ck_assert_int_eq(saved_override_max(dir, "unsaved"), 0);
+        test_rm_rf(dir);
+        free(dir);
+}
+END_TEST
+
 int main(void) {
         return check_run_case("daemon-guest-cycle", "cycle", setup, teardown, 0,
                               CHECK_TESTS(test_not_running_before_attach, test_no_size_is_a_fault, test_cycle_decides,
@@ -458,5 +512,6 @@ int main(void) {
                                           test_counter_backwards, test_connection_episodes, test_skipped,
                                           test_pause_and_resume, test_overrides, test_agent_problem_and_os,
                                           test_state_file_keeps_the_operator_choices,
-                                          test_unreadable_state_file_gives_max_back));
+                                          test_unreadable_state_file_gives_max_back, test_saves_are_coalesced,
+                                          test_failed_save));
 }

@@ -11,6 +11,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 #include "daemon/guest-source.h"
 #include "daemon/manager.h"
 #include "daemon/state-file.h"
+#include "daemon/state-lock.h"
 #include "tests/lib/check-run.h"
 #include "tests/lib/fake-guest-driver.h"
 #include "tests/lib/test-util.h"
@@ -438,10 +440,91 @@ START_TEST(test_shutdown_waits_for_the_guests) {
 }
 END_TEST
 
+/* A second daemon on the same state directory is refused at its start: both would manage the
+ * same guests. */
+START_TEST(test_second_manager_refused) {
+        Config *config = NULL;
+        _cleanup_free_ char *error = NULL;
+        Manager *second = NULL;
+        ck_assert_int_eq(config_load(conf_path, false, &config, &error), 0);
+        ck_assert_int_eq(manager_new(event, conf_path, config, &second), 0);
+        ck_assert_int_eq(manager_start(second), -EBUSY);
+        manager_free(second);
+}
+END_TEST
+
+/* A reload to a state directory another daemon holds is refused, and changes nothing. */
+START_TEST(test_reload_to_a_held_state_dir) {
+        _cleanup_free_ char *held = NULL;
+        ck_assert_int_ge(asprintf(&held, "%s/held", dir), 0);
+        ck_assert_int_eq(mkdir(held, 0700), 0);
+        int fd = -1;
+        pid_t holder = 0;
+        ck_assert_int_eq(state_lock_take(held, &fd, &holder), 0);
+        write_config("keep", "balanced", "held");
+        char *error = NULL;
+        ck_assert_int_eq(manager_reload(manager, &error), -EBUSY);
+        ck_assert_ptr_nonnull(strstr(error, "belongs to another rightsized"));
+        free(error);
+        ck_assert_int_eq(manager->config->shutdown_action, SHUTDOWN_ACTION_MAX);
+        close(fd);
+}
+END_TEST
+
+/* A reload looks for the state files of guests long gone (state-remove-after as it is now):
+ * removed, but for the files of the guests it has. */
+START_TEST(test_reload_removes_old_state_files) {
+        Guest *db;
+        ck_assert_int_eq(discover("db", "/run/db.qmp", &db), 0);
+        _cleanup_free_ char *state = NULL;
+        ck_assert_int_ge(asprintf(&state, "%s/state", dir), 0);
+        const char *names[] = { "db", "gone" };
+        char *paths[2] = {};
+        struct timespec old[2] = { { .tv_sec = time(NULL) - 100 * 86400 }, { .tv_sec = time(NULL) - 100 * 86400 } };
+        for (size_t i = 0; i < 2; i++) {
+                GuestStateRecord rec;
+                ck_assert_int_eq(guest_state_init(&rec, names[i], NULL), 0);
+                rec.saved_at_usec = (uint64_t) old[0].tv_sec * 1000000;
+                ck_assert_int_eq(state_file_save(state, &rec), 0);
+                ck_assert_int_eq(state_file_path(state, names[i], &paths[i]), 0);
+                ck_assert_int_eq(utimensat(AT_FDCWD, paths[i], old, 0), 0);
+        }
+        _cleanup_free_ char *text = NULL;
+        ck_assert_int_ge(asprintf(&text,
+                                  "[daemon]\npolicy-dir = %s\nstate-dir = %s\nmetrics-path = %s\n"
+                                  "state-remove-after = 30d\n[libvirt]\nenabled = no\n",
+                                  policy_dir, state, metrics_path),
+                         0);
+        test_write_file(conf_path, text);
+        ck_assert_int_eq(manager_reload(manager, NULL), 0);
+        ck_assert(file_exists(paths[0]));
+        ck_assert(!file_exists(paths[1]));
+        free(paths[0]);
+        free(paths[1]);
+}
+END_TEST
+
+/* A refused guest that goes away before its name is free is forgotten: nothing to take on. */
+START_TEST(test_refused_guest_gone) {
+        Guest *first;
+        ck_assert_int_eq(discover("twin", "/run/a.qmp", &first), 0);
+        ck_assert_int_eq(discover("twin", "/run/b.qmp", NULL), -EEXIST);
+        ck_assert_uint_eq(manager->n_refused, 1);
+        source->owner->refused_gone(source->userdata, "/run/b.qmp");
+        ck_assert_uint_eq(manager->n_refused, 0);
+        vanish(first);
+        ck_assert_int_ge(sd_event_run(event, 0), 0);
+        ck_assert_uint_eq(source->retries, 0);
+        ck_assert(!source->owner->stopping(source->userdata));
+}
+END_TEST
+
 int main(void) {
         return check_run_case("daemon-manager", "manager", setup, teardown, 0,
                               CHECK_TESTS(test_policies_selected, test_name_in_use,
                                           test_reload_takes_the_new_configuration,
                                           test_reload_refused_keeps_everything, test_cycles_through_the_manager,
-                                          test_shutdown, test_shutdown_waits_for_the_guests));
+                                          test_shutdown, test_shutdown_waits_for_the_guests,
+                                          test_second_manager_refused, test_reload_to_a_held_state_dir,
+                                          test_reload_removes_old_state_files, test_refused_guest_gone));
 }
