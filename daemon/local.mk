@@ -32,6 +32,7 @@ daemon_tests = \
 	tests/unit/test-daemon-guest-fault \
 	tests/unit/test-daemon-guest-actuate \
 	tests/unit/test-daemon-guest-cycle \
+	tests/unit/test-daemon-guest-devices \
 	tests/unit/test-daemon-guest-watch \
 	tests/unit/test-daemon-manager \
 	tests/unit/test-daemon-dbus-policy

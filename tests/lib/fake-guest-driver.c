@@ -18,13 +18,14 @@ static int fake_set_virtio_mem(Guest *g _unused_, uint64_t requested, uint64_t *
         f->vmem_calls++;
         f->last_vmem = requested;
         *ret_requested = requested;
-        return 0;
+        return f->vmem_reply;
 }
 
-static int fake_add_dimm(Guest *g _unused_, uint64_t bytes _unused_, void *userdata) {
+static int fake_add_dimm(Guest *g _unused_, uint64_t bytes, void *userdata) {
         FakeGuestDriver *f = userdata;
         f->dimm_calls++;
-        return 0;
+        f->last_dimm = bytes;
+        return f->dimm_reply;
 }
 
 static int fake_shutdown_balloon(Guest *g, uint64_t bytes, void (*done)(Guest *g, void *userdata),

@@ -14,9 +14,12 @@ typedef struct FakeGuestDriver {
         int balloon_reply;          /* set_balloon's return: 1 sent (report it), 0 done, -errno */
         unsigned balloon_calls;
         uint64_t last_balloon;      /* the balloon size last asked for */
+        int vmem_reply;             /* set_virtio_mem's, the same way */
         unsigned vmem_calls;
         uint64_t last_vmem;
+        int dimm_reply;             /* add_dimm's, the same way */
         unsigned dimm_calls;
+        uint64_t last_dimm;
         /* shutdown_balloon (the async driver only): what it was asked, and the callback to call. */
         unsigned shutdown_calls;
         uint64_t shutdown_balloon;

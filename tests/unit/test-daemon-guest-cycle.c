@@ -504,6 +504,46 @@ START_TEST(test_failed_save) {
 }
 END_TEST
 
+/* A state file the core cannot resume from (the policy's controller changed since, or the guest's
+ * size did) may have been left by a probe: the guest goes back to its take-over size before it is
+ * learned anew. */
+START_TEST(test_state_file_of_another_core_or_size) {
+        char *dir = test_mkdtemp();
+        FakeGuestDriver f1 = {};
+        Guest *g = new_guest("moved", dir, &f1);
+        attach(g, 4 * GIB);
+        ck_assert_int_eq(fake_guest_cycle(g, 4 * GIB, ++stats_clock), 0);
+        ck_assert_int_eq(guest_save_state(g), 0);
+        g = guest_free(g);
+
+        /* The cost controller now: the probe's snapshot is not its to read. */
+        RsPolicy cost;
+        const char *bad = NULL;
+        ck_assert_int_eq(rs_policy_preset("balanced", &cost), 0);
+        cost.core = RS_CORE_COST;
+        ck_assert_int_eq(rs_policy_validate(&cost, &bad), 0);
+        FakeGuestDriver f2 = {};
+        ck_assert_int_eq(guest_new(event, GUEST_SOURCE_QEMU, "moved", NULL, "/run/t.qmp", dir, &cost, &hooks, NULL,
+                                   &fake_guest_driver, &f2, &g),
+                         0);
+        attach(g, 3 * GIB);
+        ck_assert_uint_eq(f2.balloon_calls, 1);
+        ck_assert_uint_eq(f2.last_balloon, 4 * GIB); /* its take-over size, from the file */
+        g = guest_free(g);
+
+        /* The same controller, but the guest was given 8 GiB since. */
+        FakeGuestDriver f3 = {};
+        g = new_guest("moved", dir, &f3);
+        GuestResources res = { .base_memory = 8 * GIB, .balloon_actual = 3 * GIB };
+        ck_assert_int_eq(guest_attach(g, &res), 0);
+        ck_assert_uint_eq(f3.balloon_calls, 1);
+        ck_assert_uint_eq(f3.last_balloon, 4 * GIB);
+        g = guest_free(g);
+        test_rm_rf(dir);
+        free(dir);
+}
+END_TEST
+
 int main(void) {
         return check_run_case("daemon-guest-cycle", "cycle", setup, teardown, 0,
                               CHECK_TESTS(test_not_running_before_attach, test_no_size_is_a_fault, test_cycle_decides,
@@ -513,5 +553,5 @@ int main(void) {
                                           test_pause_and_resume, test_overrides, test_agent_problem_and_os,
                                           test_state_file_keeps_the_operator_choices,
                                           test_unreadable_state_file_gives_max_back, test_saves_are_coalesced,
-                                          test_failed_save));
+                                          test_failed_save, test_state_file_of_another_core_or_size));
 }
