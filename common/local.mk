@@ -20,5 +20,4 @@ noinst_HEADERS += common/macro.h common/worker-thread.h common/time-util.h commo
 # ---- tests ----
 common_tests = tests/unit/test-size tests/unit/test-duration tests/unit/test-utf8 tests/unit/test-event-util tests/unit/test-boolean tests/unit/test-procfs \
 	tests/unit/test-fileio
-check_PROGRAMS += $(common_tests)
-TESTS += $(common_tests)
+UNIT_TESTS += $(common_tests)

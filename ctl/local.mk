@@ -14,8 +14,7 @@ rightsizectl_LDADD = common/libcommon.a $(LIBSYSTEMD_LIBS) $(JSONC_LIBS) -lm
 
 EXTRA_DIST += ctl/README.md
 
-check_PROGRAMS += tests/unit/test-ctl-format tests/integration/test-rightsizectl
-TESTS += tests/unit/test-ctl-format
+UNIT_TESTS += tests/unit/test-ctl-format
 INTEGRATION_TESTS += tests/integration/test-rightsizectl
 
 # The formatter is the CLI's own (no library): compiled into its test too.

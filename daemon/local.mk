@@ -31,9 +31,12 @@ daemon_tests = \
 	tests/unit/test-daemon-estimate-signal \
 	tests/unit/test-daemon-guest-fault \
 	tests/unit/test-daemon-guest-actuate \
+	tests/unit/test-daemon-guest-cycle \
+	tests/unit/test-daemon-guest-devices \
+	tests/unit/test-daemon-guest-watch \
+	tests/unit/test-daemon-manager \
 	tests/unit/test-daemon-dbus-policy
-check_PROGRAMS += $(daemon_tests)
-TESTS += $(daemon_tests)
+UNIT_TESTS += $(daemon_tests)
 
 # ---- configuration, unit file, D-Bus policy, polkit actions: etc/local.mk ----
 
@@ -47,20 +50,30 @@ daemon_libguestcore_a_SOURCES = \
 	daemon/guest-save.c \
 	daemon/guest-driver.h
 
-# ---- rightsized: the daemon ----
-sbin_PROGRAMS += rightsized
-rightsized_SOURCES = \
-	daemon/rightsized.c \
+# ---- libmanager.a: the manager and its D-Bus shell, everything of the daemon but main() and the
+# list of guest sources (guest-sources.c, the one file that names the transports' rooms). A test
+# defines guest_sources[] itself and drives the manager with sources of its own
+# (tests/unit/test-daemon-manager.c) ----
+noinst_LIBRARIES += daemon/libmanager.a
+daemon_libmanager_a_SOURCES = \
 	daemon/manager.c daemon/manager.h \
 	daemon/manager-bus.c daemon/manager-bus.h \
 	daemon/bus-polkit.c daemon/bus-polkit.h \
 	daemon/bus-caller.c daemon/bus-caller.h \
-	daemon/guest-source.h daemon/guest-sources.c
+	daemon/guest-source.h
+daemon_libmanager_a_CPPFLAGS = $(AM_CPPFLAGS) -DRIGHTSIZE_VERSION='"$(PACKAGE_VERSION)"'
+
+# ---- rightsized: the daemon ----
+sbin_PROGRAMS += rightsized
+rightsized_SOURCES = \
+	daemon/rightsized.c \
+	daemon/guest-sources.c
 rightsized_CPPFLAGS = $(AM_CPPFLAGS) -DRIGHTSIZE_VERSION='"$(PACKAGE_VERSION)"'
 rightsized_CFLAGS = $(AM_CFLAGS) $(QMP_CFLAGS) $(JSONC_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(INIH_CFLAGS) $(LIBVIRT_CFLAGS)
-# The transports' rooms come first: they need the guest core, the host room, librightsized.a and
-# the QMP library after them.
-rightsized_LDADD = daemon/qemu/libqemuguests.a daemon/libvirt/liblibvirtbackend.a daemon/libguestcore.a \
+# The manager first, then the transports' rooms: they need the guest core, the host room,
+# librightsized.a and the QMP library after them.
+rightsized_LDADD = daemon/libmanager.a \
+	daemon/qemu/libqemuguests.a daemon/libvirt/liblibvirtbackend.a daemon/libguestcore.a \
 	$(HOST_LIBS) $(RIGHTSIZED_LIBS) \
 	$(POLICIES_LIBS) $(QMP_LIBS) $(LIBVIRT_QEMU_LIBS) $(LIBVIRT_LIBS) -lpthread -lm
 

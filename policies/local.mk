@@ -59,8 +59,7 @@ policies_tests = \
 	tests/unit/test-arbiter \
 	tests/unit/test-actuation \
 	tests/unit/test-hugepage-repair
-check_PROGRAMS += $(policies_tests)
-TESTS += $(policies_tests)
+UNIT_TESTS += $(policies_tests)
 
 # Today's core on guest model v2, every family's draws, as a markdown table (a measurement
 # for BENCHMARKS.md, not a test: the model's own properties are test-guest-model-v2's).
@@ -80,8 +79,7 @@ bench-model: tests/model/model-bench
 # and no second one where neither does; about 7 s). Part of make check (it holds all of it
 # since model v2 simulates the balloon's deflate-on-oom); make check-controller-property runs
 # it alone.
-TESTS += tests/unit/test-controller-property
-check_PROGRAMS += tests/unit/test-controller-property
+UNIT_TESTS += tests/unit/test-controller-property
 check-controller-property: tests/unit/test-controller-property
 	tests/unit/test-controller-property
 .PHONY: check-controller-property

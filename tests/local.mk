@@ -1,7 +1,8 @@
 # tests/ build fragment: integration tests against real QEMU guests, real libvirtd and the
 # simulated guests of tests/sim (make check-integration: see the top Makefile.am). (Unit test lists live beside the module they test:
-# common/, qmp/, policies/, daemon/, daemon/libvirt/ and ctl/ local.mk.) Every test links
-# tests/lib/libtest.a and the tree's libraries (tests/lib/local.mk): one line each here.
+# common/, qmp/, policies/, daemon/, daemon/libvirt/ and ctl/ local.mk, as UNIT_TESTS.) Every test
+# links tests/lib/libtest.a and the tree's libraries (tests/lib/local.mk): one line each here, made
+# a check program by the top Makefile.am.
 
 # The simulated-guest tests first, side by side (tests/integration/shares-machine: they share
 # the machine, two at a time under make -j2), then the ones that need the machine to themselves.
@@ -26,7 +27,6 @@ integration_tests = \
 	tests/integration/test-daemon-dimm \
 	tests/integration/test-daemon-qemu-kill \
 	tests/integration/test-daemon-unmatched-real-guest
-check_PROGRAMS += $(integration_tests)
 INTEGRATION_TESTS += $(integration_tests)
 EXTRA_DIST += tests/integration/shares-machine
 

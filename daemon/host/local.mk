@@ -17,5 +17,4 @@ EXTRA_DIST += daemon/host/README.md
 host_tests = \
 	tests/unit/test-daemon-hugepages \
 	tests/unit/test-daemon-host-thp
-check_PROGRAMS += $(host_tests)
-TESTS += $(host_tests)
+UNIT_TESTS += $(host_tests)

@@ -32,6 +32,5 @@ libvirt_tests = \
 	tests/unit/test-libvirt-worker \
 	tests/unit/test-libvirt-backend-async \
 	tests/unit/test-libvirt-guests
-check_PROGRAMS += $(libvirt_tests) tests/integration/test-libvirt-backend
-TESTS += $(libvirt_tests)
+UNIT_TESTS += $(libvirt_tests)
 INTEGRATION_TESTS += tests/integration/test-libvirt-backend

@@ -15,5 +15,4 @@ EXTRA_DIST += daemon/qemu/README.md
 # ---- unit tests (Check) ----
 qemu_tests = \
 	tests/unit/test-daemon-discovery
-check_PROGRAMS += $(qemu_tests)
-TESTS += $(qemu_tests)
+UNIT_TESTS += $(qemu_tests)

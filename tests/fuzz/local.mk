@@ -25,8 +25,7 @@ FUZZ_TARGETS = \
 	tests/fuzz/fuzz-policy \
 	tests/fuzz/fuzz-state-file \
 	tests/fuzz/fuzz-libvirt-parse
-check_PROGRAMS += $(FUZZ_TARGETS)
-TESTS += $(FUZZ_TARGETS)
+UNIT_TESTS += $(FUZZ_TARGETS)
 
 .PHONY: fuzz-programs
 fuzz-programs: $(FUZZ_TARGETS)

@@ -21,6 +21,7 @@ tests_lib_libtest_a_SOURCES = \
 	tests/lib/e2e-common.c tests/lib/e2e-common.h \
 	tests/lib/libvirt-test-host.c tests/lib/libvirt-test-host.h \
 	tests/lib/estimator-fake.c tests/lib/estimator-fake.h \
+	tests/lib/fake-guest-driver.c tests/lib/fake-guest-driver.h \
 	tests/model/guest-model.c tests/model/guest-model.h \
 	tests/model/scenario.c tests/model/scenario.h \
 	tests/model/workload-shape.c tests/model/workload-shape.h \

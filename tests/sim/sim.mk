@@ -7,5 +7,4 @@ tests_sim_fake_qemu_SOURCES = tests/sim/fake-qemu.c tests/sim/fake-qemu.h tests/
 	tests/sim/fake-agent.c tests/sim/fake-windows.c
 
 # Drives fake-qemu with the real qmp/ client.
-check_PROGRAMS += tests/integration/test-fake-qemu
 INTEGRATION_TESTS += tests/integration/test-fake-qemu

@@ -8,7 +8,6 @@ qmp_tests = \
 	tests/unit/test-qga-osinfo \
 	tests/unit/test-qmp-sample \
 	tests/unit/test-qmp-query-tool
-check_PROGRAMS += $(qmp_tests)
-TESTS += $(qmp_tests)
+UNIT_TESTS += $(qmp_tests)
 # (test-qmp-query-tool runs the built rightsize-qmp-query: `make check` builds every program
 # before it runs a test.)
