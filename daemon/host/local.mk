@@ -16,6 +16,7 @@ EXTRA_DIST += daemon/host/README.md
 # ---- unit tests (Check) ----
 host_tests = \
 	tests/unit/test-daemon-hugepages \
-	tests/unit/test-daemon-host-thp
+	tests/unit/test-daemon-host-thp \
+	tests/unit/test-daemon-host-memory
 check_PROGRAMS += $(host_tests)
 TESTS += $(host_tests)
