@@ -128,6 +128,8 @@ void guest_set_actual(Guest *g, uint64_t actual);
 void guest_set_vmem_size(Guest *g, uint64_t size);
 /* QEMU's resident memory on the host (UINT64_MAX: unknown). */
 void guest_set_host_rss(Guest *g, uint64_t rss);
+/* The same with its pages in host swap and KSM-merged (each UINT64_MAX: unknown). */
+void guest_set_host_memory(Guest *g, uint64_t rss, uint64_t swap, uint64_t ksm);
 /* Whether the guest agent answers; why it gives nothing ("" when reads work: in the reason,
  * and in the log when it changes). */
 void guest_set_agent_answers(Guest *g, bool answers);

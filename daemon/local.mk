@@ -53,6 +53,8 @@ rightsized_SOURCES = \
 	daemon/rightsized.c \
 	daemon/manager.c daemon/manager.h \
 	daemon/manager-bus.c daemon/manager-bus.h \
+	daemon/manager-bus-report.c daemon/manager-bus-report.h \
+	daemon/memory-report.c daemon/memory-report.h \
 	daemon/bus-polkit.c daemon/bus-polkit.h \
 	daemon/bus-caller.c daemon/bus-caller.h \
 	daemon/guest-source.h daemon/guest-sources.c

@@ -431,8 +431,11 @@ static int on_guest_tick(sd_event_source *s _unused_, uint64_t usec, void *userd
                 return 0;
         q->events_in_cycle = 0;
         if (q->qemu_pid > 0) {
-                uint64_t rss;
-                guest_set_host_rss(g, host_process_rss("/proc", q->qemu_pid, &rss) >= 0 ? rss : UINT64_MAX);
+                HostProcessMemory pm;
+                if (host_process_memory("/proc", q->qemu_pid, &pm) >= 0)
+                        guest_set_host_memory(g, pm.rss, pm.swap, pm.ksm);
+                else
+                        guest_set_host_memory(g, UINT64_MAX, UINT64_MAX, UINT64_MAX);
         }
         hugepage_step(q);
         agent_follow_policy(q);
