@@ -15,13 +15,14 @@ rightsizectl_LDADD = common/libcommon.a $(LIBSYSTEMD_LIBS) $(JSONC_LIBS) -lm
 
 EXTRA_DIST += ctl/README.md
 
-check_PROGRAMS += tests/unit/test-ctl-format tests/integration/test-rightsizectl
-TESTS += tests/unit/test-ctl-format
+check_PROGRAMS += tests/unit/test-ctl-format tests/unit/test-ctl-memory tests/integration/test-rightsizectl
+TESTS += tests/unit/test-ctl-format tests/unit/test-ctl-memory
 INTEGRATION_TESTS += tests/integration/test-rightsizectl
 
 # The formatter is the CLI's own (no library): compiled into its test too.
-tests_unit_test_ctl_format_SOURCES = tests/unit/test-ctl-format.c ctl/ctl-format.c ctl/ctl-format.h \
-	ctl/ctl-memory.c ctl/ctl-memory.h
+tests_unit_test_ctl_format_SOURCES = tests/unit/test-ctl-format.c ctl/ctl-format.c ctl/ctl-format.h
+tests_unit_test_ctl_memory_SOURCES = tests/unit/test-ctl-memory.c ctl/ctl-memory.c ctl/ctl-memory.h \
+	ctl/ctl-format.c ctl/ctl-format.h
 # Runs the real rightsizectl against a stand-in service on a private dbus-daemon.
 EXTRA_tests_integration_test_rightsizectl_DEPENDENCIES = rightsizectl
 
