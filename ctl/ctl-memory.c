@@ -45,6 +45,8 @@ const CtlField ctl_memory_fields[] = {
         FIELD("thp-enabled", CTL_FIELD_STRING, thp_enabled),
         FIELD("thp-max-ptes-none", CTL_FIELD_COUNT, thp_max_ptes_none),
         FIELD("thp-refills", CTL_FIELD_BOOL, thp_refills),
+        FIELD("thp-collapsed", CTL_FIELD_COUNT, thp_collapsed),
+        FIELD("thp-filled", CTL_FIELD_SIZE, thp_filled),
 };
 const size_t ctl_n_memory_fields = ARRAY_SIZE(ctl_memory_fields);
 
@@ -53,7 +55,8 @@ static const Scope field_scope[] = {
         SCOPE_GUEST, SCOPE_HOST, SCOPE_HOST, SCOPE_GUEST, SCOPE_GUEST, SCOPE_GUEST, SCOPE_BOTH,
         SCOPE_BOTH,  SCOPE_BOTH, SCOPE_BOTH, SCOPE_BOTH,  SCOPE_BOTH,  SCOPE_BOTH,  SCOPE_BOTH,
         SCOPE_BOTH,  SCOPE_BOTH, SCOPE_BOTH, SCOPE_BOTH,  SCOPE_BOTH,  SCOPE_HOST,  SCOPE_HOST,
-        SCOPE_HOST,  SCOPE_HOST, SCOPE_HOST, SCOPE_HOST,  SCOPE_HOST,  SCOPE_HOST,
+        SCOPE_HOST,  SCOPE_HOST, SCOPE_HOST, SCOPE_HOST,  SCOPE_HOST,  SCOPE_HOST,  SCOPE_BOTH,
+        SCOPE_BOTH,
 };
 _Static_assert(ARRAY_SIZE(field_scope) == ARRAY_SIZE(ctl_memory_fields), "a scope for every field");
 
@@ -248,6 +251,9 @@ int ctl_print_memory_report(FILE *f, const CtlMemory *host, const CtlMemory *gue
                         fputc('-', f);
                 fprintf(f, "%s\n", host->thp_refills > 0 ? ": khugepaged fills ballooned ranges back in" : "");
         }
+        if (host->thp_collapsed != CTL_UNKNOWN && host->thp_collapsed > 0)
+                fprintf(f, "%-22s %10" PRIu64 "  2 MiB ranges put back on huge pages (hugepage-repair=), %s of holes filled\n",
+                        "Huge pages repaired", host->thp_collapsed, ctl_format_size(a, sizeof(a), host->thp_filled));
 
         /* What the host never got back, and why: the line an operator acts on. */
         fprintf(f, "%-22s %10s  free in the guests, still in QEMU's RSS or swap", "Never got back",

@@ -19,6 +19,7 @@ typedef struct CtlMemory {
         /* the ledger (CTL_UNKNOWN: not known) */
         uint64_t total, used, cache, free, balloon, rss, swap, ksm, held, host_returned, reported, unreturned,
                 refilled;
+        uint64_t thp_collapsed, thp_filled; /* hugepage-repair=: ranges put back, holes filled (bytes) */
         uint64_t max, actual;   /* guest */
         /* host */
         uint64_t guests, guests_without_rss, mem_total, mem_available, ksm_run, ksm_pages_shared, ksm_pages_sharing,

@@ -1066,6 +1066,11 @@ void guest_set_host_rss(Guest *g, uint64_t rss) {
         g->host_rss = rss;
 }
 
+void guest_count_hugepage_repair(Guest *g, uint64_t collapsed, uint64_t filled) {
+        g->counters.hugepages_collapsed = metrics_counter_add(g->counters.hugepages_collapsed, collapsed);
+        g->counters.hugepage_holes_filled = metrics_counter_add(g->counters.hugepage_holes_filled, filled);
+}
+
 void guest_set_host_memory(Guest *g, uint64_t rss, uint64_t swap, uint64_t ksm) {
         g->host_rss = rss;
         g->host_swap = swap;

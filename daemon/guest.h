@@ -78,6 +78,9 @@ typedef struct GuestCounters {
         uint64_t resizes[_GUEST_ACTUATOR_MAX];          /* changes sent (or queued) */
         uint64_t actuator_failures[_GUEST_ACTUATOR_MAX]; /* changes refused, at once or later */
         uint64_t faults;           /* times the guest went from no fault to a fault */
+        /* hugepage-repair= (daemon/host/host-hugepages.h): 2 MiB ranges of its RAM put back on a
+         * huge page, and the holes those collapses filled (bytes, memory the host spent again) */
+        uint64_t hugepages_collapsed, hugepage_holes_filled;
 } GuestCounters;
 
 /* The guest goes (its driver's data with it); created by its driver (guest-driver.h). */

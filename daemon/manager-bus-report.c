@@ -72,10 +72,13 @@ int manager_bus_method_get_memory_report(sd_bus_message *msg, void *userdata, sd
                 return r;
         /* The guests first, summed on the way; the host's dictionary is written after them in the
          * reply's order (a{sv} then aa{sv}), so they are reckoned twice: cheap, a few guests. */
+        uint64_t collapsed = 0, filled = 0;
         for (size_t i = 0; i < m->n_guests; i++) {
                 MemLedger l;
                 memory_report_guest(m->guests[i], host.thp_refills, &l);
                 mem_ledger_sum_add(&sum, &l);
+                collapsed = mem_ledger_add(collapsed, guest_counters(m->guests[i])->hugepages_collapsed);
+                filled = mem_ledger_add(filled, guest_counters(m->guests[i])->hugepage_holes_filled);
         }
         Dict d = { reply, sd_bus_message_open_container(reply, 'a', "{sv}") };
         dict_u64(&d, "guests", sum.guests);
@@ -93,6 +96,8 @@ int manager_bus_method_get_memory_report(sd_bus_message *msg, void *userdata, sd
                 dict_u64(&d, "thp-max-ptes-none", (uint64_t) host.thp.max_ptes_none);
         if (d.r >= 0)
                 d.r = sd_bus_message_append(reply, "{sv}", "thp-refills", "b", (int) host.thp_refills);
+        dict_u64(&d, "thp-collapsed", collapsed);
+        dict_u64(&d, "thp-filled", filled);
         r = d.r < 0 ? d.r : sd_bus_message_close_container(reply);
         if (r >= 0)
                 r = sd_bus_message_open_container(reply, 'a', "a{sv}");
@@ -117,6 +122,8 @@ int manager_bus_method_get_memory_report(sd_bus_message *msg, void *userdata, sd
                 dict_u64(&gd, "max", guest_size_max(g) ?: UINT64_MAX);
                 dict_u64(&gd, "actual", guest_actual(g) ?: UINT64_MAX);
                 dict_ledger(&gd, &l);
+                dict_u64(&gd, "thp-collapsed", guest_counters(g)->hugepages_collapsed);
+                dict_u64(&gd, "thp-filled", guest_counters(g)->hugepage_holes_filled);
                 r = gd.r < 0 ? gd.r : sd_bus_message_close_container(reply);
         }
         if (r >= 0)

@@ -431,6 +431,8 @@ static void manager_write_metrics(Manager *m) {
                         .reprobes_skipped_total = guest_reprobes_skipped(g),
                         .probe_refaults_total = refaults_known ? c->probe_refaults : METRICS_UNKNOWN,
                         .faults_total = c->faults,
+                        .hugepages_collapsed_total = c->hugepages_collapsed,
+                        .hugepage_holes_filled_bytes_total = c->hugepage_holes_filled,
                         .resizes_total = {
                                 [METRICS_ACTUATOR_BALLOON] = c->resizes[GUEST_ACTUATOR_BALLOON],
                                 [METRICS_ACTUATOR_VIRTIO_MEM] = c->resizes[GUEST_ACTUATOR_VIRTIO_MEM],

@@ -98,6 +98,12 @@ static const GuestMetric guest_metrics[] = {
           "Times the guest went from no fault to a fault (faulty, or a balloon that stopped, stats that lie) "
           "since rightsized started.",
           METRIC_COUNTER, offsetof(MetricsGuest, faults_total) },
+        { "rightsize_guest_hugepages_collapsed_total",
+          "2 MiB ranges of the guest's RAM put back on a host huge page (hugepage-repair=) since rightsized started.",
+          METRIC_COUNTER, offsetof(MetricsGuest, hugepages_collapsed_total) },
+        { "rightsize_guest_hugepage_holes_filled_bytes_total",
+          "Holes those collapses filled: memory the host spent again under the guest, since rightsized started.",
+          METRIC_COUNTER, offsetof(MetricsGuest, hugepage_holes_filled_bytes_total) },
 };
 
 typedef struct ActuatorMetric {

@@ -60,6 +60,8 @@ typedef struct MetricsGuest {
         uint64_t reprobes_skipped_total;
         uint64_t probe_refaults_total;
         uint64_t faults_total;
+        uint64_t hugepages_collapsed_total;  /* hugepage-repair=: ranges put back on huge pages */
+        uint64_t hugepage_holes_filled_bytes_total;
         uint64_t resizes_total[_METRICS_ACTUATOR_MAX];
         uint64_t resize_failures_total[_METRICS_ACTUATOR_MAX];
 } MetricsGuest;

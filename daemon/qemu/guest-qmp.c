@@ -286,6 +286,8 @@ static void hugepage_pass_end(GuestQmp *q, int r) {
                 log_guest_info(g, "Host huge pages under the guest's RAM: %u of %u 2 MiB ranges on a huge page "
                                "after a collapse, %u not collapsible now, %.1f MiB of holes filled",
                                st->collapsed, st->ranges, st->failed, (double) st->filled / MIB);
+        /* What a stopped pass did counts too: those ranges are on huge pages now. */
+        guest_count_hugepage_repair(g, st->collapsed, st->filled);
         q->hugepage_pass = host_hugepage_pass_free(q->hugepage_pass);
 }
 

@@ -154,6 +154,8 @@ START_TEST(test_figures_add_up) {
                 ck_assert_uint_eq(ctl_json_u64(m, "reported") + ctl_json_u64(m, "unreturned"), free_);
                 ck_assert_uint_eq(ctl_json_u64(m, "unreturned"), 0);
                 ck_assert_uint_eq(json_object_array_length(get(m, "why")), 0);
+                /* No hugepage-repair= in the policy: nothing put back, and said so (0, not absent). */
+                ck_assert_uint_eq(ctl_json_u64(m, "thp-collapsed"), 0);
                 json_object_put(show);
                 json_object_put(rep);
         }

@@ -71,6 +71,8 @@ static void fill(CtlMemory *host, CtlMemory g[2]) {
         set(host, "ksm-pages-sharing", 100 * MIB);
         set_str(host, "thp-enabled", "madvise");
         set(host, "thp-max-ptes-none", 511);
+        set(host, "thp-collapsed", 12);
+        set(host, "thp-filled", 3 * MIB);
         ctl_memory_set_bool(host, ctl_memory_field_find("thp-refills"), 1);
         ck_assert_int_eq(ctl_memory_add_why(host, "no-free-page-reporting"), 0);
         ck_assert_int_eq(ctl_memory_add_why(host, "host-swap"), 0);
@@ -104,6 +106,8 @@ START_TEST(test_table_and_reasons) {
         ck_assert_ptr_nonnull(strstr(out, "Held for guests           4.5 GiB  QEMU's RSS and swap for the guests\n"));
         ck_assert_ptr_nonnull(strstr(out, "KSM                       100 MiB  running"));
         ck_assert_ptr_nonnull(strstr(out, "Huge pages                madvise  max_ptes_none 511: khugepaged fills"));
+        ck_assert_ptr_nonnull(strstr(out, "Huge pages repaired            12  2 MiB ranges put back on huge pages"
+                                          " (hugepage-repair=), 3 MiB of holes filled\n"));
         /* What the host never got back, each reason with the guests it holds for. */
         ck_assert_ptr_nonnull(strstr(out, "Never got back            1.8 GiB  free in the guests, still in QEMU's RSS or swap:\n"));
         ck_assert_ptr_nonnull(strstr(out, "  no free page reporting: web\n"));

@@ -64,6 +64,8 @@ static const MetricsGuest two_guests[] = {
                 .reprobes_skipped_total = 3,
                 .probe_refaults_total = 900,
                 .faults_total = 1,
+                .hugepages_collapsed_total = 12,
+                .hugepage_holes_filled_bytes_total = 3145728,
                 .resizes_total = { 17, 0, 0 },
                 .resize_failures_total = { 1, 0, 0 },
                 /* Its memory ledger: no free page reporting, 200 MB of free memory still held. */
@@ -210,6 +212,14 @@ static const char two_guests_text[] =
         "# HELP rightsize_guest_faults_total Times the guest went from no fault to a fault (faulty, or a balloon that stopped, stats that lie) since rightsized started.\n"
         "rightsize_guest_faults_total{guest=\"web1\",domain=\"web1\"} 1\n"
         "rightsize_guest_faults_total{guest=\"db\"} 0\n"
+        "# TYPE rightsize_guest_hugepages_collapsed_total counter\n"
+        "# HELP rightsize_guest_hugepages_collapsed_total 2 MiB ranges of the guest's RAM put back on a host huge page (hugepage-repair=) since rightsized started.\n"
+        "rightsize_guest_hugepages_collapsed_total{guest=\"web1\",domain=\"web1\"} 12\n"
+        "rightsize_guest_hugepages_collapsed_total{guest=\"db\"} 0\n"
+        "# TYPE rightsize_guest_hugepage_holes_filled_bytes_total counter\n"
+        "# HELP rightsize_guest_hugepage_holes_filled_bytes_total Holes those collapses filled: memory the host spent again under the guest, since rightsized started.\n"
+        "rightsize_guest_hugepage_holes_filled_bytes_total{guest=\"web1\",domain=\"web1\"} 3145728\n"
+        "rightsize_guest_hugepage_holes_filled_bytes_total{guest=\"db\"} 0\n"
         "# TYPE rightsize_guest_resizes_total counter\n"
         "# HELP rightsize_guest_resizes_total Resizes rightsized sent to the guest (or queued, for libvirt) since it started, by device.\n"
         "rightsize_guest_resizes_total{guest=\"web1\",domain=\"web1\",actuator=\"balloon\"} 17\n"
