@@ -121,7 +121,8 @@ int host_process_memory(const char *procfs, pid_t pid, HostProcessMemory *ret) {
                 return r;
         if (status_kib(status, "VmSwap", &ret->swap) < 0)
                 ret->swap = UINT64_MAX;
-        /* KSM's count moved into ksm_stat in 6.6; before, from 5.19, it had a file of its own. */
+        /* Newer kernels have the count in ksm_stat; from 5.19 (Debian 12's 6.1 too) it is a file of
+         * its own, which ksm_stat has not replaced everywhere: the line first, then the file. */
         snprintf(path, sizeof(path), "%s/%" PRIi32 "/ksm_stat", procfs, (int32_t) pid);
         uint64_t pages = number_in_file(path, "ksm_merging_pages");
         if (pages == UINT64_MAX) {

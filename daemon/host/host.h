@@ -27,8 +27,9 @@ int host_process_rss(const char *procfs, pid_t pid, uint64_t *ret);
 typedef struct HostProcessMemory {
         uint64_t rss;  /* VmRSS, bytes */
         uint64_t swap; /* VmSwap, bytes; UINT64_MAX when the kernel has no such line */
-        uint64_t ksm;  /* KSM-merged pages, bytes: ksm_merging_pages of /proc/PID/ksm_stat (6.6 on),
-                        * or the file /proc/PID/ksm_merging_pages (5.19 to 6.5: Debian 12's 6.1);
+        uint64_t ksm;  /* KSM-merged pages, bytes: the ksm_merging_pages line of /proc/PID/ksm_stat
+                        * (newer kernels), or the file /proc/PID/ksm_merging_pages (from 5.19:
+                        * Debian 12's 6.1, whose ksm_stat has only ksm_rmap_items);
                         * UINT64_MAX when neither is there */
 } HostProcessMemory;
 /* Reads PROCFS/PID/status (and the KSM count); the errors of host_process_rss(). */

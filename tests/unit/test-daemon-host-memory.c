@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* daemon/host/host.c's reads of a QEMU process (VmRSS, VmSwap, KSM) and of the host's KSM,
  * against a procfs and a sysfs of the test's own: the layouts of kernel 6.1 (Debian 12:
- * ksm_merging_pages a file of its own) and of 6.6 on (a line of ksm_stat), and hostile ones. */
+ * ksm_merging_pages a file of its own) and of newer kernels (a line of ksm_stat), and hostile ones. */
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
