@@ -32,6 +32,8 @@ typedef struct CtlGuest {
         double confidence, refault_rate, major_fault_rate;
         uint64_t estimate, estimate_lower, estimate_upper, scan_onset, target, actual, floor, max,
                 virtio_mem_size, host_rss, updated;
+        uint64_t host_swap, host_ksm;         /* QEMU's pages in host swap, and KSM-merged */
+        uint64_t guest_total, guest_free, guest_cache; /* what the guest last said (balloon stats) */
         uint64_t reclaimable;                 /* what it would give back: max - (estimate + margin) */
         uint64_t reclaimed;                   /* held back now: take-over size - actual (CTL_UNKNOWN: an older daemon) */
         uint64_t probe_cycles, probe_refaults; /* since the daemon started */

@@ -23,6 +23,7 @@
 #include "common/size.h"
 #include "common/time-util.h"
 #include "ctl/ctl-format.h"
+#include "ctl/ctl-memory.h"
 #include "ctl/ctl-pager.h"
 #include "ctl/ctl-polkit-agent.h"
 
@@ -62,7 +63,9 @@ static void help(void) {
                "                        (exit status 6 when a guest is faulty or refused)\n"
                "  report                What rightsizing gives this host: configured memory against\n"
                "                        what the guests need, what they would give back, what is\n"
-               "                        returned, the cost paid, and the guests with most to give\n"
+               "                        returned, the cost paid, and the guests with most to give;\n"
+               "                        then where the host's memory is (guest used, cache, free;\n"
+               "                        balloon; QEMU's RSS, swap, KSM) and what it never got back\n"
                "  enable DOMAIN [--policy P]\n"
                "                        Opt a libvirt domain in (metadata, live and persistent;\n"
                "                        policy " DEFAULT_ENABLE_POLICY " unless given)\n"
@@ -526,10 +529,114 @@ static size_t refused_guests(sd_bus *bus, bool print, json_object *json_array) {
 
 #define REPORT_TOP 5
 
+/* Reads one GetMemoryReport record; unknown keys and wrong-typed values are skipped (newer
+ * daemons), as read_guest() does. */
+static int read_memory(sd_bus_message *m, CtlMemory *mem) {
+        int r = sd_bus_message_enter_container(m, 'a', "{sv}");
+        if (r <= 0)
+                return r < 0 ? r : -EBADMSG;
+        while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+                const char *key, *contents;
+                char type;
+
+                if ((r = sd_bus_message_read(m, "s", &key)) < 0 || (r = sd_bus_message_peek_type(m, &type, &contents)) < 0)
+                        return r;
+                const CtlField *f = ctl_memory_field_find(key);
+                char want[2] = { f ? ctl_field_dbus_type(f) : 0, 0 };
+                bool why = strcmp(key, "why") == 0 && contents && strcmp(contents, "as") == 0;
+                if (!why && (!f || !contents || strcmp(contents, want) != 0)) {
+                        r = sd_bus_message_skip(m, "v");
+                } else if (why) {
+                        const char *s;
+                        r = sd_bus_message_enter_container(m, 'v', "as");
+                        if (r >= 0)
+                                r = sd_bus_message_enter_container(m, 'a', "s");
+                        while (r >= 0 && (r = sd_bus_message_read(m, "s", &s)) > 0)
+                                r = ctl_memory_add_why(mem, s);
+                        if (r >= 0)
+                                r = sd_bus_message_exit_container(m);
+                        if (r >= 0)
+                                r = sd_bus_message_exit_container(m);
+                } else {
+                        r = sd_bus_message_enter_container(m, 'v', contents);
+                        if (r >= 0 && want[0] == 's') {
+                                const char *s;
+                                if ((r = sd_bus_message_read(m, "s", &s)) >= 0)
+                                        r = ctl_memory_set_string(mem, f, s);
+                        } else if (r >= 0 && want[0] == 't') {
+                                uint64_t t;
+                                if ((r = sd_bus_message_read(m, "t", &t)) >= 0)
+                                        ctl_memory_set_u64(mem, f, t);
+                        } else if (r >= 0 && want[0] == 'b') {
+                                int b;
+                                if ((r = sd_bus_message_read(m, "b", &b)) >= 0)
+                                        ctl_memory_set_bool(mem, f, b);
+                        }
+                        if (r >= 0)
+                                r = sd_bus_message_exit_container(m);
+                }
+                if (r < 0 || (r = sd_bus_message_exit_container(m)) < 0)
+                        return r;
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(m);
+}
+
+typedef struct MemoryReport {
+        CtlMemory host;
+        CtlMemory *guests;
+        size_t n;
+} MemoryReport;
+
+static void memory_report_done(MemoryReport *mr) {
+        ctl_memory_done(&mr->host);
+        for (size_t i = 0; i < mr->n; i++)
+                ctl_memory_done(&mr->guests[i]);
+        free(mr->guests);
+}
+
+/* GetMemoryReport. EXIT_OK with *have false from a daemon older than the method: the rest of
+ * the report stands without it. */
+static int fetch_memory(sd_bus *bus, MemoryReport *mr, bool *have) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r;
+
+        *have = false;
+        ctl_memory_init(&mr->host);
+        r = sd_bus_call_method(bus, RS_BUS_NAME, RS_BUS_PATH, RS_BUS_INTERFACE, "GetMemoryReport", &error, &reply, "");
+        if (r < 0) {
+                bool old = sd_bus_error_has_name(&error, SD_BUS_ERROR_UNKNOWN_METHOD);
+                int code = old ? EXIT_OK : report_bus_error("memory report", &error, r);
+                sd_bus_error_free(&error);
+                return code;
+        }
+        r = read_memory(reply, &mr->host);
+        if (r >= 0)
+                r = sd_bus_message_enter_container(reply, 'a', "a{sv}");
+        while (r >= 0 && (r = sd_bus_message_at_end(reply, false)) == 0) {
+                CtlMemory *n = realloc(mr->guests, (mr->n + 1) * sizeof(*n));
+                if (!n)
+                        return bad_reply("memory report", -ENOMEM);
+                mr->guests = n;
+                ctl_memory_init(&mr->guests[mr->n++]);
+                r = read_memory(reply, &mr->guests[mr->n - 1]);
+        }
+        if (r < 0)
+                return bad_reply("memory report", r);
+        *have = true;
+        return EXIT_OK;
+}
+
 static int cmd_report(sd_bus *bus) {
         _cleanup_(guest_list_done) GuestList l = {};
+        _cleanup_(memory_report_done) MemoryReport mr = {};
+        bool have_memory;
         int code = fetch_guests(bus, &l);
 
+        if (code == EXIT_OK)
+                code = fetch_memory(bus, &mr, &have_memory);
         if (code != EXIT_OK)
                 return code;
         CtlReport r = ctl_report(l.guests, l.n);
@@ -548,10 +655,24 @@ static int cmd_report(sd_bus *bus) {
                 for (size_t i = 0; i < l.n; i++)
                         json_object_array_add(top, ctl_guest_to_json(&l.guests[i]));
                 json_object_object_add(o, "guest-list", top);
+                json_object *memory = NULL;
+                if (have_memory) {
+                        json_object *guests = json_object_new_array();
+                        memory = json_object_new_object();
+                        json_object_object_add(memory, "host", ctl_memory_to_json(&mr.host, true));
+                        for (size_t i = 0; i < mr.n; i++)
+                                json_object_array_add(guests, ctl_memory_to_json(&mr.guests[i], false));
+                        json_object_object_add(memory, "guests", guests);
+                }
+                json_object_object_add(o, "memory", memory);
                 return print_json(o);
         }
         pager_open();
-        return ctl_print_report(stdout, &r, l.guests, l.n, REPORT_TOP) < 0 ? EXIT_FAIL : EXIT_OK;
+        if (ctl_print_report(stdout, &r, l.guests, l.n, REPORT_TOP) < 0)
+                return EXIT_FAIL;
+        if (have_memory && (putchar('\n') == EOF || ctl_print_memory_report(stdout, &mr.host, mr.guests, mr.n) < 0))
+                return EXIT_FAIL;
+        return EXIT_OK;
 }
 
 static int cmd_status(sd_bus *bus) {

@@ -128,6 +128,11 @@ void guest_set_actual(Guest *g, uint64_t actual);
 void guest_set_vmem_size(Guest *g, uint64_t size);
 /* QEMU's resident memory on the host (UINT64_MAX: unknown). */
 void guest_set_host_rss(Guest *g, uint64_t rss);
+/* A huge-page repair pass ended (or stopped) having collapsed `collapsed` ranges and filled
+ * `filled` bytes of holes: counted in GuestCounters. */
+void guest_count_hugepage_repair(Guest *g, uint64_t collapsed, uint64_t filled);
+/* The same with its pages in host swap and KSM-merged (each UINT64_MAX: unknown). */
+void guest_set_host_memory(Guest *g, uint64_t rss, uint64_t swap, uint64_t ksm);
 /* Whether the guest agent answers; why it gives nothing ("" when reads work: in the reason,
  * and in the log when it changes). */
 void guest_set_agent_answers(Guest *g, bool answers);

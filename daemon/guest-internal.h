@@ -77,6 +77,10 @@ struct Guest {
         bool deflate_on_oom_known, deflate_on_oom;
         bool deflate_warned;   /* the warning that a probe runs without deflate-on-oom was given */
         uint64_t host_rss;     /* UINT64_MAX when unknown */
+        uint64_t host_swap, host_ksm; /* QEMU's pages in host swap and KSM-merged, bytes; UINT64_MAX: unknown */
+        /* The last cycle's sample once sanitised (g->sample is rebuilt during a cycle): what the
+         * guest last said, for the API's report of where its memory is. */
+        RsSample reported;
         uint64_t guest_max;
 
         /* DIMM hotplug (policy allow-dimm): -m's maxmem and slots (QMP guests: qom-get

@@ -530,6 +530,7 @@ static void guest_finish_cycle(Guest *g) {
                 guest_notify(g, false);
                 return;
         }
+        g->reported = g->sample;
         uint64_t target = cycle_decide(g, now);
         cycle_apply(g, target, now);
         cycle_persist(g, now);
@@ -653,7 +654,8 @@ int guest_new(sd_event *event, GuestSource source, const char *name, const char 
         g->base_policy = *policy;
         g->policy = *policy;
         g->phase = GUEST_PHASE_CONNECTING;
-        g->host_rss = UINT64_MAX;
+        g->host_rss = g->host_swap = g->host_ksm = UINT64_MAX;
+        rs_sample_init(&g->reported);
         g->prev_major = RS_UNKNOWN;
         g->major_fault_rate = g->refault_rate = NAN;
         estimate_signal_init(&g->signalled);
@@ -877,6 +879,9 @@ DEFINE_GUEST_FIELD(const char *, vmem_id, vmem_id)
 DEFINE_GUEST_FIELD(uint64_t, vmem_size, vmem_size)
 DEFINE_GUEST_FIELD(uint64_t, vmem_requested, vmem_requested)
 DEFINE_GUEST_FIELD(uint64_t, host_rss, host_rss)
+DEFINE_GUEST_FIELD(uint64_t, host_swap, host_swap)
+DEFINE_GUEST_FIELD(uint64_t, size_max, guest_max)
+DEFINE_GUEST_FIELD(uint64_t, host_ksm, host_ksm)
 DEFINE_GUEST_FIELD(uint64_t, updated_realtime, updated_realtime)
 DEFINE_GUEST_FIELD(double, refault_rate, refault_rate)
 DEFINE_GUEST_FIELD(double, major_fault_rate, major_fault_rate)
@@ -1059,6 +1064,21 @@ void guest_set_vmem_size(Guest *g, uint64_t size) {
 
 void guest_set_host_rss(Guest *g, uint64_t rss) {
         g->host_rss = rss;
+}
+
+void guest_count_hugepage_repair(Guest *g, uint64_t collapsed, uint64_t filled) {
+        g->counters.hugepages_collapsed = metrics_counter_add(g->counters.hugepages_collapsed, collapsed);
+        g->counters.hugepage_holes_filled = metrics_counter_add(g->counters.hugepage_holes_filled, filled);
+}
+
+void guest_set_host_memory(Guest *g, uint64_t rss, uint64_t swap, uint64_t ksm) {
+        g->host_rss = rss;
+        g->host_swap = swap;
+        g->host_ksm = ksm;
+}
+
+uint64_t guest_reported_level(const Guest *g, RsLevel level) {
+        return level < _RS_LEVEL_MAX ? g->reported.level[level] : RS_UNKNOWN;
 }
 
 void guest_set_agent_answers(Guest *g, bool answers) {

@@ -78,6 +78,9 @@ typedef struct GuestCounters {
         uint64_t resizes[_GUEST_ACTUATOR_MAX];          /* changes sent (or queued) */
         uint64_t actuator_failures[_GUEST_ACTUATOR_MAX]; /* changes refused, at once or later */
         uint64_t faults;           /* times the guest went from no fault to a fault */
+        /* hugepage-repair= (daemon/host/host-hugepages.h): 2 MiB ranges of its RAM put back on a
+         * huge page, and the holes those collapses filled (bytes, memory the host spent again) */
+        uint64_t hugepages_collapsed, hugepage_holes_filled;
 } GuestCounters;
 
 /* The guest goes (its driver's data with it); created by its driver (guest-driver.h). */
@@ -119,6 +122,8 @@ const char *guest_source_string(GuestSource s);
 const char *guest_source_origin_kind(GuestSource s);
 uint64_t guest_floor(const Guest *g);
 uint64_t guest_max(const Guest *g);
+/* The most the guest itself can have, whatever its policy's max says: 0 while unknown. */
+uint64_t guest_size_max(const Guest *g);
 /* The history, oldest first; returns the number of points written. */
 size_t guest_history(const Guest *g, GuestHistoryPoint *out, size_t n);
 
@@ -171,6 +176,11 @@ const char *guest_vmem_id(const Guest *g);       /* NULL: no virtio-mem */
 uint64_t guest_vmem_size(const Guest *g);        /* virtio-mem's plugged size */
 uint64_t guest_vmem_requested(const Guest *g);   /* its requested-size last asked for (or found) */
 uint64_t guest_host_rss(const Guest *g);         /* UINT64_MAX when unknown */
+uint64_t guest_host_swap(const Guest *g);        /* QEMU's pages in host swap; UINT64_MAX when unknown */
+uint64_t guest_host_ksm(const Guest *g);         /* QEMU's KSM-merged pages; UINT64_MAX when unknown */
+/* A level of the last complete sample, sanitised (a lie beyond the guest's size is unknown):
+ * RS_UNKNOWN before the first, or when the guest did not say. */
+uint64_t guest_reported_level(const Guest *g, RsLevel level);
 /* Free page reporting: 1 on, 0 off, -ENODATA while unknown. */
 int guest_free_page_reporting(const Guest *g);
 /* CLOCK_REALTIME µs of the last decision, 0: none yet. */

@@ -20,6 +20,7 @@
 #include "daemon/bus-polkit.h"
 #include "daemon/log.h"
 #include "daemon/manager-bus.h"
+#include "daemon/manager-bus-report.h"
 #include "policies/policy.h"
 
 
@@ -45,7 +46,7 @@ static bool creds_in_group(sd_bus_creds *creds, gid_t gid) {
         return false;
 }
 
-static int check_read_access(Manager *m, sd_bus_message *msg, sd_bus_error *error) {
+int manager_bus_check_read(Manager *m, sd_bus_message *msg, sd_bus_error *error) {
         _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
         uid_t uid;
         int r;
@@ -119,7 +120,7 @@ static int read_named_guest(Manager *m, sd_bus_message *msg, sd_bus_error *error
         const char *name;
         int r;
 
-        r = check_read_access(m, msg, error);
+        r = manager_bus_check_read(m, msg, error);
         if (r < 0)
                 return r;
         r = sd_bus_message_read(msg, "s", &name);
@@ -183,6 +184,12 @@ static int append_guest(sd_bus_message *reply, Guest *g) {
         record_u64(&rec, "floor", known_or_unknown(guest_floor(g)));
         record_u64(&rec, "max", known_or_unknown(guest_max(g)));
         record_u64(&rec, "host-rss", guest_host_rss(g));
+        record_u64(&rec, "host-swap", guest_host_swap(g));
+        record_u64(&rec, "host-ksm", guest_host_ksm(g));
+        /* What the guest last said of its memory, sanitised: sizes past twice its own are unknown. */
+        record_u64(&rec, "guest-total", guest_reported_level(g, RS_LEVEL_TOTAL));
+        record_u64(&rec, "guest-free", guest_reported_level(g, RS_LEVEL_FREE));
+        record_u64(&rec, "guest-cache", guest_reported_level(g, RS_LEVEL_DISK_CACHES));
         record_u64(&rec, "reclaimable", guest_reclaimable(g));
         record_u64(&rec, "reclaimed", guest_reclaimed(g)); /* 0 is a value: nothing taken */
         record_u64(&rec, "probe-cycles", guest_counters(g)->probe_cycles);
@@ -231,7 +238,7 @@ static int method_list_guests(sd_bus_message *msg, void *userdata, sd_bus_error 
         Manager *m = userdata;
         int r;
 
-        r = check_read_access(m, msg, error);
+        r = manager_bus_check_read(m, msg, error);
         if (r < 0)
                 return r;
         r = reply_open_array(msg, "a{sv}", &reply);
@@ -474,7 +481,7 @@ static int property_get(sd_bus *bus, const char *path, const char *interface, co
         (void) path;
         (void) interface;
 
-        if (msg && (r = check_read_access(m, msg, error)) < 0)
+        if (msg && (r = manager_bus_check_read(m, msg, error)) < 0)
                 return r;
         if (strcmp(property, "GuestsManaged") == 0)
                 return sd_bus_message_append(reply, "u", manager_guests_managed(m));
@@ -517,6 +524,8 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD("ListGuests", "", "aa{sv}", method_list_guests, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("GetGuest", "s", "a{sv}", method_get_guest, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("GetHistory", "s", "a(tttt)", method_get_history, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("GetMemoryReport", "", "a{sv}aa{sv}", manager_bus_method_get_memory_report,
+                      SD_BUS_VTABLE_UNPRIVILEGED),
         /* UNPRIVILEGED on the changes too: without it sd-bus itself refuses every caller without
          * CAP_SYS_ADMIN before the handler runs, so polkit would never be asked and the caller
          * would not learn which action it lacks. The handlers check every caller. */

@@ -14,6 +14,7 @@
 #include "common/time-util.h"
 #include "daemon/guest-source.h"
 #include "daemon/host/host-thp.h"
+#include "daemon/memory-report.h"
 #include "daemon/log.h"
 #include "daemon/manager-bus.h"
 #include "daemon/manager.h"
@@ -378,9 +379,14 @@ static void manager_write_metrics(Manager *m) {
                 log_oom();
                 return;
         }
+        /* A few small files in /proc and /sys, once per write (every PUBLISH_INTERVAL_USEC at most). */
+        MemoryReportHost mh;
+        memory_report_host_read("/proc", "/sys", &mh);
         for (size_t i = 0; i < m->n_guests; i++) {
                 const Guest *g = m->guests[i];
                 const RsEstimate *e = guest_estimate(g);
+                MemLedger ml;
+                memory_report_guest(g, mh.thp_refills, &ml);
                 const GuestCounters *c = guest_counters(g);
                 const RsPolicy *p = guest_policy(g);
                 bool refaults_known = c->refaults_anon.known || c->refaults_file.known;
@@ -403,6 +409,17 @@ static void manager_write_metrics(Manager *m) {
                         /* guest_max() is 0 only while the guest's size is unknown: so is the floor. */
                         .floor_bytes = guest_max(g) ? guest_floor(g) : METRICS_UNKNOWN,
                         .reclaimable_bytes = guest_reclaimable(g),
+                        .ledger_known = true,
+                        .host_swap_bytes = ml.swap,
+                        .host_ksm_bytes = ml.ksm,
+                        .reported_used_bytes = ml.used,
+                        .reported_cache_bytes = ml.cache,
+                        .reported_free_bytes = ml.free,
+                        .balloon_bytes = ml.balloon,
+                        .free_returned_bytes = ml.reported,
+                        .unreturned_bytes = ml.unreturned,
+                        .refilled_bytes = ml.refilled,
+                        .unreturned_why = ml.flags,
                         .refault_rate = guest_refault_rate(g),
                         .major_fault_rate = guest_major_fault_rate(g),
                         .refaults_total = refaults_known
@@ -414,6 +431,8 @@ static void manager_write_metrics(Manager *m) {
                         .reprobes_skipped_total = guest_reprobes_skipped(g),
                         .probe_refaults_total = refaults_known ? c->probe_refaults : METRICS_UNKNOWN,
                         .faults_total = c->faults,
+                        .hugepages_collapsed_total = c->hugepages_collapsed,
+                        .hugepage_holes_filled_bytes_total = c->hugepage_holes_filled,
                         .resizes_total = {
                                 [METRICS_ACTUATOR_BALLOON] = c->resizes[GUEST_ACTUATOR_BALLOON],
                                 [METRICS_ACTUATOR_VIRTIO_MEM] = c->resizes[GUEST_ACTUATOR_VIRTIO_MEM],
@@ -429,7 +448,10 @@ static void manager_write_metrics(Manager *m) {
         const char *states[16];
         MetricsHost host = { .reclaimed_bytes = manager_reclaimed(m), .guests_managed = manager_guests_managed(m),
                              .version = RIGHTSIZE_VERSION, .states = states,
-                             .n_states = guest_all_state_names(states, ARRAY_SIZE(states)) };
+                             .n_states = guest_all_state_names(states, ARRAY_SIZE(states)),
+                             .ksm_known = mh.ksm.run >= 0, .ksm_sharing_bytes = mh.ksm.pages_sharing,
+                             .ksm_shared_bytes = mh.ksm.pages_shared,
+                             .thp_known = mh.thp.mode != HOST_THP_UNKNOWN, .thp_refills = mh.thp_refills };
         r = metrics_write_file(m->config->metrics_path, mg, m->n_guests, &host);
         if (r < 0)
                 log_warning_errno(r, "Failed to write the metrics file %s: %m", m->config->metrics_path);

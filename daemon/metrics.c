@@ -15,6 +15,7 @@
 
 #include "common/macro.h"
 #include "common/fileio.h"
+#include "common/memory-ledger.h"
 
 typedef enum MetricKind {
         METRIC_BYTES,
@@ -27,6 +28,7 @@ typedef struct GuestMetric {
         const char *help;
         MetricKind kind;
         size_t offset;
+        bool ledger;    /* the memory ledger's: only for a guest with ledger_known */
 } GuestMetric;
 
 static const GuestMetric guest_metrics[] = {
@@ -49,6 +51,30 @@ static const GuestMetric guest_metrics[] = {
         { "rightsize_guest_reclaimable_bytes",
           "Memory the guest would give back held at its estimate plus margin: max minus that size.", METRIC_BYTES,
           offsetof(MetricsGuest, reclaimable_bytes) },
+        { "rightsize_guest_host_swap_bytes",
+          "Memory of the guest's QEMU process in the host's swap (VmSwap): guest memory the host pushed out rather than got back.",
+          METRIC_BYTES, offsetof(MetricsGuest, host_swap_bytes), true },
+        { "rightsize_guest_host_ksm_bytes", "Pages of the guest's QEMU process that KSM merged with others.",
+          METRIC_BYTES, offsetof(MetricsGuest, host_ksm_bytes), true },
+        { "rightsize_guest_reported_used_bytes",
+          "Memory the guest says it uses: its total minus free and page cache (balloon stats, clamped to its size).",
+          METRIC_BYTES, offsetof(MetricsGuest, reported_used_bytes), true },
+        { "rightsize_guest_reported_cache_bytes", "Page cache the guest says it has: reclaimable (balloon stats).",
+          METRIC_BYTES, offsetof(MetricsGuest, reported_cache_bytes), true },
+        { "rightsize_guest_reported_free_bytes", "Memory the guest says is free (balloon stats).", METRIC_BYTES,
+          offsetof(MetricsGuest, reported_free_bytes), true },
+        { "rightsize_guest_balloon_bytes",
+          "Memory the balloon (and unplugged virtio-mem) holds back: the guest's configured size minus its size now.",
+          METRIC_BYTES, offsetof(MetricsGuest, balloon_bytes), true },
+        { "rightsize_guest_free_returned_bytes",
+          "The guest's free memory the host does not hold: reported by free page reporting, or never touched.",
+          METRIC_BYTES, offsetof(MetricsGuest, free_returned_bytes), true },
+        { "rightsize_guest_unreturned_bytes",
+          "The guest's free memory the host still holds in QEMU's RSS or swap (rightsize_guest_unreturned_reason says why).",
+          METRIC_BYTES, offsetof(MetricsGuest, unreturned_bytes), true },
+        { "rightsize_guest_refilled_bytes",
+          "Memory the host holds for the guest beyond its size: ballooned ranges filled back in (khugepaged) and QEMU's own.",
+          METRIC_BYTES, offsetof(MetricsGuest, refilled_bytes), true },
         { "rightsize_guest_refault_rate", "Page refaults per second in the guest.", METRIC_RATE,
           offsetof(MetricsGuest, refault_rate) },
         { "rightsize_guest_major_fault_rate", "Major page faults per second in the guest.", METRIC_RATE,
@@ -72,6 +98,12 @@ static const GuestMetric guest_metrics[] = {
           "Times the guest went from no fault to a fault (faulty, or a balloon that stopped, stats that lie) "
           "since rightsized started.",
           METRIC_COUNTER, offsetof(MetricsGuest, faults_total) },
+        { "rightsize_guest_hugepages_collapsed_total",
+          "2 MiB ranges of the guest's RAM put back on a host huge page (hugepage-repair=) since rightsized started.",
+          METRIC_COUNTER, offsetof(MetricsGuest, hugepages_collapsed_total) },
+        { "rightsize_guest_hugepage_holes_filled_bytes_total",
+          "Holes those collapses filled: memory the host spent again under the guest, since rightsized started.",
+          METRIC_COUNTER, offsetof(MetricsGuest, hugepage_holes_filled_bytes_total) },
 };
 
 typedef struct ActuatorMetric {
@@ -213,6 +245,8 @@ int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const M
                 for (size_t i = 0; i < n_guests; i++) {
                         const void *field = (const char *) &guests[i] + gm->offset;
 
+                        if (gm->ledger && !guests[i].ledger_known)
+                                continue;
                         if (gm->kind != METRIC_RATE) {
                                 uint64_t v = *(const uint64_t *) field;
                                 if (v == METRICS_UNKNOWN)
@@ -268,6 +302,27 @@ int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const M
                 }
         }
 
+        write_header(f, "rightsize_guest_unreturned_reason",
+                     "Why the host did not get the guest's free memory back: 1 for each reason that holds, 0 for the others "
+                     "(clamped: the guest's own figures were beyond its size, and were clamped to it).",
+                     NULL);
+        const char *reasons[8];
+        size_t n_reasons = mem_ledger_why_keys(~0u, reasons, ARRAY_SIZE(reasons));
+        for (size_t i = 0; i < n_guests; i++) {
+                if (!guests[i].ledger_known || guests[i].unreturned_bytes == METRICS_UNKNOWN)
+                        continue;
+                const char *on[8];
+                size_t n_on = mem_ledger_why_keys(guests[i].unreturned_why, on, ARRAY_SIZE(on));
+                for (size_t k = 0; k < n_reasons; k++) {
+                        bool in = false;
+                        for (size_t j = 0; j < n_on; j++)
+                                in |= on[j] == reasons[k];
+                        write_guest_label(f, "rightsize_guest_unreturned_reason", &guests[i]);
+                        write_label(f, "reason", reasons[k]);
+                        fputs(in ? "} 1\n" : "} 0\n", f);
+                }
+        }
+
         write_header(f, "rightsize_guest_info", "Where the guest comes from and how it is managed (always 1).", NULL);
         for (size_t i = 0; i < n_guests; i++) {
                 const MetricsGuest *g = &guests[i];
@@ -285,6 +340,22 @@ int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const M
         write_header(f, "rightsize_host_reclaimed_bytes",
                      "Memory rightsizing holds back from the guests: the sum of the size each had when rightsized took it over minus its actual size.", "bytes");
         fprintf(f, "rightsize_host_reclaimed_bytes %llu\n", (unsigned long long) host->reclaimed_bytes);
+        if (host->ksm_known && host->ksm_sharing_bytes != METRICS_UNKNOWN) {
+                write_header(f, "rightsize_host_ksm_sharing_bytes",
+                             "Memory KSM saves on the host: the sites sharing its merged pages (pages_sharing).", "bytes");
+                fprintf(f, "rightsize_host_ksm_sharing_bytes %llu\n", (unsigned long long) host->ksm_sharing_bytes);
+        }
+        if (host->ksm_known && host->ksm_shared_bytes != METRICS_UNKNOWN) {
+                write_header(f, "rightsize_host_ksm_shared_bytes", "KSM's merged pages in use on the host (pages_shared).",
+                             "bytes");
+                fprintf(f, "rightsize_host_ksm_shared_bytes %llu\n", (unsigned long long) host->ksm_shared_bytes);
+        }
+        if (host->thp_known) {
+                write_header(f, "rightsize_host_thp_refills",
+                             "Whether the host's khugepaged fills ballooned ranges back in (huge pages on, max_ptes_none above 0).",
+                             NULL);
+                fprintf(f, "rightsize_host_thp_refills %d\n", host->thp_refills ? 1 : 0);
+        }
         write_header(f, "rightsize_guests_managed", "Guests rightsize is managing.", NULL);
         fprintf(f, "rightsize_guests_managed %u\n", host->guests_managed);
         if (host->version) {

@@ -39,6 +39,17 @@ typedef struct MetricsGuest {
         uint64_t max_bytes;
         uint64_t floor_bytes;
         uint64_t reclaimable_bytes;     /* max minus the size held at the estimate plus margin */
+        /* Where its memory is (common/memory-ledger.h): written only with ledger_known (a record
+         * zeroed otherwise says nothing), and then METRICS_UNKNOWN where the ledger's is. */
+        bool ledger_known;
+        uint64_t host_swap_bytes;
+        uint64_t host_ksm_bytes;
+        uint64_t reported_used_bytes, reported_cache_bytes, reported_free_bytes;
+        uint64_t balloon_bytes;
+        uint64_t free_returned_bytes;
+        uint64_t unreturned_bytes;
+        uint64_t refilled_bytes;
+        unsigned unreturned_why;        /* MemLedgerFlag: a 0/1 series per reason while unreturned_bytes is known */
         double refault_rate;            /* per second; NaN when unknown */
         double major_fault_rate;        /* per second; NaN when unknown */
         /* Counters since the daemon started: monotonic, back to 0 only when it restarts. */
@@ -49,6 +60,8 @@ typedef struct MetricsGuest {
         uint64_t reprobes_skipped_total;
         uint64_t probe_refaults_total;
         uint64_t faults_total;
+        uint64_t hugepages_collapsed_total;  /* hugepage-repair=: ranges put back on huge pages */
+        uint64_t hugepage_holes_filled_bytes_total;
         uint64_t resizes_total[_METRICS_ACTUATOR_MAX];
         uint64_t resize_failures_total[_METRICS_ACTUATOR_MAX];
 } MetricsGuest;
@@ -57,6 +70,11 @@ typedef struct MetricsHost {
         uint64_t reclaimed_bytes;
         unsigned guests_managed;
         const char *version;            /* rightsize_build_info; NULL leaves it out */
+        /* KSM on the host, bytes (with ksm_known: the kernel has KSM; METRICS_UNKNOWN where a
+         * figure was not read), and whether khugepaged refills ballooned ranges (with thp_known). */
+        bool ksm_known, thp_known;
+        uint64_t ksm_sharing_bytes, ksm_shared_bytes;
+        bool thp_refills;
         /* Every state a guest can be in: each guest gets a 0/1 series for each (1 for its
          * own), so that a state's count is a sum and an alert's "== 0" means something. */
         const char *const *states;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/macro.h"
 #include "common/fileio.h"
@@ -48,27 +49,102 @@ int host_memory_read(const char *procfs, HostMemory *ret) {
         return guest_value_is_known(ret->mem_available) ? 0 : -ENODATA;
 }
 
-int host_process_rss(const char *procfs, pid_t pid, uint64_t *ret) {
-        _cleanup_free_ char *status = NULL;
-        char path[PATH_MAX];
-        size_t size;
-        int r;
-
-        snprintf(path, sizeof(path), "%s/%" PRIi32 "/status", procfs, (int32_t) pid);
-        r = read_file_capped(path, PROC_FILE_MAX, &status, &size);
-        if (r == -ENOENT)
-                return -ESRCH;
-        if (r < 0)
-                return r;
-
+/* The "KEY: N kB" line of a status file, in bytes: 0, or -ENODATA when it is missing or bad. */
+static int status_kib(const char *status, const char *key, uint64_t *ret) {
+        size_t n = strlen(key);
         for (const char *line = status; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
                 unsigned long long kib;
-                if (strncmp(line, "VmRSS:", 6) != 0)
+                if (strncmp(line, key, n) != 0 || line[n] != ':')
                         continue;
-                if (sscanf(line + 6, " %llu kB", &kib) != 1 || kib > UINT64_MAX / 1024)
+                if (sscanf(line + n + 1, " %llu kB", &kib) != 1 || kib > UINT64_MAX / 1024)
                         return -ENODATA;
                 *ret = (uint64_t) kib * 1024;
                 return 0;
         }
         return -ENODATA;
+}
+
+/* The number that is a small file's whole text ("N"), or follows KEY on one of its lines
+ * ("KEY N"): UINT64_MAX when the file or the line is not there or is not a number. */
+static uint64_t number_in_file(const char *path, const char *key) {
+        _cleanup_free_ char *text = NULL;
+        size_t size, n = key ? strlen(key) : 0;
+
+        if (read_file_capped(path, PROC_FILE_MAX, &text, &size) < 0)
+                return UINT64_MAX;
+        for (const char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+                unsigned long long v;
+                if (key && (strncmp(line, key, n) != 0 || line[n] != ' '))
+                        continue;
+                if (sscanf(line + n, " %llu", &v) != 1 || v >= UINT64_MAX)
+                        return UINT64_MAX;
+                return (uint64_t) v;
+        }
+        return UINT64_MAX;
+}
+
+/* Pages in bytes, UINT64_MAX for unknown or too many. */
+static uint64_t pages_to_bytes(uint64_t pages) {
+        long page = sysconf(_SC_PAGESIZE);
+        if (pages == UINT64_MAX || page <= 0 || pages > (UINT64_MAX - 1) / (uint64_t) page)
+                return UINT64_MAX;
+        return pages * (uint64_t) page;
+}
+
+static int read_status(const char *procfs, pid_t pid, char **ret) {
+        char path[PATH_MAX];
+        size_t size;
+        int r;
+
+        snprintf(path, sizeof(path), "%s/%" PRIi32 "/status", procfs, (int32_t) pid);
+        r = read_file_capped(path, PROC_FILE_MAX, ret, &size);
+        return r == -ENOENT ? -ESRCH : r;
+}
+
+int host_process_rss(const char *procfs, pid_t pid, uint64_t *ret) {
+        _cleanup_free_ char *status = NULL;
+        int r = read_status(procfs, pid, &status);
+        return r < 0 ? r : status_kib(status, "VmRSS", ret);
+}
+
+int host_process_memory(const char *procfs, pid_t pid, HostProcessMemory *ret) {
+        _cleanup_free_ char *status = NULL;
+        char path[PATH_MAX];
+        int r;
+
+        *ret = (HostProcessMemory) { UINT64_MAX, UINT64_MAX, UINT64_MAX };
+        r = read_status(procfs, pid, &status);
+        if (r < 0)
+                return r;
+        r = status_kib(status, "VmRSS", &ret->rss);
+        if (r < 0)
+                return r;
+        if (status_kib(status, "VmSwap", &ret->swap) < 0)
+                ret->swap = UINT64_MAX;
+        /* Newer kernels have the count in ksm_stat; from 5.19 (Debian 12's 6.1 too) it is a file of
+         * its own, which ksm_stat has not replaced everywhere: the line first, then the file. */
+        snprintf(path, sizeof(path), "%s/%" PRIi32 "/ksm_stat", procfs, (int32_t) pid);
+        uint64_t pages = number_in_file(path, "ksm_merging_pages");
+        if (pages == UINT64_MAX) {
+                snprintf(path, sizeof(path), "%s/%" PRIi32 "/ksm_merging_pages", procfs, (int32_t) pid);
+                pages = number_in_file(path, NULL);
+        }
+        ret->ksm = pages_to_bytes(pages);
+        return 0;
+}
+
+int host_ksm_read(const char *sysfs, HostKsm *ret) {
+        char path[PATH_MAX];
+
+        *ret = (HostKsm) { -1, UINT64_MAX, UINT64_MAX };
+        snprintf(path, sizeof(path), "%s/kernel/mm/ksm/run", sysfs);
+        uint64_t run = number_in_file(path, NULL);
+        if (run == UINT64_MAX)
+                return -ENODATA;
+        ret->run = run <= 2 ? (int) run : -1;
+        snprintf(path, sizeof(path), "%s/kernel/mm/ksm/pages_shared", sysfs);
+        ret->pages_shared = pages_to_bytes(number_in_file(path, NULL));
+        snprintf(path, sizeof(path), "%s/kernel/mm/ksm/pages_sharing", sysfs);
+        ret->pages_sharing = pages_to_bytes(number_in_file(path, NULL));
+        return 0;
 }

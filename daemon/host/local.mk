@@ -16,5 +16,6 @@ EXTRA_DIST += daemon/host/README.md
 # ---- unit tests (Check) ----
 host_tests = \
 	tests/unit/test-daemon-hugepages \
-	tests/unit/test-daemon-host-thp
+	tests/unit/test-daemon-host-thp \
+	tests/unit/test-daemon-host-memory
 UNIT_TESTS += $(host_tests)

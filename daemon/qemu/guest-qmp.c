@@ -286,6 +286,8 @@ static void hugepage_pass_end(GuestQmp *q, int r) {
                 log_guest_info(g, "Host huge pages under the guest's RAM: %u of %u 2 MiB ranges on a huge page "
                                "after a collapse, %u not collapsible now, %.1f MiB of holes filled",
                                st->collapsed, st->ranges, st->failed, (double) st->filled / MIB);
+        /* What a stopped pass did counts too: those ranges are on huge pages now. */
+        guest_count_hugepage_repair(g, st->collapsed, st->filled);
         q->hugepage_pass = host_hugepage_pass_free(q->hugepage_pass);
 }
 
@@ -431,8 +433,11 @@ static int on_guest_tick(sd_event_source *s _unused_, uint64_t usec, void *userd
                 return 0;
         q->events_in_cycle = 0;
         if (q->qemu_pid > 0) {
-                uint64_t rss;
-                guest_set_host_rss(g, host_process_rss("/proc", q->qemu_pid, &rss) >= 0 ? rss : UINT64_MAX);
+                HostProcessMemory pm;
+                if (host_process_memory("/proc", q->qemu_pid, &pm) >= 0)
+                        guest_set_host_memory(g, pm.rss, pm.swap, pm.ksm);
+                else
+                        guest_set_host_memory(g, UINT64_MAX, UINT64_MAX, UINT64_MAX);
         }
         hugepage_step(q);
         agent_follow_policy(q);

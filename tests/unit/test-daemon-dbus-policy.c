@@ -69,6 +69,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD("ListGuests", "", "s", method_reply, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("GetGuest", "", "s", method_reply, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("GetHistory", "", "s", method_reply, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("GetMemoryReport", "", "s", method_reply, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("SetGuest", "", "s", method_reply, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Pause", "", "s", method_reply, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Resume", "", "s", method_reply, SD_BUS_VTABLE_UNPRIVILEGED),
@@ -224,7 +225,8 @@ START_TEST(test_policy_enforced) {
         server_pid = test_service_start(run_server, NULL, "the stand-in daemon could not take the name");
 
         static const Call list = { RS_BUS_NAME, "ListGuests" }, get = { RS_BUS_NAME, "GetGuest" },
-                          history = { RS_BUS_NAME, "GetHistory" }, set = { RS_BUS_NAME, "SetGuest" }, pause = { RS_BUS_NAME, "Pause" },
+                          history = { RS_BUS_NAME, "GetHistory" },
+                          memory = { RS_BUS_NAME, "GetMemoryReport" }, set = { RS_BUS_NAME, "SetGuest" }, pause = { RS_BUS_NAME, "Pause" },
                           resume = { RS_BUS_NAME, "Resume" }, probe = { RS_BUS_NAME, "Probe" }, reload = { RS_BUS_NAME, "Reload" },
                           domain = { RS_BUS_NAME, "SetDomainPolicy" }, unlisted = { RS_BUS_NAME, "Shutdown" },
                           prop = { "org.freedesktop.DBus.Properties", "Get", .property_get = true },
@@ -242,6 +244,7 @@ START_TEST(test_policy_enforced) {
         ck_assert_int_eq(call_as(member_uid, member_gid, &list), CALL_OK);
         ck_assert_int_eq(call_as(member_uid, member_gid, &get), CALL_OK);
         ck_assert_int_eq(call_as(member_uid, member_gid, &history), CALL_OK);
+        ck_assert_int_eq(call_as(member_uid, member_gid, &memory), CALL_OK);
         ck_assert_int_eq(call_as(member_uid, member_gid, &prop), CALL_OK);
         ck_assert_int_eq(call_as(member_uid, member_gid, &introspect), CALL_OK);
         ck_assert_int_eq(call_as(member_uid, member_gid, &unlisted), CALL_DENIED);
@@ -250,6 +253,7 @@ START_TEST(test_policy_enforced) {
         /* Anyone else: no reads. */
         ck_assert_int_eq(call_as(outsider_uid, outsider_gid, &list), CALL_DENIED);
         ck_assert_int_eq(call_as(outsider_uid, outsider_gid, &get), CALL_DENIED);
+        ck_assert_int_eq(call_as(outsider_uid, outsider_gid, &memory), CALL_DENIED);
         ck_assert_int_eq(call_as(outsider_uid, outsider_gid, &prop), CALL_DENIED);
         ck_assert_int_eq(call_as(outsider_uid, outsider_gid, &introspect), CALL_DENIED);
         ck_assert_int_eq(call_as(outsider_uid, outsider_gid, &unlisted), CALL_DENIED);

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "common/macro.h"
+#include "common/memory-ledger.h"
 #include "daemon/metrics.h"
 #include "tests/lib/test-util.h"
 #include "tests/lib/check-run.h"
@@ -63,8 +64,22 @@ static const MetricsGuest two_guests[] = {
                 .reprobes_skipped_total = 3,
                 .probe_refaults_total = 900,
                 .faults_total = 1,
+                .hugepages_collapsed_total = 12,
+                .hugepage_holes_filled_bytes_total = 3145728,
                 .resizes_total = { 17, 0, 0 },
                 .resize_failures_total = { 1, 0, 0 },
+                /* Its memory ledger: no free page reporting, 200 MB of free memory still held. */
+                .ledger_known = true,
+                .host_swap_bytes = 0,
+                .host_ksm_bytes = METRICS_UNKNOWN,
+                .reported_used_bytes = 450000000,
+                .reported_cache_bytes = 100000000,
+                .reported_free_bytes = 250000000,
+                .balloon_bytes = 268435456,
+                .free_returned_bytes = 50000000,
+                .unreturned_bytes = 200000000,
+                .refilled_bytes = 44693632,
+                .unreturned_why = MEM_LEDGER_NO_FPR,
         },
         {
                 /* Just discovered, plain QEMU, observed: little is known yet. */
@@ -130,6 +145,41 @@ static const char two_guests_text[] =
         "# UNIT rightsize_guest_reclaimable_bytes bytes\n"
         "# HELP rightsize_guest_reclaimable_bytes Memory the guest would give back held at its estimate plus margin: max minus that size.\n"
         "rightsize_guest_reclaimable_bytes{guest=\"web1\",domain=\"web1\"} 268435456\n"
+        "# TYPE rightsize_guest_host_swap_bytes gauge\n"
+        "# UNIT rightsize_guest_host_swap_bytes bytes\n"
+        "# HELP rightsize_guest_host_swap_bytes Memory of the guest's QEMU process in the host's swap (VmSwap): guest memory the host pushed out rather than got back.\n"
+        "rightsize_guest_host_swap_bytes{guest=\"web1\",domain=\"web1\"} 0\n"
+        "# TYPE rightsize_guest_host_ksm_bytes gauge\n"
+        "# UNIT rightsize_guest_host_ksm_bytes bytes\n"
+        "# HELP rightsize_guest_host_ksm_bytes Pages of the guest's QEMU process that KSM merged with others.\n"
+        "# TYPE rightsize_guest_reported_used_bytes gauge\n"
+        "# UNIT rightsize_guest_reported_used_bytes bytes\n"
+        "# HELP rightsize_guest_reported_used_bytes Memory the guest says it uses: its total minus free and page cache (balloon stats, clamped to its size).\n"
+        "rightsize_guest_reported_used_bytes{guest=\"web1\",domain=\"web1\"} 450000000\n"
+        "# TYPE rightsize_guest_reported_cache_bytes gauge\n"
+        "# UNIT rightsize_guest_reported_cache_bytes bytes\n"
+        "# HELP rightsize_guest_reported_cache_bytes Page cache the guest says it has: reclaimable (balloon stats).\n"
+        "rightsize_guest_reported_cache_bytes{guest=\"web1\",domain=\"web1\"} 100000000\n"
+        "# TYPE rightsize_guest_reported_free_bytes gauge\n"
+        "# UNIT rightsize_guest_reported_free_bytes bytes\n"
+        "# HELP rightsize_guest_reported_free_bytes Memory the guest says is free (balloon stats).\n"
+        "rightsize_guest_reported_free_bytes{guest=\"web1\",domain=\"web1\"} 250000000\n"
+        "# TYPE rightsize_guest_balloon_bytes gauge\n"
+        "# UNIT rightsize_guest_balloon_bytes bytes\n"
+        "# HELP rightsize_guest_balloon_bytes Memory the balloon (and unplugged virtio-mem) holds back: the guest's configured size minus its size now.\n"
+        "rightsize_guest_balloon_bytes{guest=\"web1\",domain=\"web1\"} 268435456\n"
+        "# TYPE rightsize_guest_free_returned_bytes gauge\n"
+        "# UNIT rightsize_guest_free_returned_bytes bytes\n"
+        "# HELP rightsize_guest_free_returned_bytes The guest's free memory the host does not hold: reported by free page reporting, or never touched.\n"
+        "rightsize_guest_free_returned_bytes{guest=\"web1\",domain=\"web1\"} 50000000\n"
+        "# TYPE rightsize_guest_unreturned_bytes gauge\n"
+        "# UNIT rightsize_guest_unreturned_bytes bytes\n"
+        "# HELP rightsize_guest_unreturned_bytes The guest's free memory the host still holds in QEMU's RSS or swap (rightsize_guest_unreturned_reason says why).\n"
+        "rightsize_guest_unreturned_bytes{guest=\"web1\",domain=\"web1\"} 200000000\n"
+        "# TYPE rightsize_guest_refilled_bytes gauge\n"
+        "# UNIT rightsize_guest_refilled_bytes bytes\n"
+        "# HELP rightsize_guest_refilled_bytes Memory the host holds for the guest beyond its size: ballooned ranges filled back in (khugepaged) and QEMU's own.\n"
+        "rightsize_guest_refilled_bytes{guest=\"web1\",domain=\"web1\"} 44693632\n"
         "# TYPE rightsize_guest_refault_rate gauge\n"
         "# HELP rightsize_guest_refault_rate Page refaults per second in the guest.\n"
         "rightsize_guest_refault_rate{guest=\"web1\",domain=\"web1\"} 0.25\n"
@@ -162,6 +212,14 @@ static const char two_guests_text[] =
         "# HELP rightsize_guest_faults_total Times the guest went from no fault to a fault (faulty, or a balloon that stopped, stats that lie) since rightsized started.\n"
         "rightsize_guest_faults_total{guest=\"web1\",domain=\"web1\"} 1\n"
         "rightsize_guest_faults_total{guest=\"db\"} 0\n"
+        "# TYPE rightsize_guest_hugepages_collapsed_total counter\n"
+        "# HELP rightsize_guest_hugepages_collapsed_total 2 MiB ranges of the guest's RAM put back on a host huge page (hugepage-repair=) since rightsized started.\n"
+        "rightsize_guest_hugepages_collapsed_total{guest=\"web1\",domain=\"web1\"} 12\n"
+        "rightsize_guest_hugepages_collapsed_total{guest=\"db\"} 0\n"
+        "# TYPE rightsize_guest_hugepage_holes_filled_bytes_total counter\n"
+        "# HELP rightsize_guest_hugepage_holes_filled_bytes_total Holes those collapses filled: memory the host spent again under the guest, since rightsized started.\n"
+        "rightsize_guest_hugepage_holes_filled_bytes_total{guest=\"web1\",domain=\"web1\"} 3145728\n"
+        "rightsize_guest_hugepage_holes_filled_bytes_total{guest=\"db\"} 0\n"
         "# TYPE rightsize_guest_resizes_total counter\n"
         "# HELP rightsize_guest_resizes_total Resizes rightsized sent to the guest (or queued, for libvirt) since it started, by device.\n"
         "rightsize_guest_resizes_total{guest=\"web1\",domain=\"web1\",actuator=\"balloon\"} 17\n"
@@ -183,6 +241,13 @@ static const char two_guests_text[] =
         "rightsize_guest_state{guest=\"web1\",domain=\"web1\",state=\"probe\"} 0\n"
         "rightsize_guest_state{guest=\"web1\",domain=\"web1\",state=\"hold\"} 1\n"
         "rightsize_guest_state{guest=\"web1\",domain=\"web1\",state=\"faulty\"} 0\n"
+        "# TYPE rightsize_guest_unreturned_reason gauge\n"
+        "# HELP rightsize_guest_unreturned_reason Why the host did not get the guest's free memory back: 1 for each reason that holds, 0 for the others (clamped: the guest's own figures were beyond its size, and were clamped to it).\n"
+        "rightsize_guest_unreturned_reason{guest=\"web1\",domain=\"web1\",reason=\"no-free-page-reporting\"} 1\n"
+        "rightsize_guest_unreturned_reason{guest=\"web1\",domain=\"web1\",reason=\"fragmented\"} 0\n"
+        "rightsize_guest_unreturned_reason{guest=\"web1\",domain=\"web1\",reason=\"khugepaged\"} 0\n"
+        "rightsize_guest_unreturned_reason{guest=\"web1\",domain=\"web1\",reason=\"host-swap\"} 0\n"
+        "rightsize_guest_unreturned_reason{guest=\"web1\",domain=\"web1\",reason=\"clamped\"} 0\n"
         "# TYPE rightsize_guest_info gauge\n"
         "# HELP rightsize_guest_info Where the guest comes from and how it is managed (always 1).\n"
         "rightsize_guest_info{guest=\"web1\",domain=\"web1\",uuid=\"6f1c2a3e-0b7d-4c55-9d4e-2f0a1b2c3d4e\",source=\"libvirt\",policy=\"balanced\",mode=\"rightsize\"} 1\n"
@@ -191,6 +256,17 @@ static const char two_guests_text[] =
         "# UNIT rightsize_host_reclaimed_bytes bytes\n"
         "# HELP rightsize_host_reclaimed_bytes Memory rightsizing holds back from the guests: the sum of the size each had when rightsized took it over minus its actual size.\n"
         "rightsize_host_reclaimed_bytes 223741824\n"
+        "# TYPE rightsize_host_ksm_sharing_bytes gauge\n"
+        "# UNIT rightsize_host_ksm_sharing_bytes bytes\n"
+        "# HELP rightsize_host_ksm_sharing_bytes Memory KSM saves on the host: the sites sharing its merged pages (pages_sharing).\n"
+        "rightsize_host_ksm_sharing_bytes 4096000\n"
+        "# TYPE rightsize_host_ksm_shared_bytes gauge\n"
+        "# UNIT rightsize_host_ksm_shared_bytes bytes\n"
+        "# HELP rightsize_host_ksm_shared_bytes KSM's merged pages in use on the host (pages_shared).\n"
+        "rightsize_host_ksm_shared_bytes 409600\n"
+        "# TYPE rightsize_host_thp_refills gauge\n"
+        "# HELP rightsize_host_thp_refills Whether the host's khugepaged fills ballooned ranges back in (huge pages on, max_ptes_none above 0).\n"
+        "rightsize_host_thp_refills 1\n"
         "# TYPE rightsize_guests_managed gauge\n"
         "# HELP rightsize_guests_managed Guests rightsize is managing.\n"
         "rightsize_guests_managed 2\n"
@@ -204,7 +280,9 @@ static const char *const test_states[] = { "probe", "hold", "faulty" };
 START_TEST(test_exact_output) {
         _cleanup_(freep) char *text = NULL;
         MetricsHost host = { .reclaimed_bytes = 223741824, .guests_managed = 2, .version = "1.2.3",
-                             .states = test_states, .n_states = ARRAY_SIZE(test_states) };
+                             .states = test_states, .n_states = ARRAY_SIZE(test_states),
+                             .ksm_known = true, .ksm_sharing_bytes = 4096000, .ksm_shared_bytes = 409600,
+                             .thp_known = true, .thp_refills = true };
 
         text = format(two_guests, ARRAY_SIZE(two_guests), &host);
         ck_assert_str_eq(text, two_guests_text);
@@ -443,7 +521,9 @@ END_TEST
 START_TEST(test_write_metrics_file) {
         _cleanup_(freep) char *dir = test_mkdtemp(), *path = NULL, *bad = NULL, *got = NULL;
         MetricsHost host = { .reclaimed_bytes = 223741824, .guests_managed = 2, .version = "1.2.3",
-                             .states = test_states, .n_states = ARRAY_SIZE(test_states) };
+                             .states = test_states, .n_states = ARRAY_SIZE(test_states),
+                             .ksm_known = true, .ksm_sharing_bytes = 4096000, .ksm_shared_bytes = 409600,
+                             .thp_known = true, .thp_refills = true };
         struct stat st;
 
         ck_assert_int_ge(asprintf(&path, "%s/rightsize.prom", dir), 0);
