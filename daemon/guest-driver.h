@@ -115,8 +115,9 @@ void guest_sample_add(Guest *g, const RsSample *part);
  * 0: the driver has nothing to add before the first report): stats dated in the future or
  * stale for several intervals are not taken, and the cycle reports the problem. */
 void guest_sample_add_balloon_stats(Guest *g, const RsSample *part, uint64_t last_update);
-/* What QEMU read from the guest's disks (refaults the guest does not report show there). */
-void guest_sample_add_host_disk_read(Guest *g, uint64_t bytes);
+/* What QEMU read from the guest's disks (refaults the guest does not report show there): bytes,
+ * read requests and the nanoseconds they took, summed (RS_UNKNOWN: not reported). */
+void guest_sample_add_host_disk_read(Guest *g, uint64_t bytes, uint64_t operations, uint64_t time_ns);
 /* Untrusted input noticed (an event flood): the cycle's data problem, shown as the fault. */
 void guest_sample_report_problem(Guest *g, const char *fmt, ...) _printf_(2, 3);
 /* The guest's size: QEMU's balloon actual (boot memory only; plugged virtio-mem is added), or

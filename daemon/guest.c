@@ -1089,8 +1089,10 @@ bool guest_agent_answers(const Guest *g) {
         return g->agent_ok;
 }
 
-void guest_sample_add_host_disk_read(Guest *g, uint64_t bytes) {
+void guest_sample_add_host_disk_read(Guest *g, uint64_t bytes, uint64_t operations, uint64_t time_ns) {
         g->sample.counter[RS_COUNTER_HOST_DISK_READ] = bytes;
+        g->sample.counter[RS_COUNTER_HOST_DISK_READ_OPS] = operations;
+        g->sample.counter[RS_COUNTER_HOST_DISK_READ_TIME] = time_ns;
 }
 
 void guest_sample_report_problem(Guest *g, const char *fmt, ...) {

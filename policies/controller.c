@@ -23,7 +23,8 @@ struct RsController {
         uint64_t guest_max, floor, max;
         RsRateTracker tracker;
         RsCostWindow window;
-        double latency_measured;         /* seconds, 0: not measured */
+        double latency;                  /* seconds a read request took, averaged (update_latency()), 0: not measured */
+        double read_bytes;               /* bytes one read request carried, averaged the same way */
         uint64_t wm_min, wm_low, wm_high; /* summed over the zones */
         bool wm_given;                   /* from /proc/zoneinfo, not computed */
         uint64_t managed;                /* the largest MemTotal seen: what the kernel sized its watermarks by */
@@ -187,6 +188,7 @@ int rs_controller_new(RsController **ret, const RsPolicy *policy, const RsContro
                 .max = c->max,
                 .cost_rest = -1,
                 .cost_target = params->cost_target,
+                .fault_latency = params->fault_latency_sec,
         };
         snprintf(c->d.reason, sizeof(c->d.reason), "no sample yet");
         *ret = c;
@@ -196,10 +198,6 @@ int rs_controller_new(RsController **ret, const RsPolicy *policy, const RsContro
 RsController *rs_controller_free(RsController *c) {
         free(c);
         return NULL;
-}
-
-void rs_controller_set_fault_latency(RsController *c, double seconds) {
-        c->latency_measured = seconds > 0 && seconds < 1 ? seconds : 0;
 }
 
 void rs_controller_set_watermarks(RsController *c, uint64_t min, uint64_t low, uint64_t high) {
@@ -285,6 +283,59 @@ static double cliff_hold(const RsController *c) {
 static double used_size(const RsController *c, const RsSample *s, double actual) {
         uint64_t used = rs_controller_start_size((uint64_t) actual, s->level[RS_LEVEL_FREE], c->wm_high);
         return rs_known(used) ? (double) used : actual;
+}
+
+/* An interval's reads are a mean worth taking from 100 reads on: read times are skewed (most
+ * near the device's latency, a few behind a flush or a queue), and with a spread of the order
+ * of the mean, 100 put the mean within a tenth of the true one at one deviation; an interval
+ * with fewer (an idle disk: a few metadata reads) is one slow read away from a mean ten times
+ * too high, and costs nothing to skip, since so few faults cost little at any latency. */
+#define LATENCY_MIN_READS 100.0
+/* The range a mean read time can have: 10 µs is below the fastest device's read through
+ * virtio and QEMU's block layer (a read the host's page cache serves takes about that, and
+ * memory the host caches is not a reason to call a fault free); 100 ms is a loaded spinning
+ * disk's queue. An interval outside is a broken or hostile QEMU, not a disk: ignored, so that
+ * neither a zero (every fault free: the guest squeezed into thrashing) nor an hour (every
+ * fault a stall: the guest held at max) reaches the cost. */
+#define LATENCY_MIN_SEC 10e-6
+#define LATENCY_MAX_SEC 100e-3
+
+/* The time one of the guest's reads takes on the host, from QEMU's blockstats: the read time
+ * of the interval over its reads, averaged over the cost window (a disk's latency drifts with
+ * its load; one busy interval should not set it), and the bytes a read carried likewise. */
+static void update_latency(RsController *c, const RsRates *r) {
+        double dt = r->interval_sec;
+        if (!(dt > 0 && r->known[RS_COUNTER_HOST_DISK_READ_OPS] && r->known[RS_COUNTER_HOST_DISK_READ_TIME]))
+                return;
+        double ops = r->per_sec[RS_COUNTER_HOST_DISK_READ_OPS];
+        if (ops * dt < LATENCY_MIN_READS)
+                return;
+        double latency = r->per_sec[RS_COUNTER_HOST_DISK_READ_TIME] / 1e9 / ops;
+        if (!(latency >= LATENCY_MIN_SEC && latency <= LATENCY_MAX_SEC))
+                return;
+        double a = 1.0 - exp(-dt / c->params.cost_window_sec);
+        c->latency = c->latency > 0 ? c->latency + a * (latency - c->latency) : latency;
+        if (r->known[RS_COUNTER_HOST_DISK_READ]) {
+                /* at least a page: a fault reads no less, and a request of a sector's bytes
+                 * would charge a page's worth of host reads several requests; at most 4 MiB,
+                 * above any virtio disk's largest request, so that no claim of QEMU's makes
+                 * host reads cheaper than a thousandth of a request a page */
+                double bytes = CLAMP(r->per_sec[RS_COUNTER_HOST_DISK_READ] / ops, 4096.0, 4.0 * MIB);
+                c->read_bytes = c->read_bytes > 0 ? c->read_bytes + a * (bytes - c->read_bytes) : bytes;
+        }
+}
+
+/* Seconds one fault costs: one read request's time, measured, else the tunable. */
+static double fault_latency(const RsController *c) {
+        return c->latency > 0 ? c->latency : c->params.fault_latency_sec;
+}
+
+/* Seconds one page of host reads costs: its share of the request that carried it, as measured.
+ * The tunable is a 4 KiB read's, so without a measurement a page costs a whole one. */
+static double host_read_page_latency(const RsController *c) {
+        if (c->latency > 0 && c->read_bytes > 0)
+                return c->latency * 4096.0 / c->read_bytes;
+        return fault_latency(c);
 }
 
 /* Three deviations: what a reading's own noise exceeds about once in several hundred. */
@@ -383,7 +434,7 @@ static bool relearn_floor(RsController *c, double actual, uint64_t now) {
  * while nobody does (the cost at rest within target). Only an explanation: the cost already
  * leaves a stream out. */
 static void update_stream_verdict(RsController *c, const RsCostInterval *ci, double rest, uint64_t now) {
-        double latency = c->latency_measured > 0 ? c->latency_measured : c->params.fault_latency_sec;
+        double latency = host_read_page_latency(c);
         bool signs = false;
         if (ci->source == RS_COST_PSI && ci->refaults >= 0 && ci->activations >= 0)
                 signs = (ci->refaults - ci->activations) * latency > c->params.cost_target && rest <= c->params.cost_target;
@@ -487,6 +538,7 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
         if (ev == RS_RATE_REBOOT)
                 c->reserve_seen = 0; /* a new kernel, perhaps set otherwise */
         update_watermarks(c, &s);
+        update_latency(c, &r);
         if (c->cliff_restored) {
                 c->cliff_at = now;
                 c->cliff_restored = false;
@@ -540,9 +592,10 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
         }
 
         update_host_read_floor(c, &r, actual, now);
-        double latency = c->latency_measured > 0 ? c->latency_measured : p->fault_latency_sec;
+        c->d.fault_latency = fault_latency(c);
+        c->d.latency_measured = c->latency > 0;
         RsCostInterval ci;
-        rs_cost_interval(&r, latency, host_reads_not_counted(c), &ci);
+        rs_cost_interval(&r, fault_latency(c), host_read_page_latency(c), host_reads_not_counted(c), &ci);
         bool killed;
         const char *risk = oom_risk(c, &s, actual, &killed);
         double prev_actual = c->prev_actual;

@@ -25,6 +25,11 @@
  * step's reclaim took, coming back) is judged by the level it tends to, so a step's passing
  * stall does not loosen the guest, however long the workload's reuse time.
  *
+ * Without the agent the cost is faults times a per-fault latency: the mean time of the
+ * guest's disk reads as QEMU measured them (rd_total_time_ns over rd_operations), averaged
+ * over the cost window from intervals with enough reads to be a mean, within a sane range;
+ * fault_latency_sec until then, or where QEMU does not report it.
+ *
  * The estimate is the size the controller settled at: where the cost at rest stayed within
  * target. A stream (reads no memory saves) shows in neither signal of the cost: PSI does
  * not count it, and without the agent the host reads it makes at max, and their own jitter,
@@ -97,6 +102,8 @@ typedef struct RsControllerDecision {
         double cost_rest;     /* what the size costs at rest (rs_cost_window_settled()), or the last
                                * size judged's while this one is not */
         double cost_target;
+        double fault_latency; /* seconds one fault costs: measured on the host, else the tunable */
+        bool latency_measured;
         bool streaming;       /* a stream verdict in force */
         char reason[RS_REASON_MAX];
 } RsControllerDecision;
@@ -107,9 +114,6 @@ typedef struct RsController RsController;
 int rs_controller_new(RsController **ret, const RsPolicy *policy, const RsControllerParams *params, uint64_t guest_max);
 RsController *rs_controller_free(RsController *c);
 
-/* The per-fault latency the daemon measured on the host (e.g. the guest's disks' read time
- * per read), seconds; 0 or less goes back to the default. */
-void rs_controller_set_fault_latency(RsController *c, double seconds);
 /* The guest's zones' watermarks summed, bytes, as /proc/zoneinfo reports them. Until set (or
  * with 0s) they are computed as the kernel computes them at boot from the guest's memory. */
 void rs_controller_set_watermarks(RsController *c, uint64_t min, uint64_t low, uint64_t high);

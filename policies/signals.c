@@ -49,6 +49,8 @@ static const char *const counter_names[_RS_COUNTER_MAX] = {
         [RS_COUNTER_PSI_SOME_TOTAL] = "psi-some-total",
         [RS_COUNTER_PSI_FULL_TOTAL] = "psi-full-total",
         [RS_COUNTER_HOST_DISK_READ] = "host-disk-read",
+        [RS_COUNTER_HOST_DISK_READ_OPS] = "host-disk-read-ops",
+        [RS_COUNTER_HOST_DISK_READ_TIME] = "host-disk-read-time",
 };
 
 void rs_sample_init(RsSample *s) {
@@ -72,6 +74,10 @@ bool rs_counter_is_balloon(RsCounter c) {
 
 bool rs_counter_is_agent(RsCounter c) {
         return c >= RS_COUNTER_REFAULT_ANON && c <= RS_COUNTER_PSI_FULL_TOTAL;
+}
+
+bool rs_counter_is_host(RsCounter c) {
+        return c >= RS_COUNTER_HOST_DISK_READ && c <= RS_COUNTER_HOST_DISK_READ_TIME;
 }
 
 void rs_sample_sanitize(RsSample *s, uint64_t mem_max) {
@@ -138,6 +144,11 @@ double rs_counter_max_rate(RsCounter c) {
         case RS_COUNTER_OOM_KILLS:
         case RS_COUNTER_OOM_KILL:
                 return 1000.0;
+        case RS_COUNTER_HOST_DISK_READ_TIME:
+                /* ns/s: reads in flight together each add their own time, so this is wall
+                 * time times the reads in flight: at most 64 queues of 1024 (virtio-blk's
+                 * largest) on each of 16 disks */
+                return 1e9 * 64 * 1024 * 16;
         case RS_COUNTER_PSI_SOME_TOTAL:
         case RS_COUNTER_PSI_FULL_TOTAL:
                 /* Stall time is wall time: at most one second per second, plus slack for
@@ -191,7 +202,8 @@ RsRateEvent rs_rate_tracker_feed(RsRateTracker *t, const RsSample *s, uint64_t n
         unsigned compared = 0, backwards = 0;
         for (size_t i = 0; i < _RS_COUNTER_MAX; i++) {
                 uint64_t d;
-                if (!rs_known(s->counter[i]) || !rs_known(t->prev[i]))
+                /* QEMU's counters go on through a guest reboot: they would only outvote it */
+                if (!rs_known(s->counter[i]) || !rs_known(t->prev[i]) || rs_counter_is_host(i))
                         continue;
                 compared++;
                 if (s->counter[i] < t->prev[i] && !wrapped32(t->prev[i], s->counter[i], &d))

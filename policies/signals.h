@@ -9,7 +9,7 @@
  * /proc/pressure/memory.
  *
  * RsRateTracker turns successive samples into rates. Counters that go backwards are a
- * reset, not a negative rate; when most known counters go backwards together the guest
+ * reset, not a negative rate; when most known guest counters go backwards together the guest
  * rebooted. 32-bit wraps are unwrapped. A rate no guest can physically produce is dropped
  * (unknown), so a lying guest never makes a spike. Nothing here allocates. */
 #pragma once
@@ -81,6 +81,11 @@ typedef enum RsCounter {
         /* the host's own view: bytes QEMU read from the guest's disks (query-blockstats).
          * Swap-ins and file refaults must come from disk, whatever the guest reports. */
         RS_COUNTER_HOST_DISK_READ,
+        /* ... the read requests that carried them, and the nanoseconds those took from
+         * submission to completion, summed (rd_operations, rd_total_time_ns): their ratio is
+         * the mean time of one of the guest's reads, the latency a fault waits for */
+        RS_COUNTER_HOST_DISK_READ_OPS,
+        RS_COUNTER_HOST_DISK_READ_TIME,
         _RS_COUNTER_MAX,
 } RsCounter;
 
@@ -97,6 +102,8 @@ const char *rs_counter_name(RsCounter c);
 /* Which group a counter belongs to: the tiers are built from these. */
 bool rs_counter_is_agent(RsCounter c);
 bool rs_counter_is_balloon(RsCounter c);
+/* QEMU's own counters: a guest reboot does not reset them. */
+bool rs_counter_is_host(RsCounter c);
 
 /* Levels checked for consistency. mem_max is the most memory the guest can have (bytes,
  * 0 when not known): levels above it (with slack) or contradicting each other (free or

@@ -11,7 +11,11 @@ static double rate_or(const RsRates *r, RsCounter c, double unknown) {
         return r->known[c] ? r->per_sec[c] : unknown;
 }
 
-void rs_cost_interval(const RsRates *rates, double fault_latency_sec, double host_read_floor, RsCostInterval *ret) {
+void rs_cost_interval(const RsRates *rates,
+                      double fault_latency_sec,
+                      double host_read_page_sec,
+                      double host_read_floor,
+                      RsCostInterval *ret) {
         *ret = (RsCostInterval) {
                 .source = RS_COST_NONE,
                 .fault_pages = -1,
@@ -43,9 +47,10 @@ void rs_cost_interval(const RsRates *rates, double fault_latency_sec, double hos
                 return;
         /* The rates counted are what the workload did while it waited, so pages times latency
          * is the time it waited, per second: no closed-loop correction is needed. */
-        double pages = MAX(ret->fault_pages, ret->host_read_pages - MAX(host_read_floor, 0.0));
+        double faults = MAX(ret->fault_pages, 0.0) * fault_latency_sec;
+        double reads = MAX(ret->host_read_pages - MAX(host_read_floor, 0.0), 0.0) * host_read_page_sec;
         ret->source = RS_COST_ESTIMATED;
-        ret->stall = CLAMP(MAX(pages, 0.0) * fault_latency_sec, 0.0, 1.0);
+        ret->stall = CLAMP(MAX(faults, reads), 0.0, 1.0);
 }
 
 void rs_cost_window_init(RsCostWindow *w, double window_sec) {

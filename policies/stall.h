@@ -8,8 +8,12 @@
  *
  * Without the agent, the cost is an estimate: the pages the guest had to bring back (major
  * faults and swap-ins from its balloon stats, or the host's own count of what QEMU read from
- * its disks, whichever says more) times a per-fault latency. The latency is measured by the
- * daemon on the host where it can (the guest's disks' read latency), else a default.
+ * its disks, whichever says more) times a per-fault latency. The latency is measured on the
+ * host where QEMU reports it (the mean time of the guest's disk reads), else a default. A
+ * fault costs one read request: the task waits for the request that carries its page, and
+ * the readahead pages the same request brings cost no wait of their own (touched later, they
+ * are minor faults). So host reads, counted in bytes, cost a request's latency per request,
+ * not per page.
  * Since a read counts whether or not memory would have saved it, host reads the guest also
  * made with all the memory it can have (at its max: a stream, or reads of data that is
  * never reused) are its floor, and only reads above that floor count. That floor is the
@@ -46,8 +50,14 @@ typedef struct RsCostInterval {
 } RsCostInterval;
 
 /* The interval's cost from its rates. host_read_floor: pages/s of host reads that do not
- * count (the stream floor, 0 for none); fault_latency_sec: seconds one fault costs. */
-void rs_cost_interval(const RsRates *rates, double fault_latency_sec, double host_read_floor, RsCostInterval *ret);
+ * count (the stream floor, 0 for none); fault_latency_sec: seconds one fault costs;
+ * host_read_page_sec: seconds one page of host reads costs (a read request's latency shared
+ * by the pages it carries). */
+void rs_cost_interval(const RsRates *rates,
+                      double fault_latency_sec,
+                      double host_read_page_sec,
+                      double host_read_floor,
+                      RsCostInterval *ret);
 
 /* The window: the cost's average and its lowest interval, over window_sec. */
 #define RS_COST_RING 64

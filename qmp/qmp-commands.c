@@ -24,14 +24,20 @@ int qmp_parse_balloon_info(json_object *result, QmpBalloonInfo *ret) {
         return 0;
 }
 
-int qmp_parse_blockstats_read_bytes(json_object *result, uint64_t *ret) {
-        uint64_t sum = 0;
+/* Saturates below UINT64_MAX, which callers read as "not reported". */
+static uint64_t add_saturating(uint64_t sum, uint64_t v) {
+        return v >= UINT64_MAX - 1 - sum ? UINT64_MAX - 1 : sum + v;
+}
+
+int qmp_parse_blockstats_reads(json_object *result, QmpBlockReads *ret) {
+        QmpBlockReads sum = {};
+        bool timed = true;
 
         if (!json_object_is_type(result, json_type_array))
                 return -EBADMSG;
         for (size_t i = 0, n = json_object_array_length(result); i < n; i++) {
                 json_object *entry = json_object_array_get_idx(result, i), *stats;
-                uint64_t rd;
+                uint64_t rd, ops = QMP_VALUE_UNKNOWN, ns = QMP_VALUE_UNKNOWN;
                 int r;
 
                 if (!json_object_is_type(entry, json_type_object))
@@ -42,9 +48,24 @@ int qmp_parse_blockstats_read_bytes(json_object *result, uint64_t *ret) {
                 r = required(json_member_get_u64(stats, "rd_bytes", &rd));
                 if (r < 0)
                         return r;
-                /* Saturate below UINT64_MAX, which callers read as "not reported". */
-                sum = rd >= UINT64_MAX - 1 - sum ? UINT64_MAX - 1 : sum + rd;
+                /* absent in a QEMU too old to count them: not reported */
+                r = json_member_get_u64_optional(stats, "rd_operations", &ops);
+                if (r < 0)
+                        return r;
+                r = json_member_get_u64_optional(stats, "rd_total_time_ns", &ns);
+                if (r < 0)
+                        return r;
+                sum.bytes = add_saturating(sum.bytes, rd);
+                /* A device without either leaves the pair unknown: a mean over some devices'
+                 * time and others' count would be neither's. */
+                timed = timed && qmp_value_is_known(ops) && qmp_value_is_known(ns);
+                if (timed) {
+                        sum.operations = add_saturating(sum.operations, ops);
+                        sum.time_ns = add_saturating(sum.time_ns, ns);
+                }
         }
+        if (!timed)
+                sum.operations = sum.time_ns = QMP_VALUE_UNKNOWN;
         *ret = sum;
         return 0;
 }
@@ -257,6 +278,7 @@ struct HelperCall {
                 qmp_balloon_info_fn balloon_info;
                 qmp_guest_stats_fn guest_stats;
                 qmp_memory_devices_fn memory_devices;
+                qmp_block_reads_fn block_reads;
         } callback;
         void *userdata;
         qmp_destroy_fn destroy; /* of userdata, once, after the callback or instead of it */
@@ -454,17 +476,17 @@ static void handle_u64(HelperCall *call, QmpClient *c, const QmpReply *reply) {
 }
 
 static void handle_blockstats(HelperCall *call, QmpClient *c, const QmpReply *reply) {
-        uint64_t value = 0;
+        QmpBlockReads reads = { .operations = QMP_VALUE_UNKNOWN, .time_ns = QMP_VALUE_UNKNOWN };
         QmpReply r = *reply;
         int k;
 
-        if (r.error == 0 && (k = qmp_parse_blockstats_read_bytes(reply->result, &value)) < 0)
+        if (r.error == 0 && (k = qmp_parse_blockstats_reads(reply->result, &reads)) < 0)
                 r = bad_reply(reply, k, "malformed reply to query-blockstats");
-        if (call->callback.u64)
-                call->callback.u64(c, &r, r.error == 0 ? value : 0, call->userdata);
+        if (call->callback.block_reads)
+                call->callback.block_reads(c, &r, r.error == 0 ? &reads : NULL, call->userdata);
 }
 
-int qmp_query_blockstats_read_bytes(QmpClient *c, uint64_t timeout_usec, qmp_u64_fn callback, void *userdata) {
+int qmp_query_blockstats_reads(QmpClient *c, uint64_t timeout_usec, qmp_block_reads_fn callback, void *userdata) {
         if (!c)
                 return -EINVAL;
         return helper_execute(c,
@@ -473,7 +495,7 @@ int qmp_query_blockstats_read_bytes(QmpClient *c, uint64_t timeout_usec, qmp_u64
                               timeout_usec,
                               &(HelperCall) {
                                       .handle = handle_blockstats,
-                                      .callback.u64 = callback,
+                                      .callback.block_reads = callback,
                                       .userdata = userdata,
                               });
 }

@@ -112,11 +112,23 @@ int qmp_get_guest_stats(QmpClient *c, const char *qom_path, uint64_t timeout_use
 
 /* ---- block devices (the host's view of the guest's disk reads) ---- */
 
-/* The bytes read from every block device QEMU serves the guest (query-blockstats, the
- * device-level "stats" of each entry; the protocol layers beneath are not added again).
- * An empty list is 0. -EBADMSG for a malformed entry; the sum saturates at UINT64_MAX - 1. */
-int qmp_parse_blockstats_read_bytes(json_object *result, uint64_t *ret);
-int qmp_query_blockstats_read_bytes(QmpClient *c, uint64_t timeout_usec, qmp_u64_fn callback, void *userdata);
+/* The reads of every block device QEMU serves the guest, summed (query-blockstats, the
+ * device-level "stats" of each entry; the protocol layers beneath are not added again). */
+typedef struct QmpBlockReads {
+        uint64_t bytes;      /* rd_bytes */
+        /* rd_operations and rd_total_time_ns (the time the reads took from submission to
+         * completion, summed over reads): QMP_VALUE_UNKNOWN, both, unless every device reports
+         * both, so that their ratio is the mean time of the same reads */
+        uint64_t operations;
+        uint64_t time_ns;
+} QmpBlockReads;
+typedef void (*qmp_block_reads_fn)(QmpClient *c, const QmpReply *reply, const QmpBlockReads *reads, void *userdata);
+
+/* An empty list is 0 of each. -EBADMSG for a malformed entry (rd_bytes missing, a field
+ * present but not a non-negative integer); rd_operations or rd_total_time_ns missing is not
+ * an error (not reported). Each sum saturates at UINT64_MAX - 1. */
+int qmp_parse_blockstats_reads(json_object *result, QmpBlockReads *ret);
+int qmp_query_blockstats_reads(QmpClient *c, uint64_t timeout_usec, qmp_block_reads_fn callback, void *userdata);
 
 /* ---- memory devices ---- */
 

@@ -345,11 +345,12 @@ static void on_memory_devices(QmpClient *c _unused_, const QmpReply *reply, cons
 }
 
 /* The host's own count of what the guest read from its disks: refaults it does not report
- * still show here. Optional: a failure costs neither the interval nor the guest. */
-static void on_blockstats(QmpClient *c _unused_, const QmpReply *reply, uint64_t read_bytes, void *userdata) {
+ * still show here, and the time the reads took is what a fault waits for. Optional: a
+ * failure costs neither the interval nor the guest. */
+static void on_blockstats(QmpClient *c _unused_, const QmpReply *reply, const QmpBlockReads *reads, void *userdata) {
         GuestQmp *q = userdata;
-        if (reply->error >= 0)
-                guest_sample_add_host_disk_read(q->guest, read_bytes);
+        if (reply->error >= 0 && reads)
+                guest_sample_add_host_disk_read(q->guest, reads->bytes, reads->operations, reads->time_ns);
         else if (reply->error == -EOPNOTSUPP)
                 q->no_blockstats = true;
         else
@@ -451,7 +452,7 @@ static int on_guest_tick(sd_event_source *s _unused_, uint64_t usec, void *userd
                 guest_cycle_hold(g);
         if (guest_vmem_id(g) && qmp_query_memory_devices(q->qmp, t, on_memory_devices, q) >= 0)
                 guest_cycle_hold(g);
-        if (!q->no_blockstats && qmp_query_blockstats_read_bytes(q->qmp, t, on_blockstats, q) >= 0)
+        if (!q->no_blockstats && qmp_query_blockstats_reads(q->qmp, t, on_blockstats, q) >= 0)
                 guest_cycle_hold(g);
         if (!guest_policy(g)->guest_agent)
                 guest_set_agent_problem(g, ""); /* not asked, so nothing to complain about */

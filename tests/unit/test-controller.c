@@ -24,7 +24,7 @@ START_TEST(test_cost_from_psi_and_faults) {
         r.per_sec[RS_COUNTER_PSI_SOME_TOTAL] = 2000; /* 2 ms a second */
         r.known[RS_COUNTER_MAJOR_FAULTS] = true;
         r.per_sec[RS_COUNTER_MAJOR_FAULTS] = 1e6;    /* PSI wins wherever it is */
-        rs_cost_interval(&r, 250e-6, 0, &ci);
+        rs_cost_interval(&r, 250e-6, 250e-6, 0, &ci);
         ck_assert_int_eq(ci.source, RS_COST_PSI);
         ck_assert(fabs(ci.stall - 0.002) < 1e-12);
 
@@ -32,20 +32,28 @@ START_TEST(test_cost_from_psi_and_faults) {
         r.per_sec[RS_COUNTER_MAJOR_FAULTS] = 10;
         r.known[RS_COUNTER_SWAP_IN] = true;
         r.per_sec[RS_COUNTER_SWAP_IN] = 8 * 4096; /* a swap-in is a major fault: the larger, not the sum */
-        rs_cost_interval(&r, 100e-6, 0, &ci);
+        rs_cost_interval(&r, 100e-6, 100e-6, 0, &ci);
         ck_assert_int_eq(ci.source, RS_COST_ESTIMATED);
         ck_assert(fabs(ci.stall - 10 * 100e-6) < 1e-12);
 
         /* host reads above the floor count; the guest's own faults always do */
         r.known[RS_COUNTER_HOST_DISK_READ] = true;
         r.per_sec[RS_COUNTER_HOST_DISK_READ] = 1000 * 4096.0;
-        rs_cost_interval(&r, 100e-6, 900, &ci);
+        rs_cost_interval(&r, 100e-6, 100e-6, 900, &ci);
         ck_assert(fabs(ci.stall - 100 * 100e-6) < 1e-12);
-        rs_cost_interval(&r, 100e-6, 2000, &ci);
+        rs_cost_interval(&r, 100e-6, 100e-6, 2000, &ci);
         ck_assert(fabs(ci.stall - 10 * 100e-6) < 1e-12);
 
+        /* host reads cost a request's latency per request: 100 pages/s above the floor in
+         * 32 KiB requests are 12.5 requests a second, a fault's worth each */
+        rs_cost_interval(&r, 100e-6, 100e-6 / 8, 900, &ci);
+        ck_assert(fabs(ci.stall - 12.5 * 100e-6) < 1e-12);
+        r.per_sec[RS_COUNTER_MAJOR_FAULTS] = 20; /* the faults say more */
+        rs_cost_interval(&r, 100e-6, 100e-6 / 8, 900, &ci);
+        ck_assert(fabs(ci.stall - 20 * 100e-6) < 1e-12);
+
         r.interval_sec = 0;
-        rs_cost_interval(&r, 100e-6, 0, &ci);
+        rs_cost_interval(&r, 100e-6, 100e-6, 0, &ci);
         ck_assert_int_eq(ci.source, RS_COST_NONE);
 }
 END_TEST
@@ -615,6 +623,133 @@ START_TEST(test_stream_host_reads) {
 }
 END_TEST
 
+/* A guest without the agent, at 2 GiB of 4, whose every interval adds faults and host reads:
+ * read requests of read_bytes each that took latency seconds apiece (-1: QEMU does not report
+ * their count and time). Returns the decision. */
+typedef struct Disk {
+        RsController *c;
+        uint64_t now;
+        double faults, ops, time_ns, bytes;
+} Disk;
+
+static RsControllerDecision disk_interval(Disk *k, double faults, double reads, double read_bytes, double latency) {
+        RsSample s;
+        RsControllerDecision d;
+        rs_sample_init(&s);
+        k->now += 10 * SEC;
+        k->faults += faults;
+        s.level[RS_LEVEL_TOTAL] = 4 * GIB;
+        s.level[RS_LEVEL_FREE] = 512 * MIB;
+        s.level[RS_LEVEL_BALLOON_ACTUAL] = 2 * GIB;
+        s.counter[RS_COUNTER_MAJOR_FAULTS] = (uint64_t) k->faults;
+        if (latency >= 0) {
+                k->ops += reads;
+                k->time_ns += reads * latency * 1e9;
+                k->bytes += reads * read_bytes;
+                s.counter[RS_COUNTER_HOST_DISK_READ] = (uint64_t) k->bytes;
+                s.counter[RS_COUNTER_HOST_DISK_READ_OPS] = (uint64_t) k->ops;
+                s.counter[RS_COUNTER_HOST_DISK_READ_TIME] = (uint64_t) k->time_ns;
+        }
+        rs_controller_feed(k->c, &s, k->now);
+        rs_controller_decide(k->c, &d);
+        return d;
+}
+
+/* The cost without the agent is faults times the latency QEMU measured for the guest's reads,
+ * averaged over the cost window; the tunable until then; a mean from too few reads, or out of
+ * any disk's range, changes nothing. */
+START_TEST(test_measured_latency) {
+        RsPolicy p;
+        RsControllerParams cp;
+        RsControllerDecision d;
+        Disk k = {};
+
+        rs_policy_init(&p);
+        rs_controller_params_init(&cp, &p);
+        ck_assert_int_eq(rs_controller_new(&k.c, &p, &cp, 4 * GIB), 0);
+        d = disk_interval(&k, 0, 0, 0, -1);
+        ck_assert_int_eq(d.action, RS_CONTROL_START);
+
+        /* QEMU reports no read times: 100 faults a second at the tunable's 250 µs */
+        d = disk_interval(&k, 1000, 0, 0, -1);
+        ck_assert_int_eq(d.source, RS_COST_ESTIMATED);
+        ck_assert(!d.latency_measured);
+        ck_assert(fabs(d.fault_latency - 250e-6) < 1e-12);
+        ck_assert(fabs(d.cost - 100 * 250e-6) < 1e-9);
+
+        /* reads of 1 ms each: the first interval that has their rate sets the latency, and the
+         * same faults cost four times as much (the counters' first report has no rate yet) */
+        d = disk_interval(&k, 1000, 1000, 4096, 1e-3);
+        ck_assert(!d.latency_measured);
+        d = disk_interval(&k, 1000, 1000, 4096, 1e-3);
+        ck_assert(d.latency_measured);
+        ck_assert(fabs(d.fault_latency - 1e-3) < 1e-9);
+        ck_assert(fabs(d.cost - 100 * 1e-3) < 1e-6);
+
+        /* absurd means are ignored, each for what it would do: reads that took no time (every
+         * fault free), a second each (every fault a stall), and 50 reads at 50 ms (a mean of
+         * too few: an idle disk's metadata reads behind a flush) */
+        static const struct {
+                double reads, latency;
+        } absurd[] = { { 1000, 0 }, { 1000, 1e-6 }, { 1000, 1.0 }, { 1000, 0.5 }, { 50, 50e-3 } };
+        for (size_t i = 0; i < ARRAY_SIZE(absurd); i++) {
+                d = disk_interval(&k, 1000, absurd[i].reads, 4096, absurd[i].latency);
+                ck_assert_msg(fabs(d.fault_latency - 1e-3) < 1e-9, "%zu: %g s", i, d.fault_latency);
+                ck_assert_msg(fabs(d.cost - 100 * 1e-3) < 1e-6, "%zu: cost %g", i, d.cost);
+        }
+
+        /* a slower disk moves it over the window (30 s): one 10 s interval a share 1 - e^(-1/3) */
+        d = disk_interval(&k, 1000, 1000, 4096, 2e-3);
+        double expect = 1e-3 + (1 - exp(-10.0 / 30.0)) * 1e-3;
+        ck_assert(fabs(d.fault_latency - expect) < 1e-9);
+        ck_assert(fabs(d.cost - 100 * expect) < 1e-6);
+        /* ... and to it, held */
+        for (int i = 0; i < 30; i++)
+                d = disk_interval(&k, 1000, 1000, 4096, 2e-3);
+        ck_assert(fabs(d.fault_latency - 2e-3) < 1e-6);
+        ck_assert(fabs(d.cost - 100 * 2e-3) < 1e-4);
+
+        /* the tunable is the fallback only: a QEMU that stops reporting keeps what it measured */
+        d = disk_interval(&k, 1000, 0, 0, -1);
+        ck_assert(d.latency_measured);
+        rs_controller_free(k.c);
+}
+END_TEST
+
+/* A read request carries readahead: the guest waits once for it, not once per page. Host reads
+ * of 1,000 requests of 32 KiB an interval at 1 ms each cost 100 requests a second times 1 ms,
+ * not their 800 pages a second. */
+START_TEST(test_measured_latency_per_request) {
+        RsPolicy p;
+        RsControllerParams cp;
+        RsControllerDecision d;
+        Disk k = {};
+
+        rs_policy_init(&p);
+        rs_controller_params_init(&cp, &p);
+        ck_assert_int_eq(rs_controller_new(&k.c, &p, &cp, 4 * GIB), 0);
+        d = disk_interval(&k, 0, 0, 0, 1e-3);
+        ck_assert_int_eq(d.action, RS_CONTROL_START);
+        d = disk_interval(&k, 0, 1000, 32768, 1e-3);
+        ck_assert(d.latency_measured);
+        ck_assert(fabs(d.cost - 100 * 1e-3) < 1e-6);
+        /* the guest's own faults count a request each */
+        d = disk_interval(&k, 2000, 1000, 32768, 1e-3);
+        ck_assert(fabs(d.cost - 200 * 1e-3) < 1e-6);
+        rs_controller_free(k.c);
+
+        /* a QEMU claiming 64 MiB a request is held to 4 MiB: 100 of them an interval are
+         * 163,840 pages a second at a 1,024th of a request each, not a 16,384th */
+        k = (Disk) {};
+        ck_assert_int_eq(rs_controller_new(&k.c, &p, &cp, 4 * GIB), 0);
+        d = disk_interval(&k, 0, 0, 0, 1e-3);
+        d = disk_interval(&k, 0, 100, 64.0 * MIB, 1e-3);
+        ck_assert(d.latency_measured);
+        ck_assert(fabs(d.cost - 163840 * 1e-3 / 1024) < 1e-6);
+        rs_controller_free(k.c);
+}
+END_TEST
+
 START_TEST(test_params_validated) {
         RsPolicy p;
         RsControllerParams cp;
@@ -643,5 +778,7 @@ int main(void) {
         tcase_add_loop_test(tc, test_no_cliff_from_a_passing_stall, 0, 2);
         tcase_add_loop_test(tc, test_growth_loosened_every_interval, 0, 2);
         tcase_add_test(tc, test_stream_host_reads);
+        tcase_add_test(tc, test_measured_latency);
+        tcase_add_test(tc, test_measured_latency_per_request);
         return check_run_suite(s);
 }

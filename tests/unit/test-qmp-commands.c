@@ -185,54 +185,97 @@ END_TEST
 /* ---- block devices ---- */
 
 /* The shape QEMU 7.2 sends: device-level stats, with the protocol layer under "parent". */
-#define BLOCKSTATS_ENTRY(rd) \
+#define BLOCKSTATS_TIMED(rd, ops, ns) \
         "{\"device\": \"\", \"node-name\": \"n1\", \"qdev\": \"/machine/peripheral-anon/device[2]/virtio-backend\", " \
-        "\"stats\": {\"rd_bytes\": " rd ", \"wr_bytes\": 4096, \"rd_operations\": 3, \"flush_operations\": 0, " \
-        "\"timed_stats\": [], \"account_invalid\": true}, " \
-        "\"parent\": {\"node-name\": \"p1\", \"stats\": {\"rd_bytes\": 999999, \"wr_bytes\": 0}}}"
+        "\"stats\": {\"rd_bytes\": " rd ", \"wr_bytes\": 4096, \"rd_operations\": " ops ", \"flush_operations\": 0, " \
+        "\"rd_total_time_ns\": " ns ", \"wr_total_time_ns\": 70000, \"timed_stats\": [], \"account_invalid\": true}, " \
+        "\"parent\": {\"node-name\": \"p1\", \"stats\": {\"rd_bytes\": 999999, \"rd_operations\": 999, " \
+        "\"rd_total_time_ns\": 999999999, \"wr_bytes\": 0}}}"
+#define BLOCKSTATS_ENTRY(rd) BLOCKSTATS_TIMED(rd, "3", "250000")
+/* An older QEMU's entry: no request count or time */
+#define BLOCKSTATS_UNTIMED(rd) "{\"device\": \"d\", \"stats\": {\"rd_bytes\": " rd ", \"wr_bytes\": 0}}"
+
+#define U UINT64_MAX
 
 START_TEST(test_parse_blockstats) {
         static const struct {
                 const char *json;
                 int error;
-                uint64_t bytes;
+                uint64_t bytes, ops, ns;
         } cases[] = {
-                { "[" BLOCKSTATS_ENTRY("1000") "," BLOCKSTATS_ENTRY("24") "]", 0, 1024 },
-                { "[]", 0, 0 },
+                { "[" BLOCKSTATS_ENTRY("1000") "," BLOCKSTATS_ENTRY("24") "]", 0, 1024, 6, 500000 },
+                { "[" BLOCKSTATS_TIMED("4096", "1", "80000") "," BLOCKSTATS_TIMED("0", "0", "0") "]", 0, 4096, 1, 80000 },
+                { "[]", 0, 0, 0, 0 },
                 { "[" BLOCKSTATS_ENTRY("18446744073709551000") "," BLOCKSTATS_ENTRY("18446744073709551000") "]", 0,
-                  UINT64_MAX - 1 },
-                { "[{\"device\": \"d\"}]", -EBADMSG, 0 },
-                { "[{\"stats\": {\"rd_bytes\": -1}}]", -EBADMSG, 0 },
-                { "[{\"stats\": {\"rd_bytes\": \"many\"}}]", -EBADMSG, 0 },
-                { "[{\"stats\": []}]", -EBADMSG, 0 },
-                { "[7]", -EBADMSG, 0 },
-                { "{\"stats\": {\"rd_bytes\": 5}}", -EBADMSG, 0 },
-                { "null", -EBADMSG, 0 },
+                  UINT64_MAX - 1, 6, 500000 },
+                /* each sum saturates below "not reported" */
+                { "[" BLOCKSTATS_TIMED("1", "18446744073709551000", "18446744073709551000") ","
+                  BLOCKSTATS_TIMED("1", "18446744073709551000", "18446744073709551000") "]",
+                  0, 2, UINT64_MAX - 1, UINT64_MAX - 1 },
+                /* absent is not reported, not an error: the bytes stay */
+                { "[" BLOCKSTATS_UNTIMED("512") "]", 0, 512, U, U },
+                /* one device without them: the pair is unknown, not the others' alone */
+                { "[" BLOCKSTATS_ENTRY("1000") "," BLOCKSTATS_UNTIMED("24") "]", 0, 1024, U, U },
+                { "[" BLOCKSTATS_UNTIMED("24") "," BLOCKSTATS_ENTRY("1000") "]", 0, 1024, U, U },
+                { "[{\"stats\": {\"rd_bytes\": 8, \"rd_operations\": 2}}]", 0, 8, U, U },
+                { "[{\"stats\": {\"rd_bytes\": 8, \"rd_total_time_ns\": 2}}]", 0, 8, U, U },
+                /* present, they must be counts */
+                { "[{\"stats\": {\"rd_bytes\": 8, \"rd_operations\": -1, \"rd_total_time_ns\": 2}}]", -EBADMSG },
+                { "[{\"stats\": {\"rd_bytes\": 8, \"rd_operations\": 1, \"rd_total_time_ns\": \"slow\"}}]", -EBADMSG },
+                { "[{\"stats\": {\"rd_bytes\": 8, \"rd_operations\": 1.5, \"rd_total_time_ns\": 2}}]", -EBADMSG },
+                { "[{\"stats\": {\"rd_bytes\": 8, \"rd_operations\": null, \"rd_total_time_ns\": 2}}]", -EBADMSG },
+                { "[{\"device\": \"d\"}]", -EBADMSG },
+                { "[{\"stats\": {\"rd_bytes\": -1}}]", -EBADMSG },
+                { "[{\"stats\": {\"rd_bytes\": \"many\"}}]", -EBADMSG },
+                { "[{\"stats\": {\"rd_operations\": 3, \"rd_total_time_ns\": 9}}]", -EBADMSG },
+                { "[{\"stats\": []}]", -EBADMSG },
+                { "[7]", -EBADMSG },
+                { "{\"stats\": {\"rd_bytes\": 5}}", -EBADMSG },
+                { "null", -EBADMSG },
         };
 
         for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
                 json_object *o = json_tokener_parse(cases[i].json);
-                uint64_t bytes = 42;
+                QmpBlockReads reads = { 42, 42, 42 };
 
-                ck_assert_msg(qmp_parse_blockstats_read_bytes(o, &bytes) == cases[i].error, "case %s", cases[i].json);
-                ck_assert_uint_eq(bytes, cases[i].error == 0 ? cases[i].bytes : 42);
+                ck_assert_msg(qmp_parse_blockstats_reads(o, &reads) == cases[i].error, "case %s", cases[i].json);
+                if (cases[i].error == 0) {
+                        ck_assert_uint_eq(reads.bytes, cases[i].bytes);
+                        ck_assert_uint_eq(reads.operations, cases[i].ops);
+                        ck_assert_uint_eq(reads.time_ns, cases[i].ns);
+                } else {
+                        ck_assert_uint_eq(reads.bytes, 42); /* untouched */
+                        ck_assert_uint_eq(reads.operations, 42);
+                        ck_assert_uint_eq(reads.time_ns, 42);
+                }
                 json_object_put(o);
         }
 }
 END_TEST
 
+#undef U
+
+static QmpBlockReads got_reads;
+
+static void on_block_reads(QmpClient *client, const QmpReply *reply, const QmpBlockReads *reads, void *userdata) {
+        record(reply, reads != NULL);
+        got_reads = reads ? *reads : (QmpBlockReads) {};
+}
+
 START_TEST(test_query_blockstats) {
         fake_peer_expect(p, "query-blockstats", NULL);
-        fake_peer_reply(p, "[" BLOCKSTATS_ENTRY("65536") "]");
-        ck_assert_int_ge(qmp_query_blockstats_read_bytes(c, 0, on_u64, NULL), 0);
+        fake_peer_reply(p, "[" BLOCKSTATS_TIMED("65536", "16", "1600000") "]");
+        ck_assert_int_ge(qmp_query_blockstats_reads(c, 0, on_block_reads, NULL), 0);
         wait_done();
         ck_assert_int_eq(got_error, 0);
-        ck_assert_uint_eq(got_u64, 65536);
+        ck_assert_uint_eq(got_reads.bytes, 65536);
+        ck_assert_uint_eq(got_reads.operations, 16);
+        ck_assert_uint_eq(got_reads.time_ns, 1600000);
 
         done = false;
         fake_peer_expect(p, "query-blockstats", NULL);
         fake_peer_reply(p, "[{\"stats\": {}}]");
-        ck_assert_int_ge(qmp_query_blockstats_read_bytes(c, 0, on_u64, NULL), 0);
+        ck_assert_int_ge(qmp_query_blockstats_reads(c, 0, on_block_reads, NULL), 0);
         wait_done();
         ck_assert_int_eq(got_error, -EBADMSG);
         ck_assert_ptr_nonnull(strstr(got_desc, "query-blockstats"));

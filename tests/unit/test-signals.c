@@ -76,6 +76,30 @@ START_TEST(test_reboot_detected) {
 }
 END_TEST
 
+/* QEMU's disk counters go on through a guest reboot: they do not outvote the guest's own
+ * counters going back to 0 together, and their rates go on. */
+START_TEST(test_reboot_detected_beside_host_counters) {
+        RsRateTracker t;
+        RsRates r;
+        RsSample s;
+        rs_rate_tracker_init(&t);
+        for (int i = 0; i < 3; i++) {
+                rs_sample_init(&s);
+                bool rebooted = i == 2;
+                s.counter[RS_COUNTER_MAJOR_FAULTS] = rebooted ? 3 : 100000 + 100 * (uint64_t) i;
+                s.counter[RS_COUNTER_SWAP_IN] = rebooted ? 0 : (1 << 30) + 4096 * (uint64_t) i;
+                s.counter[RS_COUNTER_HOST_DISK_READ] = (1ull << 32) + (uint64_t) i * (1 << 20);
+                s.counter[RS_COUNTER_HOST_DISK_READ_OPS] = 50000 + (uint64_t) i * 1000;
+                s.counter[RS_COUNTER_HOST_DISK_READ_TIME] = 5000000000ull + (uint64_t) i * 100000000;
+                rs_rate_tracker_feed(&t, &s, (uint64_t) (i + 1) * 10 * SEC, &r);
+        }
+        ck_assert_int_eq(r.event, RS_RATE_REBOOT);
+        ck_assert_uint_eq(t.n_reboots, 1);
+        ck_assert(rs_counter_is_host(RS_COUNTER_HOST_DISK_READ_TIME));
+        ck_assert(!rs_counter_is_host(RS_COUNTER_PSI_FULL_TOTAL));
+}
+END_TEST
+
 START_TEST(test_single_counter_backwards_no_negative_no_spike) {
         RsRateTracker t;
         RsRates r;
@@ -229,6 +253,7 @@ int main(void) {
         return check_run_case("signals", "rates", NULL, NULL, 0,
                               CHECK_TESTS(test_first_sample_has_no_rates, test_rates_per_second,
                                           test_unknown_counter_is_not_zero, test_reboot_detected,
+                                          test_reboot_detected_beside_host_counters,
                                           test_single_counter_backwards_no_negative_no_spike,
                                           test_single_counter_real_reset_accepted, test_wrap32,
                                           test_absurd_jump_dropped, test_time_not_advancing,
