@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <unistd.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -48,27 +50,36 @@ int host_memory_read(const char *procfs, HostMemory *ret) {
         return guest_value_is_known(ret->mem_available) ? 0 : -ENODATA;
 }
 
+/* From /proc/PID/statm, not status: the same counters (VmRSS is statm's resident, in KiB
+ * instead of pages, both the kernel's sum of the file, anon and shmem RSS counters), but read
+ * every tick of every guest, and status makes the kernel format some fifty lines (signal masks,
+ * capabilities, cpu lists) for the one that is wanted here. */
 int host_process_rss(const char *procfs, pid_t pid, uint64_t *ret) {
-        _cleanup_free_ char *status = NULL;
-        char path[PATH_MAX];
-        size_t size;
-        int r;
+        static long page_size;
+        char path[PATH_MAX], buf[256];
+        unsigned long long size, resident;
+        ssize_t n;
+        int fd;
 
-        snprintf(path, sizeof(path), "%s/%" PRIi32 "/status", procfs, (int32_t) pid);
-        r = read_file_capped(path, PROC_FILE_MAX, &status, &size);
-        if (r == -ENOENT)
-                return -ESRCH;
-        if (r < 0)
-                return r;
-
-        for (const char *line = status; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
-                unsigned long long kib;
-                if (strncmp(line, "VmRSS:", 6) != 0)
-                        continue;
-                if (sscanf(line + 6, " %llu kB", &kib) != 1 || kib > UINT64_MAX / 1024)
-                        return -ENODATA;
-                *ret = (uint64_t) kib * 1024;
-                return 0;
-        }
-        return -ENODATA;
+        if (page_size <= 0)
+                page_size = sysconf(_SC_PAGESIZE);
+        if (page_size <= 0)
+                return -EINVAL;
+        snprintf(path, sizeof(path), "%s/%" PRIi32 "/statm", procfs, (int32_t) pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return errno == ENOENT ? -ESRCH : -errno;
+        n = read(fd, buf, sizeof(buf) - 1);
+        if (n < 0)
+                n = -errno;
+        close(fd);
+        if (n < 0)
+                return (int) n;
+        buf[n] = '\0';
+        /* A process without memory (a zombie, a kernel thread) has no VmRSS line: all zeros here. */
+        if (sscanf(buf, "%llu %llu", &size, &resident) != 2 || size == 0 ||
+            resident > UINT64_MAX / (unsigned long long) page_size)
+                return -ENODATA;
+        *ret = (uint64_t) resident * (uint64_t) page_size;
+        return 0;
 }

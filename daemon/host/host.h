@@ -19,5 +19,5 @@ typedef struct HostMemory {
  * Returns 0 when MemAvailable was read, -errno otherwise. */
 int host_memory_read(const char *procfs, HostMemory *ret);
 
-/* VmRSS of a process in bytes: -ESRCH when it is gone, -ENODATA without a VmRSS line. */
+/* VmRSS of a process in bytes (statm's resident): -ESRCH when it is gone, -ENODATA when it has no memory. */
 int host_process_rss(const char *procfs, pid_t pid, uint64_t *ret);
