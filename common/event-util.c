@@ -19,9 +19,13 @@ int event_reset_time(sd_event *e, sd_event_source **s, clockid_t clock, uint64_t
                 return 0;
         }
 
-        r = sd_event_source_set_time_accuracy(*s, accuracy);
-        if (r < 0)
-                return r;
+        /* Each setter re-sorts sd-event's time queues: a periodic timer keeps its accuracy. */
+        uint64_t current;
+        if (sd_event_source_get_time_accuracy(*s, &current) < 0 || current != accuracy) {
+                r = sd_event_source_set_time_accuracy(*s, accuracy);
+                if (r < 0)
+                        return r;
+        }
         r = sd_event_source_set_time(*s, usec);
         if (r < 0)
                 return r;

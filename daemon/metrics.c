@@ -10,12 +10,49 @@
 #include <unistd.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/macro.h"
 #include "common/fileio.h"
 #include "common/memory-ledger.h"
+
+/* The text is put together here rather than through a FILE: stdio's memstream spends more on
+ * each short write than the write is worth, and the file is some 50 short lines a guest. */
+typedef struct Text {
+        char *data;
+        size_t size, alloc;
+        bool oom;
+} Text;
+
+static void text_put(Text *t, const void *p, size_t n) {
+        if (t->oom)
+                return;
+        if (t->size + n > t->alloc) {
+                size_t want = MAX(t->size + n, MAX(t->alloc * 2, (size_t) 64 * 1024));
+                char *d = realloc(t->data, want);
+                if (!d) {
+                        t->oom = true;
+                        return;
+                }
+                t->data = d;
+                t->alloc = want;
+        }
+        memcpy(t->data + t->size, p, n);
+        t->size += n;
+}
+
+static void text_puts(Text *t, const char *s) {
+        text_put(t, s, strlen(s));
+}
+
+static void text_putc(Text *t, char c) {
+        if (!t->oom && t->size < t->alloc)
+                t->data[t->size++] = c;
+        else
+                text_put(t, &c, 1);
+}
 
 typedef enum MetricKind {
         METRIC_BYTES,
@@ -154,48 +191,63 @@ static size_t utf8_valid_length(const unsigned char *s) {
         return 0;
 }
 
-void metrics_write_label_value(FILE *f, const char *s) {
+/* The file is some 50 lines a guest, rewritten every PUBLISH_INTERVAL_USEC (manager.c): label
+ * values are escaped once per guest and file, copied in runs rather than a call a character,
+ * and the numbers formatted here instead of through printf. */
+static void text_label_value(Text *f, const char *s) {
         const unsigned char *p = (const unsigned char *) (s ?: "");
 
         while (*p) {
+                const unsigned char *run = p;
                 size_t n;
 
+                /* The longest stretch that is written as it is. */
+                while (*p && *p != '\\' && *p != '"' && *p != '\n' && (n = utf8_valid_length(p)) > 0)
+                        p += n;
+                if (p > run)
+                        text_put(f, run, (size_t) (p - run));
                 switch (*p) {
+                case '\0':
+                        return;
                 case '\\':
-                        fputs("\\\\", f);
-                        p++;
-                        continue;
+                        text_puts(f, "\\\\");
+                        break;
                 case '"':
-                        fputs("\\\"", f);
-                        p++;
-                        continue;
+                        text_puts(f, "\\\"");
+                        break;
                 case '\n':
-                        fputs("\\n", f);
-                        p++;
-                        continue;
+                        text_puts(f, "\\n");
+                        break;
+                default:
+                        /* A single invalid byte makes node_exporter reject the whole file. */
+                        text_puts(f, "\xef\xbf\xbd");
+                        break;
                 }
-                /* A single invalid byte makes node_exporter reject the whole file. */
-                n = utf8_valid_length(p);
-                if (n == 0) {
-                        fputs("\xef\xbf\xbd", f);
-                        p++;
-                        continue;
-                }
-                fwrite(p, 1, n, f);
-                p += n;
+                p++;
         }
 }
 
+static void write_u64(Text *f, uint64_t v) {
+        char buf[20];
+        size_t i = sizeof(buf);
+
+        do {
+                buf[--i] = (char) ('0' + v % 10);
+                v /= 10;
+        } while (v > 0);
+        text_put(f, buf + i, sizeof(buf) - i);
+}
+
 /* Shortest decimal that reads back as the same double. */
-static void write_double(FILE *f, double v) {
+static void write_double(Text *f, double v) {
         char buf[32];
 
         if (isnan(v)) {
-                fputs("NaN", f);
+                text_puts(f, "NaN");
                 return;
         }
         if (isinf(v)) {
-                fputs(v > 0 ? "+Inf" : "-Inf", f);
+                text_puts(f, v > 0 ? "+Inf" : "-Inf");
                 return;
         }
         for (int precision = 1; precision <= 17; precision++) {
@@ -203,39 +255,90 @@ static void write_double(FILE *f, double v) {
                 if (strtod(buf, NULL) == v)
                         break;
         }
-        fputs(buf, f);
+        text_puts(f, buf);
 }
 
-static void write_header_typed(FILE *f, const char *name, const char *type, const char *help, const char *unit) {
-        fprintf(f, "# TYPE %s %s\n", name, type);
+static void write_comment(Text *f, const char *what, const char *name, const char *text) {
+        text_puts(f, what);
+        text_puts(f, name);
+        text_putc(f, ' ');
+        text_puts(f, text);
+        text_putc(f, '\n');
+}
+
+static void write_header_typed(Text *f, const char *name, const char *type, const char *help, const char *unit) {
+        write_comment(f, "# TYPE ", name, type);
         if (unit)
-                fprintf(f, "# UNIT %s %s\n", name, unit);
-        fprintf(f, "# HELP %s %s\n", name, help);
+                write_comment(f, "# UNIT ", name, unit);
+        write_comment(f, "# HELP ", name, help);
 }
 
-static void write_header(FILE *f, const char *name, const char *help, const char *unit) {
+static void write_header(Text *f, const char *name, const char *help, const char *unit) {
         write_header_typed(f, name, "gauge", help, unit);
 }
 
 /* A label after the first: ,key="value" with the value escaped. */
-static void write_label(FILE *f, const char *key, const char *value) {
-        fprintf(f, ",%s=\"", key);
-        metrics_write_label_value(f, value);
-        fputc('"', f);
+static void write_label(Text *f, const char *key, const char *value) {
+        text_putc(f, ',');
+        text_puts(f, key);
+        text_puts(f, "=\"");
+        text_label_value(f, value);
+        text_putc(f, '"');
+}
+
+/* The guest's labels, escaped: guest="..." and ,domain="..." if it has one. */
+static char *guest_labels(const MetricsGuest *g) {
+        Text t = {};
+        Text *f = &t;
+
+        text_puts(f, "guest=\"");
+        text_label_value(f, g->name);
+        text_putc(f, '"');
+        if (g->domain)
+                write_label(f, "domain", g->domain);
+        text_putc(f, '\0');
+        if (t.oom) {
+                free(t.data);
+                return NULL;
+        }
+        return t.data;
 }
 
 /* The sample's name and the guest's labels, the brace left open for more. */
-static void write_guest_label(FILE *f, const char *name, const MetricsGuest *g) {
-        fprintf(f, "%s{guest=\"", name);
-        metrics_write_label_value(f, g->name);
-        fputc('"', f);
-        if (g->domain)
-                write_label(f, "domain", g->domain);
+static void write_guest_label(Text *f, const char *name, const char *labels) {
+        text_puts(f, name);
+        text_putc(f, '{');
+        text_puts(f, labels);
 }
 
-int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const MetricsHost *host) {
-        if (!f || (!guests && n_guests > 0) || !host)
+static void write_line_u64(Text *f, const char *name, uint64_t v) {
+        text_puts(f, name);
+        text_putc(f, ' ');
+        write_u64(f, v);
+        text_putc(f, '\n');
+}
+
+static void write_close_u64(Text *f, uint64_t v) {
+        text_puts(f, "} ");
+        write_u64(f, v);
+        text_putc(f, '\n');
+}
+
+static int format_text(Text *f, const MetricsGuest *guests, size_t n_guests, const MetricsHost *host) {
+        char **labels;
+
+        if ((!guests && n_guests > 0) || !host)
                 return -EINVAL;
+        labels = calloc(MAX(n_guests, (size_t) 1), sizeof(*labels));
+        if (!labels)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_guests; i++)
+                if (!(labels[i] = guest_labels(&guests[i]))) {
+                        for (size_t k = 0; k < i; k++)
+                                free(labels[k]);
+                        free(labels);
+                        return -ENOMEM;
+                }
 
         for (size_t m = 0; m < ARRAY_SIZE(guest_metrics); m++) {
                 const GuestMetric *gm = &guest_metrics[m];
@@ -251,16 +354,16 @@ int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const M
                                 uint64_t v = *(const uint64_t *) field;
                                 if (v == METRICS_UNKNOWN)
                                         continue;
-                                write_guest_label(f, gm->name, &guests[i]);
-                                fprintf(f, "} %llu\n", (unsigned long long) v);
+                                write_guest_label(f, gm->name, labels[i]);
+                                write_close_u64(f, v);
                         } else {
                                 double v = *(const double *) field;
                                 if (isnan(v))
                                         continue;
-                                write_guest_label(f, gm->name, &guests[i]);
-                                fputs("} ", f);
+                                write_guest_label(f, gm->name, labels[i]);
+                                text_puts(f, "} ");
                                 write_double(f, v);
-                                fputc('\n', f);
+                                text_putc(f, '\n');
                         }
                 }
         }
@@ -275,9 +378,9 @@ int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const M
                         for (size_t a = 0; a < _METRICS_ACTUATOR_MAX; a++) {
                                 if (v[a] == METRICS_UNKNOWN)
                                         continue;
-                                write_guest_label(f, am->name, &guests[i]);
+                                write_guest_label(f, am->name, labels[i]);
                                 write_label(f, "actuator", actuator_names[a]);
-                                fprintf(f, "} %llu\n", (unsigned long long) v[a]);
+                                write_close_u64(f, v[a]);
                         }
                 }
         }
@@ -291,14 +394,14 @@ int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const M
                 for (size_t k = 0; k < host->n_states; k++) {
                         bool in = strcmp(host->states[k], guests[i].state) == 0;
                         listed |= in;
-                        write_guest_label(f, "rightsize_guest_state", &guests[i]);
+                        write_guest_label(f, "rightsize_guest_state", labels[i]);
                         write_label(f, "state", host->states[k]);
-                        fputs(in ? "} 1\n" : "} 0\n", f);
+                        text_puts(f, in ? "} 1\n" : "} 0\n");
                 }
                 if (!listed) { /* a state the list does not know still shows */
-                        write_guest_label(f, "rightsize_guest_state", &guests[i]);
+                        write_guest_label(f, "rightsize_guest_state", labels[i]);
                         write_label(f, "state", guests[i].state);
-                        fputs("} 1\n", f);
+                        text_puts(f, "} 1\n");
                 }
         }
 
@@ -317,9 +420,9 @@ int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const M
                         bool in = false;
                         for (size_t j = 0; j < n_on; j++)
                                 in |= on[j] == reasons[k];
-                        write_guest_label(f, "rightsize_guest_unreturned_reason", &guests[i]);
+                        write_guest_label(f, "rightsize_guest_unreturned_reason", labels[i]);
                         write_label(f, "reason", reasons[k]);
-                        fputs(in ? "} 1\n" : "} 0\n", f);
+                        text_puts(f, in ? "} 1\n" : "} 0\n");
                 }
         }
 
@@ -329,45 +432,73 @@ int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const M
 
                 if (!g->source)
                         continue;
-                write_guest_label(f, "rightsize_guest_info", g);
+                write_guest_label(f, "rightsize_guest_info", labels[i]);
                 write_label(f, "uuid", g->uuid);
                 write_label(f, "source", g->source);
                 write_label(f, "policy", g->policy);
                 write_label(f, "mode", g->mode);
-                fputs("} 1\n", f);
+                text_puts(f, "} 1\n");
         }
 
         write_header(f, "rightsize_host_reclaimed_bytes",
                      "Memory rightsizing holds back from the guests: the sum of the size each had when rightsized took it over minus its actual size.", "bytes");
-        fprintf(f, "rightsize_host_reclaimed_bytes %llu\n", (unsigned long long) host->reclaimed_bytes);
+        write_line_u64(f, "rightsize_host_reclaimed_bytes", host->reclaimed_bytes);
         if (host->ksm_known && host->ksm_sharing_bytes != METRICS_UNKNOWN) {
                 write_header(f, "rightsize_host_ksm_sharing_bytes",
                              "Memory KSM saves on the host: the sites sharing its merged pages (pages_sharing).", "bytes");
-                fprintf(f, "rightsize_host_ksm_sharing_bytes %llu\n", (unsigned long long) host->ksm_sharing_bytes);
+                write_line_u64(f, "rightsize_host_ksm_sharing_bytes", host->ksm_sharing_bytes);
         }
         if (host->ksm_known && host->ksm_shared_bytes != METRICS_UNKNOWN) {
                 write_header(f, "rightsize_host_ksm_shared_bytes", "KSM's merged pages in use on the host (pages_shared).",
                              "bytes");
-                fprintf(f, "rightsize_host_ksm_shared_bytes %llu\n", (unsigned long long) host->ksm_shared_bytes);
+                write_line_u64(f, "rightsize_host_ksm_shared_bytes", host->ksm_shared_bytes);
         }
         if (host->thp_known) {
                 write_header(f, "rightsize_host_thp_refills",
                              "Whether the host's khugepaged fills ballooned ranges back in (huge pages on, max_ptes_none above 0).",
                              NULL);
-                fprintf(f, "rightsize_host_thp_refills %d\n", host->thp_refills ? 1 : 0);
+                write_line_u64(f, "rightsize_host_thp_refills", host->thp_refills ? 1 : 0);
         }
         write_header(f, "rightsize_guests_managed", "Guests rightsize is managing.", NULL);
-        fprintf(f, "rightsize_guests_managed %u\n", host->guests_managed);
+        write_line_u64(f, "rightsize_guests_managed", host->guests_managed);
         if (host->version) {
                 write_header(f, "rightsize_build_info", "The rightsized that wrote this file (always 1).", NULL);
-                fputs("rightsize_build_info{version=\"", f);
-                metrics_write_label_value(f, host->version);
-                fputs("\"} 1\n", f);
+                text_puts(f, "rightsize_build_info{version=\"");
+                text_label_value(f, host->version);
+                text_puts(f, "\"} 1\n");
         }
 
-        fputs("# EOF\n", f);
+        text_puts(f, "# EOF\n");
+        for (size_t i = 0; i < n_guests; i++)
+                free(labels[i]);
+        free(labels);
+        return f->oom ? -ENOMEM : 0;
+}
+
+int metrics_format(FILE *f, const MetricsGuest *guests, size_t n_guests, const MetricsHost *host) {
+        _cleanup_(freep) char *data = NULL;
+        Text t = {};
+        int r;
+
+        if (!f)
+                return -EINVAL;
+        r = format_text(&t, guests, n_guests, host);
+        data = t.data;
+        if (r < 0)
+                return r;
+        if (t.size > 0)
+                fwrite(t.data, 1, t.size, f);
         fflush(f);
         return ferror(f) ? -EIO : 0;
+}
+
+void metrics_write_label_value(FILE *f, const char *s) {
+        Text t = {};
+
+        text_label_value(&t, s);
+        if (t.size > 0)
+                fwrite(t.data, 1, t.size, f);
+        free(t.data);
 }
 
 void metrics_counter_init(MetricsCounter *c) {
@@ -407,25 +538,19 @@ uint64_t metrics_counter_update(MetricsCounter *c, uint64_t first, uint64_t seco
 }
 
 int metrics_write_file(const char *path, const MetricsGuest *guests, size_t n_guests, const MetricsHost *host) {
-        _cleanup_(freep) char *text = NULL;
-        size_t size = 0;
-        FILE *f;
+        _cleanup_(freep) char *data = NULL;
+        Text t = {};
         int r;
 
         if (!path)
                 return -EINVAL;
-
-        f = open_memstream(&text, &size);
-        if (!f)
-                return -ENOMEM;
-        r = metrics_format(f, guests, n_guests, host);
-        if (fclose(f) != 0 && r >= 0)
-                r = -ENOMEM;
+        r = format_text(&t, guests, n_guests, host);
+        data = t.data;
         if (r < 0)
                 return r;
 
         /* No fsync: after a crash a stale or missing metrics file is harmless. */
-        return write_file_atomic(path, text, size, 0644, 0);
+        return write_file_atomic(path, t.data ?: "", t.size, 0644, 0);
 }
 
 int metrics_remove_file(const char *path) {

@@ -48,6 +48,7 @@ int json_peer_new(JsonPeer **ret, size_t size, sd_event *event, const JsonPeerOp
         if (!p)
                 return -ENOMEM;
         p->n_ref = 1;
+        p->timeout_at = UINT64_MAX;
         p->ops = ops;
         p->default_timeout = default_timeout;
         if (event)
@@ -77,6 +78,7 @@ void json_peer_unref(JsonPeer *p) {
         if (--p->n_ref > 0)
                 return;
         json_peer_shutdown_silently(p);
+        p->timeout_timer = sd_event_source_disable_unref(p->timeout_timer);
         json_stream_unref(p->stream);
         sd_event_unref(p->event);
         free(p->last_error);
@@ -86,12 +88,52 @@ void json_peer_unref(JsonPeer *p) {
 void json_peer_command_free(JsonPeerCommand *cmd) {
         if (!cmd)
                 return;
-        cmd->timer = sd_event_source_disable_unref(cmd->timer);
         if (cmd->destroy)
                 cmd->destroy(cmd->userdata);
         free(cmd->name);
         free(cmd->request);
         free(cmd);
+}
+
+static int on_command_timeout(sd_event_source *s, uint64_t usec, void *userdata);
+
+/* Points the peer's timer at the earliest deadline of its commands, or turns it off. Runs at
+ * every link and unlink; the commands of one tick share their deadline (sd_event_now() is the
+ * iteration's), so most calls find the timer right already and touch nothing. */
+static void peer_arm_timeout(JsonPeer *p) {
+        uint64_t at = UINT64_MAX;
+        int r;
+
+        for (JsonPeerCommand *cmd = p->commands; cmd; cmd = cmd->next)
+                at = MIN(at, cmd->deadline);
+        if (at == p->timeout_at)
+                return;
+        p->timeout_at = at;
+        if (at == UINT64_MAX) {
+                if (p->timeout_timer)
+                        (void) sd_event_source_set_enabled(p->timeout_timer, SD_EVENT_OFF);
+                return;
+        }
+        if (!p->timeout_timer) {
+                r = sd_event_add_time(p->event, &p->timeout_timer, CLOCK_MONOTONIC, at, USEC_PER_MSEC,
+                                      on_command_timeout, p);
+                if (r >= 0) {
+                        (void) sd_event_source_set_description(p->timeout_timer, "json-peer-timeout");
+                        /* After the sources pending with it: a reply already read in does not
+                         * time out because the daemon came late to look at it. */
+                        (void) sd_event_source_set_priority(p->timeout_timer, SD_EVENT_PRIORITY_NORMAL + 1);
+                }
+        } else {
+                r = sd_event_source_set_time(p->timeout_timer, at);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(p->timeout_timer, SD_EVENT_ONESHOT);
+        }
+        if (r < 0) {
+                /* Tried again at the next link or unlink. */
+                p->timeout_at = 0;
+                if (p->timeout_timer)
+                        (void) sd_event_source_set_enabled(p->timeout_timer, SD_EVENT_OFF);
+        }
 }
 
 void json_peer_command_link(JsonPeer *p,
@@ -109,6 +151,7 @@ void json_peer_command_link(JsonPeer *p,
                 p->commands = cmd;
         p->commands_tail = cmd;
         p->n_pending++;
+        peer_arm_timeout(p);
 }
 
 void json_peer_command_unlink(JsonPeer *p, JsonPeerCommand *cmd) {
@@ -122,11 +165,11 @@ void json_peer_command_unlink(JsonPeer *p, JsonPeerCommand *cmd) {
                 p->commands_tail = cmd->prev;
         cmd->prev = cmd->next = NULL;
         p->n_pending--;
+        peer_arm_timeout(p);
 }
 
 void json_peer_command_finish(JsonPeer *p, JsonPeerCommand *cmd, const QmpReply *reply) {
-        /* No timeout may fire for a command whose callback is running. */
-        cmd->timer = sd_event_source_disable_unref(cmd->timer);
+        /* No timeout may fire for a command whose callback is running: unlinked, it has none. */
         if (!p->silenced && cmd->callback)
                 p->ops->deliver(p, cmd, reply);
         json_peer_command_free(cmd);
@@ -219,21 +262,35 @@ int json_peer_connect_fd(JsonPeer *p, int fd) {
         return 0;
 }
 
-static int on_command_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
-        JsonPeerCommand *cmd = userdata;
-        JsonPeer *p = cmd->peer;
-        char desc[256];
-        QmpReply reply = {
-                .error = -ETIMEDOUT,
-                .error_desc = desc,
-        };
+/* Every command whose deadline passed times out, in the order they were sent; a callback may
+ * complete or add others, or end the connection, so the list is looked at afresh each time. */
+static int on_command_timeout(sd_event_source *s _unused_, uint64_t usec _unused_, void *userdata) {
+        JsonPeer *p = userdata;
+        uint64_t now;
 
-        snprintf(desc, sizeof(desc), "%s command '%s' timed out", p->ops->protocol, cmd->name);
+        if (sd_event_now(p->event, CLOCK_MONOTONIC, &now) < 0)
+                return 0;
         json_peer_ref(p);
-        if (p->ops->timed_out)
-                p->ops->timed_out(p, cmd, &reply);
-        else
-                json_peer_command_complete(p, cmd, &reply);
+        p->timeout_at = UINT64_MAX; /* the timer is off now (oneshot) */
+        for (;;) {
+                JsonPeerCommand *cmd = p->commands;
+                char desc[256];
+                QmpReply reply = {
+                        .error = -ETIMEDOUT,
+                        .error_desc = desc,
+                };
+
+                while (cmd && cmd->deadline > now)
+                        cmd = cmd->next;
+                if (!cmd)
+                        break;
+                snprintf(desc, sizeof(desc), "%s command '%s' timed out", p->ops->protocol, cmd->name);
+                if (p->ops->timed_out)
+                        p->ops->timed_out(p, cmd, &reply);
+                else
+                        json_peer_command_complete(p, cmd, &reply);
+        }
+        peer_arm_timeout(p);
         json_peer_unref(p);
         return 0;
 }
@@ -281,18 +338,16 @@ int json_peer_command_new(JsonPeer *p,
 
         if (timeout_usec == QMP_TIMEOUT_DEFAULT)
                 timeout_usec = p->default_timeout;
+        cmd->deadline = UINT64_MAX;
         if (timeout_usec != QMP_TIMEOUT_INFINITY) {
-                r = sd_event_add_time_relative(p->event,
-                                               &cmd->timer,
-                                               CLOCK_MONOTONIC,
-                                               timeout_usec,
-                                               USEC_PER_MSEC,
-                                               on_command_timeout,
-                                               cmd);
+                uint64_t now;
+
+                r = sd_event_now(p->event, CLOCK_MONOTONIC, &now);
                 if (r < 0) {
                         json_peer_command_free(cmd);
                         return r;
                 }
+                cmd->deadline = timeout_usec > UINT64_MAX - 1 - now ? UINT64_MAX - 1 : now + timeout_usec;
         }
         *ret = cmd;
         return 0;

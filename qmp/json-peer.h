@@ -36,7 +36,7 @@ struct JsonPeerCommand {
         char *request; /* serialised request, until written */
         size_t request_len;
         bool sent;
-        sd_event_source *timer;
+        uint64_t deadline; /* CLOCK_MONOTONIC when it times out, UINT64_MAX: never */
         /* The client's typed reply callback; only JsonPeerOps.deliver calls it. */
         void (*callback)(void);
         void *userdata;
@@ -70,6 +70,10 @@ struct JsonPeer {
 
         uint64_t default_timeout;
         JsonPeerCommand *commands, *commands_tail; /* in submission order */
+        /* One timer for the commands' timeouts, at the earliest deadline among them (timeout_at),
+         * off while none has one: not a timer of its own per command. */
+        sd_event_source *timeout_timer;
+        uint64_t timeout_at;
         size_t n_pending;
         uint64_t n_dropped;
 

@@ -11,6 +11,9 @@
 #include "qmp/json-stream.h"
 
 #define READ_CHUNK ((size_t) (64 * KIB))
+/* Reads of a full buffer in one dispatch before the others get their turn; the socket is then
+ * re-armed, since an edge-triggered source would not report the bytes still queued. */
+#define READS_PER_DISPATCH 16
 /* A full backlog on a unix socket fails connect() with EAGAIN instead of queueing. */
 #define CONNECT_RETRY_USEC (20 * USEC_PER_MSEC)
 
@@ -38,6 +41,7 @@ struct JsonStream {
         int max_depth;
         size_t max_containers;
         JsonContainerCount containers; /* of the value being parsed */
+        JsonContainerCount frame;      /* where it is, for where the parser's input is cut */
         size_t message_bytes; /* consumed so far for the value being parsed */
         bool partial;         /* a value has started (more than whitespace seen) */
         bool discard_until_sync;
@@ -49,10 +53,60 @@ struct JsonStream {
 
         char *output;
         size_t output_start, output_end, output_alloc;
+
+        uint32_t io_events;          /* what the io source watches now (0: no source) */
+        struct Flusher *flusher;     /* the loop's, shared by its streams */
+        JsonStream *flush_prev, *flush_next;
+        bool flush_queued;           /* output waits for the flusher, not for EPOLLOUT */
 };
+
+/* Output is sent from the loop, never from inside json_stream_write(): by one defer source per
+ * event loop, shared by its streams, which sends what every stream queued since it last ran.
+ * The commands a guest's tick queues leave in one send() each, the ticks of many guests due
+ * at the same wake-up in one dispatch, and a socket's EPOLLOUT is watched only while the peer
+ * does not take what is queued (a full socket buffer): no epoll_ctl() to arm it and disarm it
+ * again, and no wake-up to learn what is known already, that a fresh socket takes the bytes. */
+typedef struct Flusher {
+        sd_event *event; /* not referenced: the defer source and the streams are */
+        sd_event_source *defer;
+        unsigned n_streams;
+        JsonStream *queue;
+        struct Flusher *next;
+} Flusher;
+
+static _Thread_local Flusher *flushers;
+
+static void flush_dequeue(JsonStream *s) {
+        if (!s->flush_queued)
+                return;
+        if (s->flush_prev)
+                s->flush_prev->flush_next = s->flush_next;
+        else
+                s->flusher->queue = s->flush_next;
+        if (s->flush_next)
+                s->flush_next->flush_prev = s->flush_prev;
+        s->flush_prev = s->flush_next = NULL;
+        s->flush_queued = false;
+}
+
+static int flusher_get(sd_event *event, Flusher **ret);
+
+static void flusher_unref(Flusher *f) {
+        if (!f || --f->n_streams > 0)
+                return;
+        for (Flusher **p = &flushers; *p; p = &(*p)->next)
+                if (*p == f) {
+                        *p = f->next;
+                        break;
+                }
+        sd_event_source_disable_unref(f->defer);
+        free(f);
+}
 
 static void stream_free(JsonStream *s) {
         json_stream_close(s);
+        flush_dequeue(s);
+        flusher_unref(s->flusher);
         if (s->tokener)
                 json_tokener_free(s->tokener);
         sd_event_unref(s->event);
@@ -89,6 +143,7 @@ static int tokener_make(JsonStream *s) {
         s->message_bytes = 0;
         s->partial = false;
         json_container_count_reset(&s->containers);
+        json_container_count_reset(&s->frame);
         return 0;
 }
 
@@ -113,6 +168,8 @@ int json_stream_new(JsonStream **ret, sd_event *event, const JsonStreamCallbacks
                 .max_containers = JSON_STREAM_MAX_CONTAINERS_DEFAULT,
         };
         r = tokener_make(s);
+        if (r >= 0)
+                r = flusher_get(event, &s->flusher);
         if (r < 0) {
                 stream_free(s);
                 return r;
@@ -151,10 +208,12 @@ void json_stream_close(JsonStream *s) {
                 return;
         s->state = STREAM_CLOSED;
         s->io = sd_event_source_disable_unref(s->io);
+        s->io_events = 0;
         s->retry = sd_event_source_disable_unref(s->retry);
         closep(&s->fd);
         s->fd = -1;
         s->output_start = s->output_end = 0;
+        flush_dequeue(s);
 }
 
 _printf_(3, 4) static void stream_fail(JsonStream *s, int error, const char *format, ...) {
@@ -172,16 +231,29 @@ _printf_(3, 4) static void stream_fail(JsonStream *s, int error, const char *for
                 s->callbacks.failed(s, error, reason, s->userdata);
 }
 
+/* Edge-triggered: sd-event asks epoll for ready sources before every dispatch of one, and a
+ * level-triggered socket that has been reported but not yet dispatched is polled and reported
+ * again each time, so a wake-up that finds k sockets readable cost k² socket polls. An edge is
+ * reported once; on_io() reads until the socket is empty (or re-arms it, READS_PER_DISPATCH).
+ * epoll_ctl() only when the set changes: an edge-triggered update is never skipped by sd-event. */
 static int update_io_events(JsonStream *s) {
         uint32_t events;
+        int r;
 
         if (!s->io)
                 return 0;
         if (s->state == STREAM_CONNECTING)
                 events = EPOLLOUT;
         else
-                events = EPOLLIN | (s->output_end > s->output_start ? EPOLLOUT : 0);
-        return sd_event_source_set_io_events(s->io, events);
+                events = EPOLLIN | EPOLLRDHUP | (s->output_end > s->output_start && !s->flush_queued ? EPOLLOUT : 0);
+        events |= EPOLLET;
+        if (events == s->io_events)
+                return 0;
+        r = sd_event_source_set_io_events(s->io, events);
+        if (r < 0)
+                return r;
+        s->io_events = events;
+        return 0;
 }
 
 static bool is_json_space(char c) {
@@ -200,6 +272,52 @@ static size_t utf8_incomplete_tail(const char *p, size_t n) {
                 return need > k ? k : 0;
         }
         return 0;
+}
+
+/* How much of input[pos..size) the tokener gets next: up to the first 0xFF (the 0xFF alone if
+ * it comes first), or up to the bracket that closes the outermost container of the value being
+ * parsed, as the parser would find it in valid JSON (a closer at the top level, of a scalar
+ * value, counts too); else all of it. s->frame follows what the tokener was given: reset with
+ * it, it runs ahead only within a chunk that json-c takes whole unless a value ended in it. */
+static size_t frame_chunk(JsonStream *s, size_t pos, size_t size) {
+        JsonContainerCount *f = &s->frame;
+
+        for (size_t i = pos; i < size; i++) {
+                unsigned char c = (unsigned char) s->input[i];
+
+                if (c == 0xFF)
+                        return i > pos ? i - pos : 1;
+                if (f->in_string) {
+                        if (f->escaped)
+                                f->escaped = false;
+                        else if (c == '\\')
+                                f->escaped = true;
+                        else if (c == '"')
+                                f->in_string = false;
+                        continue;
+                }
+                switch (c) {
+                case '"':
+                        if (f->depth > 0)
+                                f->in_string = true;
+                        break;
+                case '{':
+                case '[':
+                        f->depth++;
+                        break;
+                case '}':
+                case ']':
+                        if (f->depth <= 1) {
+                                f->depth = 0;
+                                return i - pos + 1;
+                        }
+                        f->depth--;
+                        break;
+                default:
+                        break;
+                }
+        }
+        return size - pos;
 }
 
 /* Feeds one read's worth of bytes to the tokener, dispatching every complete value. */
@@ -221,6 +339,7 @@ static void process_input(JsonStream *s, size_t size) {
                         s->discard_until_sync = false;
                         json_tokener_reset(s->tokener);
                         json_container_count_reset(&s->containers);
+                        json_container_count_reset(&s->frame);
                         s->message_bytes = 0;
                         s->partial = false;
                         continue;
@@ -230,17 +349,11 @@ static void process_input(JsonStream *s, size_t size) {
                  * validation it rejects the value if it meets an invalid byte there: a reply
                  * followed by garbage, or a stale sync reply followed by 0xFF and ours, would fail
                  * or not depending on how the bytes were cut into reads. So the tokener gets the
-                 * input up to each closing bracket (every message is an object), and a 0xFF on
-                 * its own, which is an error unless discarded as the agent's delimiter. */
-                chunk = size - pos;
-                for (size_t i = pos; i < size; i++) {
-                        unsigned char c = (unsigned char) s->input[i];
-
-                        if (c == 0xFF || c == '}' || c == ']') {
-                                chunk = c == 0xFF && i > pos ? i - pos : i - pos + 1;
-                                break;
-                        }
-                }
+                 * input up to the closing bracket that may end the value (every message is an
+                 * object), and a 0xFF on its own, which is an error unless discarded as the
+                 * agent's delimiter. Only that bracket: every call of json-c's parser costs it a
+                 * locale of its own, and a reply has a closing bracket per object in it. */
+                chunk = frame_chunk(s, pos, size);
                 /* json-c (0.16) fails a UTF-8 character split between two calls: keep its first
                  * bytes for the next read (once: only the real end of the input can cut one). */
                 if (pos + chunk == size && s->carry_len == 0) {
@@ -306,6 +419,7 @@ static void process_input(JsonStream *s, size_t size) {
                 pos += chunk;
                 json_tokener_reset(s->tokener);
                 json_container_count_reset(&s->containers);
+                json_container_count_reset(&s->frame);
                 s->partial = false;
                 if (s->message_bytes > s->max_message) {
                         json_object_put(value);
@@ -320,7 +434,13 @@ static void process_input(JsonStream *s, size_t size) {
         }
 }
 
-static void read_into_buffer(JsonStream *s) {
+typedef enum ReadResult {
+        READ_EMPTY, /* nothing more to read now: EAGAIN, or the stream failed (end of stream too) */
+        READ_SHORT, /* the bytes queued were read */
+        READ_FULL,  /* the buffer filled: more may be queued */
+} ReadResult;
+
+static ReadResult read_into_buffer(JsonStream *s) {
         size_t carried = s->carry_len;
         ssize_t n;
 
@@ -328,33 +448,62 @@ static void read_into_buffer(JsonStream *s) {
         n = read(s->fd, s->input + carried, READ_CHUNK - carried);
 
         if (n < 0) {
-                if (errno == EAGAIN || errno == EINTR)
-                        return;
+                if (errno == EINTR)
+                        return READ_FULL;
+                if (errno == EAGAIN)
+                        return READ_EMPTY;
                 stream_fail(s, -errno, "read from peer failed: %s", strerror(errno));
-                return;
+                return READ_EMPTY;
         }
         if (n == 0) {
                 if (s->partial && !s->discard_until_sync)
                         stream_fail(s, -ECONNRESET, "connection closed by peer in the middle of a message");
                 else
                         stream_fail(s, -ECONNRESET, "connection closed by peer");
-                return;
+                return READ_EMPTY;
         }
         s->carry_len = 0;
         process_input(s, carried + (size_t) n);
+        /* A short read of a stream socket emptied it: bytes arriving later make a new edge. */
+        return (size_t) n == READ_CHUNK - carried ? READ_FULL : READ_SHORT;
 }
 
-static void handle_read(JsonStream *s) {
-        /* The buffer lives only for this read: with hundreds of mostly idle connections, one
-         * buffer each would keep tens of MiB resident for nothing, while malloc hands the
-         * same freed chunk to the next read. (The caller holds a reference.) */
-        s->input = malloc(READ_CHUNK);
+static void handle_read(JsonStream *s, uint32_t revents) {
+        /* One buffer for the thread's streams, not one each: with hundreds of mostly idle
+         * connections, one buffer each would keep tens of MiB resident for nothing, and a
+         * fresh 64 KiB allocation per read costs malloc a consolidation of its free lists at
+         * every free. A message callback that reads another stream (a nested loop) gets a
+         * buffer of its own. (The caller holds a reference.) */
+        static _Thread_local char *shared; /* kept: the thread's streams read again */
+        static _Thread_local bool shared_busy;
+        bool own = shared_busy;
+        bool more = true;
+
+        if (!own && !shared)
+                shared = malloc(READ_CHUNK);
+        s->input = own ? malloc(READ_CHUNK) : shared;
         if (!s->input) {
                 stream_fail(s, -ENOMEM, "out of memory for a read buffer");
                 return;
         }
-        read_into_buffer(s);
-        free(s->input);
+        if (!own)
+                shared_busy = true;
+        for (unsigned i = 0; more && s->state == STREAM_CONNECTED; i++) {
+                if (i == READS_PER_DISPATCH) {
+                        /* Still full: the rest after the other sources, on the edge a re-arm makes. */
+                        if (s->io)
+                                (void) sd_event_source_set_io_events(s->io, s->io_events);
+                        break;
+                }
+                /* A short read emptied the socket of bytes, not of the peer's close: that one is
+                 * read as the end of the stream only if the same edge reported it. */
+                ReadResult rr = read_into_buffer(s);
+                more = rr == READ_FULL || (rr == READ_SHORT && (revents & (EPOLLHUP | EPOLLRDHUP | EPOLLERR)));
+        }
+        if (own)
+                free(s->input);
+        else
+                shared_busy = false;
         s->input = NULL;
 }
 
@@ -377,6 +526,71 @@ static void handle_write(JsonStream *s) {
         if (s->output_start == s->output_end)
                 s->output_start = s->output_end = 0;
         (void) update_io_events(s);
+}
+
+static int on_flush(sd_event_source *source _unused_, void *userdata) {
+        Flusher *f = userdata;
+
+        /* A failed send's callback may free streams, the last of them frees f: held meanwhile. */
+        f->n_streams++;
+        while (f->queue) {
+                JsonStream *s = json_stream_ref(f->queue);
+
+                flush_dequeue(s);
+                if (s->state == STREAM_CONNECTED)
+                        handle_write(s);
+                json_stream_unref(s);
+        }
+        flusher_unref(f);
+        return 0;
+}
+
+static int flusher_get(sd_event *event, Flusher **ret) {
+        Flusher *f;
+        int r;
+
+        for (f = flushers; f; f = f->next)
+                if (f->event == event) {
+                        f->n_streams++;
+                        *ret = f;
+                        return 0;
+                }
+        f = calloc(1, sizeof(*f));
+        if (!f)
+                return -ENOMEM;
+        r = sd_event_add_defer(event, &f->defer, on_flush, f);
+        if (r < 0) {
+                free(f);
+                return r;
+        }
+        (void) sd_event_source_set_enabled(f->defer, SD_EVENT_OFF);
+        /* After the sources already pending: the other ticks of the same wake-up queue theirs too. */
+        (void) sd_event_source_set_priority(f->defer, SD_EVENT_PRIORITY_NORMAL + 1);
+        (void) sd_event_source_set_description(f->defer, "json-stream-flush");
+        f->event = event;
+        f->n_streams = 1;
+        f->next = flushers;
+        flushers = f;
+        *ret = f;
+        return 0;
+}
+
+static int flush_enqueue(JsonStream *s) {
+        Flusher *f = s->flusher;
+        int r;
+
+        if (!f->queue) {
+                r = sd_event_source_set_enabled(f->defer, SD_EVENT_ONESHOT);
+                if (r < 0)
+                        return r;
+        }
+        s->flush_prev = NULL;
+        s->flush_next = f->queue;
+        if (f->queue)
+                f->queue->flush_prev = s;
+        f->queue = s;
+        s->flush_queued = true;
+        return 0;
 }
 
 static int finish_connect(JsonStream *s) {
@@ -402,8 +616,8 @@ static int on_io(sd_event_source *source, int fd, uint32_t revents, void *userda
         if (s->state == STREAM_CONNECTING)
                 (void) finish_connect(s);
         else {
-                if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR))
-                        handle_read(s);
+                if (revents & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+                        handle_read(s, revents);
                 if (s->state == STREAM_CONNECTED && (revents & (EPOLLOUT | EPOLLERR)))
                         handle_write(s);
         }
@@ -412,10 +626,11 @@ static int on_io(sd_event_source *source, int fd, uint32_t revents, void *userda
 }
 
 static int add_io(JsonStream *s) {
-        int r = sd_event_add_io(s->event, &s->io, s->fd, EPOLLIN, on_io, s);
+        int r = sd_event_add_io(s->event, &s->io, s->fd, EPOLLIN | EPOLLRDHUP | EPOLLET, on_io, s);
 
         if (r < 0)
                 return r;
+        s->io_events = EPOLLIN | EPOLLRDHUP | EPOLLET;
         (void) sd_event_source_set_description(s->io, "json-stream");
         return update_io_events(s);
 }
@@ -554,8 +769,16 @@ int json_stream_write(JsonStream *s, const void *data, size_t size) {
                         s->output_alloc = want;
                 }
         }
+        bool idle = s->output_end == s->output_start;
+
         memcpy(s->output + s->output_end, data, size);
         s->output_end += size;
+        /* Nothing was waiting for the socket to take it: it will now, from the flusher. */
+        if (idle && s->state == STREAM_CONNECTED && s->io && !s->flush_queued) {
+                int r = flush_enqueue(s);
+                if (r >= 0)
+                        return 0;
+        }
         return update_io_events(s);
 }
 
@@ -564,6 +787,7 @@ void json_stream_discard_until_sync_byte(JsonStream *s) {
         s->carry_len = 0;
         json_tokener_reset(s->tokener);
         json_container_count_reset(&s->containers);
+        json_container_count_reset(&s->frame);
         s->message_bytes = 0;
         s->partial = false;
 }

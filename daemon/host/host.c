@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -47,6 +48,40 @@ int host_memory_read(const char *procfs, HostMemory *ret) {
         ret->mem_total = mi.value[GUEST_MEMINFO_MEM_TOTAL];
         ret->mem_available = mi.value[GUEST_MEMINFO_MEM_AVAILABLE];
         return guest_value_is_known(ret->mem_available) ? 0 : -ENODATA;
+}
+
+/* From /proc/PID/statm, not status: the same counters (VmRSS is statm's resident, in KiB
+ * instead of pages, both the kernel's sum of the file, anon and shmem RSS counters), but read
+ * every tick of every guest, and status makes the kernel format some fifty lines (signal masks,
+ * capabilities, cpu lists) for the one that is wanted here. */
+int host_process_rss(const char *procfs, pid_t pid, uint64_t *ret) {
+        static long page_size;
+        char path[PATH_MAX], buf[256];
+        unsigned long long size, resident;
+        ssize_t n;
+        int fd;
+
+        if (page_size <= 0)
+                page_size = sysconf(_SC_PAGESIZE);
+        if (page_size <= 0)
+                return -EINVAL;
+        snprintf(path, sizeof(path), "%s/%" PRIi32 "/statm", procfs, (int32_t) pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return errno == ENOENT ? -ESRCH : -errno;
+        n = read(fd, buf, sizeof(buf) - 1);
+        if (n < 0)
+                n = -errno;
+        close(fd);
+        if (n < 0)
+                return (int) n;
+        buf[n] = '\0';
+        /* A process without memory (a zombie, a kernel thread) has no VmRSS line: all zeros here. */
+        if (sscanf(buf, "%llu %llu", &size, &resident) != 2 || size == 0 ||
+            resident > UINT64_MAX / (unsigned long long) page_size)
+                return -ENODATA;
+        *ret = (uint64_t) resident * (uint64_t) page_size;
+        return 0;
 }
 
 /* The "KEY: N kB" line of a status file, in bytes: 0, or -ENODATA when it is missing or bad. */
@@ -99,12 +134,6 @@ static int read_status(const char *procfs, pid_t pid, char **ret) {
         snprintf(path, sizeof(path), "%s/%" PRIi32 "/status", procfs, (int32_t) pid);
         r = read_file_capped(path, PROC_FILE_MAX, ret, &size);
         return r == -ENOENT ? -ESRCH : r;
-}
-
-int host_process_rss(const char *procfs, pid_t pid, uint64_t *ret) {
-        _cleanup_free_ char *status = NULL;
-        int r = read_status(procfs, pid, &status);
-        return r < 0 ? r : status_kib(status, "VmRSS", ret);
 }
 
 int host_process_memory(const char *procfs, pid_t pid, HostProcessMemory *ret) {

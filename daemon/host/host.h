@@ -19,7 +19,7 @@ typedef struct HostMemory {
  * Returns 0 when MemAvailable was read, -errno otherwise. */
 int host_memory_read(const char *procfs, HostMemory *ret);
 
-/* VmRSS of a process in bytes: -ESRCH when it is gone, -ENODATA without a VmRSS line. */
+/* VmRSS of a process in bytes (statm's resident): -ESRCH when it is gone, -ENODATA when it has no memory. */
 int host_process_rss(const char *procfs, pid_t pid, uint64_t *ret);
 
 /* What the host spends on a QEMU process: its resident set, its pages in the host's swap (guest

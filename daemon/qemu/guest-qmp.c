@@ -40,6 +40,8 @@
 #define HUGEPAGE_STEP_RANGES 1024
 #define HUGEPAGE_STEP_COLLAPSES 64
 
+typedef struct TickWheel TickWheel;
+
 /* What only a QMP guest has: its connections, its timer, its setup. */
 typedef struct GuestQmp {
         Guest *guest;
@@ -49,7 +51,9 @@ typedef struct GuestQmp {
 
         QmpClient *qmp;
         pid_t qemu_pid;        /* 0 when unknown */
-        sd_event_source *timer;
+        TickWheel *wheel; /* whose timer ticks this guest, NULL until the first tick is armed */
+        size_t tick_index;     /* in wheel->heap, SIZE_MAX: no tick armed */
+        uint64_t tick_due;     /* CLOCK_MONOTONIC */
         sd_event_source *reconnect;
         uint64_t backoff_usec;
         unsigned setup_pending;
@@ -75,6 +79,8 @@ typedef struct GuestQmp {
 
 static void schedule_reconnect(GuestQmp *q);
 static void tick_arm(GuestQmp *q, uint64_t usec);
+static void tick_disarm(GuestQmp *q);
+static void tick_wheel_unref(TickWheel *w);
 static void agent_schedule_reconnect(GuestQmp *q);
 static void agent_follow_policy(GuestQmp *q);
 
@@ -205,14 +211,14 @@ static void qmp_policy_changed(Guest *g, uint64_t old_interval_usec, void *userd
         if (qmp_ready(q))
                 (void) qmp_set_stats_polling_interval(q->qmp, NULL, (unsigned) MAX(interval / USEC_PER_SEC, 1),
                                                       command_timeout(g), on_stats_polling_set, q);
-        if (q->timer && guest_phase(g) == GUEST_PHASE_RUNNING)
+        if (q->wheel && guest_phase(g) == GUEST_PHASE_RUNNING)
                 tick_arm(q, interval);
 }
 
 static void qmp_stop(Guest *g _unused_, void *userdata) {
         GuestQmp *q = userdata;
         q->stopped = true;
-        (void) sd_event_source_set_enabled(q->timer, SD_EVENT_OFF);
+        tick_disarm(q);
 }
 
 static void guest_qmp_free(void *userdata) {
@@ -222,7 +228,8 @@ static void guest_qmp_free(void *userdata) {
         q->qmp = qmp_client_free(q->qmp);
         q->qga = qga_client_free(q->qga);
         q->hugepage_pass = host_hugepage_pass_free(q->hugepage_pass);
-        sd_event_source_disable_unref(q->timer);
+        tick_disarm(q);
+        tick_wheel_unref(q->wheel);
         sd_event_source_disable_unref(q->reconnect);
         sd_event_source_disable_unref(q->agent_reconnect);
         free(q->vmem_id);
@@ -414,8 +421,7 @@ static void agent_ask_os(GuestQmp *q) {
                 q->agent_os = AGENT_OS_PENDING;
 }
 
-static int on_guest_tick(sd_event_source *s _unused_, uint64_t usec, void *userdata) {
-        GuestQmp *q = userdata;
+static void on_guest_tick(GuestQmp *q, uint64_t usec) {
         Guest *g = q->guest;
         uint64_t now;
         int r;
@@ -426,12 +432,12 @@ static int on_guest_tick(sd_event_source *s _unused_, uint64_t usec, void *userd
         uint64_t interval = guest_policy(g)->poll_interval_usec;
         tick_arm(q, usec + interval > now ? usec + interval - now : interval);
         if (!qmp_ready(q))
-                return 0;
+                return;
         r = guest_cycle_begin(g);
         if (r == -EBUSY)
                 log_guest_debug(g, "Previous interval still running, skipping a tick");
         if (r < 0)
-                return 0;
+                return;
         q->events_in_cycle = 0;
         if (q->qemu_pid > 0) {
                 HostProcessMemory pm;
@@ -467,19 +473,195 @@ static int on_guest_tick(sd_event_source *s _unused_, uint64_t usec, void *userd
                 guest_cycle_hold(g);
         }
         guest_cycle_step_done(g);
+}
+
+/* ---- the ticks: one timer for every QMP guest of a loop ----
+ *
+ * Each guest keeps its own due time, one interval after the last was due, and its tick may be
+ * late by its accuracy: 1 % of the interval, within 1-50 ms, as sd-event would have fired a
+ * timer of its own (its default 250 ms would stretch short intervals). What is shared is the
+ * wake-up: one time source, at the earliest due time with the smallest accuracy of the guests
+ * waiting, and every guest due by then ticks in that one dispatch. sd-event already woke once
+ * for every timer due within an accuracy window, but then dispatched each in an iteration of
+ * its own, with an epoll_wait() each; and each re-armed timer re-sorted its time queues.
+ * Nothing is aligned: guests keep the phases they started with, spread by when each was
+ * found and set up, so a wake-up takes the few whose due times fall in one window and the
+ * host's QEMUs are not all asked at once. */
+struct TickWheel {
+        sd_event *event; /* not referenced: the guests are */
+        sd_event_source *timer;
+        GuestQmp **heap; /* by tick_due, earliest first */
+        size_t n, alloc;
+        uint64_t min_accuracy; /* of the guests in heap, UINT64_MAX when none */
+        uint64_t armed_at, armed_accuracy; /* what timer is set to, armed_at UINT64_MAX: off */
+        unsigned n_ref;
+        bool dispatching; /* on_ticks() arms the timer once, when its guests have ticked */
+        TickWheel *next;
+};
+
+static TickWheel *tick_wheels;
+
+static TickWheel *tick_wheel_get(sd_event *event) {
+        for (TickWheel *w = tick_wheels; w; w = w->next)
+                if (w->event == event) {
+                        w->n_ref++;
+                        return w;
+                }
+        TickWheel *w = calloc(1, sizeof(*w));
+        if (!w)
+                return NULL;
+        *w = (TickWheel) { .event = event, .min_accuracy = UINT64_MAX, .armed_at = UINT64_MAX, .n_ref = 1,
+                           .next = tick_wheels };
+        tick_wheels = w;
+        return w;
+}
+
+static void tick_wheel_unref(TickWheel *w) {
+        if (!w || --w->n_ref > 0)
+                return;
+        for (TickWheel **p = &tick_wheels; *p; p = &(*p)->next)
+                if (*p == w) {
+                        *p = w->next;
+                        break;
+                }
+        sd_event_source_disable_unref(w->timer);
+        free(w->heap);
+        free(w);
+}
+
+static void heap_set(TickWheel *w, size_t i, GuestQmp *q) {
+        w->heap[i] = q;
+        q->tick_index = i;
+}
+
+static void heap_sift_up(TickWheel *w, size_t i) {
+        GuestQmp *q = w->heap[i];
+        while (i > 0 && w->heap[(i - 1) / 2]->tick_due > q->tick_due) {
+                heap_set(w, i, w->heap[(i - 1) / 2]);
+                i = (i - 1) / 2;
+        }
+        heap_set(w, i, q);
+}
+
+static void heap_sift_down(TickWheel *w, size_t i) {
+        GuestQmp *q = w->heap[i];
+        for (;;) {
+                size_t c = 2 * i + 1;
+                if (c >= w->n)
+                        break;
+                if (c + 1 < w->n && w->heap[c + 1]->tick_due < w->heap[c]->tick_due)
+                        c++;
+                if (w->heap[c]->tick_due >= q->tick_due)
+                        break;
+                heap_set(w, i, w->heap[c]);
+                i = c;
+        }
+        heap_set(w, i, q);
+}
+
+static void heap_remove(TickWheel *w, GuestQmp *q) {
+        size_t i = q->tick_index;
+        GuestQmp *last = w->heap[--w->n];
+
+        q->tick_index = SIZE_MAX;
+        if (i == w->n)
+                return;
+        heap_set(w, i, last);
+        heap_sift_up(w, i);
+        heap_sift_down(w, last->tick_index);
+}
+
+static int on_ticks(sd_event_source *s, uint64_t usec, void *userdata);
+
+static void tick_wheel_arm(TickWheel *w) {
+        if (w->dispatching)
+                return;
+        if (w->n == 0) {
+                w->min_accuracy = UINT64_MAX;
+                if (w->armed_at != UINT64_MAX)
+                        (void) sd_event_source_set_enabled(w->timer, SD_EVENT_OFF);
+                w->armed_at = UINT64_MAX;
+                return;
+        }
+        uint64_t at = w->heap[0]->tick_due;
+        if (at == w->armed_at && w->min_accuracy == w->armed_accuracy)
+                return;
+        /* Woken by due + the smallest accuracy, no guest is later than its own accuracy allows. */
+        if (event_reset_time(w->event, &w->timer, CLOCK_MONOTONIC, at, w->min_accuracy, on_ticks, w, "guest-ticks") < 0) {
+                w->armed_at = UINT64_MAX; /* tried again at the next arm */
+                return;
+        }
+        w->armed_at = at;
+        w->armed_accuracy = w->min_accuracy;
+}
+
+static int on_ticks(sd_event_source *s _unused_, uint64_t usec _unused_, void *userdata) {
+        TickWheel *w = userdata;
+        uint64_t now;
+
+        if (sd_event_now(w->event, CLOCK_MONOTONIC, &now) < 0)
+                return 0;
+        w->n_ref++; /* a tick may free its guest, the last of them the wheel */
+        w->armed_at = UINT64_MAX; /* a oneshot that fired */
+        w->dispatching = true;
+        /* A tick re-arms its guest at least an interval ahead: each guest ticks once here. */
+        while (w->n > 0 && w->heap[0]->tick_due <= now) {
+                GuestQmp *q = w->heap[0];
+                uint64_t due = q->tick_due;
+
+                heap_remove(w, q);
+                on_guest_tick(q, due);
+        }
+        w->dispatching = false;
+        tick_wheel_arm(w);
+        tick_wheel_unref(w);
         return 0;
 }
 
 static void tick_arm(GuestQmp *q, uint64_t usec) {
         Guest *g = q->guest;
+        uint64_t now;
 
         if (q->stopped)
+                return;
+        if (!q->wheel && !(q->wheel = tick_wheel_get(guest_event(g)))) {
+                log_oom();
+                return;
+        }
+        TickWheel *w = q->wheel;
+        if (q->tick_index == SIZE_MAX && w->n == w->alloc) {
+                size_t alloc = MAX(w->alloc * 2, (size_t) 16);
+                GuestQmp **heap = reallocarray(w->heap, alloc, sizeof(*heap));
+                if (!heap) {
+                        log_oom();
+                        return;
+                }
+                w->heap = heap;
+                w->alloc = alloc;
+        }
+        if (sd_event_now(guest_event(g), CLOCK_MONOTONIC, &now) < 0)
                 return;
         /* sd-event's default accuracy (250 ms) would stretch short intervals and line every
          * guest's tick up with the others: 1 % of the interval, within 1-50 ms. */
         uint64_t accuracy = CLAMP(guest_policy(g)->poll_interval_usec / 100, USEC_PER_MSEC, 50 * USEC_PER_MSEC);
-        (void) event_reset_time_relative(guest_event(g), &q->timer, CLOCK_MONOTONIC, usec, accuracy, on_guest_tick, q,
-                                         "guest-tick");
+        q->tick_due = usec > UINT64_MAX - now ? UINT64_MAX : now + usec;
+        w->min_accuracy = MIN(w->min_accuracy, accuracy);
+        if (q->tick_index == SIZE_MAX) {
+                w->n++;
+                heap_set(w, w->n - 1, q);
+                heap_sift_up(w, w->n - 1);
+        } else {
+                heap_sift_up(w, q->tick_index);
+                heap_sift_down(w, q->tick_index);
+        }
+        tick_wheel_arm(w);
+}
+
+static void tick_disarm(GuestQmp *q) {
+        if (!q->wheel || q->tick_index == SIZE_MAX)
+                return;
+        heap_remove(q->wheel, q);
+        tick_wheel_arm(q->wheel);
 }
 
 /* ---- connection and setup ---- */
@@ -864,6 +1046,7 @@ int guest_qmp_new(sd_event *event, const char *name, const char *qmp_path, const
 
         if (!q)
                 return -ENOMEM;
+        q->tick_index = SIZE_MAX;
         q->qmp_path = strdup(qmp_path);
         q->agent_path = agent_path ? strdup(agent_path) : NULL;
         q->trust = trust;

@@ -54,6 +54,11 @@ START_TEST(test_status_6_1) {
         ck_assert_uint_eq(m.rss, 2 * GIB);
         ck_assert_uint_eq(m.swap, 512 * MIB);
         ck_assert_uint_eq(m.ksm, 1000 * page());
+        /* The per-tick RSS reads statm (the same counter, in pages), not status. */
+        char statm[64];
+        snprintf(statm, sizeof(statm), "%llu %llu 10 1 0 20 0\n", (unsigned long long) (4 * GIB / page()),
+                 (unsigned long long) (2 * GIB / page()));
+        write_at("42/statm", statm);
         uint64_t rss;
         ck_assert_int_eq(host_process_rss(root, 42, &rss), 0);
         ck_assert_uint_eq(rss, 2 * GIB);
