@@ -6,7 +6,10 @@
 
 # The simulated-guest tests first, side by side (tests/integration/shares-machine: they share
 # the machine, two at a time under make -j2), then the ones that need the machine to themselves.
+# The longest simulated one (test-daemon-controller, about 130 s) first of them: last, as it was,
+# the exclusive test after it held the other slot waiting for it to end, so nothing ran beside it.
 integration_tests = \
+	tests/integration/test-daemon-controller \
 	tests/integration/test-daemon-dbus \
 	tests/integration/test-daemon-faults \
 	tests/integration/test-daemon-unmatched \
@@ -18,7 +21,6 @@ integration_tests = \
 	tests/integration/test-daemon-second \
 	tests/integration/test-daemon-api-outage \
 	tests/integration/test-daemon-config \
-	tests/integration/test-daemon-controller \
 	tests/integration/test-daemon-memory-report \
 	tests/integration/test-qmp-real-guest \
 	tests/integration/test-daemon-real-guest \
