@@ -111,7 +111,7 @@ int model_v2_run_with(const WorkloadDraw *d, const RsPolicy *policy, const Model
         Core core;
         TruthCache tc = { .known = false };
         double interval = (double) policy->poll_interval_usec / USEC_PER_SEC;
-        double below_since = -1;
+        double below_since = -1, short_since = -1;
         bool prev_emergency = false;
         int r;
 
@@ -149,6 +149,12 @@ int model_v2_run_with(const WorkloadDraw *d, const RsPolicy *policy, const Model
                         ret->longest_below_sec = MAX(ret->longest_below_sec, m.now_sec - below_since);
                 } else
                         below_since = -1;
+                if (below_since >= 0 && guest_model_v2_throughput(&m) < SHAPE_THROUGHPUT_TARGET) {
+                        if (short_since < 0)
+                                short_since = m.now_sec - interval;
+                        ret->longest_short_sec = MAX(ret->longest_short_sec, m.now_sec - short_since);
+                } else
+                        short_since = -1;
 
                 if (verbose)
                         printf("t=%5.0fs %-9s size %6.1f MiB target %6.1f estimate %6.1f truth %6.1f/%6.1f (read %6.1f) stall %.4f "
@@ -177,7 +183,7 @@ int model_v2_run_with(const WorkloadDraw *d, const RsPolicy *policy, const Model
         ret->steady_stall_held = shape_steady_stall(d, &m.phase, m.size);
         ret->held_in_band = m.size >= tc.stall &&
                             m.size <= tc.stall * (1 + policy->margin_percent / 100) + (double) policy->dead_band_bytes;
-        ret->starved = ret->longest_below_sec > MODEL_V2_STARVED_SEC;
+        ret->starved = ret->longest_short_sec > MODEL_V2_STARVED_SEC;
         ret->oom_kills = m.oom_kills;
         ret->oom_deflated = m.oom_deflated;
         ret->streaming = core_streaming(&core);
