@@ -535,8 +535,10 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
 
         rs_sample_sanitize(&s, c->guest_max);
         RsRateEvent ev = rs_rate_tracker_feed(&c->tracker, &s, now, &r);
-        if (ev == RS_RATE_REBOOT)
+        if (ev == RS_RATE_REBOOT) {
                 c->reserve_seen = 0; /* a new kernel, perhaps set otherwise */
+                c->wm_given = false; /* ... until its own /proc/zoneinfo is read */
+        }
         update_watermarks(c, &s);
         update_latency(c, &r);
         if (c->cliff_restored) {

@@ -85,6 +85,10 @@ static void core_step(Core *c, const RsSample *s, uint64_t now_usec, CoreStep *r
                 return;
         }
         RsControllerDecision dec;
+        /* as policies/guest-cost.c gives them: the watermarks the agent read */
+        if (s && rs_known(s->level[RS_LEVEL_WMARK_HIGH]))
+                rs_controller_set_watermarks(c->ctl, s->level[RS_LEVEL_WMARK_MIN], s->level[RS_LEVEL_WMARK_LOW],
+                                             s->level[RS_LEVEL_WMARK_HIGH]);
         if (s)
                 rs_controller_feed(c->ctl, s, now_usec);
         rs_controller_decide(c->ctl, &dec);
