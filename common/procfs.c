@@ -312,3 +312,111 @@ int guest_psi_parse(const char *text, size_t size, GuestPsi *ret) {
         *ret = psi;
         return psi.some.known ? 0 : -EBADMSG;
 }
+
+/* ---- /proc/zoneinfo ---- */
+
+/* 2^40 pages is 4 PiB: a zone that claims more is lying, and so is the whole file. */
+#define ZONE_PAGES_MAX (UINT64_C(1) << 40)
+/* MAX_NUMNODES is 1024 at most, and a node has up to five zones; more is not a kernel's. The
+ * sums stay far from overflowing: 5 x 1024 x 2^40 pages x 64 KiB < 2^64. */
+#define ZONES_MAX (5 * 1024)
+
+typedef struct Zone {
+        uint64_t min, low, high, managed, protection;
+        bool has_min, has_low, has_high, has_managed;
+} Zone;
+
+/* "(0, 881, 881, 881, 881)": the largest, or false when anything in it is not a count. */
+static bool parse_protection(Span s, uint64_t *ret) {
+        uint64_t top = 0;
+        bool any = false;
+        size_t i = 0;
+
+        while (i < s.n) {
+                if (s.p[i] == '(' || s.p[i] == ')' || s.p[i] == ',' || is_blank(s.p[i])) {
+                        i++;
+                        continue;
+                }
+                size_t start = i;
+                while (i < s.n && s.p[i] != ',' && s.p[i] != ')' && !is_blank(s.p[i]))
+                        i++;
+                uint64_t v;
+                if (!parse_u64((Span) { s.p + start, i - start }, &v) || v > ZONE_PAGES_MAX)
+                        return false;
+                top = MAX(top, v);
+                any = true;
+        }
+        *ret = top;
+        return any;
+}
+
+/* What a zone adds to the sums: each watermark with the zone's largest protection, at most
+ * its managed pages (calculate_totalreserve_pages()). -EBADMSG for a zone out of order. */
+static int zone_add(const Zone *z, uint64_t page_size, GuestZoneinfo *sum) {
+        if (!z->has_min && !z->has_low && !z->has_high)
+                return 0; /* a zone line without watermarks: nothing to add */
+        if (!z->has_min || !z->has_low || !z->has_high || z->min > z->low || z->low > z->high)
+                return -EBADMSG;
+        uint64_t cap = z->has_managed ? z->managed : UINT64_MAX;
+        sum->min += MIN(z->min + z->protection, cap) * page_size;
+        sum->low += MIN(z->low + z->protection, cap) * page_size;
+        sum->high += MIN(z->high + z->protection, cap) * page_size;
+        sum->zones++;
+        return 0;
+}
+
+int guest_zoneinfo_parse(const char *text, size_t size, uint64_t page_size, GuestZoneinfo *ret) {
+        Span rest = { text, text ? size : 0 }, line;
+        GuestZoneinfo sum = {};
+        Zone z = {};
+        bool in_zone = false;
+
+        *ret = (GuestZoneinfo) { .min = GUEST_VALUE_UNKNOWN, .low = GUEST_VALUE_UNKNOWN, .high = GUEST_VALUE_UNKNOWN };
+        if (page_size == 0 || page_size > 64 * 1024)
+                return -EINVAL;
+        while (next_line(&rest, &line)) {
+                Span key, value, extra;
+
+                if (!next_word(&line, &key))
+                        continue;
+                if (span_eq(key, "Node")) {
+                        /* "Node 0, zone   Normal": the zone before it is complete */
+                        if (in_zone && zone_add(&z, page_size, &sum) < 0)
+                                return -EBADMSG;
+                        if (sum.zones >= ZONES_MAX)
+                                return -EBADMSG;
+                        z = (Zone) {};
+                        in_zone = true;
+                        continue;
+                }
+                if (!in_zone)
+                        continue;
+                if (span_eq(key, "protection:")) {
+                        if (!parse_protection(line, &z.protection))
+                                return -EBADMSG;
+                        continue;
+                }
+                /* "min 188": exactly a key and a count. The per-CPU pagesets' "high:" has a
+                 * colon and is not a watermark; "pages free" has two words before its count. */
+                bool is_min = span_eq(key, "min"), is_low = span_eq(key, "low"), is_high = span_eq(key, "high"),
+                     is_managed = span_eq(key, "managed");
+                if (!is_min && !is_low && !is_high && !is_managed)
+                        continue;
+                uint64_t v;
+                if (!next_word(&line, &value) || next_word(&line, &extra) || !parse_u64(value, &v) || v > ZONE_PAGES_MAX)
+                        return -EBADMSG;
+                /* the first of each in a zone: a repeated key is not the kernel's */
+                bool *has = is_min ? &z.has_min : is_low ? &z.has_low : is_high ? &z.has_high : &z.has_managed;
+                uint64_t *to = is_min ? &z.min : is_low ? &z.low : is_high ? &z.high : &z.managed;
+                if (*has)
+                        return -EBADMSG;
+                *has = true;
+                *to = v;
+        }
+        if (in_zone && zone_add(&z, page_size, &sum) < 0)
+                return -EBADMSG;
+        if (sum.zones == 0 || sum.high == 0)
+                return -EBADMSG;
+        *ret = sum;
+        return (int) sum.zones;
+}

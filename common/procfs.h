@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Pure parsers for /proc/vmstat, /proc/meminfo and /proc/pressure/memory text: a guest's, as
+/* Pure parsers for /proc/vmstat, /proc/meminfo, /proc/pressure/memory and /proc/zoneinfo text: a guest's, as
  * read through its agent (qmp/, daemon/libvirt/), and the host's own (daemon/host/host.c). The text is untrusted: any bytes, any length, no NUL
  * terminator needed. Nothing here allocates or fails hard: lines that do not parse are
  * skipped and their counters stay unknown (never zero). */
@@ -103,3 +103,24 @@ typedef struct GuestPsi {
 /* Returns 0 when the "some" line parsed, -EBADMSG otherwise (ret is filled either way;
  * "full" may be unknown on its own, as for the CPU resource). */
 int guest_psi_parse(const char *text, size_t size, GuestPsi *ret);
+
+/* ---- /proc/zoneinfo ---- */
+
+/* The zones' min, low and high watermarks summed, bytes, each zone's with its largest lowmem
+ * protection (what a user allocation must leave free in it), at most its managed pages: high
+ * is the kernel's totalreserve_pages, what MemAvailable leaves out of MemFree. */
+typedef struct GuestZoneinfo {
+        uint64_t min, low, high; /* GUEST_VALUE_UNKNOWN when not parsed */
+        unsigned zones;          /* zones summed */
+} GuestZoneinfo;
+
+/* The guest's page size, which zoneinfo's counts are in and do not say: x86-64's, the only
+ * guests the daemon reads zoneinfo of so far. */
+#define GUEST_ZONEINFO_PAGE_SIZE 4096
+
+/* page_size: the guest's, bytes (zoneinfo counts pages and does not say their size). Returns
+ * the zones summed, or -EBADMSG when none parsed or anything is not what a kernel writes (a
+ * watermark out of order, a count past 4 PiB, a repeated key, more zones than nodes can
+ * have): the file is all or nothing, since a sum with a lying zone left out is a wrong sum;
+ * -EINVAL for a page size no kernel has. */
+int guest_zoneinfo_parse(const char *text, size_t size, uint64_t page_size, GuestZoneinfo *ret);

@@ -22,6 +22,16 @@
 #include "policies/signals.h"
 #include "qmp/qga-osinfo.h"
 
+/* How often a driver has the agent read /proc/zoneinfo again (carrying the last read's
+ * watermarks, RS_LEVEL_WMARK_*, into every sample meanwhile). The watermarks move only when
+ * min_free_kbytes or watermark_scale_factor is written, THP is switched on or off (khugepaged
+ * recomputes them) or memory is hotplugged, never with the balloon; a reboot reconnects the
+ * agent, which reads them at once. The file is several KiB (more with many CPUs) against
+ * vmstat's few: read with every interval's vmstat it would be most of what the agent sends.
+ * Ten minutes bounds how long such a change goes unseen; meanwhile the controller's reserve
+ * seen under reclaim raises them where the guest shows more. */
+#define GUEST_ZONEINFO_REFRESH_USEC (600 * UINT64_C(1000000))
+
 /* What drives a guest (daemon/qemu/guest-qmp.c, daemon/libvirt/guest-libvirt.c); userdata is
  * the driver's data given to guest_new(). The actuators return 1 when the call went out and its
  * outcome is to be reported with guest_actuator_done(), 0 when it is done already (carried out

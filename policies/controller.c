@@ -28,7 +28,8 @@ struct RsController {
         uint64_t wm_min, wm_low, wm_high; /* summed over the zones */
         bool wm_given;                   /* from /proc/zoneinfo, not computed */
         uint64_t managed;                /* the largest MemTotal seen: what the kernel sized its watermarks by */
-        uint64_t reserve_seen;           /* the largest MemFree - MemAvailable seen: the reserves at least */
+        uint64_t reserve_seen;           /* the reserves at least: the largest MemFree - MemAvailable seen, or free under reclaim */
+        uint64_t free_prev;              /* MemFree in the last sample, RS_UNKNOWN none */
 
         bool started;
         double size;                     /* bytes: what the controller asks the guest to have */
@@ -178,6 +179,7 @@ int rs_controller_new(RsController **ret, const RsPolicy *policy, const RsContro
         c->oom_prev = RS_UNKNOWN;
         c->swap = -1;
         c->reads_prev = -1;
+        c->free_prev = RS_UNKNOWN;
         rs_rate_tracker_init(&c->tracker);
         rs_cost_window_init(&c->window, params->cost_window_sec);
         c->d = (RsControllerDecision) {
@@ -226,22 +228,66 @@ static void say(RsController *c, RsControlAction a, const char *fmt, ...) {
         va_end(ap);
 }
 
+static double slack(double size) {
+        return MAX(PUSHBACK_SLACK_BYTES, PUSHBACK_SLACK_SHARE * size);
+}
+
+/* Bytes the kernel reclaimed in the interval (kswapd and direct), by the balloon's counters or
+ * the agent's vmstat, whichever says more; 0 when neither is known. */
+static double reclaimed_bytes(const RsRates *r) {
+        static const RsCounter balloon[] = { RS_COUNTER_ASYNC_RECLAIMS, RS_COUNTER_DIRECT_RECLAIMS },
+                               vmstat[] = { RS_COUNTER_PGSTEAL_KSWAPD, RS_COUNTER_PGSTEAL_DIRECT };
+        double b = 0, v = 0;
+        if (!(r->interval_sec > 0))
+                return 0;
+        for (size_t i = 0; i < 2; i++) {
+                if (r->known[balloon[i]])
+                        b += r->per_sec[balloon[i]];
+                if (r->known[vmstat[i]])
+                        v += r->per_sec[vmstat[i]];
+        }
+        return MAX(b, v) * r->interval_sec * 4096.0;
+}
+
+/* A cache-full guest's MemAvailable counts its cache, so MemFree - MemAvailable says nothing
+ * of its reserves there. Its reclaim does: kswapd wakes when free memory falls under the low
+ * watermarks and frees up to the high ones, and stops there, so free memory after an interval
+ * the kernel reclaimed in is at most the reserve, not room, as long as nothing else freed
+ * memory after the reclaim (a process that exits, a set that shrank, a balloon that gave some
+ * back): free memory that rose by more than the kernel reclaimed did not come from the reclaim,
+ * and does not count. The largest such reading is the reserve at least. Never more than it:
+ * a reserve taken too high puts the min watermark inside the band kswapd keeps free memory
+ * in, and every pass of kswapd reads as an OOM risk. */
+static void update_reserve_under_reclaim(RsController *c, const RsSample *s, const RsRates *r, bool grew) {
+        uint64_t free = s->level[RS_LEVEL_FREE], before = c->free_prev;
+        c->free_prev = free;
+        double got = reclaimed_bytes(r);
+        if (!rs_known(free) || !rs_known(before) || grew || got <= 0 || c->managed == 0 ||
+            (double) free > (double) before + got)
+                return;
+        c->reserve_seen = MAX(c->reserve_seen, MIN(free, c->managed / 4));
+}
+
 /* Until /proc/zoneinfo gives them, the watermarks are the kernel's boot defaults, or what the
- * guest's own MemAvailable says they are at least, whichever is higher. MemAvailable is free
+ * guest shows they are at least (its MemAvailable, and its free memory while it reclaims:
+ * update_reserve_under_reclaim()), whichever is higher. MemAvailable is free
  * memory less the reserves (the zones' high watermarks and lowmem protection) plus reclaimable
  * page cache and slab, so MemFree - MemAvailable is never more than the reserves, and is all of
  * them in a guest with little cache. That matters: a guest with transparent huge pages on
  * raises min_free_kbytes well above the boot default (the 1 GiB test guest: a 65 MiB high
  * watermark against 6 MiB), and free memory the kernel keeps as its reserve, counted as memory
  * nobody uses, starts a guest below its set and holds a thrashing one where it is. */
-static void update_watermarks(RsController *c, const RsSample *s) {
+static void update_watermarks(RsController *c, const RsSample *s, const RsRates *r) {
         uint64_t total = s->level[RS_LEVEL_TOTAL], free = s->level[RS_LEVEL_FREE], avail = s->level[RS_LEVEL_AVAILABLE];
+        uint64_t actual = s->level[RS_LEVEL_BALLOON_ACTUAL];
         if (rs_known(total))
                 c->managed = MAX(c->managed, total);
         /* a quarter of the guest at most: the kernel never reserves more by itself, and a guest
          * that claims more only moves where its size starts */
         if (rs_known(free) && rs_known(avail) && free > avail && c->managed > 0)
                 c->reserve_seen = MAX(c->reserve_seen, MIN(free - avail, c->managed / 4));
+        update_reserve_under_reclaim(c, s, r,
+                                     rs_known(actual) && c->prev_actual > 0 && (double) actual > c->prev_actual + slack((double) actual));
         if (c->wm_given || c->managed == 0)
                 return;
         rs_watermarks_default(c->managed, &c->wm_min, &c->wm_low, &c->wm_high);
@@ -251,10 +297,6 @@ static void update_watermarks(RsController *c, const RsSample *s) {
                 c->wm_low = c->reserve_seen / 6 * 5;
                 c->wm_min = c->reserve_seen / 3 * 2;
         }
-}
-
-static double slack(double size) {
-        return MAX(PUSHBACK_SLACK_BYTES, PUSHBACK_SLACK_SHARE * size);
 }
 
 /* The working set: the size the controller settles at. Its target saws around that size (a
@@ -535,9 +577,12 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
 
         rs_sample_sanitize(&s, c->guest_max);
         RsRateEvent ev = rs_rate_tracker_feed(&c->tracker, &s, now, &r);
-        if (ev == RS_RATE_REBOOT)
+        if (ev == RS_RATE_REBOOT) {
                 c->reserve_seen = 0; /* a new kernel, perhaps set otherwise */
-        update_watermarks(c, &s);
+                c->free_prev = RS_UNKNOWN;
+                c->wm_given = false; /* ... until its own /proc/zoneinfo is read */
+        }
+        update_watermarks(c, &s, &r);
         update_latency(c, &r);
         if (c->cliff_restored) {
                 c->cliff_at = now;

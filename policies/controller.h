@@ -114,8 +114,11 @@ typedef struct RsController RsController;
 int rs_controller_new(RsController **ret, const RsPolicy *policy, const RsControllerParams *params, uint64_t guest_max);
 RsController *rs_controller_free(RsController *c);
 
-/* The guest's zones' watermarks summed, bytes, as /proc/zoneinfo reports them. Until set (or
- * with 0s) they are computed as the kernel computes them at boot from the guest's memory. */
+/* The guest's zones' watermarks summed, bytes, as /proc/zoneinfo reports them, each zone's
+ * with its largest lowmem protection (RS_LEVEL_WMARK_*; policies/guest-cost.c gives them from
+ * the sample). Until set (or with 0s, or after the guest rebooted) they are computed as the
+ * kernel computes them at boot from the guest's memory, raised to what the guest shows its
+ * reserve to be at least. */
 void rs_controller_set_watermarks(RsController *c, uint64_t min, uint64_t low, uint64_t high);
 /* What the host granted after arbitration when less than the decision's target, else
  * RS_UNKNOWN: the controller then judges the granted size, and does not loosen past what

@@ -165,10 +165,15 @@ void rs_guest_cost_feed(RsGuestCost *k, const RsSample *sample, uint64_t now_use
         RsObservation o;
 
         k->last_target = k->d.target;
+        rs_sample_sanitize(&s, k->guest_max);
+        /* The zones' watermarks where the agent read /proc/zoneinfo: the reserve the kernel
+         * keeps free, which the controller otherwise only bounds from below. */
+        if (rs_known(s.level[RS_LEVEL_WMARK_HIGH]))
+                rs_controller_set_watermarks(k->c, s.level[RS_LEVEL_WMARK_MIN], s.level[RS_LEVEL_WMARK_LOW],
+                                             s.level[RS_LEVEL_WMARK_HIGH]);
         rs_controller_feed(k->c, sample, now_usec);
         rs_controller_decide(k->c, &k->d);
 
-        rs_sample_sanitize(&s, k->guest_max);
         (void) rs_rate_tracker_feed(&k->tracker, &s, now_usec, &rates);
         rs_observe(&s, &rates, k->have_obs ? &k->obs : NULL, &k->no_baseline, &k->policy, &o);
         k->size = rs_known(o.size) ? MIN(o.size, k->guest_max) : k->last_target;

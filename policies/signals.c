@@ -20,6 +20,9 @@ static const char *const level_names[_RS_LEVEL_MAX] = {
         [RS_LEVEL_HOST_MEM_AVAILABLE] = "host-mem-available",
         [RS_LEVEL_HOST_PSI_SOME_AVG10] = "host-psi-some-avg10",
         [RS_LEVEL_HOST_PSI_FULL_AVG10] = "host-psi-full-avg10",
+        [RS_LEVEL_WMARK_MIN] = "wmark-min",
+        [RS_LEVEL_WMARK_LOW] = "wmark-low",
+        [RS_LEVEL_WMARK_HIGH] = "wmark-high",
 };
 
 static const char *const counter_names[_RS_COUNTER_MAX] = {
@@ -88,7 +91,8 @@ void rs_sample_sanitize(RsSample *s, uint64_t mem_max) {
                 static const RsLevel sized[] = {
                         RS_LEVEL_TOTAL,          RS_LEVEL_FREE,           RS_LEVEL_AVAILABLE,
                         RS_LEVEL_DISK_CACHES,    RS_LEVEL_BALLOON_ACTUAL, RS_LEVEL_VIRTIO_MEM_SIZE, RS_LEVEL_BALLOON_TARGET,
-                        RS_LEVEL_ANON_OLD,       RS_LEVEL_FILE_OLD,
+                        RS_LEVEL_ANON_OLD,       RS_LEVEL_FILE_OLD,       RS_LEVEL_WMARK_MIN,
+                        RS_LEVEL_WMARK_LOW,      RS_LEVEL_WMARK_HIGH,
                 };
                 for (size_t i = 0; i < ARRAY_SIZE(sized); i++)
                         if (rs_known(s->level[sized[i]]) && s->level[sized[i]] > limit)
@@ -101,8 +105,9 @@ void rs_sample_sanitize(RsSample *s, uint64_t mem_max) {
         if (rs_known(total)) {
                 if (total == 0)
                         s->level[RS_LEVEL_TOTAL] = RS_UNKNOWN;
-                static const RsLevel parts[] = { RS_LEVEL_FREE, RS_LEVEL_AVAILABLE, RS_LEVEL_DISK_CACHES, RS_LEVEL_ANON_OLD,
-                                                 RS_LEVEL_FILE_OLD };
+                static const RsLevel parts[] = { RS_LEVEL_FREE,      RS_LEVEL_AVAILABLE, RS_LEVEL_DISK_CACHES,
+                                                 RS_LEVEL_ANON_OLD,  RS_LEVEL_FILE_OLD,  RS_LEVEL_WMARK_MIN,
+                                                 RS_LEVEL_WMARK_LOW, RS_LEVEL_WMARK_HIGH };
                 for (size_t i = 0; i < ARRAY_SIZE(parts); i++)
                         if (rs_known(s->level[parts[i]]) && s->level[parts[i]] > total)
                                 s->level[parts[i]] = RS_UNKNOWN;
@@ -119,6 +124,11 @@ void rs_sample_sanitize(RsSample *s, uint64_t mem_max) {
                 s->level[RS_LEVEL_FREE] = RS_UNKNOWN;
                 s->level[RS_LEVEL_AVAILABLE] = RS_UNKNOWN;
         }
+
+        /* The watermarks come as a set, min <= low <= high, high not 0: any other is a lie, all dropped. */
+        uint64_t wmin = s->level[RS_LEVEL_WMARK_MIN], wlow = s->level[RS_LEVEL_WMARK_LOW], whigh = s->level[RS_LEVEL_WMARK_HIGH];
+        if (!(rs_known(wmin) && rs_known(wlow) && rs_known(whigh) && wmin <= wlow && wlow <= whigh && whigh > 0))
+                s->level[RS_LEVEL_WMARK_MIN] = s->level[RS_LEVEL_WMARK_LOW] = s->level[RS_LEVEL_WMARK_HIGH] = RS_UNKNOWN;
 
         if (rs_known(s->level[RS_LEVEL_SWAP_FREE]) && rs_known(s->level[RS_LEVEL_SWAP_TOTAL]) &&
             s->level[RS_LEVEL_SWAP_FREE] > s->level[RS_LEVEL_SWAP_TOTAL])

@@ -46,6 +46,12 @@ typedef enum RsLevel {
         RS_LEVEL_HOST_MEM_AVAILABLE,
         RS_LEVEL_HOST_PSI_SOME_AVG10,
         RS_LEVEL_HOST_PSI_FULL_AVG10,
+        /* guest /proc/zoneinfo: the zones' min, low and high watermarks summed, each zone's
+         * with its largest lowmem protection (what the kernel keeps free of a user allocation;
+         * high is totalreserve_pages), bytes. Unknown without the agent; not read every interval */
+        RS_LEVEL_WMARK_MIN,
+        RS_LEVEL_WMARK_LOW,
+        RS_LEVEL_WMARK_HIGH,
         _RS_LEVEL_MAX,
 } RsLevel;
 

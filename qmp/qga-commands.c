@@ -235,6 +235,7 @@ typedef enum ProcFile {
         PROC_VMSTAT,
         PROC_MEMINFO,
         PROC_PSI_MEMORY,
+        PROC_ZONEINFO,
 } ProcFile;
 
 typedef struct ProcRead {
@@ -243,6 +244,7 @@ typedef struct ProcRead {
                 qga_vmstat_fn vmstat;
                 qga_meminfo_fn meminfo;
                 qga_psi_fn psi;
+                qga_zoneinfo_fn zoneinfo;
         } callback;
         void *userdata;
 } ProcRead;
@@ -253,6 +255,7 @@ static void on_proc_file(QgaClient *c, const QmpReply *reply, const char *data, 
         GuestVmstat vmstat;
         GuestMeminfo meminfo;
         GuestPsi psi;
+        GuestZoneinfo zoneinfo;
 
         switch (p->file) {
         case PROC_VMSTAT:
@@ -273,17 +276,23 @@ static void on_proc_file(QgaClient *c, const QmpReply *reply, const char *data, 
                 if (p->callback.psi)
                         p->callback.psi(c, &r, r.error == 0 ? &psi : NULL, p->userdata);
                 break;
+        case PROC_ZONEINFO:
+                if (r.error == 0 && guest_zoneinfo_parse(data, size, GUEST_ZONEINFO_PAGE_SIZE, &zoneinfo) <= 0)
+                        r = (QmpReply) { .error = -EBADMSG, .error_desc = "/proc/zoneinfo is not a kernel's" };
+                if (p->callback.zoneinfo)
+                        p->callback.zoneinfo(c, &r, r.error == 0 ? &zoneinfo : NULL, p->userdata);
+                break;
         }
 }
 
-static int read_proc(QgaClient *c, const char *path, uint64_t timeout_usec, const ProcRead *template) {
+static int read_proc(QgaClient *c, const char *path, size_t max_size, uint64_t timeout_usec, const ProcRead *template) {
         ProcRead *p = malloc(sizeof(*p));
         int r;
 
         if (!p)
                 return -ENOMEM;
         *p = *template;
-        r = qga_read_file_full(c, path, 0, timeout_usec, on_proc_file, p, free);
+        r = qga_read_file_full(c, path, max_size, timeout_usec, on_proc_file, p, free);
         if (r < 0)
                 free(p);
         return r;
@@ -292,6 +301,7 @@ static int read_proc(QgaClient *c, const char *path, uint64_t timeout_usec, cons
 int qga_read_vmstat(QgaClient *c, uint64_t timeout_usec, qga_vmstat_fn callback, void *userdata) {
         return read_proc(c,
                          "/proc/vmstat",
+                         0,
                          timeout_usec,
                          &(ProcRead) { .file = PROC_VMSTAT, .callback.vmstat = callback, .userdata = userdata });
 }
@@ -299,6 +309,7 @@ int qga_read_vmstat(QgaClient *c, uint64_t timeout_usec, qga_vmstat_fn callback,
 int qga_read_meminfo(QgaClient *c, uint64_t timeout_usec, qga_meminfo_fn callback, void *userdata) {
         return read_proc(c,
                          "/proc/meminfo",
+                         0,
                          timeout_usec,
                          &(ProcRead) { .file = PROC_MEMINFO, .callback.meminfo = callback, .userdata = userdata });
 }
@@ -306,6 +317,15 @@ int qga_read_meminfo(QgaClient *c, uint64_t timeout_usec, qga_meminfo_fn callbac
 int qga_read_psi_memory(QgaClient *c, uint64_t timeout_usec, qga_psi_fn callback, void *userdata) {
         return read_proc(c,
                          "/proc/pressure/memory",
+                         0,
                          timeout_usec,
                          &(ProcRead) { .file = PROC_PSI_MEMORY, .callback.psi = callback, .userdata = userdata });
+}
+
+int qga_read_zoneinfo(QgaClient *c, uint64_t timeout_usec, qga_zoneinfo_fn callback, void *userdata) {
+        return read_proc(c,
+                         "/proc/zoneinfo",
+                         QGA_ZONEINFO_MAX,
+                         timeout_usec,
+                         &(ProcRead) { .file = PROC_ZONEINFO, .callback.zoneinfo = callback, .userdata = userdata });
 }

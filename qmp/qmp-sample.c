@@ -67,3 +67,9 @@ void qmp_sample_from_psi(RsSample *part, const GuestPsi *psi) {
         if (psi->full.known)
                 part->counter[RS_COUNTER_PSI_FULL_TOTAL] = psi->full.total_usec;
 }
+
+void qmp_sample_from_zoneinfo(RsSample *part, const GuestZoneinfo *z) {
+        part->level[RS_LEVEL_WMARK_MIN] = z->min;
+        part->level[RS_LEVEL_WMARK_LOW] = z->low;
+        part->level[RS_LEVEL_WMARK_HIGH] = z->high;
+}

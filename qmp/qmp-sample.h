@@ -22,3 +22,5 @@ void qmp_sample_from_vmstat(RsSample *part, const GuestVmstat *vmstat);
 /* The guest's memory PSI: avg10 in hundredths of a percent (an out-of-range one unknown) and
  * the stall totals. */
 void qmp_sample_from_psi(RsSample *part, const GuestPsi *psi);
+/* The zones' watermarks summed (RS_LEVEL_WMARK_*), bytes. */
+void qmp_sample_from_zoneinfo(RsSample *part, const GuestZoneinfo *zoneinfo);

@@ -56,6 +56,7 @@ typedef struct SyncCall {
                 GuestVmstat vmstat;
                 GuestMeminfo meminfo;
                 GuestPsi psi;
+                GuestZoneinfo zoneinfo;
                 struct {
                         char *data;
                         size_t size;
@@ -657,4 +658,16 @@ int qga_sync_read_psi_memory(QgaClient *c, uint64_t timeout_usec, GuestPsi *ret,
         if (!s)
                 return -ENOMEM;
         return sync_call_finish(s, qga_read_psi_memory(c, timeout_usec, on_psi_owned, s), ret_error, ret, sizeof(*ret));
+}
+
+static void on_zoneinfo_owned(QgaClient *c, const QmpReply *reply, const GuestZoneinfo *z, void *userdata) {
+        sync_complete(userdata, reply, z, sizeof(*z));
+}
+
+int qga_sync_read_zoneinfo(QgaClient *c, uint64_t timeout_usec, GuestZoneinfo *ret, char **ret_error) {
+        SyncCall *s = sync_call_new(NULL, c);
+
+        if (!s)
+                return -ENOMEM;
+        return sync_call_finish(s, qga_read_zoneinfo(c, timeout_usec, on_zoneinfo_owned, s), ret_error, ret, sizeof(*ret));
 }

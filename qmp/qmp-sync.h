@@ -92,3 +92,4 @@ int qga_sync_read_file(QgaClient *c,
 int qga_sync_read_vmstat(QgaClient *c, uint64_t timeout_usec, GuestVmstat *ret, char **ret_error);
 int qga_sync_read_meminfo(QgaClient *c, uint64_t timeout_usec, GuestMeminfo *ret, char **ret_error);
 int qga_sync_read_psi_memory(QgaClient *c, uint64_t timeout_usec, GuestPsi *ret, char **ret_error);
+int qga_sync_read_zoneinfo(QgaClient *c, uint64_t timeout_usec, GuestZoneinfo *ret, char **ret_error);

@@ -33,6 +33,10 @@ typedef struct Domain {
         bool os_asked;                /* a read after guest-get-osinfo succeeded: not asked again until one fails */
         bool agent_waiting;           /* the current cycle waits for it */
         sd_event_source *agent_deadline;
+        /* /proc/zoneinfo's watermarks, carried into every sample (GUEST_ZONEINFO_REFRESH_USEC);
+         * zones 0: none since the agent last answered */
+        GuestZoneinfo zoneinfo;
+        uint64_t zoneinfo_at;         /* CLOCK_MONOTONIC of the last read asked for, 0: none */
 } Domain;
 
 struct LibvirtGuests {
@@ -357,11 +361,24 @@ static void on_agent_done(int error, const GuestVmstat *vmstat, const GuestPsi *
         /* Asked again once a read fails: the agent may have restarted, or the guest another system. */
         d->os_asked = error >= 0;
         guest_set_agent_os(g, libvirt_agent_job_os(d->job));
+        int zerror;
+        const GuestZoneinfo *z = libvirt_agent_job_zoneinfo(d->job, &zerror);
+        if (z)
+                d->zoneinfo = *z;
+        else if (zerror != -ENODATA) {
+                /* optional: logged, tried again at the next refresh; a file not a kernel's drops the last */
+                if (zerror == -EBADMSG)
+                        d->zoneinfo = (GuestZoneinfo) {};
+                log_guest_debug_errno(g, zerror, "Guest agent: /proc/zoneinfo: %m");
+        }
         d->job = NULL;
         if (error < 0) {
                 if (guest_agent_answers(g))
                         log_guest_info(g, "Guest agent not answering: %s", message ?: strerror(-error));
                 guest_set_agent_answers(g, false);
+                /* an agent back after a silence may be a new kernel's (a reboot): its own is read */
+                d->zoneinfo = (GuestZoneinfo) {};
+                d->zoneinfo_at = 0;
         } else {
                 if (!guest_agent_answers(g))
                         log_guest_info(g, "Guest agent answers");
@@ -373,6 +390,8 @@ static void on_agent_done(int error, const GuestVmstat *vmstat, const GuestPsi *
                                 qmp_sample_from_vmstat(&part, vmstat);
                         if (psi)
                                 qmp_sample_from_psi(&part, psi);
+                        if (d->zoneinfo.zones > 0)
+                                qmp_sample_from_zoneinfo(&part, &d->zoneinfo);
                         guest_sample_add(g, &part);
                 }
         }
@@ -398,8 +417,11 @@ static void domain_start_agent(LibvirtGuests *lg, Domain *d, uint64_t now) {
             !guest_agent_reads_procfs(g))
                 return;
         dom = libvirt_backend_get_domain_ptr(lg->backend, d->uuid);
-        if (!dom || libvirt_agent_submit_full(lg->worker, dom, !d->os_asked, on_agent_done, d, &d->job) < 0)
+        bool zoneinfo = d->zoneinfo_at == 0 || now >= d->zoneinfo_at + GUEST_ZONEINFO_REFRESH_USEC;
+        if (!dom || libvirt_agent_submit_full(lg->worker, dom, !d->os_asked, zoneinfo, on_agent_done, d, &d->job) < 0)
                 return;
+        if (zoneinfo)
+                d->zoneinfo_at = now;
         if (event_reset_time(lg->event, &d->agent_deadline, CLOCK_MONOTONIC, now + timeout, 0, on_agent_deadline, d,
                              "libvirt-agent-deadline") < 0) {
                 domain_cancel_agent(d);

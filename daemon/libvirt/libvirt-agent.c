@@ -224,12 +224,15 @@ struct LibvirtAgentJob {
         uint64_t deadline_usec;    /* the whole read's, from its start */
         libvirt_agent_done_fn done;
         bool ask_os;
+        bool want_zoneinfo;
         /* Written by the worker, read on the loop after the hand-over. */
         bool os_known;             /* os is the agent's answer */
         QgaOsInfo os;
         int error;
         GuestVmstat vmstat;
         GuestPsi psi;
+        GuestZoneinfo zoneinfo;
+        int zoneinfo_error;        /* 0: zoneinfo read, else -errno (-ENODATA: not asked for) */
         char message[256];
 };
 
@@ -264,6 +267,15 @@ static void agent_job_run(void *data) {
                 }
         }
         job->error = agent_read_procfs(&calls, job->dom, &job->vmstat, &job->psi, job->message, sizeof(job->message));
+        job->zoneinfo_error = -ENODATA;
+        if (job->error >= 0 && job->want_zoneinfo) {
+                _cleanup_free_ char *text = NULL;
+                size_t size;
+                int r = agent_read_file(&calls, job->dom, "/proc/zoneinfo", &text, &size, NULL, 0);
+                if (r >= 0 && guest_zoneinfo_parse(text, size, GUEST_ZONEINFO_PAGE_SIZE, &job->zoneinfo) <= 0)
+                        r = -EBADMSG;
+                job->zoneinfo_error = MIN(r, 0);
+        }
 }
 
 static void agent_job_done(void *data, void *userdata) {
@@ -276,6 +288,12 @@ static void agent_job_done(void *data, void *userdata) {
 
 const QgaOsInfo *libvirt_agent_job_os(const LibvirtAgentJob *job) {
         return job && job->os_known ? &job->os : NULL;
+}
+
+const GuestZoneinfo *libvirt_agent_job_zoneinfo(const LibvirtAgentJob *job, int *ret_error) {
+        if (ret_error)
+                *ret_error = job ? job->zoneinfo_error : -EINVAL;
+        return job && job->zoneinfo_error == 0 ? &job->zoneinfo : NULL;
 }
 
 static void agent_job_free(void *data) {
@@ -336,11 +354,11 @@ LibvirtAgentWorker *libvirt_agent_worker_free(LibvirtAgentWorker *w) {
 
 int libvirt_agent_submit(LibvirtAgentWorker *w, virDomainPtr dom, libvirt_agent_done_fn done, void *userdata,
                          LibvirtAgentJob **ret_job) {
-        return libvirt_agent_submit_full(w, dom, false, done, userdata, ret_job);
+        return libvirt_agent_submit_full(w, dom, false, false, done, userdata, ret_job);
 }
 
-int libvirt_agent_submit_full(LibvirtAgentWorker *w, virDomainPtr dom, bool ask_os, libvirt_agent_done_fn done,
-                              void *userdata, LibvirtAgentJob **ret_job) {
+int libvirt_agent_submit_full(LibvirtAgentWorker *w, virDomainPtr dom, bool ask_os, bool zoneinfo,
+                              libvirt_agent_done_fn done, void *userdata, LibvirtAgentJob **ret_job) {
         char uuid[VIR_UUID_STRING_BUFLEN];
         LibvirtAgentJob *job;
         LibvirtJob *handle;
@@ -361,6 +379,8 @@ int libvirt_agent_submit_full(LibvirtAgentWorker *w, virDomainPtr dom, bool ask_
         job->dom = dom;
         job->done = done;
         job->ask_os = ask_os;
+        job->want_zoneinfo = zoneinfo;
+        job->zoneinfo_error = -ENODATA;
         job->command = w->command;
         job->deadline_usec = w->job_deadline_usec;
         r = libvirt_worker_submit(w->worker, &agent_job_type, uuid, job, userdata, &handle);

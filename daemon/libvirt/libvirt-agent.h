@@ -80,10 +80,15 @@ int libvirt_agent_submit(LibvirtAgentWorker *w, virDomainPtr dom, libvirt_agent_
  * Windows guest, whose agent has no /proc (qemu-ga for Windows, QEMU qga/commands-win32.c),
  * reads nothing more: one call instead of a guest-file-open that fails every interval. An
  * answer that is no osinfo (an agent without the command) leaves the read to go on as without. */
-int libvirt_agent_submit_full(LibvirtAgentWorker *w, virDomainPtr dom, bool ask_os, libvirt_agent_done_fn done,
-                              void *userdata, LibvirtAgentJob **ret_job);
+/* With zoneinfo, /proc/zoneinfo after them (not every interval: guest-libvirt.c says when). */
+int libvirt_agent_submit_full(LibvirtAgentWorker *w, virDomainPtr dom, bool ask_os, bool zoneinfo,
+                              libvirt_agent_done_fn done, void *userdata, LibvirtAgentJob **ret_job);
 /* During its `done`: what the agent said it runs on; NULL when it was not asked or did not say. */
 const QgaOsInfo *libvirt_agent_job_os(const LibvirtAgentJob *job);
+/* During its `done`: /proc/zoneinfo's watermarks summed (guest_zoneinfo_parse() for 4 KiB pages);
+ * NULL when not asked for, or the read failed (optional: it fails no job), error in *ret_error
+ * (-EBADMSG: not a kernel's; may be NULL). */
+const GuestZoneinfo *libvirt_agent_job_zoneinfo(const LibvirtAgentJob *job, int *ret_error);
 /* `done` will not run for this job (its read may still be under way; its result is dropped). */
 void libvirt_agent_job_cancel(LibvirtAgentJob *job);
 /* Jobs queued or running (for tests). */

@@ -71,6 +71,10 @@ typedef struct GuestQmp {
         bool agent_busy;
         uint64_t agent_connected; /* CLOCK_MONOTONIC of the last connect, 0: not connected */
         enum { AGENT_OS_ASK, AGENT_OS_PENDING, AGENT_OS_DONE } agent_os; /* guest-get-osinfo on this connection */
+        /* /proc/zoneinfo's watermarks, carried into every sample from the agent's reads
+         * (GUEST_ZONEINFO_REFRESH_USEC); zones 0: none on this connection */
+        GuestZoneinfo zoneinfo;
+        uint64_t zoneinfo_at;  /* CLOCK_MONOTONIC of the last read tried, 0: none on this connection */
 
         RsHugepageRepair hugepages;     /* when the host's huge pages under it are put back */
         HostHugepagePass *hugepage_pass; /* the pass under way, NULL: none */
@@ -365,13 +369,43 @@ static void on_blockstats(QmpClient *c _unused_, const QmpReply *reply, const Qm
         guest_cycle_step_done(q->guest);
 }
 
-static void on_agent_psi(QgaClient *c _unused_, const QmpReply *reply, const GuestPsi *psi, void *userdata) {
+/* Optional: a failure is logged, not the agent's problem (an agent that refuses one path may
+ * serve the others), and tried again at the next refresh. A file that is not a kernel's drops
+ * what an earlier one said. */
+static void on_agent_zoneinfo(QgaClient *c _unused_, const QmpReply *reply, const GuestZoneinfo *z, void *userdata) {
+        GuestQmp *q = userdata;
+        if (reply->error >= 0 && z) {
+                q->zoneinfo = *z;
+                RsSample part;
+                rs_sample_init(&part);
+                qmp_sample_from_zoneinfo(&part, z);
+                guest_sample_add(q->guest, &part);
+        } else {
+                if (reply->error == -EBADMSG)
+                        q->zoneinfo = (GuestZoneinfo) {};
+                log_guest_debug(q->guest, "guest agent: /proc/zoneinfo: %s", reply->error_desc ?: strerror(-reply->error));
+        }
+        q->agent_busy = false;
+        guest_cycle_step_done(q->guest);
+}
+
+static bool zoneinfo_due(const GuestQmp *q) {
+        return q->zoneinfo_at == 0 || now_usec(CLOCK_MONOTONIC) >= q->zoneinfo_at + GUEST_ZONEINFO_REFRESH_USEC;
+}
+
+static void on_agent_psi(QgaClient *c, const QmpReply *reply, const GuestPsi *psi, void *userdata) {
         GuestQmp *q = userdata;
         if (reply->error >= 0 && psi) {
                 RsSample part;
                 rs_sample_init(&part);
                 qmp_sample_from_psi(&part, psi);
                 guest_sample_add(q->guest, &part);
+        }
+        /* zoneinfo after PSI, when due: still one read at a time on the agent */
+        if (zoneinfo_due(q)) {
+                q->zoneinfo_at = now_usec(CLOCK_MONOTONIC);
+                if (qga_read_zoneinfo(c, agent_timeout(q->guest), on_agent_zoneinfo, q) >= 0)
+                        return;
         }
         q->agent_busy = false;
         guest_cycle_step_done(q->guest);
@@ -391,6 +425,8 @@ static void on_agent_vmstat(QgaClient *c, const QmpReply *reply, const GuestVmst
         RsSample part;
         rs_sample_init(&part);
         qmp_sample_from_vmstat(&part, vmstat);
+        if (q->zoneinfo.zones > 0)
+                qmp_sample_from_zoneinfo(&part, &q->zoneinfo); /* the last read's, until the next */
         guest_sample_add(g, &part);
         guest_set_agent_problem(g, "");
         /* PSI only after vmstat finished: never more than one read queued on the agent. */
@@ -982,6 +1018,9 @@ static int agent_connect(GuestQmp *q) {
         q->qga = qga_client_free(q->qga);
         q->agent_busy = false;
         q->agent_os = AGENT_OS_ASK;
+        /* a new connection may be a new kernel's (a reboot): its own zoneinfo is read */
+        q->zoneinfo = (GuestZoneinfo) {};
+        q->zoneinfo_at = 0;
         r = qga_client_new(&q->qga, guest_event(q->guest));
         if (r < 0)
                 return r;

@@ -488,8 +488,9 @@ void guest_model_v2_sample(const GuestModelV2 *m, RsSample *s) {
         double total = (m->w.deflate_on_oom ? m->w.boot_bytes : m->size) - m->w.reserved_bytes;
         double cache = page_cache_bytes(m);
         double slab = SLAB_RECLAIMABLE_SHARE * m->w.kernel_bytes;
-        /* si_mem_available(): free less the reserves, plus page cache and reclaimable slab less
-         * what the kernel would keep of each (half, at most the low watermark). */
+        /* si_mem_available(): free less the reserves (totalreserve_pages: the high watermarks
+         * with lowmem protection, Watermarks), plus page cache and reclaimable slab less what
+         * the kernel would keep of each (half, at most the low watermark). */
         double available = m->free - m->wm.high + cache - MIN(cache / 2, m->wm.low) + slab - MIN(slab / 2, m->wm.low);
         s->level[RS_LEVEL_TOTAL] = (uint64_t) MAX(0.0, total);
         s->level[RS_LEVEL_FREE] = (uint64_t) MIN(MAX(0.0, m->free), total);
@@ -518,6 +519,10 @@ void guest_model_v2_sample(const GuestModelV2 *m, RsSample *s) {
                 s->level[RS_LEVEL_SWAP_FREE] = (uint64_t) MAX(0.0, m->w.swap_bytes - m->swapped);
                 if (m->w.lru_gen)
                         sample_lru_gen(m, s);
+                /* /proc/zoneinfo, as the daemon reads it through the agent */
+                s->level[RS_LEVEL_WMARK_MIN] = (uint64_t) m->wm.min;
+                s->level[RS_LEVEL_WMARK_LOW] = (uint64_t) m->wm.low;
+                s->level[RS_LEVEL_WMARK_HIGH] = (uint64_t) m->wm.high;
         }
         s->counter[RS_COUNTER_HOST_DISK_READ] = (uint64_t) m->c[RS_COUNTER_HOST_DISK_READ];
 }

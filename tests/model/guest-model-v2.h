@@ -27,7 +27,10 @@
  * set much larger than memory refaults without activating, like a stream), swap-ins and
  * major faults for anonymous misses (and mapped file ones), pgscan/pgsteal split between
  * kswapd and direct reclaim, PSI memory some/full from the stall, MemFree, MemAvailable
- * (si_mem_available()), Cached, and the host's count of bytes read from the guest's disks.
+ * (si_mem_available()), Cached, the zones' watermarks summed (/proc/zoneinfo, through the
+ * agent), and the host's count of bytes read from the guest's disks. A guest with THP
+ * (WorkloadDraw.thp) keeps khugepaged's raised reserve free, between the low and the high
+ * watermark as kswapd keeps it, whatever its size: free memory that is no room.
  *
  * Out of memory (nothing left to reclaim under the min watermark): a balloon with
  * deflate-on-oom gives pages back to the guest 1 MiB per OOM notifier call until the

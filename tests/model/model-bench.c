@@ -194,10 +194,11 @@ static int replay(const char *family, uint64_t seed, double seconds, const RsPol
         if (model_v2_run_with(&d, p, o, seconds, true, &s) < 0)
                 return EXIT_FAILURE;
         printf("estimate %.1f MiB, truth %.1f MiB (stall <= %.2f %%), %.1f MiB (99 %% throughput): error %+.1f %% / %+.1f %%; "
-               "held %.1f MiB; cost %.3f %%; longest below truth after growth %.0f s; OOM kills %u; stream verdict %s\n",
+               "held %.1f MiB; cost %.3f %%; longest below truth after growth %.0f s; OOM kills %u; stream verdict %s; "
+               "longest below truth losing over 1 %% throughput %.0f s\n",
                s.estimate / MIB, s.truth_stall / MIB, 100 * SHAPE_STALL_TARGET, s.truth_throughput / MIB,
                100 * s.error_stall, 100 * s.error_throughput, s.held / MIB, 100 * s.cost, s.longest_below_sec, s.oom_kills,
-               s.streaming ? "yes" : "no");
+               s.streaming ? "yes" : "no", s.longest_short_sec);
         return EXIT_SUCCESS;
 }
 

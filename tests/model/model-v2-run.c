@@ -85,6 +85,10 @@ static void core_step(Core *c, const RsSample *s, uint64_t now_usec, CoreStep *r
                 return;
         }
         RsControllerDecision dec;
+        /* as policies/guest-cost.c gives them: the watermarks the agent read */
+        if (s && rs_known(s->level[RS_LEVEL_WMARK_HIGH]))
+                rs_controller_set_watermarks(c->ctl, s->level[RS_LEVEL_WMARK_MIN], s->level[RS_LEVEL_WMARK_LOW],
+                                             s->level[RS_LEVEL_WMARK_HIGH]);
         if (s)
                 rs_controller_feed(c->ctl, s, now_usec);
         rs_controller_decide(c->ctl, &dec);
@@ -111,7 +115,7 @@ int model_v2_run_with(const WorkloadDraw *d, const RsPolicy *policy, const Model
         Core core;
         TruthCache tc = { .known = false };
         double interval = (double) policy->poll_interval_usec / USEC_PER_SEC;
-        double below_since = -1;
+        double below_since = -1, short_since = -1;
         bool prev_emergency = false;
         int r;
 
@@ -149,6 +153,12 @@ int model_v2_run_with(const WorkloadDraw *d, const RsPolicy *policy, const Model
                         ret->longest_below_sec = MAX(ret->longest_below_sec, m.now_sec - below_since);
                 } else
                         below_since = -1;
+                if (below_since >= 0 && guest_model_v2_throughput(&m) < SHAPE_THROUGHPUT_TARGET) {
+                        if (short_since < 0)
+                                short_since = m.now_sec - interval;
+                        ret->longest_short_sec = MAX(ret->longest_short_sec, m.now_sec - short_since);
+                } else
+                        short_since = -1;
 
                 if (verbose)
                         printf("t=%5.0fs %-9s size %6.1f MiB target %6.1f estimate %6.1f truth %6.1f/%6.1f (read %6.1f) stall %.4f "
@@ -177,7 +187,7 @@ int model_v2_run_with(const WorkloadDraw *d, const RsPolicy *policy, const Model
         ret->steady_stall_held = shape_steady_stall(d, &m.phase, m.size);
         ret->held_in_band = m.size >= tc.stall &&
                             m.size <= tc.stall * (1 + policy->margin_percent / 100) + (double) policy->dead_band_bytes;
-        ret->starved = ret->longest_below_sec > MODEL_V2_STARVED_SEC;
+        ret->starved = ret->longest_short_sec > MODEL_V2_STARVED_SEC;
         ret->oom_kills = m.oom_kills;
         ret->oom_deflated = m.oom_deflated;
         ret->streaming = core_streaming(&core);

@@ -37,7 +37,9 @@ typedef struct ModelV2Score {
         bool held_in_band;           /* the final size is in [truth_stall, truth_stall x (1 + margin) + dead-band]:
                                       * at least the truth, at most what the margin adds plus the smallest move */
         double longest_below_sec;    /* after a growth: longest stretch held below truth_throughput */
-        bool starved;                /* ... over MODEL_V2_STARVED_SEC */
+        double longest_short_sec;    /* ... of those, the longest whose intervals all lost more than 1 % of
+                                      * throughput (the truth's own 99 %): short of memory by the guest's stall too */
+        bool starved;                /* longest_short_sec over MODEL_V2_STARVED_SEC */
         unsigned oom_kills;          /* the workload's process killed (it restarts) */
         double oom_deflated;         /* bytes the balloon gave back on the guest's OOM path (deflate-on-oom) */
         double pushback_sec;         /* seconds of intervals with the balloon pushed back */

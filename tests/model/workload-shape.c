@@ -245,6 +245,12 @@ void workload_draw(ShapeFamily family, uint64_t seed, WorkloadDraw *ret) {
          * not, the guests whose OOM kills the property test counts apart (tests/model/README.md). */
         uint64_t z = seed * UINT64_C(0x8CB92BA72F3D8DD7) + (uint64_t) family + 17;
         d->deflate_on_oom = draw_chance(&z, DEFLATE_ON_OOM_SHARE);
+        /* THP's raised watermarks, from a stream of their own for the same reason, and after
+         * the fitting above: a shape is drawn and fitted with the boot-default watermarks
+         * whatever the kernel does with them, so every draw's workload stays what it was and
+         * only the kernel's reserve (and so the truth) moves. */
+        uint64_t h = seed * UINT64_C(0xA0761D6478BD642F) + (uint64_t) family + 29;
+        d->thp = draw_chance(&h, THP_SHARE);
 }
 
 static int describe_phase(const ShapePhase *p, char *buf, size_t len) {
@@ -269,11 +275,11 @@ static int describe_phase(const ShapePhase *p, char *buf, size_t len) {
 void workload_describe(const WorkloadDraw *d, char *buf, size_t len) {
         int n = snprintf(buf, len,
                          "family=%s seed=%llu boot=%.0fMiB kernel=%.0fMiB swap=%s agent=%s lat anon %.0fus file %.0fus "
-                         "lru_gen=%s deflate-on-oom=%s loop-amp %.2f collateral %.3f/%.3f inflate %.0fMiB/s:",
+                         "lru_gen=%s deflate-on-oom=%s thp=%s loop-amp %.2f collateral %.3f/%.3f inflate %.0fMiB/s:",
                          shape_family_name(d->family), (unsigned long long) d->seed, d->boot_bytes / MIB_D,
                          d->kernel_bytes / MIB_D, d->swap_bytes > 0 ? "yes" : "no", d->agent ? "yes" : "no",
                          d->anon_miss_sec * 1e6, d->file_miss_sec * 1e6, d->lru_gen ? "yes" : "no",
-                         d->deflate_on_oom ? "yes" : "no", d->loop_amplification,
+                         d->deflate_on_oom ? "yes" : "no", d->thp ? "yes" : "no", d->loop_amplification,
                          d->collateral_cold,
                          d->collateral_anon, d->inflate_bytes_per_sec / MIB_D);
         if (n < 0 || (size_t) n >= len)
@@ -305,12 +311,58 @@ void workload_phase_at(const WorkloadDraw *d, double t_sec, ShapePhase *ret) {
 #undef MIX
 }
 
+/* x86-64 on QEMU's q35 machine: ZONE_DMA is the first 16 MiB (3,976 pages managed on the
+ * test guest), ZONE_DMA32 the rest of the RAM mapped below 4 GiB, which q35 makes 2 GiB for
+ * a guest of 2816 MiB or more and all of it below that (hw/i386/pc_q35.c), ZONE_NORMAL the
+ * rest. The reserved memory (firmware, kernel image) is DMA32's. */
+#define ZONE_DMA_MANAGED (3976.0 * SHAPE_PAGE)
+#define Q35_LOWMEM_SPLIT (2816.0 * MIB_D)
+#define Q35_LOWMEM_HIGH (2048.0 * MIB_D)
+#define PAGEBLOCK_PAGES 512.0           /* 2 MiB pageblocks (pageblock_order = HPAGE_PMD_ORDER) */
+#define MIGRATE_PCPTYPES 3.0
+#define LOWMEM_RESERVE_RATIO 256.0      /* sysctl_lowmem_reserve_ratio of DMA and DMA32 */
+
+/* min_free_kbytes as khugepaged raises it (mm/khugepaged.c, set_recommended_min_free_kbytes()):
+ * two free pageblocks per zone up to ZONE_NORMAL plus MIGRATE_PCPTYPES^2 more, at most 5 % of
+ * lowmem, never below the boot default. Then the watermarks per zone as
+ * setup_per_zone_wmarks() spreads min_free_kbytes (in proportion to managed pages), each zone's
+ * with its largest lowmem protection (calculate_totalreserve_pages()). */
+static void thp_watermarks(const WorkloadDraw *d, double boot_min_kb, Watermarks *ret) {
+        double below4g = d->boot_bytes >= Q35_LOWMEM_SPLIT ? Q35_LOWMEM_HIGH : d->boot_bytes;
+        double zone[3] = {
+                ZONE_DMA_MANAGED,
+                below4g - d->reserved_bytes - ZONE_DMA_MANAGED,
+                d->boot_bytes - below4g,
+        };
+        double managed = zone[0] + zone[1] + zone[2];
+        double nr_zones = zone[2] > 0 ? 3 : 2;
+        double pages = PAGEBLOCK_PAGES * nr_zones * (2 + MIGRATE_PCPTYPES * MIGRATE_PCPTYPES);
+        pages = MIN(pages, managed / SHAPE_PAGE / 20);
+        double min_bytes = MAX(pages * SHAPE_PAGE, boot_min_kb * 1024.0);
+        *ret = (Watermarks) {};
+        for (unsigned z = 0; z < 3; z++) {
+                if (zone[z] <= 0)
+                        continue;
+                double above = z == 0 ? zone[1] + zone[2] : z == 1 ? zone[2] : 0;
+                double protection = above / LOWMEM_RESERVE_RATIO;
+                double zmin = min_bytes * zone[z] / managed;
+                double step = MAX(zmin / 4, zone[z] * 10.0 / 10000.0);
+                ret->min += zmin + protection;
+                ret->low += zmin + step + protection;
+                ret->high += MIN(zmin + 2 * step + protection, zone[z]);
+        }
+}
+
 void workload_watermarks(const WorkloadDraw *d, Watermarks *ret) {
         /* mm/page_alloc.c: min_free_kbytes = sqrt(lowmem_kbytes * 16), within [128 KiB, 256 MiB];
          * low and high a step above it of max(min / 4, managed x watermark_scale_factor (10) / 10000). */
         double managed_kb = (d->boot_bytes - d->reserved_bytes) / 1024.0;
         double min_kb = MIN(MAX(floor(sqrt(managed_kb * 16.0)), 128.0), 262144.0);
         double step_kb = MAX(min_kb / 4.0, managed_kb * 10.0 / 10000.0);
+        if (d->thp) {
+                thp_watermarks(d, min_kb, ret);
+                return;
+        }
         *ret = (Watermarks) {
                 .min = min_kb * 1024.0,
                 .low = (min_kb + step_kb) * 1024.0,

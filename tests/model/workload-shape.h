@@ -40,6 +40,11 @@
 #define SHAPE_THROUGHPUT_TARGET 0.99
 /* The share of draws whose balloon deflates on the guest's OOM (WorkloadDraw.deflate_on_oom). */
 #define DEFLATE_ON_OOM_SHARE 0.75
+/* The share of draws whose kernel runs khugepaged (WorkloadDraw.thp). Distribution kernels
+ * build THP "always" or "madvise", and either starts khugepaged, which raises the watermarks;
+ * guests booted with it "never", or small kernels built without it, keep the boot default.
+ * Half: both kinds are scored by as many draws. */
+#define THP_SHARE 0.5
 
 typedef enum ShapeBacking {
         SHAPE_ANON,
@@ -101,6 +106,8 @@ typedef struct WorkloadDraw {
         bool lru_gen;                /* MGLRU on, read through the agent: the old generations' sizes */
         bool deflate_on_oom;         /* the balloon has VIRTIO_BALLOON_F_DEFLATE_ON_OOM (libvirt's autodeflate):
                                       * the guest's OOM path takes pages back from the balloon before it kills */
+        bool thp;                    /* transparent huge pages on (always or madvise): khugepaged raised
+                                      * min_free_kbytes for 2 MiB pageblocks (workload_watermarks()) */
         double anon_miss_sec;        /* latency of one swap-in */
         double file_miss_sec;        /* latency of one file read */
         double loop_amplification;   /* a loop with a deficit d of its pages misses min(1, a x d) of its touches */
@@ -128,7 +135,12 @@ void workload_describe(const WorkloadDraw *d, char *buf, size_t len);
 void workload_phase_at(const WorkloadDraw *d, double t_sec, ShapePhase *ret);
 
 /* The zone watermarks a 6.1 kernel computes at boot from its managed memory (the balloon
- * does not change them), bytes. */
+ * does not change them), summed over the zones, bytes. With THP (WorkloadDraw.thp) each
+ * zone's also carries its largest lowmem protection (lowmem_reserve): what a user allocation
+ * must leave free in that zone on top of the watermark, so that free memory the kernel keeps
+ * is as /proc/zoneinfo shows it, and high is the kernel's totalreserve_pages (what
+ * si_mem_available() takes from MemFree). The boot-default draws keep the reckoning they
+ * were tuned and frozen with, without protection (a few MiB). */
 typedef struct Watermarks {
         double min, low, high;
 } Watermarks;

@@ -248,9 +248,44 @@ START_TEST(test_policy_switch) {
 }
 END_TEST
 
+/* The zones' watermarks the agent read (/proc/zoneinfo) reach the controller: a cache-full
+ * 1 GiB guest with THP, whose MemAvailable counts its cache and so shows none of its 69 MiB
+ * reserve, starts at what it uses plus that reserve, not plus the boot default's 6 MiB. */
+static uint64_t start_target(bool zoneinfo) {
+        RsPolicy p;
+        RsGuest *g;
+        RsDecision d;
+        cost_policy(&p);
+        ck_assert_int_eq(rs_guest_new(&g, &p, 1 * GIB), 0);
+        for (int i = 0; i < 2; i++) {
+                RsSample s;
+                rs_sample_init(&s);
+                s.level[RS_LEVEL_TOTAL] = 1 * GIB - 75 * MIB;
+                s.level[RS_LEVEL_FREE] = 120 * MIB;
+                s.level[RS_LEVEL_AVAILABLE] = 600 * MIB;
+                s.level[RS_LEVEL_BALLOON_ACTUAL] = 1 * GIB;
+                s.counter[RS_COUNTER_MAJOR_FAULTS] = 0;
+                if (zoneinfo) {
+                        s.level[RS_LEVEL_WMARK_MIN] = 47 * MIB;
+                        s.level[RS_LEVEL_WMARK_LOW] = 58 * MIB;
+                        s.level[RS_LEVEL_WMARK_HIGH] = 69 * MIB;
+                }
+                rs_guest_feed(g, &s, (uint64_t) (i + 1) * 10 * USEC_PER_SEC);
+        }
+        rs_guest_decide(g, 20 * USEC_PER_SEC, &d);
+        rs_guest_free(g);
+        return d.target;
+}
+
+START_TEST(test_zoneinfo_watermarks) {
+        ck_assert_uint_eq(start_target(true), 1 * GIB - 120 * MIB + 69 * MIB);
+        ck_assert(start_target(false) < 1 * GIB - 120 * MIB + 10 * MIB);
+}
+END_TEST
+
 int main(void) {
         return check_run_case("guest-cost", "guest-cost", NULL, NULL, 0,
                               CHECK_TESTS(test_converges_on_steady_anon, test_lying_guest_keeps_bounds,
                                           test_snapshot_round_trip, test_other_core_snapshot_refused,
-                                          test_policy_switch));
+                                          test_policy_switch, test_zoneinfo_watermarks));
 }

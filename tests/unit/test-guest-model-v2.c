@@ -309,10 +309,59 @@ START_TEST(test_deflate_on_oom) {
 }
 END_TEST
 
+/* THP's reserve: the 1 GiB test guest's /proc/zoneinfo with THP on (DMA32 min 11075, DMA min
+ * 188 pages; high 16611 and 282; DMA's protection 881) is what workload_watermarks() gives a
+ * 1 GiB draw with WorkloadDraw.thp; the guest keeps that much free at any size, squeezed
+ * under its truth (kswapd between the low and high watermarks); and the agent reports it. */
+START_TEST(test_thp_reserve) {
+        unsigned thp = 0, checked = 0;
+        for (uint64_t seed = 1; seed <= CURVE_SEEDS; seed++) {
+                WorkloadDraw d;
+                Watermarks wm, boot;
+                workload_draw(FAMILY_UNIFORM_LOOP, seed, &d);
+                thp += d.thp;
+                if (!d.thp)
+                        continue;
+                workload_watermarks(&d, &wm);
+                d.thp = false;
+                workload_watermarks(&d, &boot);
+                d.thp = true;
+                ck_assert_double_gt(wm.high, 5 * boot.high);
+                if (d.boot_bytes == 1024 * MIB_D) {
+                        ck_assert_double_eq_tol(wm.min / 4096, 11075 + 188 + 881, 0.01 * 12144);
+                        ck_assert_double_eq_tol(wm.high / 4096, 16611 + 282 + 881, 0.03 * 17774);
+                }
+                GuestModelV2 m;
+                RsSample smp;
+                guest_model_v2_init(&m, &d, INTERVAL_SEC);
+                guest_model_v2_set_target(&m, 0.8 * guest_model_v2_truth_stall(&m, SHAPE_STALL_TARGET));
+                for (int i = 0; i < 60; i++) {
+                        guest_model_v2_step(&m);
+                        if (i < 30)
+                                continue;
+                        ck_assert_double_ge(m.free, m.wm.min);
+                        ck_assert_double_le(m.free, m.wm.high + 1);
+                        checked++;
+                }
+                guest_model_v2_sample(&m, &smp);
+                ck_assert_double_gt(m.c[RS_COUNTER_PGSTEAL_KSWAPD], 0); /* squeezed: it reclaims, and keeps its reserve */
+                if (d.agent)
+                        ck_assert_uint_eq(smp.level[RS_LEVEL_WMARK_HIGH], (uint64_t) wm.high);
+                else
+                        ck_assert(!rs_known(smp.level[RS_LEVEL_WMARK_HIGH]));
+        }
+        /* THP_SHARE of the draws, give or take what 150 draws spread */
+        ck_assert_uint_ge(thp, CURVE_SEEDS * THP_SHARE - 20);
+        ck_assert_uint_le(thp, CURVE_SEEDS * THP_SHARE + 20);
+        ck_assert_uint_gt(checked, 0);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("guest-model-v2");
         check_add_case(s, "families", NULL, NULL, 0, CHECK_TESTS(test_held_out_families_named, test_deterministic_by_seed,
-                                                                 test_activation_by_refault_distance, test_deflate_on_oom));
+                                                                 test_activation_by_refault_distance, test_deflate_on_oom,
+                                                                 test_thp_reserve));
         TCase *curves = check_add_case(s, "curves", NULL, NULL, 120, NULL);
         tcase_add_loop_test(curves, test_curves_monotonic_truth_minimal, 0, _FAMILY_MAX);
         TCase *dyn = check_add_case(s, "dynamics", NULL, NULL, 120, NULL);

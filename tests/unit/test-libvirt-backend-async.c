@@ -231,11 +231,16 @@ typedef struct AgentSeen {
 
 static AgentSeen slow_seen, honest_seen;
 
-/* guest-file-open (handle 1 for /proc/vmstat, 2 for PSI), -read (one chunk: "pgmajfault 7", or
- * a quiet PSI), -close, as qemu-ga answers them. */
+/* guest-file-open (handle 1 for /proc/vmstat, 3 for /proc/zoneinfo, 2 for PSI), -read (one
+ * chunk: "pgmajfault 7", one zone's watermarks 100/125/150, or a quiet PSI), -close, as
+ * qemu-ga answers them. */
 static char *fake_reply(const char *command) {
         if (strstr(command, "guest-file-open"))
-                return strdup(strstr(command, "vmstat") ? "{\"return\": 1}" : "{\"return\": 2}");
+                return strdup(strstr(command, "vmstat")     ? "{\"return\": 1}"
+                              : strstr(command, "zoneinfo") ? "{\"return\": 3}"
+                                                            : "{\"return\": 2}");
+        if (strstr(command, "guest-file-read") && strstr(command, "\"handle\":3"))
+                return strdup("{\"return\": {\"count\": 107, \"buf-b64\": \"Tm9kZSAwLCB6b25lICAgIERNQTMyCiAgICAgICAgbWluICAgICAgMTAwCiAgICAgICAgbG93ICAgICAgMTI1CiAgICAgICAgaGlnaCAgICAgMTUwCiAgICAgICAgbWFuYWdlZCAgMTAwMAo=\", \"eof\": true}}");
         if (strstr(command, "guest-file-read") && strstr(command, "\"handle\":1"))
                 /* base64 of "pgmajfault 7\n" */
                 return strdup("{\"return\": {\"count\": 13, \"buf-b64\": \"cGdtYWpmYXVsdCA3Cg==\", \"eof\": true}}");
@@ -394,6 +399,8 @@ typedef struct OsSeen {
         bool read;                /* vmstat was handed over */
         bool os_known;
         QgaOsFamily family;
+        int zoneinfo_error;
+        uint64_t wmark_high;
         LibvirtAgentJob *job;
 } OsSeen;
 
@@ -408,6 +415,8 @@ static void on_os_read(int error, const GuestVmstat *vmstat, const GuestPsi *psi
         s->read = vmstat != NULL;
         s->os_known = os != NULL;
         s->family = os ? os->family : QGA_OS_UNKNOWN;
+        const GuestZoneinfo *z = libvirt_agent_job_zoneinfo(s->job, &s->zoneinfo_error);
+        s->wmark_high = z ? z->high : 0;
         if (vmstat)
                 ck_assert_uint_eq(vmstat->value[GUEST_VMSTAT_PGMAJFAULT], 7);
 }
@@ -424,7 +433,7 @@ START_TEST(test_agent_asks_os_first) {
                 int opens;
         } cases[] = {
                 { OS_WINDOWS, false, true, QGA_OS_WINDOWS, 0 },
-                { OS_LINUX, true, true, QGA_OS_OTHER, 2 },
+                { OS_LINUX, true, true, QGA_OS_OTHER, 3 }, /* and /proc/zoneinfo, asked for */
                 { OS_NO_COMMAND, true, false, QGA_OS_UNKNOWN, 2 },
         };
         const LibvirtAgentWorkerConfig config = {
@@ -445,13 +454,17 @@ START_TEST(test_agent_asks_os_first) {
                 os_seen = (OsSeen) {};
                 ck_assert_int_eq(sd_event_new(&e), 0);
                 ck_assert_int_eq(libvirt_agent_worker_new_full(e, &config, &w), 0);
-                ck_assert_int_eq(libvirt_agent_submit_full(w, dom, true, on_os_read, &os_seen, &os_seen.job), 0);
+                bool zoneinfo = cases[i].agent == OS_LINUX;
+                ck_assert_int_eq(libvirt_agent_submit_full(w, dom, true, zoneinfo, on_os_read, &os_seen, &os_seen.job), 0);
                 run_until(e, os_read_done);
                 ck_assert_int_eq(os_seen.error, 0);
                 ck_assert_msg(os_seen.read == cases[i].read, "case %zu: read %d", i, os_seen.read);
                 ck_assert_msg(os_seen.os_known == cases[i].os_known, "case %zu: os known %d", i, os_seen.os_known);
                 ck_assert_int_eq(os_seen.family, cases[i].family);
                 ck_assert_int_eq(atomic_load(&os_file_opens), cases[i].opens);
+                /* zoneinfo when asked for and read, its one zone's high watermark in bytes */
+                ck_assert_int_eq(os_seen.zoneinfo_error, zoneinfo ? 0 : -ENODATA);
+                ck_assert_uint_eq(os_seen.wmark_high, zoneinfo ? 150 * 4096 : 0);
                 if (cases[i].agent == OS_WINDOWS)
                         ck_assert_int_eq(atomic_load(&os_calls), 1); /* the one question, nothing more */
                 libvirt_agent_worker_free(w);

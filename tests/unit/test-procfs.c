@@ -385,10 +385,146 @@ START_TEST(test_host_proc_files) {
 }
 END_TEST
 
+/* The 1 GiB test guest's /proc/zoneinfo with THP on (6.1, one CPU; per-node stats and most
+ * vm stats cut): DMA and DMA32 populated, Normal and Movable empty. */
+static const char zoneinfo_thp[] =
+        "Node 0, zone      DMA\n"
+        "  per-node stats\n"
+        "      nr_inactive_anon 12\n"
+        "      nr_active_anon 74612\n"
+        "  pages free     3811\n"
+        "        boost    0\n"
+        "        min      188\n"
+        "        low      235\n"
+        "        high     282\n"
+        "        spanned  4095\n"
+        "        present  3998\n"
+        "        managed  3976\n"
+        "        cma      0\n"
+        "        protection: (0, 881, 881, 881, 881)\n"
+        "      nr_free_pages 3811\n"
+        "  pagesets\n"
+        "    cpu: 0\n"
+        "              count: 0\n"
+        "              high:  0\n"
+        "              batch: 1\n"
+        "  vm stats threshold: 2\n"
+        "  node_unreclaimable:  0\n"
+        "  start_pfn:           1\n"
+        "Node 0, zone    DMA32\n"
+        "  pages free     13569\n"
+        "        boost    0\n"
+        "        min      11075\n"
+        "        low      13843\n"
+        "        high     16611\n"
+        "        spanned  1044480\n"
+        "        present  258048\n"
+        "        managed  225536\n"
+        "        cma      0\n"
+        "        protection: (0, 0, 0, 0, 0)\n"
+        "      nr_free_pages 13569\n"
+        "  pagesets\n"
+        "    cpu: 0\n"
+        "              count: 310\n"
+        "              high:  1462\n"
+        "              batch: 63\n"
+        "  vm stats threshold: 6\n"
+        "  node_unreclaimable:  0\n"
+        "  start_pfn:           4096\n"
+        "Node 0, zone   Normal\n"
+        "  pages free     0\n"
+        "        boost    0\n"
+        "        min      0\n"
+        "        low      0\n"
+        "        high     0\n"
+        "        spanned  0\n"
+        "        present  0\n"
+        "        managed  0\n"
+        "        cma      0\n"
+        "        protection: (0, 0, 0, 0, 0)\n"
+        "Node 0, zone  Movable\n"
+        "  pages free     0\n"
+        "        boost    0\n"
+        "        min      0\n"
+        "        low      0\n"
+        "        high     0\n"
+        "        spanned  0\n"
+        "        present  0\n"
+        "        managed  0\n"
+        "        cma      0\n"
+        "        protection: (0, 0, 0, 0, 0)\n";
+
+/* The sums the controller gets: each zone's watermarks with its largest protection, the
+ * pagesets' "high:" not among them. High is totalreserve_pages: 17,774 pages, the 69 MiB the
+ * guest kept free at every size. */
+START_TEST(test_zoneinfo_real) {
+        GuestZoneinfo z;
+        ck_assert_int_eq(guest_zoneinfo_parse(zoneinfo_thp, strlen(zoneinfo_thp), 4096, &z), 4);
+        ck_assert_uint_eq(z.min, (188 + 881 + 11075) * UINT64_C(4096));
+        ck_assert_uint_eq(z.low, (235 + 881 + 13843) * UINT64_C(4096));
+        ck_assert_uint_eq(z.high, (282 + 881 + 16611) * UINT64_C(4096));
+        /* no trailing newline, CRLF: the same */
+        char *crlf = NULL;
+        size_t n = 0;
+        FILE *f = open_memstream(&crlf, &n);
+        ck_assert_ptr_nonnull(f);
+        for (const char *p = zoneinfo_thp; *p; p++)
+                fputs(*p == '\n' ? "\r\n" : (char[]) { *p, 0 }, f);
+        fclose(f);
+        ck_assert_int_eq(guest_zoneinfo_parse(crlf, n - 2, 4096, &z), 4);
+        ck_assert_uint_eq(z.high, (282 + 881 + 16611) * UINT64_C(4096));
+        free(crlf);
+}
+END_TEST
+
+/* Anything a kernel does not write fails the whole file: a sum with a lying zone left out
+ * would be a wrong sum, not a smaller one. */
+START_TEST(test_zoneinfo_hostile) {
+        static const char *const bad[] = {
+                "",
+                "min 1\nlow 2\nhigh 3\n",                                       /* no zone line */
+                "Node 0, zone DMA\n min 5\n low 2\n high 3\n",                   /* out of order */
+                "Node 0, zone DMA\n min 1\n low 2\n",                            /* no high */
+                "Node 0, zone DMA\n min 1\n low 2\n high 3\n high 4\n",          /* repeated */
+                "Node 0, zone DMA\n min 1\n low 2\n high 99999999999999\n",     /* past 4 PiB */
+                "Node 0, zone DMA\n min 1\n low 2\n high 3 4\n",                 /* two counts */
+                "Node 0, zone DMA\n min 1\n low 2\n high -3\n",
+                "Node 0, zone DMA\n min 1\n low 2\n high 18446744073709551616\n", /* 2^64 */
+                "Node 0, zone DMA\n min 1\n low 2\n high 3\n protection: (0, x)\n",
+                "Node 0, zone DMA\n min 1\n low 2\n high 3\n protection: (0, 99999999999999)\n",
+                "Node 0, zone DMA\n min 0\n low 0\n high 0\n",                   /* all empty: no reserve */
+                "\0\0\0Node 0, zone DMA\n min 1\n low 2\n high 3\n",
+        };
+        GuestZoneinfo z;
+        for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+                size_t n = i == ARRAY_SIZE(bad) - 1 ? 40 : strlen(bad[i]);
+                ck_assert_int_eq(guest_zoneinfo_parse(bad[i], n, 4096, &z), -EBADMSG);
+                ck_assert(!guest_value_is_known(z.high));
+        }
+        ck_assert_int_eq(guest_zoneinfo_parse(NULL, 100, 4096, &z), -EBADMSG);
+        ck_assert_int_eq(guest_zoneinfo_parse(zoneinfo_thp, strlen(zoneinfo_thp), 0, &z), -EINVAL);
+        /* cut anywhere (a number cut short is still a number: the sums' bounds are the
+         * sample's, against MemTotal): refused, or sums in order, never a crash */
+        for (size_t cut = 0; cut < strlen(zoneinfo_thp); cut++) {
+                int r = guest_zoneinfo_parse(zoneinfo_thp, cut, 4096, &z);
+                ck_assert(r == -EBADMSG || (r > 0 && z.min <= z.low && z.low <= z.high && z.high > 0));
+        }
+        /* more zones than a kernel has */
+        size_t n = 6000 * 40;
+        char *many = malloc(n + 1), *p = many;
+        ck_assert_ptr_nonnull(many);
+        for (int i = 0; i < 6000; i++)
+                p += sprintf(p, "Node 0, zone x\n min 1\n low 2\n high 3\n");
+        ck_assert_int_eq(guest_zoneinfo_parse(many, (size_t) (p - many), 4096, &z), -EBADMSG);
+        free(many);
+}
+END_TEST
+
 int main(void) {
         return check_run_case("procfs", "parsers", NULL, NULL, 0,
                               CHECK_TESTS(test_vmstat_real, test_vmstat_absent_is_unknown, test_vmstat_legacy_names,
                                           test_vmstat_hostile_lines, test_vmstat_garbage, test_vmstat_counter_names,
                                           test_meminfo_real, test_meminfo_hostile, test_psi_real, test_psi_variants,
-                                          test_psi_garbage, test_psi_long_line, test_host_proc_files));
+                                          test_psi_garbage, test_psi_long_line, test_host_proc_files, test_zoneinfo_real,
+                                          test_zoneinfo_hostile));
 }

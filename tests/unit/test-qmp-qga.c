@@ -674,6 +674,30 @@ START_TEST(test_read_vmstat_garbage_via_agent) {
 }
 END_TEST
 
+/* /proc/zoneinfo in two pieces, summed; one that is not a kernel's refused whole. */
+START_TEST(test_read_zoneinfo_via_agent) {
+        const char *pieces[] = { "Node 0, zone      DMA\n  pages free     3811\n        min      188\n        low      235\n",
+                                 "        high     282\n        managed  3976\n        protection: (0, 881, 881)\n"
+                                 "Node 0, zone    DMA32\n        min      11075\n        low      13843\n"
+                                 "        high     16611\n        managed  225536\n        protection: (0, 0, 0)\n" };
+        const char *bad[] = { "Node 0, zone DMA\n min 5\n low 2\n high 3\n" };
+        GuestZoneinfo z;
+        char *error = NULL;
+
+        sync_ok();
+        script_file("/proc/zoneinfo", pieces, 2);
+        ck_assert_int_eq(qga_sync_wait_ready(c, 5 * USEC_PER_SEC), 0);
+        ck_assert_int_eq(qga_sync_read_zoneinfo(c, 0, &z, &error), 0);
+        ck_assert_ptr_null(error);
+        ck_assert_uint_eq(z.zones, 2);
+        ck_assert_uint_eq(z.high, (282 + 881 + 16611) * UINT64_C(4096));
+        script_file("/proc/zoneinfo", bad, 1);
+        ck_assert_int_eq(qga_sync_read_zoneinfo(c, 0, &z, &error), -EBADMSG);
+        ck_assert_str_eq(error, "/proc/zoneinfo is not a kernel's");
+        free(error);
+}
+END_TEST
+
 /* ---- base64 ---- */
 
 START_TEST(test_base64_vectors) {
@@ -727,7 +751,7 @@ static Suite *qga_suite(void) {
                                                test_read_file_open_fails, test_read_file_read_timeout,
                                                test_read_file_disconnect, test_free_during_file_read,
                                                test_read_vmstat_via_agent, test_read_psi_and_meminfo_via_agent,
-                                               test_read_vmstat_garbage_via_agent, test_unsolicited_within_allowance,
+                                               test_read_vmstat_garbage_via_agent, test_read_zoneinfo_via_agent, test_unsolicited_within_allowance,
                                                test_unsolicited_flood_closes, test_reply_past_agent_byte_cap,
                                                test_reply_past_agent_container_cap,
                                                test_read_file_full_chunk_fits_agent_cap));

@@ -237,6 +237,33 @@ START_TEST(test_sanitize) {
 }
 END_TEST
 
+/* The zones' watermarks are a set: out of order, zero, or more than the guest, all three go. */
+START_TEST(test_sanitize_watermarks) {
+        RsSample s;
+        rs_sample_init(&s);
+        s.level[RS_LEVEL_TOTAL] = GIB;
+        s.level[RS_LEVEL_WMARK_MIN] = 44 * MIB;
+        s.level[RS_LEVEL_WMARK_LOW] = 58 * MIB;
+        s.level[RS_LEVEL_WMARK_HIGH] = 69 * MIB;
+        rs_sample_sanitize(&s, 2 * GIB);
+        ck_assert_uint_eq(s.level[RS_LEVEL_WMARK_HIGH], 69 * MIB);
+
+        s.level[RS_LEVEL_WMARK_LOW] = 70 * MIB;
+        rs_sample_sanitize(&s, 2 * GIB);
+        ck_assert(!rs_known(s.level[RS_LEVEL_WMARK_MIN]) && !rs_known(s.level[RS_LEVEL_WMARK_LOW]) &&
+                  !rs_known(s.level[RS_LEVEL_WMARK_HIGH]));
+
+        s.level[RS_LEVEL_WMARK_MIN] = s.level[RS_LEVEL_WMARK_LOW] = 0;
+        s.level[RS_LEVEL_WMARK_HIGH] = 2 * GIB;
+        rs_sample_sanitize(&s, 2 * GIB);
+        ck_assert(!rs_known(s.level[RS_LEVEL_WMARK_HIGH]));
+
+        s.level[RS_LEVEL_WMARK_MIN] = s.level[RS_LEVEL_WMARK_LOW] = s.level[RS_LEVEL_WMARK_HIGH] = 0;
+        rs_sample_sanitize(&s, 2 * GIB);
+        ck_assert(!rs_known(s.level[RS_LEVEL_WMARK_MIN]));
+}
+END_TEST
+
 START_TEST(test_names) {
         for (int i = 0; i < _RS_COUNTER_MAX; i++)
                 ck_assert_ptr_nonnull(rs_counter_name(i));
@@ -257,5 +284,6 @@ int main(void) {
                                           test_single_counter_backwards_no_negative_no_spike,
                                           test_single_counter_real_reset_accepted, test_wrap32,
                                           test_absurd_jump_dropped, test_time_not_advancing,
-                                          test_random_counters_never_negative_or_huge, test_sanitize, test_names));
+                                          test_random_counters_never_negative_or_huge, test_sanitize, test_sanitize_watermarks,
+                                          test_names));
 }
