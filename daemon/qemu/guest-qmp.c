@@ -43,6 +43,11 @@
 typedef struct TickWheel TickWheel;
 
 /* What only a QMP guest has: its connections, its timer, its setup. */
+/* How often QEMU's swap and KSM pages are read: they move slowly, they are shown to an operator
+ * (rightsizectl report, a metrics scrape) rather than decided on, and reading them costs the
+ * kernel a whole /proc/PID/status. */
+#define HOST_SWAP_KSM_REFRESH_USEC (30 * UINT64_C(1000000))
+
 typedef struct GuestQmp {
         Guest *guest;
         char *qmp_path;
@@ -75,6 +80,10 @@ typedef struct GuestQmp {
          * (GUEST_ZONEINFO_REFRESH_USEC); zones 0: none on this connection */
         GuestZoneinfo zoneinfo;
         uint64_t zoneinfo_at;  /* CLOCK_MONOTONIC of the last read tried, 0: none on this connection */
+        /* QEMU's swap and KSM pages (host_process_memory(): /proc/PID/status, ksm files), read
+         * once in HOST_SWAP_KSM_REFRESH_USEC; its RSS (statm, far cheaper) every tick */
+        HostProcessMemory host_memory;
+        uint64_t host_memory_at; /* CLOCK_MONOTONIC of the last status read, 0: none */
 
         RsHugepageRepair hugepages;     /* when the host's huge pages under it are put back */
         HostHugepagePass *hugepage_pass; /* the pass under way, NULL: none */
@@ -476,9 +485,14 @@ static void on_guest_tick(GuestQmp *q, uint64_t usec) {
                 return;
         q->events_in_cycle = 0;
         if (q->qemu_pid > 0) {
-                HostProcessMemory pm;
-                if (host_process_memory("/proc", q->qemu_pid, &pm) >= 0)
-                        guest_set_host_memory(g, pm.rss, pm.swap, pm.ksm);
+                uint64_t rss;
+                if (q->host_memory_at == 0 || now >= q->host_memory_at + HOST_SWAP_KSM_REFRESH_USEC) {
+                        q->host_memory_at = now;
+                        if (host_process_memory("/proc", q->qemu_pid, &q->host_memory) < 0)
+                                q->host_memory = (HostProcessMemory) { UINT64_MAX, UINT64_MAX, UINT64_MAX };
+                }
+                if (host_process_rss("/proc", q->qemu_pid, &rss) >= 0)
+                        guest_set_host_memory(g, rss, q->host_memory.swap, q->host_memory.ksm);
                 else
                         guest_set_host_memory(g, UINT64_MAX, UINT64_MAX, UINT64_MAX);
         }
@@ -934,6 +948,7 @@ static int connect_qmp(GuestQmp *q) {
                 return -EPERM;
         }
         q->qemu_pid = pid;
+        q->host_memory_at = 0; /* another process: its swap and KSM read at the next tick */
         /* Perhaps another QEMU: its huge pages start from nothing known. */
         q->hugepage_pass = host_hugepage_pass_free(q->hugepage_pass);
         q->hugepage_refused = false;
