@@ -55,11 +55,15 @@ const CtlField ctl_guest_fields[] = {
 };
 const size_t ctl_n_guest_fields = ARRAY_SIZE(ctl_guest_fields);
 
-const CtlField *ctl_guest_field_find(const char *key) {
-        for (size_t i = 0; i < ctl_n_guest_fields; i++)
-                if (strcmp(ctl_guest_fields[i].key, key) == 0)
-                        return &ctl_guest_fields[i];
+const CtlField *ctl_fields_find(const CtlField *fields, size_t n, const char *key) {
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(fields[i].key, key) == 0)
+                        return &fields[i];
         return NULL;
+}
+
+const CtlField *ctl_guest_field_find(const char *key) {
+        return ctl_fields_find(ctl_guest_fields, ctl_n_guest_fields, key);
 }
 
 char ctl_field_dbus_type(const CtlField *f) {
@@ -81,26 +85,30 @@ char ctl_field_dbus_type(const CtlField *f) {
 #define AT(g, f, type) ((type *) ((char *) (g) + (f)->offset))
 #define AT_CONST(g, f, type) ((const type *) ((const char *) (g) + (f)->offset))
 
-void ctl_guest_init(CtlGuest *g) {
-        memset(g, 0, sizeof(*g));
-        for (size_t i = 0; i < ctl_n_guest_fields; i++) {
-                const CtlField *f = &ctl_guest_fields[i];
+void ctl_fields_init(void *record, const CtlField *fields, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                const CtlField *f = &fields[i];
                 switch (f->type) {
                 case CTL_FIELD_STRING:
                         break;
                 case CTL_FIELD_SIZE:
                 case CTL_FIELD_USEC:
                 case CTL_FIELD_COUNT:
-                        *AT(g, f, uint64_t) = CTL_UNKNOWN;
+                        *AT(record, f, uint64_t) = CTL_UNKNOWN;
                         break;
                 case CTL_FIELD_DOUBLE:
-                        *AT(g, f, double) = NAN;
+                        *AT(record, f, double) = NAN;
                         break;
                 case CTL_FIELD_BOOL:
-                        *AT(g, f, int) = -1;
+                        *AT(record, f, int) = -1;
                         break;
                 }
         }
+}
+
+void ctl_guest_init(CtlGuest *g) {
+        memset(g, 0, sizeof(*g));
+        ctl_fields_init(g, ctl_guest_fields, ctl_n_guest_fields);
 }
 
 void ctl_guest_done(CtlGuest *g) {
@@ -112,25 +120,25 @@ void ctl_guest_done(CtlGuest *g) {
                 }
 }
 
-int ctl_guest_set_string(CtlGuest *g, const CtlField *f, const char *value) {
+int ctl_field_set_string(void *record, const CtlField *f, const char *value) {
         char *copy = strdup(value ?: "");
         if (!copy)
                 return -ENOMEM;
-        free(*AT(g, f, char *));
-        *AT(g, f, char *) = copy;
+        free(*AT(record, f, char *));
+        *AT(record, f, char *) = copy;
         return 0;
 }
 
-void ctl_guest_set_u64(CtlGuest *g, const CtlField *f, uint64_t value) {
-        *AT(g, f, uint64_t) = value;
+void ctl_field_set_u64(void *record, const CtlField *f, uint64_t value) {
+        *AT(record, f, uint64_t) = value;
 }
 
-void ctl_guest_set_double(CtlGuest *g, const CtlField *f, double value) {
-        *AT(g, f, double) = value;
+void ctl_field_set_double(void *record, const CtlField *f, double value) {
+        *AT(record, f, double) = value;
 }
 
-void ctl_guest_set_bool(CtlGuest *g, const CtlField *f, bool value) {
-        *AT(g, f, int) = value;
+void ctl_field_set_bool(void *record, const CtlField *f, bool value) {
+        *AT(record, f, int) = value ? 1 : 0;
 }
 
 static uint64_t max_less(const CtlGuest *g, uint64_t size) {

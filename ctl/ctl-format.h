@@ -53,23 +53,28 @@ typedef enum CtlFieldType {
 typedef struct CtlField {
         const char *key;  /* as in the D-Bus dictionary and in the JSON output */
         CtlFieldType type;
-        size_t offset;    /* into CtlGuest */
+        size_t offset;    /* into the record (CtlGuest, CtlMemory, ...) */
 } CtlField;
 
 /* Every field of a guest record, in output order (daemon/dbus-api.md). */
 extern const CtlField ctl_guest_fields[];
 extern const size_t ctl_n_guest_fields;
 const CtlField *ctl_guest_field_find(const char *key);
+/* The field of that key in a table of n, or NULL. */
+const CtlField *ctl_fields_find(const CtlField *fields, size_t n, const char *key);
 /* D-Bus type character a field must arrive as ('s', 't', 'd', 'b'). */
 char ctl_field_dbus_type(const CtlField *f);
 
 void ctl_guest_init(CtlGuest *g);
 void ctl_guest_done(CtlGuest *g);
-/* Stores a value; strings are copied. Returns 0 or -ENOMEM. */
-int ctl_guest_set_string(CtlGuest *g, const CtlField *f, const char *value);
-void ctl_guest_set_u64(CtlGuest *g, const CtlField *f, uint64_t value);
-void ctl_guest_set_double(CtlGuest *g, const CtlField *f, double value);
-void ctl_guest_set_bool(CtlGuest *g, const CtlField *f, bool value);
+/* Any record described by a field table (a guest's, a memory report's, a recommendation's): every
+ * field set to unknown (CTL_UNKNOWN, NAN, -1 for booleans, NULL strings), and one field stored;
+ * strings are copied (0 or -ENOMEM), booleans kept as int 0/1 (-1: unknown). */
+void ctl_fields_init(void *record, const CtlField *fields, size_t n);
+int ctl_field_set_string(void *record, const CtlField *f, const char *value);
+void ctl_field_set_u64(void *record, const CtlField *f, uint64_t value);
+void ctl_field_set_double(void *record, const CtlField *f, double value);
+void ctl_field_set_bool(void *record, const CtlField *f, bool value);
 
 /* A guest rightsize leaves alone (no virtio balloon, VFIO, migrating) is in the state "skipped",
  * with the fault "skipped: REASON": deliberate, not a failure. */

@@ -60,25 +60,15 @@ static const Scope field_scope[] = {
 };
 _Static_assert(ARRAY_SIZE(field_scope) == ARRAY_SIZE(ctl_memory_fields), "a scope for every field");
 
-#define AT(m, f, type) ((type *) ((char *) (m) + (f)->offset))
 #define AT_CONST(m, f, type) ((const type *) ((const char *) (m) + (f)->offset))
 
 const CtlField *ctl_memory_field_find(const char *key) {
-        for (size_t i = 0; i < ctl_n_memory_fields; i++)
-                if (strcmp(ctl_memory_fields[i].key, key) == 0)
-                        return &ctl_memory_fields[i];
-        return NULL;
+        return ctl_fields_find(ctl_memory_fields, ctl_n_memory_fields, key);
 }
 
 void ctl_memory_init(CtlMemory *m) {
         memset(m, 0, sizeof(*m));
-        for (size_t i = 0; i < ctl_n_memory_fields; i++) {
-                const CtlField *f = &ctl_memory_fields[i];
-                if (f->type == CTL_FIELD_SIZE || f->type == CTL_FIELD_COUNT)
-                        *AT(m, f, uint64_t) = CTL_UNKNOWN;
-                else if (f->type == CTL_FIELD_BOOL)
-                        *AT(m, f, int) = -1;
-        }
+        ctl_fields_init(m, ctl_memory_fields, ctl_n_memory_fields);
 }
 
 void ctl_memory_done(CtlMemory *m) {
@@ -86,23 +76,6 @@ void ctl_memory_done(CtlMemory *m) {
         free(m->thp_enabled);
         free(m->why);
         ctl_memory_init(m);
-}
-
-int ctl_memory_set_string(CtlMemory *m, const CtlField *f, const char *value) {
-        char *copy = strdup(value);
-        if (!copy)
-                return -ENOMEM;
-        free(*AT(m, f, char *));
-        *AT(m, f, char *) = copy;
-        return 0;
-}
-
-void ctl_memory_set_u64(CtlMemory *m, const CtlField *f, uint64_t value) {
-        *AT(m, f, uint64_t) = value;
-}
-
-void ctl_memory_set_bool(CtlMemory *m, const CtlField *f, int value) {
-        *AT(m, f, int) = value ? 1 : 0;
 }
 
 /* More than this many reasons is a daemon gone wrong: the rest are dropped, not kept. */

@@ -35,9 +35,7 @@ const CtlField *ctl_memory_field_find(const char *key);
 
 void ctl_memory_init(CtlMemory *m);
 void ctl_memory_done(CtlMemory *m);
-int ctl_memory_set_string(CtlMemory *m, const CtlField *f, const char *value);
-void ctl_memory_set_u64(CtlMemory *m, const CtlField *f, uint64_t value);
-void ctl_memory_set_bool(CtlMemory *m, const CtlField *f, int value);
+/* Values are stored with ctl_field_set_*() (ctl-format.h). */
 /* One reason's key, appended to `why`. 0 or -ENOMEM. */
 int ctl_memory_add_why(CtlMemory *m, const char *key);
 

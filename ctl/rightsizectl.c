@@ -22,8 +22,10 @@
 #include "common/macro.h"
 #include "common/size.h"
 #include "common/time-util.h"
+#include "ctl/ctl-bus.h"
 #include "ctl/ctl-format.h"
 #include "ctl/ctl-memory.h"
+#include "ctl/ctl-monitor.h"
 #include "ctl/ctl-pager.h"
 #include "ctl/ctl-polkit-agent.h"
 
@@ -108,273 +110,6 @@ static size_t terminal_width(void) {
         return 80;
 }
 
-/* Maps a failed call to a message and an exit code. */
-static int report_bus_error(const char *what, const sd_bus_error *error, int r) {
-        if (sd_bus_error_has_names(error, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER) ||
-            (!sd_bus_error_is_set(error) && (r == -ENOENT || r == -ECONNREFUSED || r == -ENOTCONN ||
-                                            r == -ECONNRESET || r == -EHOSTDOWN))) {
-                fprintf(stderr, "rightsizectl: rightsized is not running (no owner of %s on the bus)\n", RS_BUS_NAME);
-                return EXIT_NO_DAEMON;
-        }
-        if (sd_bus_error_has_name(error, SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED)) {
-                fprintf(stderr, "rightsizectl: %s: permission denied: polkit wants to authenticate you, and there is no "
-                        "terminal to ask on (run it from one, with a polkit agent)%s%s\n", what,
-                        error->message ? ": " : "", error->message ?: "");
-                return EXIT_DENIED;
-        }
-        if (sd_bus_error_has_name(error, SD_BUS_ERROR_ACCESS_DENIED) || r == -EACCES || r == -EPERM) {
-                /* dbus-daemon's own refusal ("Rejected send message, 2 matched rules; ...") says
-                 * nothing to whoever typed the command: it is the bus policy's read group they lack.
-                 * rightsized's refusals (polkit) come with a message of their own. */
-                if (error->message && strncmp(error->message, "Rejected send message", strlen("Rejected send message")) == 0) {
-                        fprintf(stderr, "rightsizectl: %s: permission denied: reading rightsized takes root or membership of "
-                                "the group \"%s\" (its D-Bus policy, %s.conf; read-group= in rightsized.conf)\n",
-                                what, RS_READ_GROUP, RS_BUS_NAME);
-                        return EXIT_DENIED;
-                }
-                fprintf(stderr, "rightsizectl: %s: permission denied%s%s\n", what,
-                        error->message ? ": " : "", error->message ?: "");
-                return EXIT_DENIED;
-        }
-        if (sd_bus_error_has_names(error, RS_BUS_ERROR_NO_SUCH_GUEST, RS_BUS_ERROR_NO_SUCH_DOMAIN)) {
-                fprintf(stderr, "rightsizectl: %s\n", error->message ?: "no such guest");
-                return EXIT_NO_GUEST;
-        }
-        if (sd_bus_error_has_name(error, SD_BUS_ERROR_INVALID_ARGS)) {
-                fprintf(stderr, "rightsizectl: %s: invalid argument: %s\n", what, error->message ?: "");
-                return EXIT_USAGE;
-        }
-        if (sd_bus_error_has_name(error, RS_BUS_ERROR_RELOAD_FAILED)) {
-                fprintf(stderr, "rightsizectl: reload failed, the old configuration stays: %s\n",
-                        error->message ?: "");
-                return EXIT_FAIL;
-        }
-        if (sd_bus_error_is_set(error))
-                fprintf(stderr, "rightsizectl: %s: %s\n", what, error->message ?: error->name);
-        else
-                fprintf(stderr, "rightsizectl: %s: %s\n", what, strerror(-r));
-        return EXIT_FAIL;
-}
-
-/* As long as rightsized lets polkit wait for an agent's answer (daemon/bus-polkit.c). */
-#define INTERACTIVE_CALL_TIMEOUT_USEC (120ULL * 1000000ULL)
-
-static int connect_bus(sd_bus **ret) {
-        int r = sd_bus_open_system(ret);
-        if (r < 0) {
-                if (r == -EACCES || r == -EPERM) {
-                        fprintf(stderr, "rightsizectl: cannot connect to the system bus: permission denied\n");
-                        return EXIT_DENIED;
-                }
-                fprintf(stderr, "rightsizectl: cannot connect to the system bus (%s): rightsized is not running\n",
-                        strerror(-r));
-                return EXIT_NO_DAEMON;
-        }
-        /* A human at a terminal may be asked for a password by a polkit agent when rightsized checks
-         * a change (not root): allow that, and give them time to type it. Scripts (no terminal) get
-         * a plain yes or no at once. */
-        if (isatty(STDIN_FILENO)) {
-                (void) sd_bus_set_allow_interactive_authorization(*ret, true);
-                (void) sd_bus_set_method_call_timeout(*ret, INTERACTIVE_CALL_TIMEOUT_USEC);
-        }
-        return EXIT_OK;
-}
-
-static int call(sd_bus *bus, const char *what, const char *method, sd_bus_message **reply, const char *types, ...) {
-        sd_bus_error error = SD_BUS_ERROR_NULL;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
-        va_list ap;
-        int r;
-
-        r = sd_bus_message_new_method_call(bus, &m, RS_BUS_NAME, RS_BUS_PATH, RS_BUS_INTERFACE, method);
-        if (r >= 0 && types) {
-                va_start(ap, types);
-                r = sd_bus_message_appendv(m, types, ap);
-                va_end(ap);
-        }
-        if (r < 0) {
-                fprintf(stderr, "rightsizectl: %s: %s\n", what, strerror(-r));
-                return EXIT_FAIL;
-        }
-        r = sd_bus_call(bus, m, 0, &error, reply);
-        if (r < 0) {
-                int code = report_bus_error(what, &error, r);
-                sd_bus_error_free(&error);
-                return code;
-        }
-        return EXIT_OK;
-}
-
-/* Reads one a{sv} into g; unknown keys and wrong-typed values are skipped (newer daemons). */
-static int read_guest(sd_bus_message *m, CtlGuest *g) {
-        int r;
-
-        r = sd_bus_message_enter_container(m, 'a', "{sv}");
-        if (r <= 0)
-                return r < 0 ? r : -EBADMSG;
-        while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
-                const char *key, *contents;
-                char type;
-
-                r = sd_bus_message_read(m, "s", &key);
-                if (r < 0)
-                        return r;
-                r = sd_bus_message_peek_type(m, &type, &contents);
-                if (r < 0)
-                        return r;
-                const CtlField *f = ctl_guest_field_find(key);
-                char want[2] = { f ? ctl_field_dbus_type(f) : 0, 0 };
-                if (!f || !contents || strcmp(contents, want) != 0) {
-                        r = sd_bus_message_skip(m, "v");
-                        if (r < 0)
-                                return r;
-                } else {
-                        r = sd_bus_message_enter_container(m, 'v', contents);
-                        if (r < 0)
-                                return r;
-                        switch (want[0]) {
-                        case 's': {
-                                const char *s;
-                                r = sd_bus_message_read(m, "s", &s);
-                                if (r >= 0)
-                                        r = ctl_guest_set_string(g, f, s);
-                                break;
-                        }
-                        case 't': {
-                                uint64_t t;
-                                r = sd_bus_message_read(m, "t", &t);
-                                if (r >= 0)
-                                        ctl_guest_set_u64(g, f, t);
-                                break;
-                        }
-                        case 'd': {
-                                double d;
-                                r = sd_bus_message_read(m, "d", &d);
-                                if (r >= 0)
-                                        ctl_guest_set_double(g, f, d);
-                                break;
-                        }
-                        case 'b': {
-                                int b;
-                                r = sd_bus_message_read(m, "b", &b);
-                                if (r >= 0)
-                                        ctl_guest_set_bool(g, f, b);
-                                break;
-                        }
-                        }
-                        if (r < 0)
-                                return r;
-                        r = sd_bus_message_exit_container(m);
-                        if (r < 0)
-                                return r;
-                }
-                r = sd_bus_message_exit_container(m);
-                if (r < 0)
-                        return r;
-        }
-        if (r < 0)
-                return r;
-        return sd_bus_message_exit_container(m);
-}
-
-typedef struct GuestList {
-        CtlGuest *guests;
-        size_t n;
-} GuestList;
-
-static void guest_list_done(GuestList *l) {
-        for (size_t i = 0; i < l->n; i++)
-                ctl_guest_done(&l->guests[i]);
-        free(l->guests);
-        l->guests = NULL;
-        l->n = 0;
-}
-
-static int bad_reply(const char *what, int r) {
-        fprintf(stderr, "rightsizectl: %s: unexpected reply from rightsized: %s\n", what, strerror(-r));
-        return EXIT_FAIL;
-}
-
-static int compare_guests_by_name(const void *a, const void *b) {
-        const CtlGuest *x = a, *y = b;
-        return strcmp(x->name ?: "", y->name ?: "");
-}
-
-static int fetch_guests(sd_bus *bus, GuestList *ret) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        int code, r;
-
-        code = call(bus, "list guests", "ListGuests", &reply, NULL);
-        if (code != EXIT_OK)
-                return code;
-        r = sd_bus_message_enter_container(reply, 'a', "a{sv}");
-        if (r < 0)
-                return bad_reply("list guests", r);
-        for (;;) {
-                r = sd_bus_message_at_end(reply, false);
-                if (r < 0)
-                        return bad_reply("list guests", r);
-                if (r > 0)
-                        break;
-                CtlGuest *n = realloc(ret->guests, (ret->n + 1) * sizeof(CtlGuest));
-                if (!n)
-                        return bad_reply("list guests", -ENOMEM);
-                ret->guests = n;
-                ctl_guest_init(&ret->guests[ret->n]);
-                ret->n++;
-                r = read_guest(reply, &ret->guests[ret->n - 1]);
-                if (r < 0)
-                        return bad_reply("list guests", r);
-        }
-        /* The daemon answers in its own order (discovery's); a person scans a list by name. */
-        if (ret->n > 1)
-                qsort(ret->guests, ret->n, sizeof(CtlGuest), compare_guests_by_name);
-        return EXIT_OK;
-}
-
-static int fetch_guest(sd_bus *bus, const char *name, CtlGuest *g) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        int code, r;
-
-        code = call(bus, "get guest", "GetGuest", &reply, "s", name);
-        if (code != EXIT_OK)
-                return code;
-        r = read_guest(reply, g);
-        if (r < 0)
-                return bad_reply("get guest", r);
-        return EXIT_OK;
-}
-
-static int fetch_history(sd_bus *bus, const char *name, CtlHistoryPoint **ret, size_t *ret_n) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_free_ CtlHistoryPoint *h = NULL;
-        size_t n = 0;
-        int code, r;
-
-        code = call(bus, "get history", "GetHistory", &reply, "s", name);
-        if (code != EXIT_OK)
-                return code;
-        r = sd_bus_message_enter_container(reply, 'a', "(tttt)");
-        if (r < 0)
-                return bad_reply("get history", r);
-        for (;;) {
-                CtlHistoryPoint p;
-                r = sd_bus_message_read(reply, "(tttt)", &p.usec, &p.target, &p.actual, &p.estimate);
-                if (r < 0)
-                        return bad_reply("get history", r);
-                if (r == 0)
-                        break;
-                CtlHistoryPoint *nh = realloc(h, (n + 1) * sizeof(*h));
-                if (!nh)
-                        return bad_reply("get history", -ENOMEM);
-                h = nh;
-                h[n++] = p;
-        }
-        *ret = TAKE_PTR(h);
-        *ret_n = n;
-        return EXIT_OK;
-}
-
 static int print_json(json_object *o) {
         int r = o ? ctl_print_json_mode(stdout, o, arg_json) : -ENOMEM;
         json_object_put(o);
@@ -382,8 +117,8 @@ static int print_json(json_object *o) {
 }
 
 static int cmd_list(sd_bus *bus) {
-        _cleanup_(guest_list_done) GuestList l = {};
-        int code = fetch_guests(bus, &l);
+        _cleanup_(ctl_guest_list_done) CtlGuestList l = {};
+        int code = ctl_fetch_guests(bus, &l);
 
         if (code != EXIT_OK)
                 return code;
@@ -421,11 +156,11 @@ static int cmd_show(sd_bus *bus, const char *name, bool history_only) {
 
         ctl_guest_init(&g);
         if (!history_only) {
-                code = fetch_guest(bus, name, &g);
+                code = ctl_fetch_guest(bus, name, &g);
                 if (code != EXIT_OK)
                         return code;
         }
-        code = fetch_history(bus, name, &h, &n);
+        code = ctl_fetch_history(bus, name, &h, &n);
         if (code != EXIT_OK)
                 return code;
 
@@ -465,7 +200,7 @@ static int cmd_set(sd_bus *bus, const char *name, const char *assignment) {
                         eq + 1);
                 return EXIT_USAGE;
         }
-        return call(bus, "set", "SetGuest", NULL, "sss", name, key, eq + 1);
+        return ctl_bus_call(bus, "set", "SetGuest", NULL, "sss", name, key, eq + 1);
 }
 
 /* The last time the daemon ran without its D-Bus API (its bus policy not installed, dbus-daemon
@@ -529,114 +264,14 @@ static size_t refused_guests(sd_bus *bus, bool print, json_object *json_array) {
 
 #define REPORT_TOP 5
 
-/* Reads one GetMemoryReport record; unknown keys and wrong-typed values are skipped (newer
- * daemons), as read_guest() does. */
-static int read_memory(sd_bus_message *m, CtlMemory *mem) {
-        int r = sd_bus_message_enter_container(m, 'a', "{sv}");
-        if (r <= 0)
-                return r < 0 ? r : -EBADMSG;
-        while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
-                const char *key, *contents;
-                char type;
-
-                if ((r = sd_bus_message_read(m, "s", &key)) < 0 || (r = sd_bus_message_peek_type(m, &type, &contents)) < 0)
-                        return r;
-                const CtlField *f = ctl_memory_field_find(key);
-                char want[2] = { f ? ctl_field_dbus_type(f) : 0, 0 };
-                bool why = strcmp(key, "why") == 0 && contents && strcmp(contents, "as") == 0;
-                if (!why && (!f || !contents || strcmp(contents, want) != 0)) {
-                        r = sd_bus_message_skip(m, "v");
-                } else if (why) {
-                        const char *s;
-                        r = sd_bus_message_enter_container(m, 'v', "as");
-                        if (r >= 0)
-                                r = sd_bus_message_enter_container(m, 'a', "s");
-                        while (r >= 0 && (r = sd_bus_message_read(m, "s", &s)) > 0)
-                                r = ctl_memory_add_why(mem, s);
-                        if (r >= 0)
-                                r = sd_bus_message_exit_container(m);
-                        if (r >= 0)
-                                r = sd_bus_message_exit_container(m);
-                } else {
-                        r = sd_bus_message_enter_container(m, 'v', contents);
-                        if (r >= 0 && want[0] == 's') {
-                                const char *s;
-                                if ((r = sd_bus_message_read(m, "s", &s)) >= 0)
-                                        r = ctl_memory_set_string(mem, f, s);
-                        } else if (r >= 0 && want[0] == 't') {
-                                uint64_t t;
-                                if ((r = sd_bus_message_read(m, "t", &t)) >= 0)
-                                        ctl_memory_set_u64(mem, f, t);
-                        } else if (r >= 0 && want[0] == 'b') {
-                                int b;
-                                if ((r = sd_bus_message_read(m, "b", &b)) >= 0)
-                                        ctl_memory_set_bool(mem, f, b);
-                        }
-                        if (r >= 0)
-                                r = sd_bus_message_exit_container(m);
-                }
-                if (r < 0 || (r = sd_bus_message_exit_container(m)) < 0)
-                        return r;
-        }
-        if (r < 0)
-                return r;
-        return sd_bus_message_exit_container(m);
-}
-
-typedef struct MemoryReport {
-        CtlMemory host;
-        CtlMemory *guests;
-        size_t n;
-} MemoryReport;
-
-static void memory_report_done(MemoryReport *mr) {
-        ctl_memory_done(&mr->host);
-        for (size_t i = 0; i < mr->n; i++)
-                ctl_memory_done(&mr->guests[i]);
-        free(mr->guests);
-}
-
-/* GetMemoryReport. EXIT_OK with *have false from a daemon older than the method: the rest of
- * the report stands without it. */
-static int fetch_memory(sd_bus *bus, MemoryReport *mr, bool *have) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        sd_bus_error error = SD_BUS_ERROR_NULL;
-        int r;
-
-        *have = false;
-        ctl_memory_init(&mr->host);
-        r = sd_bus_call_method(bus, RS_BUS_NAME, RS_BUS_PATH, RS_BUS_INTERFACE, "GetMemoryReport", &error, &reply, "");
-        if (r < 0) {
-                bool old = sd_bus_error_has_name(&error, SD_BUS_ERROR_UNKNOWN_METHOD);
-                int code = old ? EXIT_OK : report_bus_error("memory report", &error, r);
-                sd_bus_error_free(&error);
-                return code;
-        }
-        r = read_memory(reply, &mr->host);
-        if (r >= 0)
-                r = sd_bus_message_enter_container(reply, 'a', "a{sv}");
-        while (r >= 0 && (r = sd_bus_message_at_end(reply, false)) == 0) {
-                CtlMemory *n = realloc(mr->guests, (mr->n + 1) * sizeof(*n));
-                if (!n)
-                        return bad_reply("memory report", -ENOMEM);
-                mr->guests = n;
-                ctl_memory_init(&mr->guests[mr->n++]);
-                r = read_memory(reply, &mr->guests[mr->n - 1]);
-        }
-        if (r < 0)
-                return bad_reply("memory report", r);
-        *have = true;
-        return EXIT_OK;
-}
-
 static int cmd_report(sd_bus *bus) {
-        _cleanup_(guest_list_done) GuestList l = {};
-        _cleanup_(memory_report_done) MemoryReport mr = {};
+        _cleanup_(ctl_guest_list_done) CtlGuestList l = {};
+        _cleanup_(ctl_memory_report_done) CtlMemoryReport mr = {};
         bool have_memory;
-        int code = fetch_guests(bus, &l);
+        int code = ctl_fetch_guests(bus, &l);
 
         if (code == EXIT_OK)
-                code = fetch_memory(bus, &mr, &have_memory);
+                code = ctl_fetch_memory(bus, &mr, &have_memory);
         if (code != EXIT_OK)
                 return code;
         CtlReport r = ctl_report(l.guests, l.n);
@@ -678,7 +313,7 @@ static int cmd_report(sd_bus *bus) {
 static int cmd_status(sd_bus *bus) {
         sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_free_ char *version = NULL;
-        _cleanup_(guest_list_done) GuestList l = {};
+        _cleanup_(ctl_guest_list_done) CtlGuestList l = {};
         uint32_t managed = 0;
         uint64_t reclaimed = 0;
         int r, code;
@@ -691,11 +326,11 @@ static int cmd_status(sd_bus *bus) {
                 r = sd_bus_get_property_trivial(bus, RS_BUS_NAME, RS_BUS_PATH, RS_BUS_INTERFACE, "ReclaimedBytes", &error,
                                                 't', &reclaimed);
         if (r < 0) {
-                code = report_bus_error("status", &error, r);
+                code = ctl_bus_report_error("status", &error, r);
                 sd_bus_error_free(&error);
                 return code;
         }
-        code = fetch_guests(bus, &l);
+        code = ctl_fetch_guests(bus, &l);
         if (code != EXIT_OK)
                 return code;
 
@@ -737,172 +372,6 @@ static int cmd_status(sd_bus *bus) {
         return ctl_status_exit_code(&c);
 }
 
-/* ---- monitor ---- */
-
-typedef struct Monitor {
-        sd_bus *bus;
-        sd_event *event;   /* its own pointer: a closed bus forgets its event loop */
-        const char *guest; /* only this one's signals, or every guest's */
-        size_t name_width; /* the name column: the widest name of the guests followed */
-} Monitor;
-
-/* EstimateChanged(s name, t estimate, t lower, t upper), 0 for unknown (the estimate: only before
- * the guest's first; daemon/dbus-api.md). It carries no target or state: those are what GetGuest
- * says right after it. */
-static int monitor_estimate_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error _unused_) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_(ctl_guest_done) CtlGuest g;
-        Monitor *mon = userdata;
-        const char *name;
-        uint64_t estimate, lower, upper;
-        int r;
-
-        ctl_guest_init(&g);
-        r = sd_bus_message_read(m, "sttt", &name, &estimate, &lower, &upper);
-        if (r < 0) {
-                fprintf(stderr, "rightsizectl: monitor: an EstimateChanged signal that cannot be read: %s\n",
-                        strerror(-r));
-                return 0;
-        }
-        if (mon->guest && strcmp(mon->guest, name) != 0)
-                return 0;
-
-        CtlEstimateEvent e = {
-                .usec = now_usec(CLOCK_REALTIME),
-                .name = name,
-                .estimate = estimate > 0 ? estimate : CTL_UNKNOWN,
-                .lower = lower > 0 ? lower : CTL_UNKNOWN,
-                .upper = upper > 0 ? upper : CTL_UNKNOWN,
-                .target = CTL_UNKNOWN,
-        };
-        /* Quietly: a guest gone since, or a daemon that does not answer, leaves them unknown. */
-        if (sd_bus_call_method(mon->bus, RS_BUS_NAME, RS_BUS_PATH, RS_BUS_INTERFACE, "GetGuest", NULL, &reply, "s",
-                               name) >= 0 &&
-            read_guest(reply, &g) >= 0) {
-                e.target = g.target;
-                e.state = g.state;
-                e.fault = g.fault && !ctl_guest_skipped(&g);
-                e.paused = g.paused > 0;
-        }
-        if (arg_json) {
-                json_object *o = ctl_estimate_event_to_json(&e);
-                r = o ? ctl_print_json_mode(stdout, o, CTL_JSON_SHORT) : -ENOMEM; /* one object a line */
-                json_object_put(o);
-        } else
-                r = ctl_print_estimate_event(stdout, &e, &mon->name_width);
-        /* Each line as it happens, also into a pipe or a file. */
-        if (r < 0 || fflush(stdout) != 0 || ferror(stdout)) {
-                fprintf(stderr, "rightsizectl: monitor: cannot write: %s\n", strerror(r < 0 ? -r : errno));
-                return sd_event_exit(mon->event, EXIT_FAIL);
-        }
-        return 0;
-}
-
-/* Said on stderr, so that stdout stays one line per change: the daemon stopped or came back. The
- * match stays, so a restarted daemon's signals are followed too. */
-static int monitor_owner_changed(sd_bus_message *m, void *userdata _unused_, sd_bus_error *ret_error _unused_) {
-        const char *name, *old_owner, *new_owner;
-
-        if (sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner) < 0 || strcmp(name, RS_BUS_NAME) != 0)
-                return 0;
-        if (new_owner[0] == '\0')
-                fprintf(stderr, "rightsizectl: monitor: rightsized left the bus; waiting for it to come back\n");
-        else if (old_owner[0] == '\0')
-                fprintf(stderr, "rightsizectl: monitor: rightsized is back\n");
-        return 0;
-}
-
-static int monitor_disconnected(sd_bus_message *m _unused_, void *userdata, sd_bus_error *ret_error _unused_) {
-        Monitor *mon = userdata;
-        fprintf(stderr, "rightsizectl: monitor: the connection to the bus was lost\n");
-        return sd_event_exit(mon->event, EXIT_NO_DAEMON);
-}
-
-static int monitor_signal(sd_event_source *s, const struct signalfd_siginfo *si _unused_, void *userdata _unused_) {
-        return sd_event_exit(sd_event_source_get_event(s), EXIT_OK);
-}
-
-static int cmd_monitor(sd_bus *bus, const char *guest) {
-        _cleanup_(sd_event_unrefp) sd_event *event = NULL;
-        _cleanup_free_ char *version = NULL;
-        sd_bus_error error = SD_BUS_ERROR_NULL;
-        Monitor mon = { .bus = bus, .guest = guest };
-        sigset_t mask;
-        int r, code;
-
-        /* SIGINT and SIGTERM end it with exit status 0: through the event loop, so that a line is
-         * never cut off. */
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGINT);
-        sigaddset(&mask, SIGTERM);
-        r = sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ? -errno : sd_event_new(&event);
-        mon.event = event;
-        if (r >= 0)
-                r = sd_event_add_signal(event, NULL, SIGINT, monitor_signal, NULL);
-        if (r >= 0)
-                r = sd_event_add_signal(event, NULL, SIGTERM, monitor_signal, NULL);
-        if (r >= 0)
-                r = sd_bus_attach_event(bus, event, SD_EVENT_PRIORITY_NORMAL);
-        /* The matches first, then the check that the daemon is there: no change falls in between. */
-        if (r >= 0)
-                r = sd_bus_match_signal(bus, NULL, RS_BUS_NAME, RS_BUS_PATH, RS_BUS_INTERFACE, "EstimateChanged",
-                                        monitor_estimate_changed, &mon);
-        if (r >= 0)
-                r = sd_bus_add_match(bus, NULL,
-                                     "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
-                                     "interface='org.freedesktop.DBus',member='NameOwnerChanged',"
-                                     "arg0='" RS_BUS_NAME "'",
-                                     monitor_owner_changed, &mon);
-        if (r >= 0)
-                r = sd_bus_match_signal(bus, NULL, "org.freedesktop.DBus.Local", "/org/freedesktop/DBus/Local",
-                                        "org.freedesktop.DBus.Local", "Disconnected", monitor_disconnected, &mon);
-        if (r < 0) {
-                sd_bus_detach_event(bus);
-                return report_bus_error("monitor", &error, r);
-        }
-
-        /* Whether rightsized runs and lets us read (the bus policy sends its signals only to those
-         * who may): the same exit statuses as every other command. */
-        r = sd_bus_get_property_string(bus, RS_BUS_NAME, RS_BUS_PATH, RS_BUS_INTERFACE, "Version", &error, &version);
-        if (r < 0) {
-                code = report_bus_error("monitor", &error, r);
-                sd_bus_error_free(&error);
-                sd_bus_detach_event(bus);
-                return code;
-        }
-        /* The guests followed now: their widest name sizes the name column, as list's table does,
-         * so that the lines line up from the first one on. */
-        if (guest) {
-                CtlGuest g;
-                ctl_guest_init(&g);
-                code = fetch_guest(bus, guest, &g);
-                mon.name_width = ctl_guest_name_width(&g, 1);
-                ctl_guest_done(&g);
-        } else {
-                _cleanup_(guest_list_done) GuestList l = {};
-                code = fetch_guests(bus, &l);
-                mon.name_width = ctl_guest_name_width(l.guests, l.n);
-        }
-        if (code != EXIT_OK) {
-                sd_bus_detach_event(bus);
-                return code;
-        }
-
-        /* On stderr, as busctl monitor says it: stdout has only the changes. Also the sign that no
-         * change from now on is missed. */
-        _cleanup_free_ char *clean_version = ctl_sanitize(version), *clean_guest = ctl_sanitize(guest);
-        fprintf(stderr, "Monitoring the estimates of %s (rightsized %s); Ctrl-C to stop.\n",
-                guest ? clean_guest ?: "?" : "every guest", clean_version ?: "?");
-
-        r = sd_event_loop(event);
-        sd_bus_detach_event(bus);
-        if (r < 0) {
-                fprintf(stderr, "rightsizectl: monitor: %s\n", strerror(-r));
-                return EXIT_FAIL;
-        }
-        return r;
-}
-
 /* The commands (systemd's Verb pattern): name, arguments allowed, what runs it. */
 typedef struct Verb {
         const char *name;
@@ -933,19 +402,19 @@ static int verb_set(sd_bus *bus, int n_args _unused_, char **args) {
 
 /* "" asks the daemon for every guest (main() let it through only with --all). */
 static int verb_pause(sd_bus *bus, int n_args, char **args) {
-        return call(bus, "pause", "Pause", NULL, "s", n_args > 0 ? args[0] : "");
+        return ctl_bus_call(bus, "pause", "Pause", NULL, "s", n_args > 0 ? args[0] : "");
 }
 
 static int verb_resume(sd_bus *bus, int n_args, char **args) {
-        return call(bus, "resume", "Resume", NULL, "s", n_args > 0 ? args[0] : "");
+        return ctl_bus_call(bus, "resume", "Resume", NULL, "s", n_args > 0 ? args[0] : "");
 }
 
 static int verb_probe(sd_bus *bus, int n_args _unused_, char **args) {
-        return call(bus, "probe", "Probe", NULL, "s", args[0]);
+        return ctl_bus_call(bus, "probe", "Probe", NULL, "s", args[0]);
 }
 
 static int verb_reload(sd_bus *bus, int n_args _unused_, char **args _unused_) {
-        return call(bus, "reload", "Reload", NULL, NULL);
+        return ctl_bus_call(bus, "reload", "Reload", NULL, NULL);
 }
 
 static int verb_status(sd_bus *bus, int n_args _unused_, char **args _unused_) {
@@ -955,15 +424,15 @@ static int verb_status(sd_bus *bus, int n_args _unused_, char **args _unused_) {
 /* enable and disable go through the daemon: it holds the libvirt connection of its configured
  * URI, checks the policy exists, and is root-only like every change. */
 static int verb_enable(sd_bus *bus, int n_args _unused_, char **args) {
-        return call(bus, "enable", "SetDomainPolicy", NULL, "ss", args[0], arg_policy ?: DEFAULT_ENABLE_POLICY);
+        return ctl_bus_call(bus, "enable", "SetDomainPolicy", NULL, "ss", args[0], arg_policy ?: DEFAULT_ENABLE_POLICY);
 }
 
 static int verb_disable(sd_bus *bus, int n_args _unused_, char **args) {
-        return call(bus, "disable", "SetDomainPolicy", NULL, "ss", args[0], "");
+        return ctl_bus_call(bus, "disable", "SetDomainPolicy", NULL, "ss", args[0], "");
 }
 
 static int verb_monitor(sd_bus *bus, int n_args, char **args) {
-        return cmd_monitor(bus, n_args > 0 ? args[0] : NULL);
+        return ctl_monitor(bus, n_args > 0 ? args[0] : NULL, arg_json);
 }
 
 static const Verb verbs[] = {
@@ -1165,7 +634,7 @@ int main(int argc, char *argv[]) {
                 return EXIT_USAGE;
         }
 
-        code = connect_bus(&bus);
+        code = ctl_bus_connect(&bus);
         if (code != EXIT_OK)
                 return code;
         /* A change may need polkit's yes, and polkit an administrator's password: over SSH there is

@@ -46,11 +46,11 @@ static size_t column_of(const char *line, const char *needle) {
 
 static void guest_fill(CtlGuest *g, const char *name, const char *state, uint64_t actual) {
         ctl_guest_init(g);
-        ck_assert_int_eq(ctl_guest_set_string(g, ctl_guest_field_find("name"), name), 0);
-        ck_assert_int_eq(ctl_guest_set_string(g, ctl_guest_field_find("state"), state), 0);
-        ck_assert_int_eq(ctl_guest_set_string(g, ctl_guest_field_find("policy"), "balanced"), 0);
-        ctl_guest_set_u64(g, ctl_guest_field_find("actual"), actual);
-        ctl_guest_set_u64(g, ctl_guest_field_find("max"), 4 * GIB);
+        ck_assert_int_eq(ctl_field_set_string(g, ctl_guest_field_find("name"), name), 0);
+        ck_assert_int_eq(ctl_field_set_string(g, ctl_guest_field_find("state"), state), 0);
+        ck_assert_int_eq(ctl_field_set_string(g, ctl_guest_field_find("policy"), "balanced"), 0);
+        ctl_field_set_u64(g, ctl_guest_field_find("actual"), actual);
+        ctl_field_set_u64(g, ctl_guest_field_find("max"), 4 * GIB);
 }
 
 START_TEST(test_sanitize) {
@@ -112,9 +112,9 @@ START_TEST(test_table_alignment_hostile_names) {
         guest_fill(&g[0], "a", "probe", 2 * GIB);
         guest_fill(&g[1], "very-long-guest-name-\x1b[31mred\x1b[0m-and-more-ünïcödé", "hold", 1536 * MIB);
         guest_fill(&g[2], "broken", "faulty", 512 * MIB);
-        ck_assert_int_eq(ctl_guest_set_string(&g[2], ctl_guest_field_find("fault"), "QMP: garbage\x1b[H"), 0);
-        ck_assert_int_eq(ctl_guest_set_string(&g[0], ctl_guest_field_find("reason"), "probing down"), 0);
-        ctl_guest_set_u64(&g[0], ctl_guest_field_find("estimate"), 700 * MIB);
+        ck_assert_int_eq(ctl_field_set_string(&g[2], ctl_guest_field_find("fault"), "QMP: garbage\x1b[H"), 0);
+        ck_assert_int_eq(ctl_field_set_string(&g[0], ctl_guest_field_find("reason"), "probing down"), 0);
+        ctl_field_set_u64(&g[0], ctl_guest_field_find("estimate"), 700 * MIB);
 
         capture_begin(&f, &size, &buf);
         ck_assert_int_eq(ctl_print_guest_table(f, g, 3), 0);
@@ -202,8 +202,8 @@ END_TEST
 START_TEST(test_json_shape) {
         CtlGuest g;
         guest_fill(&g, "web\x1b", "hold", 3 * GIB);
-        ctl_guest_set_double(&g, ctl_guest_field_find("confidence"), 0.75);
-        ctl_guest_set_bool(&g, ctl_guest_field_find("agent"), true);
+        ctl_field_set_double(&g, ctl_guest_field_find("confidence"), 0.75);
+        ctl_field_set_bool(&g, ctl_guest_field_find("agent"), true);
 
         json_object *o = ctl_guest_to_json(&g), *v;
         ck_assert_ptr_nonnull(o);
@@ -216,7 +216,7 @@ START_TEST(test_json_shape) {
         /* No RSS known: null, not a guess. */
         ck_assert(json_object_object_get_ex(o, "host-returned", &v));
         ck_assert_ptr_null(v);
-        ctl_guest_set_u64(&g, ctl_guest_field_find("host-rss"), 1536 * MIB);
+        ctl_field_set_u64(&g, ctl_guest_field_find("host-rss"), 1536 * MIB);
         ck_assert_uint_eq(ctl_guest_host_returned(&g), 4 * GIB - 1536 * MIB);
         ck_assert(json_object_object_get_ex(o, "name", &v));
         ck_assert_str_eq(json_object_get_string(v), "web\x1b"); /* JSON escapes it; the data is kept */
@@ -267,12 +267,12 @@ START_TEST(test_details) {
         FILE *f;
 
         guest_fill(&g, "db\x1b[1m", "probe", 3 * GIB);
-        ctl_guest_set_u64(&g, ctl_guest_field_find("estimate"), 1200 * MIB);
-        ctl_guest_set_u64(&g, ctl_guest_field_find("estimate-lower"), GIB);
-        ctl_guest_set_u64(&g, ctl_guest_field_find("estimate-upper"), 1536 * MIB);
-        ctl_guest_set_double(&g, ctl_guest_field_find("confidence"), 0.8);
-        ck_assert_int_eq(ctl_guest_set_string(&g, ctl_guest_field_find("tier"), "agent"), 0);
-        ck_assert_int_eq(ctl_guest_set_string(&g, ctl_guest_field_find("reason"), "refaults low"), 0);
+        ctl_field_set_u64(&g, ctl_guest_field_find("estimate"), 1200 * MIB);
+        ctl_field_set_u64(&g, ctl_guest_field_find("estimate-lower"), GIB);
+        ctl_field_set_u64(&g, ctl_guest_field_find("estimate-upper"), 1536 * MIB);
+        ctl_field_set_double(&g, ctl_guest_field_find("confidence"), 0.8);
+        ck_assert_int_eq(ctl_field_set_string(&g, ctl_guest_field_find("tier"), "agent"), 0);
+        ck_assert_int_eq(ctl_field_set_string(&g, ctl_guest_field_find("reason"), "refaults low"), 0);
 
         capture_begin(&f, &size, &buf);
         ck_assert_int_eq(ctl_print_guest_details(f, &g, NULL, 0, 80), 0);
@@ -329,7 +329,7 @@ START_TEST(test_status_exit_code) {
         ck_assert_uint_eq(c.guests, 0);
         ck_assert_int_eq(ctl_status_exit_code(&c), EXIT_OK);
 
-        ctl_guest_set_bool(&g[0], ctl_guest_field_find("paused"), true);
+        ctl_field_set_bool(&g[0], ctl_guest_field_find("paused"), true);
         c = ctl_guest_counts(g, 4);
         ck_assert_uint_eq(c.guests, 4);
         ck_assert_uint_eq(c.paused, 1);
@@ -337,15 +337,15 @@ START_TEST(test_status_exit_code) {
         ck_assert_int_eq(ctl_status_exit_code(&c), EXIT_OK); /* paused is not faulty */
 
         /* A skipped guest (no balloon, passthrough) shows why, but is not a failure. */
-        ck_assert_int_eq(ctl_guest_set_string(&g[1], ctl_guest_field_find("state"), "skipped"), 0);
-        ck_assert_int_eq(ctl_guest_set_string(&g[1], ctl_guest_field_find("fault"), "skipped: no balloon device"), 0);
+        ck_assert_int_eq(ctl_field_set_string(&g[1], ctl_guest_field_find("state"), "skipped"), 0);
+        ck_assert_int_eq(ctl_field_set_string(&g[1], ctl_guest_field_find("fault"), "skipped: no balloon device"), 0);
         c = ctl_guest_counts(g, 4);
         ck_assert_uint_eq(c.faulty, 1);
         ck_assert_uint_eq(c.skipped, 1);
         ck_assert_int_eq(ctl_status_exit_code(&c), EXIT_OK);
 
         /* Any other fault is. */
-        ck_assert_int_eq(ctl_guest_set_string(&g[2], ctl_guest_field_find("fault"), "QMP connection lost"), 0);
+        ck_assert_int_eq(ctl_field_set_string(&g[2], ctl_guest_field_find("fault"), "QMP connection lost"), 0);
         c = ctl_guest_counts(g, 4);
         ck_assert_uint_eq(c.faulty, 2);
         ck_assert_uint_eq(c.skipped, 1);
@@ -362,7 +362,7 @@ START_TEST(test_status_exit_code) {
          * reads like a skipped one's is a failure all the same. */
         CtlGuest h;
         guest_fill(&h, "h", "faulty", GIB);
-        ck_assert_int_eq(ctl_guest_set_string(&h, ctl_guest_field_find("fault"), "skipped: stuck"), 0);
+        ck_assert_int_eq(ctl_field_set_string(&h, ctl_guest_field_find("fault"), "skipped: stuck"), 0);
         ck_assert(!ctl_guest_skipped(&h));
         c = ctl_guest_counts(&h, 1);
         ck_assert_int_eq(ctl_status_exit_code(&c), EXIT_FAULTY);
@@ -378,14 +378,14 @@ START_TEST(test_report) {
         /* web: 4 GiB, needs 1 GiB, holds at 1.5 GiB, QEMU at 1.25 GiB; db: 4 GiB, needs 3 GiB, at
          * 4 GiB; new: no estimate yet, no RSS. */
         guest_fill(&g[0], "web", "hold", 3 * GIB / 2);
-        ctl_guest_set_u64(&g[0], ctl_guest_field_find("reclaimable"), 3 * GIB);
-        ctl_guest_set_u64(&g[0], ctl_guest_field_find("estimate"), GIB);
-        ctl_guest_set_u64(&g[0], ctl_guest_field_find("host-rss"), 5 * GIB / 4);
-        ctl_guest_set_u64(&g[0], ctl_guest_field_find("probe-cycles"), 3);
-        ctl_guest_set_u64(&g[0], ctl_guest_field_find("probe-refaults"), 1200);
+        ctl_field_set_u64(&g[0], ctl_guest_field_find("reclaimable"), 3 * GIB);
+        ctl_field_set_u64(&g[0], ctl_guest_field_find("estimate"), GIB);
+        ctl_field_set_u64(&g[0], ctl_guest_field_find("host-rss"), 5 * GIB / 4);
+        ctl_field_set_u64(&g[0], ctl_guest_field_find("probe-cycles"), 3);
+        ctl_field_set_u64(&g[0], ctl_guest_field_find("probe-refaults"), 1200);
         guest_fill(&g[1], "db", "hold", 4 * GIB);
-        ctl_guest_set_u64(&g[1], ctl_guest_field_find("reclaimable"), GIB);
-        ctl_guest_set_u64(&g[1], ctl_guest_field_find("probe-cycles"), 1);
+        ctl_field_set_u64(&g[1], ctl_guest_field_find("reclaimable"), GIB);
+        ctl_field_set_u64(&g[1], ctl_guest_field_find("probe-cycles"), 1);
         guest_fill(&g[2], "new", "learn", 4 * GIB);
 
         CtlReport r = ctl_report(g, 3);
@@ -565,7 +565,7 @@ START_TEST(test_ascii_fallback) {
                 h[i] = (CtlHistoryPoint) { 1700000000ULL * 1000000 + i * 10 * 1000000, i < 6 ? 4 * GIB : 2 * GIB,
                                            4 * GIB - i * 100 * MIB, i < 2 ? 0 : GIB };
         guest_fill(&g, "gäst-東京", "hold", 2 * GIB);
-        ck_assert_int_eq(ctl_guest_set_string(&g, ctl_guest_field_find("fault"), "QMP: gone → away"), 0);
+        ck_assert_int_eq(ctl_field_set_string(&g, ctl_guest_field_find("fault"), "QMP: gone → away"), 0);
         capture_begin(&f, &size, &buf);
         ck_assert_int_eq(ctl_print_guest_table(f, &g, 1), 0);
         ck_assert_int_eq(ctl_print_guest_details(f, &g, h, ARRAY_SIZE(h), 80), 0);
@@ -608,9 +608,9 @@ START_TEST(test_colors) {
 
         guest_fill(&g[0], "web1", "hold", 2 * GIB);
         guest_fill(&g[1], "東京-db", "faulty", GIB);
-        ck_assert_int_eq(ctl_guest_set_string(&g[1], ctl_guest_field_find("fault"), "QMP connection closed"), 0);
+        ck_assert_int_eq(ctl_field_set_string(&g[1], ctl_guest_field_find("fault"), "QMP connection closed"), 0);
         guest_fill(&g[2], "gäst-ü", "hold", GIB);
-        ctl_guest_set_bool(&g[2], ctl_guest_field_find("paused"), true);
+        ctl_field_set_bool(&g[2], ctl_guest_field_find("paused"), true);
 
         /* Off (the default): no escape at all. */
         ck_assert(!ctl_colors());

@@ -16,11 +16,11 @@
 static void set(CtlMemory *m, const char *key, uint64_t v) {
         const CtlField *f = ctl_memory_field_find(key);
         ck_assert_msg(f, "no field %s", key);
-        ctl_memory_set_u64(m, f, v);
+        ctl_field_set_u64(m, f, v);
 }
 
 static void set_str(CtlMemory *m, const char *key, const char *v) {
-        ck_assert_int_eq(ctl_memory_set_string(m, ctl_memory_field_find(key), v), 0);
+        ck_assert_int_eq(ctl_field_set_string(m, ctl_memory_field_find(key), v), 0);
 }
 
 /* web: 4 GiB, 1 GiB in the balloon, all it has resident, no free page reporting; db: 2 GiB,
@@ -73,7 +73,7 @@ static void fill(CtlMemory *host, CtlMemory g[2]) {
         set(host, "thp-max-ptes-none", 511);
         set(host, "thp-collapsed", 12);
         set(host, "thp-filled", 3 * MIB);
-        ctl_memory_set_bool(host, ctl_memory_field_find("thp-refills"), 1);
+        ctl_field_set_bool(host, ctl_memory_field_find("thp-refills"), 1);
         ck_assert_int_eq(ctl_memory_add_why(host, "no-free-page-reporting"), 0);
         ck_assert_int_eq(ctl_memory_add_why(host, "host-swap"), 0);
 }
