@@ -8,6 +8,7 @@ daemon_librightsized_a_SOURCES = \
 	daemon/conf.c daemon/conf.h \
 	daemon/group-cache.c daemon/group-cache.h \
 	daemon/state-file.c daemon/state-file.h \
+	daemon/boot-history.c daemon/boot-history.h \
 	daemon/state-lock.c daemon/state-lock.h \
 	daemon/notify.c daemon/notify.h \
 	daemon/metrics.c daemon/metrics.h \
@@ -25,6 +26,7 @@ daemon_tests = \
 	tests/unit/test-daemon-log \
 	tests/unit/test-daemon-config \
 	tests/unit/test-daemon-state-file \
+	tests/unit/test-daemon-boot-history \
 	tests/unit/test-daemon-group-cache \
 	tests/unit/test-daemon-notify \
 	tests/unit/test-daemon-metrics \
