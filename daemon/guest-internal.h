@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/size.h"
+#include "daemon/boot-history.h"
 #include "daemon/guest-driver.h"
 
 /* The balloon against the target last sent to it (Guest.balloon_target), watched each cycle before
@@ -153,7 +154,20 @@ struct Guest {
 
         GuestHistoryPoint history[GUEST_HISTORY_MAX];
         size_t history_head, history_n;
+
+        /* The next-boot history (guest-boot-history.c): 14 days, a point per 10 minutes, and
+         * the 10 minutes being summed up. NULL without a state directory. */
+        BootHistory *boot_history;
+        uint64_t boot_bucket_start;     /* CLOCK_REALTIME µs; 0: none open */
+        uint64_t boot_bucket_estimate;  /* largest estimate of the bucket, or RS_UNKNOWN */
+        double boot_bucket_stall_sum;
+        unsigned boot_bucket_stall_n;
 };
+
+/* guest-boot-history.c: loaded with the state file, a sample per cycle, freed with the guest. */
+void guest_boot_history_load(Guest *g);
+void guest_boot_history_sample(Guest *g);
+void guest_boot_history_release(Guest *g);
 
 /* A size for a message: "?" while unknown. */
 static inline char *fmt_size(char *buf, size_t len, uint64_t bytes) {

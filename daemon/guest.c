@@ -534,6 +534,7 @@ static void guest_finish_cycle(Guest *g) {
         uint64_t target = cycle_decide(g, now);
         cycle_apply(g, target, now);
         cycle_persist(g, now);
+        guest_boot_history_sample(g);
         guest_report_data_problem(g);
         guest_notify(g, estimate_changed(g));
 }
@@ -599,6 +600,7 @@ static int guest_setup_finish(Guest *g, const char *agent) {
                 /* Before the state file, which keeps the first take-over's size across restarts. */
                 g->takeover_size = g->actual;
                 (void) guest_restore_state(g);
+                guest_boot_history_load(g);
         }
 
         char b1[FORMAT_SIZE_MAX], b2[FORMAT_SIZE_MAX];
@@ -673,6 +675,7 @@ Guest *guest_free(Guest *g) {
         if (!g)
                 return NULL;
         guest_save_release(g);
+        guest_boot_history_release(g);
         if (g->driver->free)
                 g->driver->free(g->driver_data);
         rs_guest_free(g->core);

@@ -6,6 +6,8 @@
  * guest-driver.h. */
 #pragma once
 
+#include "daemon/boot-history.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -124,6 +126,11 @@ uint64_t guest_floor(const Guest *g);
 uint64_t guest_max(const Guest *g);
 /* The most the guest itself can have, whatever its policy's max says: 0 while unknown. */
 uint64_t guest_size_max(const Guest *g);
+/* The size the guest boots with (its boot memory, else its max), and the next boot's
+ * recommendation from its 14-day history (boot-history.h): -ENODATA when no history is kept (no
+ * state directory), -ENOMEM. */
+uint64_t guest_boot_memory(const Guest *g);
+int guest_boot_recommendation(const Guest *g, BootRecommendation *ret);
 /* The history, oldest first; returns the number of points written. */
 size_t guest_history(const Guest *g, GuestHistoryPoint *out, size_t n);
 

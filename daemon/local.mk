@@ -50,6 +50,7 @@ daemon_libguestcore_a_SOURCES = \
 	daemon/guest-actuate.c \
 	daemon/guest-agent-os.c \
 	daemon/guest-save.c \
+	daemon/guest-boot-history.c \
 	daemon/guest-driver.h
 
 # ---- libmanager.a: the manager and its D-Bus shell, everything of the daemon but main() and the

@@ -605,17 +605,17 @@ static bool has_suffix(const char *s, const char *suffix) {
 }
 
 /* write_file_atomic()'s temporary name for a state file: "." NAME ".json." and 6 characters. */
+/* ".NAME.json.XXXXXX", or ".NAME.history.XXXXXX" (the next-boot history's, boot-history.c). */
 static bool is_leftover_name(const char *name) {
-        size_t n = strlen(name);
-        if (name[0] != '.' || n < strlen("..json.XXXXXX"))
+        const char *random = strrchr(name, '.');
+        if (name[0] != '.' || !random || strlen(random + 1) != strlen("XXXXXX"))
                 return false;
-        const char *tail = name + n - strlen(".json.XXXXXX");
-        if (strncmp(tail, ".json.", strlen(".json.")) != 0)
-                return false;
-        for (const char *p = tail + strlen(".json."); *p; p++)
+        for (const char *p = random + 1; *p; p++)
                 if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
                         return false;
-        return true;
+        size_t base = (size_t) (random - name);
+        return (base > strlen(".json") && strncmp(random - strlen(".json"), ".json", strlen(".json")) == 0) ||
+               (base > strlen(".history") && strncmp(random - strlen(".history"), ".history", strlen(".history")) == 0);
 }
 
 static bool is_state_file_name(const char *name) {
@@ -682,6 +682,11 @@ int state_dir_age_out(const char *dir, uint64_t now_realtime_usec, uint64_t max_
                 log_info("Removed the state file %s: last written %" PRIu64 " days ago, by a guest not seen since "
                          "(state-remove-after)", path, (now_realtime_usec - written) / (86400 * UINT64_C(1000000)));
                 removed++;
+                /* Its next-boot history (boot-history.c, "NAME.history") goes with it. */
+                _cleanup_(freep) char *history = NULL;
+                if (asprintf(&history, "%.*s.history", (int) (strlen(de->d_name) - strlen(".json")), de->d_name) >= 0 &&
+                    unlinkat(dirfd(d), history, 0) < 0 && errno != ENOENT)
+                        log_warning_errno(errno, "Cannot remove the old history file %s/%s: %m", dir, history);
         }
         /* The UUID index forgets the files removed (read again at the next lookup): it would
          * otherwise grow with every domain ever seen. */

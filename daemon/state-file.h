@@ -82,7 +82,8 @@ int state_file_load_guest(const char *dir, const char *name, const char *uuid, G
 /* Deletes a guest's file; 0 also when there was none. */
 int state_file_remove(const char *dir, const char *name);
 
-/* Removes the temporary files a save interrupted by a crash left (".NAME.json.XXXXXX", regular
+/* Removes the temporary files a save interrupted by a crash left (".NAME.json.XXXXXX", and the
+ * next-boot history's ".NAME.history.XXXXXX"; regular
  * files only): to be called under the state directory's lock, before any save. Returns how many
  * were removed, or -errno when the directory cannot be read. */
 int state_dir_remove_leftovers(const char *dir);
@@ -91,7 +92,8 @@ int state_dir_remove_leftovers(const char *dir);
 typedef bool (*StateFileInUseFn)(const char *path, void *userdata);
 
 /* Removes the state files ("NAME.json", regular files) last written more than max_age_usec
- * before now_realtime_usec, except those in_use() claims, each logged: the guests of a fleet come
+ * before now_realtime_usec, except those in_use() claims, each logged, with the next-boot history
+ * beside each ("NAME.history", boot-history.h): the guests of a fleet come
  * and go, and their files would pile up for ever. Returns how many were removed, or -errno. */
 int state_dir_age_out(const char *dir, uint64_t now_realtime_usec, uint64_t max_age_usec, StateFileInUseFn in_use,
                       void *userdata);

@@ -5,16 +5,19 @@
 
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/macro.h"
 #include "daemon/boot-history.h"
 #include "daemon/log.h"
 #include "daemon/log-ratelimit.h"
+#include "daemon/state-file.h"
 #include "tests/lib/check-run.h"
 #include "tests/lib/test-util.h"
 
@@ -243,9 +246,33 @@ START_TEST(test_recommendation) {
 }
 END_TEST
 
+/* A guest long gone: its history goes with its state file (state-remove-after), and a save's
+ * temporary file a crash left is removed at start like a state file's. */
+START_TEST(test_aged_out_with_state_file) {
+        GuestStateRecord rec;
+        _cleanup_(freep) char *state = NULL, *history = NULL, *leftover = NULL;
+        push(h, T0, GIB);
+        ck_assert_int_eq(guest_state_init(&rec, "gone", NULL), 0);
+        ck_assert_int_eq(state_file_save(dir, &rec), 0);
+        ck_assert_int_eq(boot_history_save(dir, "gone", h), 0);
+        ck_assert_int_eq(state_file_path(dir, "gone", &state), 0);
+        ck_assert_int_eq(boot_history_path(dir, "gone", &history), 0);
+        ck_assert_int_ge(asprintf(&leftover, "%s/.gone.history.AbC123", dir), 0);
+        test_write_file(leftover, "half");
+        ck_assert_int_eq(state_dir_remove_leftovers(dir), 1);
+        ck_assert_int_ne(access(leftover, F_OK), 0);
+
+        struct timespec old[2] = { { .tv_sec = 1000 }, { .tv_sec = 1000 } };
+        ck_assert_int_eq(utimensat(AT_FDCWD, state, old, 0), 0);
+        ck_assert_int_eq(state_dir_age_out(dir, T0, DAY, NULL, NULL), 1);
+        ck_assert_int_ne(access(state, F_OK), 0);
+        ck_assert_int_ne(access(history, F_OK), 0);
+}
+END_TEST
+
 int main(void) {
         return check_run_case("daemon-boot-history", "boot-history", setup, teardown, 120,
                               CHECK_TESTS(test_ring_bounded_oldest_dropped, test_file_round_trip,
                                           test_corrupt_files_discarded, test_percentiles_and_margin,
-                                          test_recommendation));
+                                          test_recommendation, test_aged_out_with_state_file));
 }
