@@ -59,6 +59,12 @@ typedef struct GuestSourceOps {
          * keeps with its definition. NULL: the source keeps none. -ENOENT no such guest,
          * -EINVAL a bad policy name, -ENOTCONN not reachable now. */
         int (*set_kept_policy)(void *source, const char *guest, const char *policy);
+        /* rightsizectl recommend: the guest's persistent definition's next-boot size and its
+         * most (bytes), and writing the next-boot size there (not the live one). NULL: the
+         * source keeps no definition (a QMP guest's is its command line). -ENOENT no such guest,
+         * -EOPNOTSUPP no persistent definition, -ENOTCONN not reachable now. */
+        int (*get_boot_size)(void *source, const char *guest, uint64_t *ret_current, uint64_t *ret_memory);
+        int (*set_boot_size)(void *source, const char *guest, uint64_t bytes);
 } GuestSourceOps;
 
 /* guest-sources.c: every source, indexed by GuestSource. */

@@ -62,6 +62,7 @@ daemon_libmanager_a_SOURCES = \
 	daemon/manager.c daemon/manager.h \
 	daemon/manager-bus.c daemon/manager-bus.h \
 	daemon/manager-bus-report.c daemon/manager-bus-report.h \
+	daemon/manager-bus-recommend.c daemon/manager-bus-recommend.h \
 	daemon/memory-report.c daemon/memory-report.h \
 	daemon/bus-polkit.c daemon/bus-polkit.h \
 	daemon/bus-caller.c daemon/bus-caller.h \

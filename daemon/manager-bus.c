@@ -21,6 +21,7 @@
 #include "daemon/log.h"
 #include "daemon/manager-bus.h"
 #include "daemon/manager-bus-report.h"
+#include "daemon/manager-bus-recommend.h"
 #include "policies/policy.h"
 
 
@@ -79,8 +80,7 @@ int manager_bus_check_read(Manager *m, sd_bus_message *msg, sd_bus_error *error)
  * `action`: daemon/bus-polkit.c), and knows nothing of polkit. While polkit is being asked, the
  * method returns 1 at once, changing nothing and replying nothing; sd-bus hands it the same call
  * again once polkit answered, and then the verdict counts. */
-typedef int (*change_fn)(sd_bus_message *msg, Manager *m, sd_bus_error *error);
-static int change_method(sd_bus_message *msg, Manager *m, const char *action, change_fn change, sd_bus_error *error) {
+int manager_bus_change_method(sd_bus_message *msg, Manager *m, const char *action, change_fn change, sd_bus_error *error) {
         int r;
 
         if (!m->polkit_registry)
@@ -344,7 +344,7 @@ static int set_guest(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
 }
 
 static int method_set_guest(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        return change_method(msg, userdata, RS_POLKIT_ACTION_MANAGE, set_guest, error);
+        return manager_bus_change_method(msg, userdata, RS_POLKIT_ACTION_MANAGE, set_guest, error);
 }
 
 static int pause_resume(sd_bus_message *msg, Manager *m, bool pause, sd_bus_error *error) {
@@ -379,11 +379,11 @@ static int resume_guests(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
 }
 
 static int method_pause(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        return change_method(msg, userdata, RS_POLKIT_ACTION_MANAGE, pause_guests, error);
+        return manager_bus_change_method(msg, userdata, RS_POLKIT_ACTION_MANAGE, pause_guests, error);
 }
 
 static int method_resume(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        return change_method(msg, userdata, RS_POLKIT_ACTION_MANAGE, resume_guests, error);
+        return manager_bus_change_method(msg, userdata, RS_POLKIT_ACTION_MANAGE, resume_guests, error);
 }
 
 static int request_probe(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
@@ -416,7 +416,7 @@ static int request_probe(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
 }
 
 static int method_probe(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        return change_method(msg, userdata, RS_POLKIT_ACTION_MANAGE, request_probe, error);
+        return manager_bus_change_method(msg, userdata, RS_POLKIT_ACTION_MANAGE, request_probe, error);
 }
 
 static int reload(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
@@ -432,7 +432,7 @@ static int reload(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
 }
 
 static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        return change_method(msg, userdata, RS_POLKIT_ACTION_RELOAD, reload, error);
+        return manager_bus_change_method(msg, userdata, RS_POLKIT_ACTION_RELOAD, reload, error);
 }
 
 static int set_domain_policy(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
@@ -468,7 +468,7 @@ static int set_domain_policy(sd_bus_message *msg, Manager *m, sd_bus_error *erro
 }
 
 static int method_set_domain_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        return change_method(msg, userdata, RS_POLKIT_ACTION_MANAGE, set_domain_policy, error);
+        return manager_bus_change_method(msg, userdata, RS_POLKIT_ACTION_MANAGE, set_domain_policy, error);
 }
 
 /* ---- properties ---- */
@@ -535,6 +535,10 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD("Probe", "s", "", method_probe, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Reload", "", "", method_reload, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("SetDomainPolicy", "ss", "", method_set_domain_policy, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("GetRecommendation", "s", "aa{sv}", manager_bus_method_get_recommendation,
+                      SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("ApplyRecommendation", "st", "t", manager_bus_method_apply_recommendation,
+                      SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL("EstimateChanged", "sttt", 0),
         SD_BUS_VTABLE_END,
 };

@@ -613,6 +613,32 @@ int manager_set_domain_policy(Manager *m, const char *domain, const char *policy
         return ops->set_kept_policy(m->sources[GUEST_SOURCE_LIBVIRT], domain, policy_name);
 }
 
+/* The guest's source, when it keeps a persistent definition: its UUID (a libvirt domain's) or
+ * name finds it there. */
+static const GuestSourceOps *boot_size_source(Manager *m, Guest *g, void **ret_source, const char **ret_key) {
+        GuestSource s = guest_source(g);
+        const GuestSourceOps *ops = guest_sources[s];
+        if (!m->sources[s] || !ops->get_boot_size || !ops->set_boot_size)
+                return NULL;
+        *ret_source = m->sources[s];
+        *ret_key = guest_uuid(g) ?: guest_name(g);
+        return ops;
+}
+
+int manager_get_boot_size(Manager *m, Guest *g, uint64_t *ret_current, uint64_t *ret_memory) {
+        const char *key;
+        void *source;
+        const GuestSourceOps *ops = boot_size_source(m, g, &source, &key);
+        return ops ? ops->get_boot_size(source, key, ret_current, ret_memory) : -EOPNOTSUPP;
+}
+
+int manager_set_boot_size(Manager *m, Guest *g, uint64_t bytes) {
+        const char *key;
+        void *source;
+        const GuestSourceOps *ops = boot_size_source(m, g, &source, &key);
+        return ops ? ops->set_boot_size(source, key, bytes) : -EOPNOTSUPP;
+}
+
 /* ---- the guest sources' view of the manager (guest-source.h): they edit nothing here ---- */
 
 static int source_resolve_policy(void *userdata, const char *policy_name, const char *name, const char *uuid,

@@ -139,6 +139,11 @@ bool manager_has_libvirt(const Manager *m);
 /* Writes (or with NULL removes) a domain's opt-in metadata: -ENOENT no such domain, -EINVAL a
  * bad policy name, -ENOTCONN not connected to libvirt (or libvirt guests disabled). */
 int manager_set_domain_policy(Manager *m, const char *domain, const char *policy_name);
+/* A guest's next-boot size in its persistent definition (libvirt's <currentMemory>) and its
+ * most (<memory>), bytes; and writing the next-boot size (the live size is not touched).
+ * -EOPNOTSUPP for a guest without one (QMP guests, transient domains), -ENOENT, -ENOTCONN. */
+int manager_get_boot_size(Manager *m, Guest *g, uint64_t *ret_current, uint64_t *ret_memory);
+int manager_set_boot_size(Manager *m, Guest *g, uint64_t bytes);
 
 /* Loads a policy directory into a fresh set. The number of bad files, each logged (and the
  * first one's message in *ret_error), or -errno. */

@@ -766,6 +766,16 @@ static int source_set_kept_policy(void *source, const char *guest, const char *p
         return libvirt_guests_set_domain_policy(source, guest, policy);
 }
 
+static int source_get_boot_size(void *source, const char *guest, uint64_t *ret_current, uint64_t *ret_memory) {
+        virConnectPtr conn = libvirt_backend_get_connection(((LibvirtGuests *) source)->backend);
+        return conn ? libvirt_domain_get_boot_size(conn, guest, ret_current, ret_memory) : -ENOTCONN;
+}
+
+static int source_set_boot_size(void *source, const char *guest, uint64_t bytes) {
+        virConnectPtr conn = libvirt_backend_get_connection(((LibvirtGuests *) source)->backend);
+        return conn ? libvirt_domain_set_boot_size(conn, guest, bytes) : -ENOTCONN;
+}
+
 const GuestSourceOps libvirt_guest_source = {
         .source = GUEST_SOURCE_LIBVIRT,
         .new = source_new,
@@ -773,4 +783,6 @@ const GuestSourceOps libvirt_guest_source = {
         .reload = source_reload,
         .retry = source_retry,
         .set_kept_policy = source_set_kept_policy,
+        .get_boot_size = source_get_boot_size,
+        .set_boot_size = source_set_boot_size,
 };

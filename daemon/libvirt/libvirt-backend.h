@@ -183,3 +183,10 @@ virConnectPtr libvirt_backend_get_connection(LibvirtBackend *b);
 int libvirt_domain_set_policy(virConnectPtr conn, const char *domain, const char *policy);
 /* The domain's policy name (*ret NULL when it has none). flags: VIR_DOMAIN_AFFECT_*. */
 int libvirt_domain_get_policy(virConnectPtr conn, const char *domain, unsigned flags, char **ret);
+/* The persistent definition's <currentMemory> (its next boot's size; <memory> when absent) and
+ * <memory>, bytes. -EOPNOTSUPP for a transient domain (no next boot), -ENOENT and libvirt's
+ * errors as above. */
+int libvirt_domain_get_boot_size(virConnectPtr conn, const char *domain, uint64_t *ret_current, uint64_t *ret_memory);
+/* Writes the persistent definition's <currentMemory> (virDomainSetMemoryFlags, CONFIG only: the
+ * live size is not touched). -EOPNOTSUPP for a transient domain. */
+int libvirt_domain_set_boot_size(virConnectPtr conn, const char *domain, uint64_t bytes);

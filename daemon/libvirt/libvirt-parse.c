@@ -470,6 +470,9 @@ int libvirt_domain_xml_parse(const char *xml, LibvirtDomainXml *ret) {
                         (void) tag_size(&t, end, &x.max_memory);
                         if (tag_attr(&t, "slots", &v, &len) && parse_u64_span(v, len, &slots) >= 0 && slots <= 256)
                                 x.memory_slots = (unsigned) slots;
+                } else if ((tag_is(&t, "currentMemory") || tag_is(&t, "memory")) && path.depth == 1) {
+                        /* The boot sizes: <memory> the most, <currentMemory> the balloon's at boot. */
+                        (void) tag_size(&t, end, tag_is(&t, "memory") ? &x.memory : &x.current_memory);
                 } else if (tag_is(&t, "cell") && path_has(&path, 1, "numa")) {
                         x.numa = true;
                 } else if (tag_is(&t, "memory") && path_has(&path, 1, "devices") && !mem &&

@@ -63,6 +63,8 @@ typedef struct LibvirtDomainXml {
         bool agent_channel;         /* the org.qemu.guest_agent.0 channel */
         bool numa;                  /* at least one NUMA cell */
         uint64_t max_memory;        /* <maxMemory>, bytes, 0 when absent */
+        uint64_t memory;            /* <memory>, bytes, 0 when absent */
+        uint64_t current_memory;    /* <currentMemory>, bytes, 0 when absent (then <memory>) */
         unsigned memory_slots;      /* <maxMemory slots=...>: for DIMMs and NVDIMMs (virtio-mem
                                      * takes none), 0 when absent */
         uint64_t devices_bytes;     /* every <memory> device's <size> (virtio-mem: its whole region) */

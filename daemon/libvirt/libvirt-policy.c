@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* rightsizectl enable|disable: a domain's rightsize policy in its libvirt metadata element,
- * written and read on a connection of the caller's own (no backend, no records), live and in
- * the persistent config as the domain has them. */
+/* What an operator writes into a domain's definition through the daemon, on a connection of the
+ * caller's own (no backend, no records): rightsizectl enable|disable, the rightsize policy in its
+ * libvirt metadata element, live and in the persistent config as the domain has them; and
+ * rightsizectl recommend --apply, the next boot's size (<currentMemory>) in the persistent
+ * config only. */
 #include <errno.h>
 #include <string.h>
 
@@ -71,6 +73,53 @@ int libvirt_domain_get_policy(virConnectPtr conn, const char *domain, unsigned f
                         r = libvirt_error(LOG_WARNING, domain, "reading the rightsize metadata");
         } else
                 r = rs_libvirt_metadata_parse(xml, ret);
+        virDomainFree(dom);
+        return r;
+}
+
+int libvirt_domain_get_boot_size(virConnectPtr conn, const char *domain, uint64_t *ret_current, uint64_t *ret_memory) {
+        _cleanup_(libvirt_domain_xml_clear) LibvirtDomainXml x = {};
+        virDomainPtr dom;
+        char *xml;
+        int r;
+
+        if (!conn || !domain)
+                return -EINVAL;
+        dom = lookup_domain(conn, domain);
+        if (!dom)
+                return libvirt_error(LOG_DEBUG, domain, "looking up the domain");
+        if (virDomainIsPersistent(dom) != 1) {
+                virDomainFree(dom);
+                return -EOPNOTSUPP;
+        }
+        xml = virDomainGetXMLDesc(dom, VIR_DOMAIN_XML_INACTIVE);
+        r = xml ? libvirt_domain_xml_parse(xml, &x) : libvirt_error(LOG_WARNING, domain, "reading the persistent XML");
+        free(xml);
+        virDomainFree(dom);
+        if (r < 0)
+                return r;
+        if (x.memory == 0)
+                return -EBADMSG;
+        *ret_memory = x.memory;
+        *ret_current = x.current_memory ?: x.memory;
+        return 0;
+}
+
+int libvirt_domain_set_boot_size(virConnectPtr conn, const char *domain, uint64_t bytes) {
+        virDomainPtr dom;
+        int r = 0;
+
+        if (!conn || !domain || bytes < 1024)
+                return -EINVAL;
+        dom = lookup_domain(conn, domain);
+        if (!dom)
+                return libvirt_error(LOG_DEBUG, domain, "looking up the domain");
+        /* A transient domain has no next boot to size. */
+        if (virDomainIsPersistent(dom) != 1)
+                r = -EOPNOTSUPP;
+        /* CONFIG only: the running guest keeps the size rightsized gives it. */
+        else if (virDomainSetMemoryFlags(dom, bytes / 1024, VIR_DOMAIN_AFFECT_CONFIG) < 0)
+                r = libvirt_error(LOG_WARNING, domain, "writing the next boot's memory size");
         virDomainFree(dom);
         return r;
 }

@@ -76,6 +76,8 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD("Probe", "", "s", method_reply, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Reload", "", "s", method_reply, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("SetDomainPolicy", "", "s", method_reply, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("GetRecommendation", "", "s", method_reply, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("ApplyRecommendation", "", "s", method_reply, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Shutdown", "", "s", method_reply, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("CallPeer", "", "s", method_call_peer, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_PROPERTY("Version", "s", get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
@@ -228,11 +230,13 @@ START_TEST(test_policy_enforced) {
                           history = { RS_BUS_NAME, "GetHistory" },
                           memory = { RS_BUS_NAME, "GetMemoryReport" }, set = { RS_BUS_NAME, "SetGuest" }, pause = { RS_BUS_NAME, "Pause" },
                           resume = { RS_BUS_NAME, "Resume" }, probe = { RS_BUS_NAME, "Probe" }, reload = { RS_BUS_NAME, "Reload" },
-                          domain = { RS_BUS_NAME, "SetDomainPolicy" }, unlisted = { RS_BUS_NAME, "Shutdown" },
+                          domain = { RS_BUS_NAME, "SetDomainPolicy" },
+                          recommend = { RS_BUS_NAME, "GetRecommendation" },
+                          apply = { RS_BUS_NAME, "ApplyRecommendation" }, unlisted = { RS_BUS_NAME, "Shutdown" },
                           prop = { "org.freedesktop.DBus.Properties", "Get", .property_get = true },
                           introspect = { "org.freedesktop.DBus.Introspectable", "Introspect" },
                           own = { .own_name = true };
-        static const Call *const changes[] = { &set, &pause, &resume, &probe, &reload, &domain };
+        static const Call *const changes[] = { &set, &pause, &resume, &probe, &reload, &domain, &apply };
 
         /* root: everything. */
         ck_assert_int_eq(call_as(0, 0, &list), CALL_OK);
@@ -245,6 +249,7 @@ START_TEST(test_policy_enforced) {
         ck_assert_int_eq(call_as(member_uid, member_gid, &get), CALL_OK);
         ck_assert_int_eq(call_as(member_uid, member_gid, &history), CALL_OK);
         ck_assert_int_eq(call_as(member_uid, member_gid, &memory), CALL_OK);
+        ck_assert_int_eq(call_as(member_uid, member_gid, &recommend), CALL_OK);
         ck_assert_int_eq(call_as(member_uid, member_gid, &prop), CALL_OK);
         ck_assert_int_eq(call_as(member_uid, member_gid, &introspect), CALL_OK);
         ck_assert_int_eq(call_as(member_uid, member_gid, &unlisted), CALL_DENIED);
@@ -254,6 +259,7 @@ START_TEST(test_policy_enforced) {
         ck_assert_int_eq(call_as(outsider_uid, outsider_gid, &list), CALL_DENIED);
         ck_assert_int_eq(call_as(outsider_uid, outsider_gid, &get), CALL_DENIED);
         ck_assert_int_eq(call_as(outsider_uid, outsider_gid, &memory), CALL_DENIED);
+        ck_assert_int_eq(call_as(outsider_uid, outsider_gid, &recommend), CALL_DENIED);
         ck_assert_int_eq(call_as(outsider_uid, outsider_gid, &prop), CALL_DENIED);
         ck_assert_int_eq(call_as(outsider_uid, outsider_gid, &introspect), CALL_DENIED);
         ck_assert_int_eq(call_as(outsider_uid, outsider_gid, &unlisted), CALL_DENIED);
