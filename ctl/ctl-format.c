@@ -1015,48 +1015,58 @@ int ctl_print_history(FILE *f, const char *name, const CtlHistoryPoint *h, size_
 
 /* ---- JSON ---- */
 
+json_object *ctl_field_json(const void *g, const CtlField *f) {
+        json_object *v = NULL;
+
+        switch (f->type) {
+        case CTL_FIELD_STRING: {
+                const char *s = *AT_CONST(g, f, char *);
+                if (s)
+                        v = json_object_new_string(s);
+                break;
+        }
+        case CTL_FIELD_SIZE:
+        case CTL_FIELD_USEC:
+        case CTL_FIELD_COUNT: {
+                uint64_t x = *AT_CONST(g, f, uint64_t);
+                if (x != CTL_UNKNOWN)
+                        v = json_object_new_uint64(x);
+                break;
+        }
+        case CTL_FIELD_DOUBLE: {
+                double x = *AT_CONST(g, f, double);
+                char text[32];
+                /* six digits are what the daemon means; %.17g would print 0.90000000000000002 */
+                snprintf(text, sizeof(text), "%.6g", x);
+                if (isfinite(x))
+                        v = json_object_new_double_s(x, text);
+                break;
+        }
+        case CTL_FIELD_BOOL: {
+                int x = *AT_CONST(g, f, int);
+                if (x >= 0)
+                        v = json_object_new_boolean(x);
+                break;
+        }
+        }
+        return v;
+}
+
+int ctl_fields_to_json(json_object *o, const void *g, const CtlField *fields, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                const CtlField *f = &fields[i];
+                json_object *v = ctl_field_json(g, f);
+                if (json_object_object_add(o, f->key, v) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 json_object *ctl_guest_to_json(const CtlGuest *g) {
         json_object *o = json_object_new_object();
 
-        if (!o)
-                return NULL;
-        for (size_t i = 0; i < ctl_n_guest_fields; i++) {
-                const CtlField *f = &ctl_guest_fields[i];
-                json_object *v = NULL;
-
-                switch (f->type) {
-                case CTL_FIELD_STRING: {
-                        const char *s = *AT_CONST(g, f, char *);
-                        if (s)
-                                v = json_object_new_string(s);
-                        break;
-                }
-                case CTL_FIELD_SIZE:
-                case CTL_FIELD_USEC:
-                case CTL_FIELD_COUNT: {
-                        uint64_t x = *AT_CONST(g, f, uint64_t);
-                        if (x != CTL_UNKNOWN)
-                                v = json_object_new_uint64(x);
-                        break;
-                }
-                case CTL_FIELD_DOUBLE: {
-                        double x = *AT_CONST(g, f, double);
-                        char text[32];
-                        /* six digits are what the daemon means; %.17g would print 0.90000000000000002 */
-                        snprintf(text, sizeof(text), "%.6g", x);
-                        if (isfinite(x))
-                                v = json_object_new_double_s(x, text);
-                        break;
-                }
-                case CTL_FIELD_BOOL: {
-                        int x = *AT_CONST(g, f, int);
-                        if (x >= 0)
-                                v = json_object_new_boolean(x);
-                        break;
-                }
-                }
-                json_object_object_add(o, f->key, v);
-        }
+        if (!o || ctl_fields_to_json(o, g, ctl_guest_fields, ctl_n_guest_fields) < 0)
+                return json_object_put(o), NULL;
         uint64_t rec = ctl_guest_reclaimed(g);
         json_object_object_add(o, "reclaimed", rec == CTL_UNKNOWN ? NULL : json_object_new_uint64(rec));
         uint64_t back = ctl_guest_host_returned(g);

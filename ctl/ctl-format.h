@@ -243,6 +243,10 @@ int ctl_print_chart(FILE *f, const CtlHistoryPoint *h, size_t n, size_t width, s
 /* ---- JSON (documented in ctl/README.md) ---- */
 
 /* Every documented key, null when unknown. */
+/* One field of a record as JSON: NULL (null) when unknown. */
+json_object *ctl_field_json(const void *record, const CtlField *f);
+/* Adds every field of a record to o, by its table: null when unknown. 0 or -ENOMEM. */
+int ctl_fields_to_json(json_object *o, const void *record, const CtlField *fields, size_t n);
 json_object *ctl_guest_to_json(const CtlGuest *g);
 /* [{"time": µs, "target": B, "actual": B, "estimate": B or null}, ...] */
 json_object *ctl_history_to_json(const CtlHistoryPoint *h, size_t n);

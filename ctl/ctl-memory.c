@@ -60,7 +60,6 @@ static const Scope field_scope[] = {
 };
 _Static_assert(ARRAY_SIZE(field_scope) == ARRAY_SIZE(ctl_memory_fields), "a scope for every field");
 
-#define AT_CONST(m, f, type) ((const type *) ((const char *) (m) + (f)->offset))
 
 const CtlField *ctl_memory_field_find(const char *key) {
         return ctl_fields_find(ctl_memory_fields, ctl_n_memory_fields, key);
@@ -262,30 +261,11 @@ json_object *ctl_memory_to_json(const CtlMemory *m, bool host) {
         }
         for (size_t i = 0; i < ctl_n_memory_fields; i++) {
                 const CtlField *f = &ctl_memory_fields[i];
-                json_object *v = NULL;
+                json_object *v;
 
                 if (field_scope[i] == (host ? SCOPE_GUEST : SCOPE_HOST))
                         continue;
-                switch (f->type) {
-                case CTL_FIELD_STRING: {
-                        const char *s = *AT_CONST(m, f, char *);
-                        if (s)
-                                v = json_object_new_string(s);
-                        break;
-                }
-                case CTL_FIELD_BOOL: {
-                        int x = *AT_CONST(m, f, int);
-                        if (x >= 0)
-                                v = json_object_new_boolean(x);
-                        break;
-                }
-                default: {
-                        uint64_t x = *AT_CONST(m, f, uint64_t);
-                        if (x != CTL_UNKNOWN)
-                                v = json_object_new_uint64(x);
-                        break;
-                }
-                }
+                v = ctl_field_json(m, f);
                 json_object_object_add(o, f->key, v);
         }
         for (const char *p = m->why; p && *p;) {

@@ -3,7 +3,7 @@
 # (tests/sim). Included from the top Makefile.am, after daemon/local.mk.
 
 bin_PROGRAMS += rightsizectl
-rightsizectl_SOURCES = ctl/rightsizectl.c ctl/ctl-bus.c ctl/ctl-bus.h ctl/ctl-monitor.c ctl/ctl-monitor.h ctl/ctl-format.c ctl/ctl-format.h ctl/ctl-memory.c ctl/ctl-memory.h \
+rightsizectl_SOURCES = ctl/rightsizectl.c ctl/ctl-bus.c ctl/ctl-bus.h ctl/ctl-monitor.c ctl/ctl-monitor.h ctl/ctl-recommend.c ctl/ctl-recommend.h ctl/ctl-format.c ctl/ctl-format.h ctl/ctl-memory.c ctl/ctl-memory.h \
 	ctl/ctl-pager.c ctl/ctl-pager.h \
 	ctl/ctl-polkit-agent.c ctl/ctl-polkit-agent.h
 # (the version comes in as a define: the CLI includes no config.h)

@@ -28,6 +28,7 @@
 #include "ctl/ctl-monitor.h"
 #include "ctl/ctl-pager.h"
 #include "ctl/ctl-polkit-agent.h"
+#include "ctl/ctl-recommend.h"
 
 #define DEFAULT_ENABLE_POLICY "balanced"
 
@@ -38,6 +39,8 @@ static bool arg_names;
 static bool arg_all;
 static bool arg_no_pager;
 static const char *arg_policy;
+static bool arg_apply;
+static bool arg_yes;
 
 /* Long text output goes through a pager on a terminal; never JSON. */
 static void pager_open(void) {
@@ -74,6 +77,10 @@ static void help(void) {
                "  disable DOMAIN        Opt a libvirt domain out\n"
                "  monitor [GUEST]       Follow estimate changes as they happen, one line each (with\n"
                "                        --json: one JSON object a line), until interrupted\n"
+               "  recommend [GUEST]     The next boot's size (libvirt currentMemory), floor and max\n"
+               "                        from 14 days of history, each with its rule, and what the\n"
+               "                        host would gain; --apply writes a domain's persistent\n"
+               "                        currentMemory (a dry run unless --yes or confirmed)\n"
                "\n"
                "Options:\n"
                "  -j --json[=pretty|short]\n"
@@ -82,6 +89,8 @@ static void help(void) {
                "     --name             With list: guest names only, one a line\n"
                "     --no-pager         Do not pipe long output into a pager\n"
                "     --all              With pause and resume: every guest\n"
+               "     --apply            With recommend GUEST: write the next boot's size\n"
+               "     --yes              With --apply: write without asking\n"
                "  -p --policy NAME      The policy `enable` writes\n"
                "  -h --help             Show this help\n"
                "     --version          Show the version\n"
@@ -372,6 +381,98 @@ static int cmd_status(sd_bus *bus) {
         return ctl_status_exit_code(&c);
 }
 
+/* ---- recommend ---- */
+
+typedef struct RecommendationList {
+        CtlRecommendation *recs;
+        size_t n;
+} RecommendationList;
+
+static void recommendation_list_done(RecommendationList *l) {
+        for (size_t i = 0; i < l->n; i++)
+                ctl_recommendation_done(&l->recs[i]);
+        free(l->recs);
+}
+
+static int fetch_recommendations(sd_bus *bus, const char *guest, RecommendationList *l) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r, code = ctl_bus_call(bus, "recommend", "GetRecommendation", &reply, "s", guest ?: "");
+
+        if (code != EXIT_OK)
+                return code;
+        r = sd_bus_message_enter_container(reply, 'a', "a{sv}");
+        while (r >= 0 && (r = sd_bus_message_at_end(reply, false)) == 0) {
+                CtlRecommendation *n = realloc(l->recs, (l->n + 1) * sizeof(*n));
+                if (!n)
+                        return ctl_bus_bad_reply("recommend", -ENOMEM);
+                l->recs = n;
+                ctl_recommendation_init(&l->recs[l->n++]);
+                r = ctl_bus_read_record(reply, &l->recs[l->n - 1], ctl_recommendation_fields,
+                                        ctl_n_recommendation_fields, NULL);
+        }
+        return r < 0 ? ctl_bus_bad_reply("recommend", r) : EXIT_OK;
+}
+
+/* A yes typed at the terminal; anything else, or no terminal, is no. */
+static bool confirm(const char *question) {
+        char line[16];
+        if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
+                return false;
+        printf("%s [y/N] ", question);
+        fflush(stdout);
+        return fgets(line, sizeof(line), stdin) && (line[0] == 'y' || line[0] == 'Y');
+}
+
+/* --apply: the figure shown is the one confirmed and written (the daemon refuses it when a new
+ * point moved the recommendation meanwhile). A dry run unless --yes or a yes at the terminal. */
+static int apply_recommendation(sd_bus *bus, const CtlRecommendation *rec) {
+        _cleanup_free_ char *name = ctl_sanitize(rec->name), *why = ctl_sanitize(rec->apply_refused);
+        char boot[FORMAT_SIZE_MAX], now[FORMAT_SIZE_MAX], question[512];
+        int64_t gain = 0;
+
+        if (rec->can_apply == 0) {
+                fprintf(stderr, "rightsizectl: recommend --apply: %s: %s\n", name ?: "?", why ?: "cannot be applied");
+                return EXIT_FAIL;
+        }
+        if (rec->boot == CTL_UNKNOWN) {
+                fprintf(stderr, "rightsizectl: recommend --apply: %s: no history yet, nothing to apply\n", name ?: "?");
+                return EXIT_FAIL;
+        }
+        (void) ctl_recommendation_gain(rec, &gain);
+        snprintf(question, sizeof(question), "Set the next boot's memory (libvirt currentMemory) of %s to %s (now %s)?",
+                 name ?: "?", ctl_format_size(boot, sizeof(boot), rec->boot),
+                 ctl_format_size(now, sizeof(now), rec->boot_now));
+        if (!arg_yes && !confirm(question)) {
+                printf("Dry run: would set the next boot's memory of %s to %s (now %s); nothing written. "
+                       "Add --yes to write it.\n", name ?: "?", boot, now);
+                return EXIT_OK;
+        }
+        return ctl_bus_call(bus, "recommend --apply", "ApplyRecommendation", NULL, "st", rec->name, rec->boot);
+}
+
+static int cmd_recommend(sd_bus *bus, const char *guest) {
+        _cleanup_(recommendation_list_done) RecommendationList l = {};
+        int code = fetch_recommendations(bus, guest, &l);
+
+        if (code != EXIT_OK)
+                return code;
+        if (arg_apply)
+                return l.n == 1 ? apply_recommendation(bus, &l.recs[0]) : ctl_bus_bad_reply("recommend", -EBADMSG);
+        if (arg_json) {
+                json_object *o = json_object_new_object(), *a = json_object_new_array();
+                for (size_t i = 0; i < l.n; i++)
+                        json_object_array_add(a, ctl_recommendation_to_json(&l.recs[i]));
+                json_object_object_add(o, "recommendations", a);
+                return print_json(o);
+        }
+        if (l.n == 0) {
+                printf("No guests.\n");
+                return EXIT_OK;
+        }
+        pager_open();
+        return ctl_print_recommendations(stdout, l.recs, l.n) < 0 ? EXIT_FAIL : EXIT_OK;
+}
+
 /* The commands (systemd's Verb pattern): name, arguments allowed, what runs it. */
 typedef struct Verb {
         const char *name;
@@ -435,6 +536,10 @@ static int verb_monitor(sd_bus *bus, int n_args, char **args) {
         return ctl_monitor(bus, n_args > 0 ? args[0] : NULL, arg_json);
 }
 
+static int verb_recommend(sd_bus *bus, int n_args, char **args) {
+        return cmd_recommend(bus, n_args > 0 ? args[0] : NULL);
+}
+
 static const Verb verbs[] = {
         { "list", 0, 0, verb_list, false },         { "show", 1, 1, verb_show, false },
         { "history", 1, 1, verb_history, false },   { "set", 2, 2, verb_set, true },
@@ -442,7 +547,7 @@ static const Verb verbs[] = {
         { "probe", 1, 1, verb_probe, true },        { "reload", 0, 0, verb_reload, true },
         { "status", 0, 0, verb_status, false },     { "enable", 1, 1, verb_enable, true },
         { "disable", 1, 1, verb_disable, true },    { "report", 0, 0, verb_report, false },
-        { "monitor", 0, 1, verb_monitor, false },
+        { "monitor", 0, 1, verb_monitor, false },   { "recommend", 0, 1, verb_recommend, false },
 };
 
 /* For the shell completions (contrib/completion/), which take the commands and options from
@@ -509,11 +614,15 @@ int main(int argc, char *argv[]) {
                 ARG_LIST_OPTIONS,
                 ARG_LIST_POLICIES,
                 ARG_ALL,
+                ARG_APPLY,
+                ARG_YES,
         };
         static const struct option options[] = {
                 { "json", optional_argument, NULL, ARG_JSON },
                 { "name", no_argument, NULL, ARG_NAME },
                 { "all", no_argument, NULL, ARG_ALL },
+                { "apply", no_argument, NULL, ARG_APPLY },
+                { "yes", no_argument, NULL, ARG_YES },
                 { "no-pager", no_argument, NULL, ARG_NO_PAGER },
                 { "policy", required_argument, NULL, 'p' },
                 { "help", no_argument, NULL, 'h' },
@@ -556,6 +665,12 @@ int main(int argc, char *argv[]) {
                         break;
                 case ARG_ALL:
                         arg_all = true;
+                        break;
+                case ARG_APPLY:
+                        arg_apply = true;
+                        break;
+                case ARG_YES:
+                        arg_yes = true;
                         break;
                 case ARG_LIST_VERBS:
                         list_verbs();
@@ -625,6 +740,23 @@ int main(int argc, char *argv[]) {
                 fprintf(stderr, "rightsizectl: %s: name a guest, or --all for every guest\n", verb);
                 return EXIT_USAGE;
         }
+        if ((arg_apply || arg_yes) && strcmp(verb, "recommend") != 0) {
+                fprintf(stderr, "rightsizectl: --apply and --yes only go with recommend\n");
+                return EXIT_USAGE;
+        }
+        if (arg_yes && !arg_apply) {
+                fprintf(stderr, "rightsizectl: recommend: --yes confirms --apply\n");
+                return EXIT_USAGE;
+        }
+        /* Writing a domain's definition is done one domain at a time, named. */
+        if (arg_apply && n_args == 0) {
+                fprintf(stderr, "rightsizectl: recommend --apply: name the guest\n");
+                return EXIT_USAGE;
+        }
+        if (arg_apply && arg_json) {
+                fprintf(stderr, "rightsizectl: recommend: --apply and --json do not go together\n");
+                return EXIT_USAGE;
+        }
         if (arg_names && arg_json) {
                 fprintf(stderr, "rightsizectl: list: --name and --json do not go together (the JSON has the names)\n");
                 return EXIT_USAGE;
@@ -639,7 +771,7 @@ int main(int argc, char *argv[]) {
                 return code;
         /* A change may need polkit's yes, and polkit an administrator's password: over SSH there is
          * no agent to ask for it unless we bring one. */
-        if (verbs[v].changes)
+        if (verbs[v].changes || arg_apply)
                 ctl_polkit_agent_open();
 
         return verbs[v].run(bus, n_args, args);
