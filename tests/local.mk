@@ -27,6 +27,7 @@ integration_tests = \
 	tests/integration/test-daemon-polkit \
 	tests/integration/test-daemon-libvirt \
 	tests/integration/test-daemon-libvirtd-hang \
+	tests/integration/test-daemon-recommend-libvirt \
 	tests/integration/test-daemon-dimm \
 	tests/integration/test-daemon-qemu-kill \
 	tests/integration/test-daemon-unmatched-real-guest
