@@ -409,6 +409,11 @@ static void manager_write_metrics(Manager *m) {
                         /* guest_max() is 0 only while the guest's size is unknown: so is the floor. */
                         .floor_bytes = guest_max(g) ? guest_floor(g) : METRICS_UNKNOWN,
                         .reclaimable_bytes = guest_reclaimable(g),
+                        .boot_bytes = guest_boot_memory(g) ?: METRICS_UNKNOWN,
+                        .recommended_boot_bytes = METRICS_UNKNOWN,
+                        .recommended_floor_bytes = METRICS_UNKNOWN,
+                        .recommended_max_bytes = METRICS_UNKNOWN,
+                        .recommendation_points = METRICS_UNKNOWN,
                         .ledger_known = true,
                         .host_swap_bytes = ml.swap,
                         .host_ksm_bytes = ml.ksm,
@@ -444,6 +449,17 @@ static void manager_write_metrics(Manager *m) {
                                 [METRICS_ACTUATOR_DIMM] = c->actuator_failures[GUEST_ACTUATOR_DIMM],
                         },
                 };
+                /* The boot size now is the running guest's (no libvirt call per write: a
+                 * definition's currentMemory is what `rightsizectl recommend` reads). */
+                BootRecommendation rec;
+                if (guest_boot_recommendation(g, &rec) >= 0) {
+                        mg[i].recommendation_points = rec.points;
+                        if (rec.points > 0) {
+                                mg[i].recommended_boot_bytes = rec.boot;
+                                mg[i].recommended_floor_bytes = rec.floor;
+                                mg[i].recommended_max_bytes = rec.max;
+                        }
+                }
         }
         const char *states[16];
         MetricsHost host = { .reclaimed_bytes = manager_reclaimed(m), .guests_managed = manager_guests_managed(m),

@@ -58,6 +58,7 @@ typedef enum MetricKind {
         METRIC_BYTES,
         METRIC_RATE,
         METRIC_COUNTER,
+        METRIC_GAUGE,   /* a whole number that is neither bytes nor a counter */
 } MetricKind;
 
 typedef struct GuestMetric {
@@ -88,6 +89,20 @@ static const GuestMetric guest_metrics[] = {
         { "rightsize_guest_reclaimable_bytes",
           "Memory the guest would give back held at its estimate plus margin: max minus that size.", METRIC_BYTES,
           offsetof(MetricsGuest, reclaimable_bytes) },
+        { "rightsize_guest_boot_bytes", "Memory the guest booted with (its boot memory, else its whole size).",
+          METRIC_BYTES, offsetof(MetricsGuest, boot_bytes) },
+        { "rightsize_guest_recommended_boot_bytes",
+          "Next boot's recommended size (libvirt currentMemory): p95 of the estimate over the last 14 days plus 10 %.",
+          METRIC_BYTES, offsetof(MetricsGuest, recommended_boot_bytes) },
+        { "rightsize_guest_recommended_floor_bytes",
+          "Next boot's recommended floor: p50 of the estimate over the last 14 days plus 10 %.", METRIC_BYTES,
+          offsetof(MetricsGuest, recommended_floor_bytes) },
+        { "rightsize_guest_recommended_max_bytes",
+          "Next boot's recommended maximum: the peak estimate over the last 14 days plus 10 %.", METRIC_BYTES,
+          offsetof(MetricsGuest, recommended_max_bytes) },
+        { "rightsize_guest_recommendation_points",
+          "Points (one per 10 minutes with an estimate) the recommendation is made of; under 144 (a day) it is provisional.",
+          METRIC_GAUGE, offsetof(MetricsGuest, recommendation_points) },
         { "rightsize_guest_host_swap_bytes",
           "Memory of the guest's QEMU process in the host's swap (VmSwap): guest memory the host pushed out rather than got back.",
           METRIC_BYTES, offsetof(MetricsGuest, host_swap_bytes), true },

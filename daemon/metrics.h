@@ -39,6 +39,11 @@ typedef struct MetricsGuest {
         uint64_t max_bytes;
         uint64_t floor_bytes;
         uint64_t reclaimable_bytes;     /* max minus the size held at the estimate plus margin */
+        /* The next boot's (daemon/boot-history.h): what it booted with, and the recommended
+         * size, floor and max with the points they come from; METRICS_UNKNOWN without history. */
+        uint64_t boot_bytes;
+        uint64_t recommended_boot_bytes, recommended_floor_bytes, recommended_max_bytes;
+        uint64_t recommendation_points;
         /* Where its memory is (common/memory-ledger.h): written only with ledger_known (a record
          * zeroed otherwise says nothing), and then METRICS_UNKNOWN where the ledger's is. */
         bool ledger_known;

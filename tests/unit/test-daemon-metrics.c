@@ -55,6 +55,12 @@ static const MetricsGuest two_guests[] = {
                 .max_bytes = 1073741824,
                 .floor_bytes = 268435456,
                 .reclaimable_bytes = 268435456,
+                /* 14 days of history: boot it at 800 MiB. */
+                .boot_bytes = 1073741824,
+                .recommended_boot_bytes = 838860800,
+                .recommended_floor_bytes = 786432000,
+                .recommended_max_bytes = 943718400,
+                .recommendation_points = 2016,
                 .refault_rate = 0.25,
                 .major_fault_rate = 0,
                 .refaults_total = 1200,
@@ -97,6 +103,12 @@ static const MetricsGuest two_guests[] = {
                 .max_bytes = 1073741824,
                 .floor_bytes = 134217728,
                 .reclaimable_bytes = METRICS_UNKNOWN,
+                /* No history yet: no recommendation, 0 points. */
+                .boot_bytes = 1073741824,
+                .recommended_boot_bytes = METRICS_UNKNOWN,
+                .recommended_floor_bytes = METRICS_UNKNOWN,
+                .recommended_max_bytes = METRICS_UNKNOWN,
+                .recommendation_points = 0,
                 .refault_rate = NAN,
                 .major_fault_rate = 12.5,
                 .refaults_total = METRICS_UNKNOWN,
@@ -145,6 +157,27 @@ static const char two_guests_text[] =
         "# UNIT rightsize_guest_reclaimable_bytes bytes\n"
         "# HELP rightsize_guest_reclaimable_bytes Memory the guest would give back held at its estimate plus margin: max minus that size.\n"
         "rightsize_guest_reclaimable_bytes{guest=\"web1\",domain=\"web1\"} 268435456\n"
+        "# TYPE rightsize_guest_boot_bytes gauge\n"
+        "# UNIT rightsize_guest_boot_bytes bytes\n"
+        "# HELP rightsize_guest_boot_bytes Memory the guest booted with (its boot memory, else its whole size).\n"
+        "rightsize_guest_boot_bytes{guest=\"web1\",domain=\"web1\"} 1073741824\n"
+        "rightsize_guest_boot_bytes{guest=\"db\"} 1073741824\n"
+        "# TYPE rightsize_guest_recommended_boot_bytes gauge\n"
+        "# UNIT rightsize_guest_recommended_boot_bytes bytes\n"
+        "# HELP rightsize_guest_recommended_boot_bytes Next boot's recommended size (libvirt currentMemory): p95 of the estimate over the last 14 days plus 10 %.\n"
+        "rightsize_guest_recommended_boot_bytes{guest=\"web1\",domain=\"web1\"} 838860800\n"
+        "# TYPE rightsize_guest_recommended_floor_bytes gauge\n"
+        "# UNIT rightsize_guest_recommended_floor_bytes bytes\n"
+        "# HELP rightsize_guest_recommended_floor_bytes Next boot's recommended floor: p50 of the estimate over the last 14 days plus 10 %.\n"
+        "rightsize_guest_recommended_floor_bytes{guest=\"web1\",domain=\"web1\"} 786432000\n"
+        "# TYPE rightsize_guest_recommended_max_bytes gauge\n"
+        "# UNIT rightsize_guest_recommended_max_bytes bytes\n"
+        "# HELP rightsize_guest_recommended_max_bytes Next boot's recommended maximum: the peak estimate over the last 14 days plus 10 %.\n"
+        "rightsize_guest_recommended_max_bytes{guest=\"web1\",domain=\"web1\"} 943718400\n"
+        "# TYPE rightsize_guest_recommendation_points gauge\n"
+        "# HELP rightsize_guest_recommendation_points Points (one per 10 minutes with an estimate) the recommendation is made of; under 144 (a day) it is provisional.\n"
+        "rightsize_guest_recommendation_points{guest=\"web1\",domain=\"web1\"} 2016\n"
+        "rightsize_guest_recommendation_points{guest=\"db\"} 0\n"
         "# TYPE rightsize_guest_host_swap_bytes gauge\n"
         "# UNIT rightsize_guest_host_swap_bytes bytes\n"
         "# HELP rightsize_guest_host_swap_bytes Memory of the guest's QEMU process in the host's swap (VmSwap): guest memory the host pushed out rather than got back.\n"
@@ -398,6 +431,9 @@ START_TEST(test_info_and_domain_escaping) {
                 .estimate_upper_bytes = METRICS_UNKNOWN, .target_bytes = METRICS_UNKNOWN,
                 .actual_bytes = METRICS_UNKNOWN, .host_rss_bytes = METRICS_UNKNOWN, .max_bytes = 2048,
                 .floor_bytes = METRICS_UNKNOWN, .reclaimable_bytes = METRICS_UNKNOWN,
+                .boot_bytes = METRICS_UNKNOWN, .recommended_boot_bytes = METRICS_UNKNOWN,
+                .recommended_floor_bytes = METRICS_UNKNOWN, .recommended_max_bytes = METRICS_UNKNOWN,
+                .recommendation_points = METRICS_UNKNOWN,
                 .refault_rate = NAN, .major_fault_rate = NAN,
                 .refaults_total = METRICS_UNKNOWN, .major_faults_total = METRICS_UNKNOWN,
                 .oom_kills_total = METRICS_UNKNOWN, .probe_refaults_total = METRICS_UNKNOWN,
