@@ -118,7 +118,7 @@ _rightsizectl() {
         fi
 
         case $verb in
-        show | history | probe | pause | resume | disable | monitor)
+        show | history | probe | pause | resume | disable | monitor | recommend)
                 ((n_args == 0)) && __rightsizectl_reply "$(__rightsizectl list --name)"
                 ;;
         enable)
