@@ -174,6 +174,36 @@ int ctl_bus_read_record(sd_bus_message *m, void *record, const CtlField *fields,
         return sd_bus_message_exit_container(m);
 }
 
+/* Reads an aa{sv} (the message at it) into a growing array of records of `size` bytes, each set to
+ * unknown first (init) and read by its table; the array and its count are the caller's to free
+ * (also when this fails half-way: the records read so far are in it). */
+static int read_record_array(sd_bus_message *m, void **array, size_t *n, size_t size, void (*init)(void *record),
+                             const CtlField *fields, size_t n_fields, CtlRecordExtraFn extra) {
+        int r = sd_bus_message_enter_container(m, 'a', "a{sv}");
+        while (r >= 0 && (r = sd_bus_message_at_end(m, false)) == 0) {
+                char *grown = realloc(*array, (*n + 1) * size);
+                if (!grown)
+                        return -ENOMEM;
+                *array = grown;
+                init(grown + *n * size);
+                (*n)++;
+                r = ctl_bus_read_record(m, grown + (*n - 1) * size, fields, n_fields, extra);
+        }
+        return r < 0 ? r : sd_bus_message_exit_container(m);
+}
+
+static void guest_init(void *record) {
+        ctl_guest_init(record);
+}
+
+static void memory_init(void *record) {
+        ctl_memory_init(record);
+}
+
+static void recommendation_init(void *record) {
+        ctl_recommendation_init(record);
+}
+
 int ctl_bus_read_guest(sd_bus_message *m, CtlGuest *g) {
         return ctl_bus_read_record(m, g, ctl_guest_fields, ctl_n_guest_fields, NULL);
 }
@@ -221,25 +251,10 @@ int ctl_fetch_guests(sd_bus *bus, CtlGuestList *ret) {
         code = ctl_bus_call(bus, "list guests", "ListGuests", &reply, NULL);
         if (code != EXIT_OK)
                 return code;
-        r = sd_bus_message_enter_container(reply, 'a', "a{sv}");
+        r = read_record_array(reply, (void **) &ret->guests, &ret->n, sizeof(CtlGuest), guest_init, ctl_guest_fields,
+                              ctl_n_guest_fields, NULL);
         if (r < 0)
                 return ctl_bus_bad_reply("list guests", r);
-        for (;;) {
-                r = sd_bus_message_at_end(reply, false);
-                if (r < 0)
-                        return ctl_bus_bad_reply("list guests", r);
-                if (r > 0)
-                        break;
-                CtlGuest *n = realloc(ret->guests, (ret->n + 1) * sizeof(CtlGuest));
-                if (!n)
-                        return ctl_bus_bad_reply("list guests", -ENOMEM);
-                ret->guests = n;
-                ctl_guest_init(&ret->guests[ret->n]);
-                ret->n++;
-                r = ctl_bus_read_guest(reply, &ret->guests[ret->n - 1]);
-                if (r < 0)
-                        return ctl_bus_bad_reply("list guests", r);
-        }
         /* The daemon answers in its own order (discovery's); a person scans a list by name. */
         if (ret->n > 1)
                 qsort(ret->guests, ret->n, sizeof(CtlGuest), compare_guests_by_name);
@@ -314,18 +329,30 @@ int ctl_fetch_memory(sd_bus *bus, CtlMemoryReport *mr, bool *have) {
         }
         r = read_memory(reply, &mr->host);
         if (r >= 0)
-                r = sd_bus_message_enter_container(reply, 'a', "a{sv}");
-        while (r >= 0 && (r = sd_bus_message_at_end(reply, false)) == 0) {
-                CtlMemory *n = realloc(mr->guests, (mr->n + 1) * sizeof(*n));
-                if (!n)
-                        return ctl_bus_bad_reply("memory report", -ENOMEM);
-                mr->guests = n;
-                ctl_memory_init(&mr->guests[mr->n++]);
-                r = read_memory(reply, &mr->guests[mr->n - 1]);
-        }
+                r = read_record_array(reply, (void **) &mr->guests, &mr->n, sizeof(CtlMemory), memory_init,
+                                      ctl_memory_fields, ctl_n_memory_fields, read_memory_why);
         if (r < 0)
                 return ctl_bus_bad_reply("memory report", r);
         *have = true;
         return EXIT_OK;
 }
 
+
+void ctl_recommendation_list_done(CtlRecommendationList *l) {
+        for (size_t i = 0; i < l->n; i++)
+                ctl_recommendation_done(&l->recs[i]);
+        free(l->recs);
+        l->recs = NULL;
+        l->n = 0;
+}
+
+int ctl_fetch_recommendations(sd_bus *bus, const char *guest, CtlRecommendationList *l) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r, code = ctl_bus_call(bus, "recommend", "GetRecommendation", &reply, "s", guest ?: "");
+
+        if (code != EXIT_OK)
+                return code;
+        r = read_record_array(reply, (void **) &l->recs, &l->n, sizeof(CtlRecommendation), recommendation_init,
+                              ctl_recommendation_fields, ctl_n_recommendation_fields, NULL);
+        return r < 0 ? ctl_bus_bad_reply("recommend", r) : EXIT_OK;
+}

@@ -11,6 +11,7 @@
 
 #include "ctl/ctl-format.h"
 #include "ctl/ctl-memory.h"
+#include "ctl/ctl-recommend.h"
 
 /* As long as rightsized lets polkit wait for an agent's answer (daemon/bus-polkit.c). */
 #define CTL_INTERACTIVE_CALL_TIMEOUT_USEC (120ULL * 1000000ULL)
@@ -57,3 +58,11 @@ typedef struct CtlMemoryReport {
 void ctl_memory_report_done(CtlMemoryReport *mr);
 /* GetMemoryReport. EXIT_OK with *have false from a daemon older than the method. */
 int ctl_fetch_memory(sd_bus *bus, CtlMemoryReport *mr, bool *have);
+
+typedef struct CtlRecommendationList {
+        CtlRecommendation *recs;
+        size_t n;
+} CtlRecommendationList;
+void ctl_recommendation_list_done(CtlRecommendationList *l);
+/* GetRecommendation for one guest, or every guest (NULL). */
+int ctl_fetch_recommendations(sd_bus *bus, const char *guest, CtlRecommendationList *l);

@@ -383,36 +383,6 @@ static int cmd_status(sd_bus *bus) {
 
 /* ---- recommend ---- */
 
-typedef struct RecommendationList {
-        CtlRecommendation *recs;
-        size_t n;
-} RecommendationList;
-
-static void recommendation_list_done(RecommendationList *l) {
-        for (size_t i = 0; i < l->n; i++)
-                ctl_recommendation_done(&l->recs[i]);
-        free(l->recs);
-}
-
-static int fetch_recommendations(sd_bus *bus, const char *guest, RecommendationList *l) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        int r, code = ctl_bus_call(bus, "recommend", "GetRecommendation", &reply, "s", guest ?: "");
-
-        if (code != EXIT_OK)
-                return code;
-        r = sd_bus_message_enter_container(reply, 'a', "a{sv}");
-        while (r >= 0 && (r = sd_bus_message_at_end(reply, false)) == 0) {
-                CtlRecommendation *n = realloc(l->recs, (l->n + 1) * sizeof(*n));
-                if (!n)
-                        return ctl_bus_bad_reply("recommend", -ENOMEM);
-                l->recs = n;
-                ctl_recommendation_init(&l->recs[l->n++]);
-                r = ctl_bus_read_record(reply, &l->recs[l->n - 1], ctl_recommendation_fields,
-                                        ctl_n_recommendation_fields, NULL);
-        }
-        return r < 0 ? ctl_bus_bad_reply("recommend", r) : EXIT_OK;
-}
-
 /* A yes typed at the terminal; anything else, or no terminal, is no. */
 static bool confirm(const char *question) {
         char line[16];
@@ -451,8 +421,8 @@ static int apply_recommendation(sd_bus *bus, const CtlRecommendation *rec) {
 }
 
 static int cmd_recommend(sd_bus *bus, const char *guest) {
-        _cleanup_(recommendation_list_done) RecommendationList l = {};
-        int code = fetch_recommendations(bus, guest, &l);
+        _cleanup_(ctl_recommendation_list_done) CtlRecommendationList l = {};
+        int code = ctl_fetch_recommendations(bus, guest, &l);
 
         if (code != EXIT_OK)
                 return code;
