@@ -338,6 +338,11 @@ int ctl_fetch_memory(sd_bus *bus, CtlMemoryReport *mr, bool *have) {
 }
 
 
+static int compare_recommendations_by_name(const void *a, const void *b) {
+        const CtlRecommendation *x = a, *y = b;
+        return strcmp(x->name ?: "", y->name ?: "");
+}
+
 void ctl_recommendation_list_done(CtlRecommendationList *l) {
         for (size_t i = 0; i < l->n; i++)
                 ctl_recommendation_done(&l->recs[i]);
@@ -354,5 +359,10 @@ int ctl_fetch_recommendations(sd_bus *bus, const char *guest, CtlRecommendationL
                 return code;
         r = read_record_array(reply, (void **) &l->recs, &l->n, sizeof(CtlRecommendation), recommendation_init,
                               ctl_recommendation_fields, ctl_n_recommendation_fields, NULL);
-        return r < 0 ? ctl_bus_bad_reply("recommend", r) : EXIT_OK;
+        if (r < 0)
+                return ctl_bus_bad_reply("recommend", r);
+        /* By name, as list has them. */
+        if (l->n > 1)
+                qsort(l->recs, l->n, sizeof(CtlRecommendation), compare_recommendations_by_name);
+        return EXIT_OK;
 }

@@ -298,8 +298,13 @@ int boot_rule_text(const BootRecommendation *r, const char *which, char *buf, si
                 what = "p50";
         else
                 what = "peak";
-        double days = (double) r->span_usec / (24.0 * 3600 * 1000000);
-        int n = snprintf(buf, len, "%s of the estimate over %.1f days (%zu points, since %s) + margin %d %%", what, days,
+        double hours = (double) r->span_usec / (3600.0 * 1000000);
+        char over[32];
+        if (hours < 24)
+                snprintf(over, sizeof(over), "%.1f hours", hours);
+        else
+                snprintf(over, sizeof(over), "%.1f days", hours / 24);
+        int n = snprintf(buf, len, "%s of the estimate over %s (%zu points, since %s) + margin %d %%", what, over,
                          r->points, format_day(r->since_usec, since, sizeof(since)), BOOT_MARGIN_PERCENT);
         if (n >= 0 && (size_t) n < len && strcmp(which, "boot") == 0 && r->boot < boot_with_margin(r->p95))
                 n += snprintf(buf + n, len - (size_t) n, ", capped at the guest's memory");

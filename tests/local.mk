@@ -22,6 +22,7 @@ integration_tests = \
 	tests/integration/test-daemon-api-outage \
 	tests/integration/test-daemon-config \
 	tests/integration/test-daemon-memory-report \
+	tests/integration/test-daemon-recommend \
 	tests/integration/test-qmp-real-guest \
 	tests/integration/test-daemon-real-guest \
 	tests/integration/test-daemon-polkit \

@@ -241,7 +241,7 @@ START_TEST(test_recommendation) {
         ck_assert(!r.enough);
         ck_assert_uint_eq(r.boot, 770 * MIB);
         boot_rule_text(&r, "floor", rule, sizeof(rule));
-        ck_assert_msg(strstr(rule, "p50 of the estimate over 0.1 days (18 points") && strstr(rule, "provisional"), "%s",
+        ck_assert_msg(strstr(rule, "p50 of the estimate over 2.8 hours (18 points") && strstr(rule, "provisional"), "%s",
                       rule);
 }
 END_TEST
