@@ -24,6 +24,20 @@ static void bucket_reset(Guest *g, uint64_t start) {
         g->boot_bucket_stall_n = 0;
 }
 
+uint64_t guest_boot_memory(const Guest *g) {
+        return g->base_memory > 0 ? g->base_memory : g->guest_max;
+}
+
+/* Reckons the recommendation again: after a new point, or once the guest's boot size is known. */
+static void recommendation_update(Guest *g) {
+        uint64_t cap = guest_boot_memory(g) ?: BOOT_HISTORY_UNKNOWN;
+        if (boot_recommend(g->boot_history, cap, &g->boot_rec) < 0) {
+                g->boot_rec_cap = 0; /* out of memory: tried again at the next cycle */
+                return;
+        }
+        g->boot_rec_cap = cap;
+}
+
 void guest_boot_history_load(Guest *g) {
         if (!g->state_dir || g->boot_history)
                 return;
@@ -35,6 +49,7 @@ void guest_boot_history_load(Guest *g) {
         /* A discarded file is logged by the loader; the history starts again empty. */
         (void) boot_history_load(g->state_dir, g->name, now_usec(CLOCK_REALTIME), g->boot_history);
         bucket_reset(g, 0);
+        recommendation_update(g);
 }
 
 void guest_boot_history_sample(Guest *g) {
@@ -42,6 +57,8 @@ void guest_boot_history_sample(Guest *g) {
 
         if (!g->boot_history || !g->core)
                 return;
+        if (g->boot_rec_cap != (guest_boot_memory(g) ?: BOOT_HISTORY_UNKNOWN))
+                recommendation_update(g);
         if (g->boot_bucket_start == 0 || now < g->boot_bucket_start)
                 bucket_reset(g, now); /* the first sample, or the clock set back */
         uint64_t estimate = rs_guest_estimate(g->core)->estimate;
@@ -65,6 +82,7 @@ void guest_boot_history_sample(Guest *g) {
         boot_history_push(g->boot_history, &p);
         boot_history_expire(g->boot_history, now);
         bucket_reset(g, now);
+        recommendation_update(g);
         /* One rewrite per guest per 10 minutes (boot_history_save() says why it is not synced). */
         int r = boot_history_save(g->state_dir, g->name, g->boot_history);
         if (r < 0)
@@ -76,12 +94,11 @@ void guest_boot_history_release(Guest *g) {
         g->boot_history = NULL;
 }
 
-uint64_t guest_boot_memory(const Guest *g) {
-        return g->base_memory > 0 ? g->base_memory : g->guest_max;
-}
-
 int guest_boot_recommendation(const Guest *g, BootRecommendation *ret) {
         if (!g->boot_history)
                 return -ENODATA;
-        return boot_recommend(g->boot_history, guest_boot_memory(g) ?: BOOT_HISTORY_UNKNOWN, ret);
+        if (g->boot_rec_cap == 0)
+                return boot_recommend(g->boot_history, guest_boot_memory(g) ?: BOOT_HISTORY_UNKNOWN, ret);
+        *ret = g->boot_rec;
+        return 0;
 }

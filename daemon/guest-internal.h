@@ -162,6 +162,10 @@ struct Guest {
         uint64_t boot_bucket_estimate;  /* largest estimate of the bucket, or RS_UNKNOWN */
         double boot_bucket_stall_sum;
         unsigned boot_bucket_stall_n;
+        /* The recommendation, reckoned when a point comes (a sort of up to 2016 values, about
+         * 0.25 ms: not for every metrics write and GetRecommendation), and for which cap. */
+        BootRecommendation boot_rec;
+        uint64_t boot_rec_cap;          /* 0: not reckoned yet */
 };
 
 /* guest-boot-history.c: loaded with the state file, a sample per cycle, freed with the guest. */
