@@ -37,6 +37,7 @@ static void setup(void) {
         back = malloc(sizeof(*back));
         ck_assert(h && back);
         boot_history_init(h);
+        boot_history_init(back);
 }
 
 static void teardown(void) {
