@@ -106,18 +106,23 @@ void ctl_fields_init(void *record, const CtlField *fields, size_t n) {
         }
 }
 
+void ctl_fields_done(void *record, const CtlField *fields, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (fields[i].type == CTL_FIELD_STRING) {
+                        char **p = AT(record, &fields[i], char *);
+                        free(*p);
+                        *p = NULL;
+                }
+        ctl_fields_init(record, fields, n);
+}
+
 void ctl_guest_init(CtlGuest *g) {
         memset(g, 0, sizeof(*g));
         ctl_fields_init(g, ctl_guest_fields, ctl_n_guest_fields);
 }
 
 void ctl_guest_done(CtlGuest *g) {
-        for (size_t i = 0; i < ctl_n_guest_fields; i++)
-                if (ctl_guest_fields[i].type == CTL_FIELD_STRING) {
-                        char **p = AT(g, &ctl_guest_fields[i], char *);
-                        free(*p);
-                        *p = NULL;
-                }
+        ctl_fields_done(g, ctl_guest_fields, ctl_n_guest_fields);
 }
 
 int ctl_field_set_string(void *record, const CtlField *f, const char *value) {

@@ -71,6 +71,8 @@ void ctl_guest_done(CtlGuest *g);
  * field set to unknown (CTL_UNKNOWN, NAN, -1 for booleans, NULL strings), and one field stored;
  * strings are copied (0 or -ENOMEM), booleans kept as int 0/1 (-1: unknown). */
 void ctl_fields_init(void *record, const CtlField *fields, size_t n);
+/* Frees the record's string fields and sets every field unknown again. */
+void ctl_fields_done(void *record, const CtlField *fields, size_t n);
 int ctl_field_set_string(void *record, const CtlField *f, const char *value);
 void ctl_field_set_u64(void *record, const CtlField *f, uint64_t value);
 void ctl_field_set_double(void *record, const CtlField *f, double value);

@@ -71,10 +71,9 @@ void ctl_memory_init(CtlMemory *m) {
 }
 
 void ctl_memory_done(CtlMemory *m) {
-        free(m->name);
-        free(m->thp_enabled);
         free(m->why);
-        ctl_memory_init(m);
+        m->why = NULL;
+        ctl_fields_done(m, ctl_memory_fields, ctl_n_memory_fields);
 }
 
 /* More than this many reasons is a daemon gone wrong: the rest are dropped, not kept. */

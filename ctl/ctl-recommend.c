@@ -42,10 +42,7 @@ void ctl_recommendation_init(CtlRecommendation *r) {
 }
 
 void ctl_recommendation_done(CtlRecommendation *r) {
-        for (size_t i = 0; i < ctl_n_recommendation_fields; i++)
-                if (ctl_recommendation_fields[i].type == CTL_FIELD_STRING)
-                        free(*(char **) ((char *) r + ctl_recommendation_fields[i].offset));
-        ctl_recommendation_init(r);
+        ctl_fields_done(r, ctl_recommendation_fields, ctl_n_recommendation_fields);
 }
 
 bool ctl_recommendation_gain(const CtlRecommendation *r, int64_t *ret) {

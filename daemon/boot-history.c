@@ -12,6 +12,7 @@
 #include "common/macro.h"
 #include "daemon/log.h"
 #include "daemon/state-file.h"
+#include "daemon/state-file.h"
 
 /* The file: this header, then `count` records of RECORD_SIZE bytes, nothing else. Host byte
  * order (the file never leaves the host; a file from another byte order fails the magic). */
@@ -189,17 +190,10 @@ int boot_history_load(const char *dir, const char *name, uint64_t now, BootHisto
         r = boot_history_path(dir, name, &path);
         if (r < 0)
                 return r;
-        r = read_file_capped(path, sizeof(FileHeader) + BOOT_HISTORY_MAX * RECORD_SIZE, &data, &size);
-        if (r == -ENOENT)
-                return r;
-        if (r == -EFBIG)
-                return log_named_guest_warning_errno(name, NULL, r, "Discarding history file %s: larger than %zu points",
-                                                     path, BOOT_HISTORY_MAX);
-        if (r == -EINVAL)
-                return log_named_guest_warning_errno(name, NULL, -EBADMSG, "Discarding history file %s: not a regular file",
-                                                     path);
+        r = state_dir_read_guest_file(name, path, sizeof(FileHeader) + BOOT_HISTORY_MAX * RECORD_SIZE, "history file",
+                                      &data, &size);
         if (r < 0)
-                return log_named_guest_warning_errno(name, NULL, r, "Cannot read history file %s: %m", path);
+                return r;
         r = boot_history_parse(data, size, name, now, h, &reason);
         if (r < 0)
                 return log_named_guest_warning_errno(name, NULL, r, "Discarding history file %s: %s", path, reason);

@@ -53,9 +53,10 @@ void guest_boot_history_load(Guest *g) {
 }
 
 void guest_boot_history_sample(Guest *g) {
-        uint64_t now = now_usec(CLOCK_REALTIME);
+        /* The cycle's own reading of the wall clock, taken as it decided (cycle_decide()). */
+        uint64_t now = g->updated_realtime;
 
-        if (!g->boot_history || !g->core)
+        if (!g->boot_history || !g->core || now == 0)
                 return;
         if (g->boot_rec_cap != (guest_boot_memory(g) ?: BOOT_HISTORY_UNKNOWN))
                 recommendation_update(g);

@@ -498,6 +498,22 @@ int state_file_save(const char *dir, const GuestStateRecord *r) {
         return 0;
 }
 
+int state_dir_read_guest_file(const char *name, const char *path, size_t cap, const char *what, char **ret,
+                              size_t *ret_size) {
+        int r = read_file_capped(path, cap, ret, ret_size);
+        if (r == -ENOENT)
+                return r;
+        if (r == -EFBIG)
+                return log_named_guest_warning_errno(name, NULL, r, "Discarding %s %s: larger than %zu bytes", what, path,
+                                                     cap);
+        if (r == -EINVAL)
+                return log_named_guest_warning_errno(name, NULL, -EBADMSG, "Discarding %s %s: not a regular file", what,
+                                                     path);
+        if (r < 0)
+                return log_named_guest_warning_errno(name, NULL, r, "Cannot read %s %s: %m", what, path);
+        return r;
+}
+
 int state_file_load(const char *dir, const char *name, GuestStateRecord *ret) {
         _cleanup_(freep) char *path = NULL, *text = NULL;
         const char *reason = NULL;
@@ -511,17 +527,9 @@ int state_file_load(const char *dir, const char *name, GuestStateRecord *ret) {
         if (k < 0)
                 return k;
 
-        k = read_file_capped(path, STATE_FILE_SIZE_MAX, &text, &size);
-        if (k == -ENOENT)
-                return k;
-        if (k == -EFBIG)
-                return log_named_guest_warning_errno(name, NULL, k, "Discarding state file %s: larger than %d bytes",
-                                               path, STATE_FILE_SIZE_MAX);
-        if (k == -EINVAL)
-                return log_named_guest_warning_errno(name, NULL, -EBADMSG, "Discarding state file %s: not a regular file",
-                                               path);
+        k = state_dir_read_guest_file(name, path, STATE_FILE_SIZE_MAX, "state file", &text, &size);
         if (k < 0)
-                return log_named_guest_warning_errno(name, NULL, k, "Cannot read state file %s: %m", path);
+                return k;
 
         k = guest_state_from_json(text, size, &r, &reason);
         if (k == -ENOMEM)

@@ -71,6 +71,11 @@ int state_file_save(const char *dir, const GuestStateRecord *r);
 /* Loads a guest's state: 0, -ENOENT when there is none, or -EBADMSG / -EPROTONOSUPPORT / -EFBIG
  * when a file exists but is discarded (logged with its reason). Never crashes on any content. */
 int state_file_load(const char *dir, const char *name, GuestStateRecord *ret);
+/* Reads a file of the guest `name` in the state directory (its state file, its history), at most
+ * cap bytes: 0, -ENOENT (no file, nothing logged), or -errno with the reason logged once, `what`
+ * naming the file ("state file"). A hostile or broken file is discarded, never trusted. */
+int state_dir_read_guest_file(const char *name, const char *path, size_t cap, const char *what, char **ret,
+                              size_t *ret_size);
 
 /* Loads the state of the guest `name` whose UUID is `uuid` (a libvirt domain's; NULL or "" when
  * unknown): as state_file_load(), except that a file of this name recorded for another UUID is
