@@ -66,6 +66,7 @@ daemon_libmanager_a_SOURCES = \
 	daemon/memory-report.c daemon/memory-report.h \
 	daemon/bus-polkit.c daemon/bus-polkit.h \
 	daemon/bus-caller.c daemon/bus-caller.h \
+	daemon/bus-record.c daemon/bus-record.h \
 	daemon/guest-source.h
 daemon_libmanager_a_CPPFLAGS = $(AM_CPPFLAGS) -DRIGHTSIZE_VERSION='"$(PACKAGE_VERSION)"'
 

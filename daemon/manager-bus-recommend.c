@@ -10,6 +10,7 @@
 #include "common/macro.h"
 #include "common/size.h"
 #include "daemon/bus-caller.h"
+#include "daemon/bus-record.h"
 #include "daemon/log.h"
 #include "daemon/manager-bus-report.h"
 
@@ -29,18 +30,6 @@ static uint64_t boot_size_now(Manager *m, Guest *g, uint64_t *ret_memory, const 
         *ret_from = "boot memory";
         *ret_memory = guest_boot_memory(g);
         return guest_boot_memory(g);
-}
-
-static int append_u64(sd_bus_message *r, const char *key, uint64_t v) {
-        return v == BOOT_HISTORY_UNKNOWN || v == 0 ? 0 : sd_bus_message_append(r, "{sv}", key, "t", v);
-}
-
-static int append_double(sd_bus_message *r, const char *key, double v) {
-        return isfinite(v) ? sd_bus_message_append(r, "{sv}", key, "d", v) : 0;
-}
-
-static int append_str(sd_bus_message *r, const char *key, const char *v) {
-        return v ? sd_bus_message_append(r, "{sv}", key, "s", v) : 0;
 }
 
 /* Why --apply cannot write this guest's next boot, or NULL when it can. */
@@ -79,30 +68,37 @@ static int append_recommendation(Manager *m, sd_bus_message *reply, Guest *g) {
         (void) boot_rule_text(&rec, "floor", floor_rule, sizeof(floor_rule));
         (void) boot_rule_text(&rec, "max", max_rule, sizeof(max_rule));
 
-        if ((r = sd_bus_message_open_container(reply, 'a', "{sv}")) < 0 ||
-            (r = append_str(reply, "name", guest_name(g))) < 0 ||
-            (r = sd_bus_message_append(reply, "{sv}", "points", "t", (uint64_t) rec.points)) < 0 ||
-            (r = sd_bus_message_append(reply, "{sv}", "enough-history", "b", (int) rec.enough)) < 0 ||
-            (r = append_u64(reply, "since", rec.since_usec)) < 0 ||
-            (r = sd_bus_message_append(reply, "{sv}", "span", "t", rec.span_usec)) < 0 ||
-            (r = append_u64(reply, "estimate-p50", rec.p50)) < 0 ||
-            (r = append_u64(reply, "estimate-p95", rec.p95)) < 0 ||
-            (r = append_u64(reply, "estimate-peak", rec.peak)) < 0 ||
-            (r = append_u64(reply, "boot", rec.boot)) < 0 ||
-            (r = append_str(reply, "boot-rule", kept ? boot_rule : "no history kept (no state directory)")) < 0 ||
-            (r = append_u64(reply, "floor", rec.floor)) < 0 || (r = append_str(reply, "floor-rule", floor_rule)) < 0 ||
-            (r = append_u64(reply, "max", rec.max)) < 0 || (r = append_str(reply, "max-rule", max_rule)) < 0 ||
-            (r = append_u64(reply, "boot-now", now)) < 0 || (r = append_str(reply, "boot-now-from", from)) < 0 ||
-            (r = append_u64(reply, "memory", memory)) < 0 ||
-            (r = append_double(reply, "stall-mean", rec.stall_mean)) < 0 ||
-            (r = append_double(reply, "stall-p95", rec.stall_p95)) < 0 ||
-            (r = sd_bus_message_append(reply, "{sv}", "can-apply", "b", (int) !refusal)) < 0 ||
-            (r = append_str(reply, "apply-refused", refusal)) < 0)
+        /* Sizes of 0 are unknown here as well (no boot size read). */
+#define SIZE(v) ((v) == BOOT_HISTORY_UNKNOWN || (v) == 0 ? UINT64_MAX : (v))
+        r = sd_bus_message_open_container(reply, 'a', "{sv}");
+        if (r < 0)
                 return r;
-        if (rec.boot != BOOT_HISTORY_UNKNOWN && now > 0 &&
-            (r = sd_bus_message_append(reply, "{sv}", "gain", "x", (int64_t) now - (int64_t) rec.boot)) < 0)
-                return r;
-        return sd_bus_message_close_container(reply);
+        BusRecord b = { .m = reply };
+        bus_record_str(&b, "name", guest_name(g));
+        bus_record_u64(&b, "points", rec.points);
+        bus_record_bool(&b, "enough-history", rec.enough);
+        bus_record_u64(&b, "since", SIZE(rec.since_usec));
+        bus_record_u64(&b, "span", rec.span_usec);
+        bus_record_u64(&b, "estimate-p50", SIZE(rec.p50));
+        bus_record_u64(&b, "estimate-p95", SIZE(rec.p95));
+        bus_record_u64(&b, "estimate-peak", SIZE(rec.peak));
+        bus_record_u64(&b, "boot", SIZE(rec.boot));
+        bus_record_str(&b, "boot-rule", kept ? boot_rule : "no history kept (no state directory)");
+        bus_record_u64(&b, "floor", SIZE(rec.floor));
+        bus_record_str(&b, "floor-rule", floor_rule);
+        bus_record_u64(&b, "max", SIZE(rec.max));
+        bus_record_str(&b, "max-rule", max_rule);
+        bus_record_u64(&b, "boot-now", SIZE(now));
+        bus_record_str(&b, "boot-now-from", from);
+        bus_record_u64(&b, "memory", SIZE(memory));
+        bus_record_double(&b, "stall-mean", rec.stall_mean);
+        bus_record_double(&b, "stall-p95", rec.stall_p95);
+        bus_record_bool(&b, "can-apply", !refusal);
+        bus_record_str(&b, "apply-refused", refusal);
+        if (rec.boot != BOOT_HISTORY_UNKNOWN && now > 0)
+                bus_record_i64(&b, "gain", (int64_t) now - (int64_t) rec.boot);
+#undef SIZE
+        return b.r < 0 ? b.r : sd_bus_message_close_container(reply);
 }
 
 int manager_bus_method_get_recommendation(sd_bus_message *msg, void *userdata, sd_bus_error *error) {

@@ -15,8 +15,8 @@
 #include "common/macro.h"
 #include "common/size.h"
 #include "common/time-util.h"
-#include "common/utf8.h"
 #include "daemon/bus-caller.h"
+#include "daemon/bus-record.h"
 #include "daemon/bus-polkit.h"
 #include "daemon/log.h"
 #include "daemon/manager-bus.h"
@@ -91,15 +91,6 @@ int manager_bus_change_method(sd_bus_message *msg, Manager *m, const char *actio
         return change(msg, m, error);
 }
 
-/* A string as it may go on the bus: sd-bus refuses invalid UTF-8, and one such string fails the
- * whole reply (ListGuests for every guest). *tmp owns the escaped copy, if one was needed. */
-static const char *bus_string(const char *s, char **tmp) {
-        if (!s || utf8_is_valid(s))
-                return s;
-        *tmp = utf8_escape_invalid(s);
-        return *tmp;
-}
-
 static Guest *find_guest(Manager *m, const char *name, sd_bus_error *error) {
         Guest *g = manager_find_guest(m, name);
         /* A name that is not UTF-8 (a socket file's) is listed escaped: found by that too. */
@@ -132,36 +123,6 @@ static int read_named_guest(Manager *m, sd_bus_message *msg, sd_bus_error *error
 
 /* ---- guest records ---- */
 
-/* A guest's a{sv} record as it is appended: one line a property, the first error sticks and the
- * appends after it do nothing. A property whose value is unknown is absent, never 0 or "". */
-typedef struct Record {
-        sd_bus_message *m;
-        int r;
-} Record;
-
-static void record_str(Record *rec, const char *key, const char *value) {
-        _cleanup_free_ char *tmp = NULL;
-        const char *valid = bus_string(value, &tmp);
-
-        if (rec->r >= 0 && value)
-                rec->r = valid ? sd_bus_message_append(rec->m, "{sv}", key, "s", valid) : -ENOMEM;
-}
-
-static void record_u64(Record *rec, const char *key, uint64_t value) {
-        if (rec->r >= 0 && value != UINT64_MAX)
-                rec->r = sd_bus_message_append(rec->m, "{sv}", key, "t", value);
-}
-
-static void record_double(Record *rec, const char *key, double value) {
-        if (rec->r >= 0 && isfinite(value))
-                rec->r = sd_bus_message_append(rec->m, "{sv}", key, "d", value);
-}
-
-static void record_bool(Record *rec, const char *key, bool value) {
-        if (rec->r >= 0)
-                rec->r = sd_bus_message_append(rec->m, "{sv}", key, "b", (int) value);
-}
-
 static uint64_t known_or_unknown(uint64_t v) {
         return v == 0 ? UINT64_MAX : v;
 }
@@ -170,49 +131,49 @@ static int append_guest(sd_bus_message *reply, Guest *g) {
         const RsEstimate *e = guest_estimate(g);
         const RsPolicy *p = guest_policy(g);
         int fpr = guest_free_page_reporting(g);
-        Record rec = { reply, sd_bus_message_open_container(reply, 'a', "{sv}") };
+        BusRecord rec = { reply, sd_bus_message_open_container(reply, 'a', "{sv}") };
 
-        record_str(&rec, "name", guest_name(g));
-        record_str(&rec, "uuid", guest_uuid(g));
-        record_str(&rec, "source", guest_source_string(guest_source(g)));
-        record_str(&rec, "policy", p->name);
-        record_str(&rec, "mode", rs_mode_to_string(p->mode));
-        record_str(&rec, "state", guest_state_string(g));
-        record_str(&rec, "tier", guest_tier_string(g));
-        record_u64(&rec, "target", known_or_unknown(guest_target(g)));
-        record_u64(&rec, "actual", known_or_unknown(guest_actual(g)));
-        record_u64(&rec, "floor", known_or_unknown(guest_floor(g)));
-        record_u64(&rec, "max", known_or_unknown(guest_max(g)));
-        record_u64(&rec, "host-rss", guest_host_rss(g));
-        record_u64(&rec, "host-swap", guest_host_swap(g));
-        record_u64(&rec, "host-ksm", guest_host_ksm(g));
+        bus_record_str(&rec, "name", guest_name(g));
+        bus_record_str(&rec, "uuid", guest_uuid(g));
+        bus_record_str(&rec, "source", guest_source_string(guest_source(g)));
+        bus_record_str(&rec, "policy", p->name);
+        bus_record_str(&rec, "mode", rs_mode_to_string(p->mode));
+        bus_record_str(&rec, "state", guest_state_string(g));
+        bus_record_str(&rec, "tier", guest_tier_string(g));
+        bus_record_u64(&rec, "target", known_or_unknown(guest_target(g)));
+        bus_record_u64(&rec, "actual", known_or_unknown(guest_actual(g)));
+        bus_record_u64(&rec, "floor", known_or_unknown(guest_floor(g)));
+        bus_record_u64(&rec, "max", known_or_unknown(guest_max(g)));
+        bus_record_u64(&rec, "host-rss", guest_host_rss(g));
+        bus_record_u64(&rec, "host-swap", guest_host_swap(g));
+        bus_record_u64(&rec, "host-ksm", guest_host_ksm(g));
         /* What the guest last said of its memory, sanitised: sizes past twice its own are unknown. */
-        record_u64(&rec, "guest-total", guest_reported_level(g, RS_LEVEL_TOTAL));
-        record_u64(&rec, "guest-free", guest_reported_level(g, RS_LEVEL_FREE));
-        record_u64(&rec, "guest-cache", guest_reported_level(g, RS_LEVEL_DISK_CACHES));
-        record_u64(&rec, "reclaimable", guest_reclaimable(g));
-        record_u64(&rec, "reclaimed", guest_reclaimed(g)); /* 0 is a value: nothing taken */
-        record_u64(&rec, "probe-cycles", guest_counters(g)->probe_cycles);
-        record_u64(&rec, "probe-refaults", guest_counters(g)->probe_refaults);
-        record_u64(&rec, "reprobes-skipped", guest_reprobes_skipped(g));
-        record_bool(&rec, "agent", guest_agent_answers(g));
-        record_str(&rec, "guest-os", guest_os_id(g));
-        record_bool(&rec, "paused", guest_is_paused(g));
-        record_str(&rec, "reason", guest_reason(g));
-        record_str(&rec, "fault", guest_fault(g));
-        record_double(&rec, "refault-rate", guest_refault_rate(g));
-        record_double(&rec, "major-fault-rate", guest_major_fault_rate(g));
-        record_u64(&rec, "updated", known_or_unknown(guest_updated_realtime(g)));
+        bus_record_u64(&rec, "guest-total", guest_reported_level(g, RS_LEVEL_TOTAL));
+        bus_record_u64(&rec, "guest-free", guest_reported_level(g, RS_LEVEL_FREE));
+        bus_record_u64(&rec, "guest-cache", guest_reported_level(g, RS_LEVEL_DISK_CACHES));
+        bus_record_u64(&rec, "reclaimable", guest_reclaimable(g));
+        bus_record_u64(&rec, "reclaimed", guest_reclaimed(g)); /* 0 is a value: nothing taken */
+        bus_record_u64(&rec, "probe-cycles", guest_counters(g)->probe_cycles);
+        bus_record_u64(&rec, "probe-refaults", guest_counters(g)->probe_refaults);
+        bus_record_u64(&rec, "reprobes-skipped", guest_reprobes_skipped(g));
+        bus_record_bool(&rec, "agent", guest_agent_answers(g));
+        bus_record_str(&rec, "guest-os", guest_os_id(g));
+        bus_record_bool(&rec, "paused", guest_is_paused(g));
+        bus_record_str(&rec, "reason", guest_reason(g));
+        bus_record_str(&rec, "fault", guest_fault(g));
+        bus_record_double(&rec, "refault-rate", guest_refault_rate(g));
+        bus_record_double(&rec, "major-fault-rate", guest_major_fault_rate(g));
+        bus_record_u64(&rec, "updated", known_or_unknown(guest_updated_realtime(g)));
         if (fpr >= 0)
-                record_bool(&rec, "free-page-reporting", fpr);
+                bus_record_bool(&rec, "free-page-reporting", fpr);
         if (guest_vmem_id(g))
-                record_u64(&rec, "virtio-mem-size", guest_vmem_size(g));
+                bus_record_u64(&rec, "virtio-mem-size", guest_vmem_size(g));
         if (e) {
-                record_double(&rec, "confidence", e->confidence);
-                record_u64(&rec, "estimate", e->estimate);
-                record_u64(&rec, "estimate-lower", e->lower);
-                record_u64(&rec, "estimate-upper", e->upper);
-                record_u64(&rec, "scan-onset", e->scan_onset);
+                bus_record_double(&rec, "confidence", e->confidence);
+                bus_record_u64(&rec, "estimate", e->estimate);
+                bus_record_u64(&rec, "estimate-lower", e->lower);
+                bus_record_u64(&rec, "estimate-upper", e->upper);
+                bus_record_u64(&rec, "scan-onset", e->scan_onset);
         }
         return rec.r < 0 ? rec.r : sd_bus_message_close_container(reply);
 }

@@ -331,6 +331,10 @@ START_TEST(test_listing_survives_guest_text) {
         ck_assert_msg(list.code == 0, "rightsizectl list: %d %s", list.code, list.err);
         ck_assert_ptr_nonnull(strstr(list.out, "sim-0"));
         ck_assert_ptr_nonnull(strstr(list.out, LATIN1_NAME_LISTED));
+        /* every other listing of every guest too: the next-boot recommendations */
+        _cleanup_(ctl_run_done) CtlRun rec = ctl_run(&d, "--json", "recommend");
+        ck_assert_msg(rec.code == 0, "rightsizectl recommend: %d %s", rec.code, rec.err);
+        ck_assert_ptr_nonnull(strstr(rec.out, LATIN1_NAME_LISTED));
 }
 END_TEST
 
