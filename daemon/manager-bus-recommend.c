@@ -13,6 +13,7 @@
 #include "daemon/bus-record.h"
 #include "daemon/log.h"
 #include "daemon/manager-bus-report.h"
+#include "daemon/manager-bus.h"
 
 #define RULE_MAX 256
 
@@ -110,8 +111,8 @@ int manager_bus_method_get_recommendation(sd_bus_message *msg, void *userdata, s
 
         if ((r = manager_bus_check_read(m, msg, error)) < 0 || (r = sd_bus_message_read(msg, "s", &name)) < 0)
                 return r;
-        if (name[0] && !(one = manager_find_guest(m, name)))
-                return sd_bus_error_setf(error, RS_BUS_ERROR_NO_SUCH_GUEST, "No guest named '%s'", name);
+        if (name[0] && !(one = manager_bus_find_guest(m, name, error)))
+                return -ENOENT;
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
                 r = sd_bus_message_open_container(reply, 'a', "a{sv}");
@@ -133,8 +134,8 @@ static int apply_recommendation(sd_bus_message *msg, Manager *m, sd_bus_error *e
 
         if ((r = sd_bus_message_read(msg, "st", &name, &expected)) < 0)
                 return r;
-        if (!(g = manager_find_guest(m, name)))
-                return sd_bus_error_setf(error, RS_BUS_ERROR_NO_SUCH_GUEST, "No guest named '%s'", name);
+        if (!(g = manager_bus_find_guest(m, name, error)))
+                return -ENOENT;
         r = manager_get_boot_size(m, g, &current, &memory);
         const char *refusal = apply_refusal(g, r);
         if (refusal)

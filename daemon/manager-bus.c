@@ -91,7 +91,7 @@ int manager_bus_change_method(sd_bus_message *msg, Manager *m, const char *actio
         return change(msg, m, error);
 }
 
-static Guest *find_guest(Manager *m, const char *name, sd_bus_error *error) {
+Guest *manager_bus_find_guest(Manager *m, const char *name, sd_bus_error *error) {
         Guest *g = manager_find_guest(m, name);
         /* A name that is not UTF-8 (a socket file's) is listed escaped: found by that too. */
         for (size_t i = 0; !g && i < m->n_guests; i++) {
@@ -117,7 +117,7 @@ static int read_named_guest(Manager *m, sd_bus_message *msg, sd_bus_error *error
         r = sd_bus_message_read(msg, "s", &name);
         if (r < 0)
                 return r;
-        *ret = find_guest(m, name, error);
+        *ret = manager_bus_find_guest(m, name, error);
         return *ret ? 0 : -ENOENT;
 }
 
@@ -275,7 +275,7 @@ static int set_guest(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
         r = sd_bus_message_read(msg, "sss", &name, &key, &value);
         if (r < 0)
                 return r;
-        if (!(g = find_guest(m, name, error)))
+        if (!(g = manager_bus_find_guest(m, name, error)))
                 return -ENOENT;
 
         if (strcmp(key, "policy") == 0) {
@@ -322,7 +322,7 @@ static int pause_resume(sd_bus_message *msg, Manager *m, bool pause, sd_bus_erro
                 for (size_t i = 0; i < m->n_guests; i++)
                         guest_set_paused(m->guests[i], pause);
         } else {
-                Guest *g = find_guest(m, name, error);
+                Guest *g = manager_bus_find_guest(m, name, error);
                 if (!g)
                         return -ENOENT;
                 log_guest_info(g, "Operator %s the guest (%s)", pause ? "paused" : "resumed", caller);
@@ -355,7 +355,7 @@ static int request_probe(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
         r = sd_bus_message_read(msg, "s", &name);
         if (r < 0)
                 return r;
-        if (!(g = find_guest(m, name, error)))
+        if (!(g = manager_bus_find_guest(m, name, error)))
                 return -ENOENT;
         /* The core's refusal, with its reason, is the caller's answer. */
         r = guest_request_probe(g);

@@ -16,3 +16,7 @@ void manager_bus_retry_now(Manager *m);
 /* Closes the bus and stops the retries. */
 void manager_bus_close(Manager *m);
 void manager_bus_emit_estimate_changed(Manager *m, Guest *g);
+
+/* The guest NAME names, or NULL with NoSuchGuest set; a name that is not UTF-8 (a socket file's)
+ * is listed escaped and found by that too. */
+Guest *manager_bus_find_guest(Manager *m, const char *name, sd_bus_error *error);

@@ -335,6 +335,10 @@ START_TEST(test_listing_survives_guest_text) {
         _cleanup_(ctl_run_done) CtlRun rec = ctl_run(&d, "--json", "recommend");
         ck_assert_msg(rec.code == 0, "rightsizectl recommend: %d %s", rec.code, rec.err);
         ck_assert_ptr_nonnull(strstr(rec.out, LATIN1_NAME_LISTED));
+        /* and one guest's, by the name it is listed under, as every other method finds it */
+        _cleanup_(ctl_run_done) CtlRun one = ctl_run(&d, "--json", "recommend", LATIN1_NAME_LISTED);
+        ck_assert_msg(one.code == 0, "rightsizectl recommend %s: %d %s", LATIN1_NAME_LISTED, one.code, one.err);
+        ck_assert_ptr_nonnull(strstr(one.out, LATIN1_NAME_LISTED));
 }
 END_TEST
 
