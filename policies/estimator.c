@@ -509,6 +509,15 @@ static void probe(RsGuest *g, const RsObservation *o, uint64_t now) {
                         return;
                 }
                 g->est.upper = g->reprobe_from;
+                /* Available memory nearly gone here: what the guest has at its estimate is
+                 * that, less the step above it, and it is the evidence a hold's end weighs
+                 * (reprobe_gives_nothing()); the clean step before may have shown more (page
+                 * cache since evicted, or levels read mid-squeeze). Tight by refaults alone
+                 * says nothing of it (a page cache re-read while plenty is available). */
+                if (o->available_low && rs_known(o->available)) {
+                        uint64_t above = at > g->reprobe_from ? at - g->reprobe_from : 0;
+                        g->upper_avail = o->available > above ? o->available - above : 0;
+                }
                 finish_cycle(g, now);
                 set_reason(g, "re-probe: tight at %.0f MiB (%s), just above the estimate %.0f MiB: confirmed, holding at %.0f MiB",
                            mib(at), o->available_low ? "available memory nearly gone" : o->leading_why,

@@ -162,6 +162,33 @@ static uint64_t reprobe_to_check_point(RsGuest *g, Fake *f) {
         return est;
 }
 
+/* The re-probe's last clean step saw plenty available (page cache, here 200 MiB of it), and
+ * at the check point just above the estimate the guest is tight, available memory nearly
+ * gone: the re-probe confirms the estimate, and what the guest had there is the evidence a
+ * hold's end weighs (issue 13), not the clean step's cache. A set whose pages are anonymous
+ * once the cache went has nothing to give, and the next holds skip their re-probes. (A real
+ * guest under a CPU hog, available 32 MiB one step above its knee and "nearly gone" at the
+ * next, was re-probed at every hold's end: test-daemon-real-guest.) */
+START_TEST(test_tight_confirmation_is_what_the_estimate_has) {
+        Fake f;
+        RsGuest *g = learned_guest(&f);
+        f.cache = 200 * MIB;
+        uint64_t est = reprobe_to_check_point(g, &f);
+        RsDecision d;
+        step(g, &f, 1, 16 * MIB);
+        rs_guest_decide(g, f.now, &d);
+        ck_assert_msg(d.state == RS_STATE_BACKOFF && strstr(d.reason, "available memory nearly gone"), "%s", d.reason);
+        ck_assert_uint_eq(rs_guest_estimate(g)->estimate, est);
+
+        f.cache = 0;
+        ReprobeLog log = { .small_steps = true };
+        run_knee(g, &f, KNEE, 6 * 360, &log); /* 6 hours at 10 s */
+        ck_assert_uint_eq(log.probes, 0);
+        ck_assert_uint_ge(rs_guest_reprobes_skipped(g), 3);
+        rs_guest_free(g);
+}
+END_TEST
+
 /* At the check point, refaults rising under the threshold into free memory, with nothing
  * reclaimed for them (scan counters flat, free memory well above the watermarks): the step's
  * burst coming back, or a page cache whose stale pages still sit ahead of the set's (the
@@ -349,6 +376,7 @@ int main(void) {
         tcase_add_test(tc, test_reprobe_waits_out_refaults_into_free_memory);
         tcase_add_test(tc, test_hold_doubles_while_estimate_confirmed);
         tcase_add_test(tc, test_cache_set_reprobed_on_schedule);
+        tcase_add_test(tc, test_tight_confirmation_is_what_the_estimate_has);
         tcase_add_test(tc, test_hold_resets_when_available_rises);
         tcase_add_test(tc, test_storm_rate_scales_with_the_set);
         tcase_add_test(tc, test_balloon_short_of_fine_step_is_pushback);
