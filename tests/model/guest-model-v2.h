@@ -63,7 +63,9 @@ typedef struct GuestModelV2 {
         double unseen[SHAPE_TIERS_MAX]; /* bytes of a tier never read yet (a growing set's new pages) */
         double idle_anon, idle_file, stream_cache; /* resident bytes */
         double swapped;              /* bytes on swap */
-        double free;
+        double free;                 /* free pages, those on the per-CPU lists included */
+        double pcp;                  /* ... of which on the per-CPU lists: not in MemFree (per_cpu_lists) */
+        bool reclaim_active;         /* kswapd reclaimed this second: the lists keep little */
         double eviction_rate;        /* pages per second evicted, a 10 s average (refault distances) */
 
         double c[_RS_COUNTER_MAX];   /* cumulative, as the guest kernel counts */

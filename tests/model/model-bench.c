@@ -5,7 +5,8 @@
  * asserted by tests/unit/test-guest-model-v2).
  *
  *   model-bench [--draws N] [--seconds S] [--core estimator|controller|both] [--tuning-only] [--list]
- *               [--param NAME=VALUE]... [--deflate-on-oom yes|no] [--holdout-baseline FILE] [--write-holdout FILE]
+ *               [--param NAME=VALUE]... [--deflate-on-oom yes|no] [--per-cpu-lists]
+ *               [--holdout-baseline FILE] [--write-holdout FILE]
  *   model-bench --family NAME --seed N [--core ...]      replay one draw, an interval a line
  *
  * --core both (the default) runs today's estimator and the cost controller (controller.h) on
@@ -13,7 +14,8 @@
  * --tuning-only leaves the held-out families out (what a controller is tuned with); --param
  * sets one of the controller's tunables (RsControllerParams' field names) for an experiment;
  * --deflate-on-oom gives every draw's balloon deflate-on-oom (yes) or none (no) instead of
- * the draw's own (WorkloadDraw.deflate_on_oom).
+ * the draw's own (WorkloadDraw.deflate_on_oom); --per-cpu-lists gives every guest the kernel's
+ * per-CPU free lists (WorkloadDraw.per_cpu_lists), free memory MemFree does not show.
  *
  * Draw i is family i mod the number of families, seed i / that + 1: a failing draw's family
  * and seed replay it. The held-out families (shape_family_held_out()) are printed again
@@ -313,6 +315,7 @@ int main(int argc, char **argv) {
         uint64_t seed = 1;
         bool tuning_only = false;
         ModelV2DeflateOnOom doo = MODEL_V2_DEFLATE_ON_OOM_DRAWN;
+        bool pcp = false;
         RsPolicy p;
         RsControllerParams cp;
 
@@ -336,6 +339,8 @@ int main(int argc, char **argv) {
                         core = v, i++;
                 else if (strcmp(a, "--deflate-on-oom") == 0 && v && (strcmp(v, "yes") == 0 || strcmp(v, "no") == 0))
                         doo = strcmp(v, "yes") == 0 ? MODEL_V2_DEFLATE_ON_OOM_ON : MODEL_V2_DEFLATE_ON_OOM_OFF, i++;
+                else if (strcmp(a, "--per-cpu-lists") == 0)
+                        pcp = true;
                 else if (strcmp(a, "--tuning-only") == 0)
                         tuning_only = true;
                 else if (strcmp(a, "--list") == 0)
@@ -344,7 +349,8 @@ int main(int argc, char **argv) {
                         i++;
                 else {
                         fprintf(stderr, "usage: %s [--draws N] [--seconds S] [--core estimator|controller|both] [--tuning-only] [--list]\n"
-                                        "          [--param NAME=VALUE]... [--deflate-on-oom yes|no] [--holdout-baseline FILE] [--write-holdout FILE]\n"
+                                        "          [--param NAME=VALUE]... [--deflate-on-oom yes|no] [--per-cpu-lists]\n"
+                                        "          [--holdout-baseline FILE] [--write-holdout FILE]\n"
                                         "       %s --family NAME --seed N [--seconds S] [--core estimator|controller]\n",
                                 argv[0], argv[0]);
                         return EXIT_FAILURE;
@@ -357,8 +363,8 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "bad --core or --param\n");
                 return EXIT_FAILURE;
         }
-        ModelV2Options old_core = { .core = MODEL_V2_ESTIMATOR, .deflate_on_oom = doo },
-                       new_core = { .core = MODEL_V2_CONTROLLER, .params = &cp, .deflate_on_oom = doo };
+        ModelV2Options old_core = { .core = MODEL_V2_ESTIMATOR, .deflate_on_oom = doo, .per_cpu_lists = pcp },
+                       new_core = { .core = MODEL_V2_CONTROLLER, .params = &cp, .deflate_on_oom = doo, .per_cpu_lists = pcp };
 
         if (family)
                 return replay(family, seed, seconds, &p, run_old && !run_new ? &old_core : &new_core);

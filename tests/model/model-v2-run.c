@@ -122,6 +122,8 @@ int model_v2_run_with(const WorkloadDraw *d, const RsPolicy *policy, const Model
         WorkloadDraw dd = *d;
         if (o && o->deflate_on_oom != MODEL_V2_DEFLATE_ON_OOM_DRAWN)
                 dd.deflate_on_oom = o->deflate_on_oom == MODEL_V2_DEFLATE_ON_OOM_ON;
+        if (o && o->per_cpu_lists)
+                dd.per_cpu_lists = true;
         d = &dd;
         *ret = (ModelV2Score) { .draw = *d };
         guest_model_v2_init(&m, d, interval);

@@ -64,6 +64,7 @@ typedef struct ModelV2Options {
         ModelV2Core core;
         const RsControllerParams *params; /* the controller's; NULL: rs_controller_params_init() */
         ModelV2DeflateOnOom deflate_on_oom;
+        bool per_cpu_lists;               /* the guest's per-CPU free lists modelled (WorkloadDraw.per_cpu_lists) */
 } ModelV2Options;
 
 /* Runs `sim_sec` simulated seconds at the policy's polling interval. verbose: one line per

@@ -108,6 +108,8 @@ typedef struct WorkloadDraw {
                                       * the guest's OOM path takes pages back from the balloon before it kills */
         bool thp;                    /* transparent huge pages on (always or madvise): khugepaged raised
                                       * min_free_kbytes for 2 MiB pageblocks (workload_watermarks()) */
+        bool per_cpu_lists;          /* freed pages park on per-CPU lists, outside MemFree (guest-model-v2.c);
+                                      * not drawn yet: forced by ModelV2Options.per_cpu_lists */
         double anon_miss_sec;        /* latency of one swap-in */
         double file_miss_sec;        /* latency of one file read */
         double loop_amplification;   /* a loop with a deficit d of its pages misses min(1, a x d) of its touches */

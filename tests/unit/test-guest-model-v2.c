@@ -313,6 +313,62 @@ END_TEST
  * 188 pages; high 16611 and 282; DMA's protection 881) is what workload_watermarks() gives a
  * 1 GiB draw with WorkloadDraw.thp; the guest keeps that much free at any size, squeezed
  * under its truth (kswapd between the low and high watermarks); and the agent reports it. */
+/* The kernel's per-CPU free lists (WorkloadDraw.per_cpu_lists): pages a deflation frees park
+ * there up to the low watermarks, outside MemFree; an allocation (the balloon's too) takes
+ * from them first; while kswapd reclaims they keep four batches at most. Without them, all
+ * free memory is MemFree. */
+START_TEST(test_per_cpu_lists) {
+        unsigned checked = 0;
+        for (uint64_t seed = 1; seed <= CURVE_SEEDS && checked < 10; seed++) {
+                WorkloadDraw d;
+                GuestModelV2 m;
+                RsSample smp;
+                workload_draw(FAMILY_UNIFORM_LOOP, seed, &d);
+                guest_model_v2_init(&m, &d, INTERVAL_SEC);
+                /* squeezed to a size the set fits in: its idle cache reclaimed, and nothing
+                 * the workload misses to read back later */
+                double truth = guest_model_v2_truth_stall(&m, SHAPE_STALL_TARGET);
+                if (1.2 * truth > 0.8 * d.boot_bytes)
+                        continue;
+                guest_model_v2_set_target(&m, 1.2 * truth);
+                for (int i = 0; i < 6; i++)
+                        guest_model_v2_step(&m);
+                ck_assert_double_eq(m.pcp, 0); /* not modelled: every free page is in MemFree */
+
+                d.per_cpu_lists = true;
+                guest_model_v2_init(&m, &d, INTERVAL_SEC);
+                guest_model_v2_set_target(&m, 1.2 * truth);
+                for (int i = 0; i < 6; i++)
+                        guest_model_v2_step(&m);
+                ck_assert_double_gt(m.c[RS_COUNTER_PGSTEAL_KSWAPD], 0);
+                ck_assert_double_le(m.pcp, 4 * 63 * 4096.0); /* reclaiming: the lists keep little */
+
+                /* a deflation well above the lists' room: they fill, MemFree gets the rest */
+                double size0 = m.size, free0 = m.free;
+                guest_model_v2_set_target(&m, m.size + 2 * m.wm.low);
+                guest_model_v2_step(&m);
+                guest_model_v2_sample(&m, &smp);
+                ck_assert_double_eq_tol(m.size, size0 + 2 * m.wm.low, 1);
+                /* (the workload's own faults of the interval take a little of them) */
+                ck_assert_double_le(m.pcp, m.wm.low);
+                ck_assert_double_ge(m.pcp, 0.95 * m.wm.low);
+                ck_assert_double_eq_tol((double) smp.level[RS_LEVEL_FREE], m.free - m.pcp, 4096);
+                ck_assert_double_lt((double) smp.level[RS_LEVEL_FREE] - free0, 1.1 * m.wm.low);
+
+                /* the balloon takes half the lists back: from the lists, MemFree stays */
+                uint64_t shown = smp.level[RS_LEVEL_FREE];
+                guest_model_v2_set_target(&m, m.size - m.wm.low / 2);
+                guest_model_v2_step(&m);
+                guest_model_v2_sample(&m, &smp);
+                ck_assert_double_le(m.pcp, 0.5 * m.wm.low);
+                ck_assert_double_ge(m.pcp, 0.4 * m.wm.low);
+                ck_assert_double_eq_tol((double) smp.level[RS_LEVEL_FREE], (double) shown, 0.05 * m.wm.low);
+                checked++;
+        }
+        ck_assert_uint_eq(checked, 10);
+}
+END_TEST
+
 START_TEST(test_thp_reserve) {
         unsigned thp = 0, checked = 0;
         for (uint64_t seed = 1; seed <= CURVE_SEEDS; seed++) {
@@ -361,7 +417,7 @@ int main(void) {
         Suite *s = suite_create("guest-model-v2");
         check_add_case(s, "families", NULL, NULL, 0, CHECK_TESTS(test_held_out_families_named, test_deterministic_by_seed,
                                                                  test_activation_by_refault_distance, test_deflate_on_oom,
-                                                                 test_thp_reserve));
+                                                                 test_thp_reserve, test_per_cpu_lists));
         TCase *curves = check_add_case(s, "curves", NULL, NULL, 120, NULL);
         tcase_add_loop_test(curves, test_curves_monotonic_truth_minimal, 0, _FAMILY_MAX);
         TCase *dyn = check_add_case(s, "dynamics", NULL, NULL, 120, NULL);
