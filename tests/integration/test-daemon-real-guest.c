@@ -196,6 +196,16 @@ static int operator_balloon(uint64_t bytes) {
 }
 
 /* The value of a counter of this guest in the metrics file, or -1 when it has none yet. */
+/* The end of the daemon's log, for a failure's message: the decisions that led there (its
+ * directory may not outlive a CI run's machine). */
+#define LOG_TAIL_BYTES (24 * 1024)
+static const char *daemon_log_tail(char *buf, size_t size) {
+        _cleanup_free_ char *log = daemon_fixture_log(&daemon_fx);
+        size_t n = log ? strlen(log) : 0;
+        snprintf(buf, size, "%s", log ? log + (n >= size ? n - (size - 1) : 0) : "(no log)");
+        return buf;
+}
+
 static int64_t metrics_counter(const char *metric) {
         char path[PATH_MAX], prefix[256], *line = NULL;
         size_t size = 0;
@@ -427,10 +437,14 @@ START_TEST(test_daemon_real_guest) {
                 sleep(1);
                 skipped = e2e_get_guest(&daemon_fx, GUEST_NAME, &v) == 0 && v.reprobes_skipped > 0;
         }
-        ck_assert_msg(skipped, "no re-probe skipped (state %s, %llu probe cycles, reason: %s)", v.state,
-                      (unsigned long long) v.probe_cycles, v.reason);
+        static char tail[LOG_TAIL_BYTES];
+        ck_assert_msg(skipped, "no re-probe skipped (state %s, %llu probe cycles, reason: %s); the daemon's log ends:\n%s",
+                      v.state, (unsigned long long) v.probe_cycles, v.reason, daemon_log_tail(tail, sizeof(tail)));
         ck_assert_str_eq(v.state, "hold");
-        ck_assert_uint_le(v.probe_cycles, cycles_held + 1);
+        ck_assert_msg(v.probe_cycles <= cycles_held + 1,
+                      "%llu probe cycles before the first skip, %llu at the re-probe's end; the daemon's log ends:\n%s",
+                      (unsigned long long) v.probe_cycles, (unsigned long long) cycles_held,
+                      daemon_log_tail(tail, sizeof(tail)));
         uint64_t cycles_at_skip = v.probe_cycles, skipped_at_skip = v.reprobes_skipped, estimate_full = v.estimate;
         fprintf(stderr, "re-probe skipped: %llu skipped, %llu probe cycles (%llu at the re-probe's end), estimate %.0f MiB\n",
                 (unsigned long long) v.reprobes_skipped, (unsigned long long) v.probe_cycles,
