@@ -317,13 +317,13 @@ int guest_psi_parse(const char *text, size_t size, GuestPsi *ret) {
 
 /* 2^40 pages is 4 PiB: a zone that claims more is lying, and so is the whole file. */
 #define ZONE_PAGES_MAX (UINT64_C(1) << 40)
-/* MAX_NUMNODES is 1024 at most, and a node has up to five zones; more is not a kernel's. The
- * sums stay far from overflowing: 5 x 1024 x 2^40 pages x 64 KiB < 2^64. */
+/* MAX_NUMNODES is 1024 at most, and a node has up to five zones; more is not a kernel's. */
 #define ZONES_MAX (5 * 1024)
 
 typedef struct Zone {
         uint64_t min, low, high, managed, protection;
-        bool has_min, has_low, has_high, has_managed;
+        uint64_t pcp; /* pages on its CPUs' lists */
+        bool has_min, has_low, has_high, has_managed, has_pcp;
 } Zone;
 
 /* "(0, 881, 881, 881, 881)": the largest, or false when anything in it is not a count. */
@@ -358,20 +358,32 @@ static int zone_add(const Zone *z, uint64_t page_size, GuestZoneinfo *sum) {
         if (!z->has_min || !z->has_low || !z->has_high || z->min > z->low || z->low > z->high)
                 return -EBADMSG;
         uint64_t cap = z->has_managed ? z->managed : UINT64_MAX;
-        sum->min += MIN(z->min + z->protection, cap) * page_size;
-        sum->low += MIN(z->low + z->protection, cap) * page_size;
-        sum->high += MIN(z->high + z->protection, cap) * page_size;
+        if (z->pcp > cap)
+                return -EBADMSG; /* more free on its lists than the zone has */
+        /* A guest with thousands of zones each at the bound could wrap a sum: refused like
+         * any other file no kernel writes. */
+        uint64_t pcp = guest_value_is_known(sum->pcp) ? sum->pcp : 0, add[4];
+        if (__builtin_mul_overflow(z->pcp, page_size, &add[0]) ||
+            __builtin_mul_overflow(MIN(z->min + z->protection, cap), page_size, &add[1]) ||
+            __builtin_mul_overflow(MIN(z->low + z->protection, cap), page_size, &add[2]) ||
+            __builtin_mul_overflow(MIN(z->high + z->protection, cap), page_size, &add[3]) ||
+            __builtin_add_overflow(pcp, add[0], &pcp) || __builtin_add_overflow(sum->min, add[1], &sum->min) ||
+            __builtin_add_overflow(sum->low, add[2], &sum->low) || __builtin_add_overflow(sum->high, add[3], &sum->high))
+                return -EBADMSG;
+        if (z->has_pcp)
+                sum->pcp = pcp;
         sum->zones++;
         return 0;
 }
 
 int guest_zoneinfo_parse(const char *text, size_t size, uint64_t page_size, GuestZoneinfo *ret) {
         Span rest = { text, text ? size : 0 }, line;
-        GuestZoneinfo sum = {};
+        GuestZoneinfo sum = { .pcp = GUEST_VALUE_UNKNOWN };
         Zone z = {};
         bool in_zone = false;
 
-        *ret = (GuestZoneinfo) { .min = GUEST_VALUE_UNKNOWN, .low = GUEST_VALUE_UNKNOWN, .high = GUEST_VALUE_UNKNOWN };
+        *ret = (GuestZoneinfo) { .min = GUEST_VALUE_UNKNOWN, .low = GUEST_VALUE_UNKNOWN, .high = GUEST_VALUE_UNKNOWN,
+                                 .pcp = GUEST_VALUE_UNKNOWN };
         if (page_size == 0 || page_size > 64 * 1024)
                 return -EINVAL;
         while (next_line(&rest, &line)) {
@@ -393,6 +405,18 @@ int guest_zoneinfo_parse(const char *text, size_t size, uint64_t page_size, Gues
                         continue;
                 if (span_eq(key, "protection:")) {
                         if (!parse_protection(line, &z.protection))
+                                return -EBADMSG;
+                        continue;
+                }
+                /* "count: 310": a CPU's pageset, one per CPU in the zone */
+                if (span_eq(key, "count:")) {
+                        uint64_t v;
+                        if (!next_word(&line, &value) || next_word(&line, &extra) || !parse_u64(value, &v) ||
+                            v > ZONE_PAGES_MAX)
+                                return -EBADMSG;
+                        z.pcp += v;
+                        z.has_pcp = true;
+                        if (z.pcp > ZONE_PAGES_MAX)
                                 return -EBADMSG;
                         continue;
                 }

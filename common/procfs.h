@@ -111,6 +111,10 @@ int guest_psi_parse(const char *text, size_t size, GuestPsi *ret);
  * is the kernel's totalreserve_pages, what MemAvailable leaves out of MemFree. */
 typedef struct GuestZoneinfo {
         uint64_t min, low, high; /* GUEST_VALUE_UNKNOWN when not parsed */
+        /* bytes on the per-CPU free lists (the pagesets' "count:"), summed: free pages that
+         * MemFree, MemAvailable and the balloon's free memory leave out (kernel 5.14 and later
+         * let them hold up to the low watermarks); GUEST_VALUE_UNKNOWN when no pageset shows */
+        uint64_t pcp;
         unsigned zones;          /* zones summed */
 } GuestZoneinfo;
 

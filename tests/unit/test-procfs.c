@@ -463,6 +463,8 @@ START_TEST(test_zoneinfo_real) {
         ck_assert_uint_eq(z.min, (188 + 881 + 11075) * UINT64_C(4096));
         ck_assert_uint_eq(z.low, (235 + 881 + 13843) * UINT64_C(4096));
         ck_assert_uint_eq(z.high, (282 + 881 + 16611) * UINT64_C(4096));
+        /* the per-CPU lists' pages, every zone's CPUs summed: free memory MemFree leaves out */
+        ck_assert_uint_eq(z.pcp, (0 + 310) * UINT64_C(4096));
         /* no trailing newline, CRLF: the same */
         char *crlf = NULL;
         size_t n = 0;
@@ -493,6 +495,10 @@ START_TEST(test_zoneinfo_hostile) {
                 "Node 0, zone DMA\n min 1\n low 2\n high 3\n protection: (0, x)\n",
                 "Node 0, zone DMA\n min 1\n low 2\n high 3\n protection: (0, 99999999999999)\n",
                 "Node 0, zone DMA\n min 0\n low 0\n high 0\n",                   /* all empty: no reserve */
+                "Node 0, zone DMA\n min 1\n low 2\n high 3\n count: x\n",
+                "Node 0, zone DMA\n min 1\n low 2\n high 3\n count: 1 2\n",
+                "Node 0, zone DMA\n min 1\n low 2\n high 3\n managed 10\n count: 6\n count: 5\n", /* lists > zone */
+                "Node 0, zone DMA\n min 1\n low 2\n high 3\n count: 1099511627776\n count: 1\n", /* past 4 PiB */
                 "\0\0\0Node 0, zone DMA\n min 1\n low 2\n high 3\n",
         };
         GuestZoneinfo z;
@@ -517,6 +523,18 @@ START_TEST(test_zoneinfo_hostile) {
                 p += sprintf(p, "Node 0, zone x\n min 1\n low 2\n high 3\n");
         ck_assert_int_eq(guest_zoneinfo_parse(many, (size_t) (p - many), 4096, &z), -EBADMSG);
         free(many);
+        /* as many zones as a kernel may have, each at the bound: sums that would wrap */
+        n = 5000 * 80;
+        many = malloc(n + 1), p = many;
+        ck_assert_ptr_nonnull(many);
+        for (int i = 0; i < 5000; i++)
+                p += sprintf(p, "Node 0, zone x\n min 1\n low 2\n high 1099511627776\n");
+        ck_assert_int_eq(guest_zoneinfo_parse(many, (size_t) (p - many), 4096, &z), -EBADMSG);
+        ck_assert(!guest_value_is_known(z.high));
+        free(many);
+        /* no pagesets (an old kernel, or cut before them): the lists are not known */
+        ck_assert_int_eq(guest_zoneinfo_parse("Node 0, zone DMA\n min 1\n low 2\n high 3\n", 38, 4096, &z), 1);
+        ck_assert(!guest_value_is_known(z.pcp));
 }
 END_TEST
 
