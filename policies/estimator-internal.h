@@ -61,6 +61,7 @@ struct RsGuest {
 
         bool reprobe;          /* this descent re-checks an estimate and keeps the old bounds */
         bool lower_old;        /* est.lower is from an earlier cycle: tested before it is believed */
+        bool lower_doubted;    /* ... or from one refault of this re-probe above the estimate (refault_onset()) */
         uint64_t reprobe_from; /* the estimate a re-probe re-checks */
         unsigned tight_waits;  /* re-probe samples held at the check point for refaults into free memory */
         unsigned hold_doublings; /* re-probes in a row that confirmed the estimate, or skipped */
