@@ -22,15 +22,14 @@
 #include "policies/signals.h"
 #include "qmp/qga-osinfo.h"
 
-/* How often a driver has the agent read /proc/zoneinfo again (carrying the last read's
- * watermarks, RS_LEVEL_WMARK_*, into every sample meanwhile). The watermarks move only when
- * min_free_kbytes or watermark_scale_factor is written, THP is switched on or off (khugepaged
- * recomputes them) or memory is hotplugged, never with the balloon; a reboot reconnects the
- * agent, which reads them at once. The file is several KiB (more with many CPUs) against
- * vmstat's few: read with every interval's vmstat it would be most of what the agent sends.
- * Ten minutes bounds how long such a change goes unseen; meanwhile the controller's reserve
- * seen under reclaim raises them where the guest shows more. */
-#define GUEST_ZONEINFO_REFRESH_USEC (600 * UINT64_C(1000000))
+/* How often a driver has the agent read /proc/zoneinfo again: every interval. Its
+ * watermarks (RS_LEVEL_WMARK_*) seldom move (min_free_kbytes or watermark_scale_factor
+ * written, THP switched, memory hotplugged), and the last read's are carried into samples
+ * while a read fails; but its per-CPU free lists (RS_LEVEL_PCP_FREE) change with every page
+ * freed or allocated, and hold free memory MemFree leaves out (up to the low watermarks: 5 %
+ * of a 1 GiB guest with THP), which the controller needs every interval. The file is a few
+ * KiB, more with many CPUs (about 100 bytes a CPU and a zone). */
+#define GUEST_ZONEINFO_REFRESH_USEC 0
 
 /* What drives a guest (daemon/qemu/guest-qmp.c, daemon/libvirt/guest-libvirt.c); userdata is
  * the driver's data given to guest_new(). The actuators return 1 when the call went out and its

@@ -320,10 +320,24 @@ static double cliff_hold(const RsController *c) {
         return c->cliff_floor * (1 + c->params.margin);
 }
 
+/* Free memory, the per-CPU free lists' included where the guest shows them. The kernel's
+ * count (MemFree, the balloon's free memory) leaves the lists out, and they hold up to the
+ * low watermarks: every page a deflation or a reclaim frees parks there first, and every
+ * allocation takes from there first. Without them, what the guest uses jumps by up to the
+ * low watermarks after each deflation (a 1 GiB guest with THP: 54 MiB, read as growth the
+ * loosening gave memory for, again and again), and stays flat while the lists drain under a
+ * set that grows. RS_UNKNOWN when free memory is not known. */
+static uint64_t free_bytes(const RsSample *s) {
+        uint64_t free = s->level[RS_LEVEL_FREE], lists = s->level[RS_LEVEL_PCP_FREE];
+        if (!rs_known(free) || !rs_known(lists))
+                return free;
+        return free + lists;
+}
+
 /* What the guest uses: its size less the free memory above the high watermarks (the same
  * reckoning as the start size). */
 static double used_size(const RsController *c, const RsSample *s, double actual) {
-        uint64_t used = rs_controller_start_size((uint64_t) actual, s->level[RS_LEVEL_FREE], c->wm_high);
+        uint64_t used = rs_controller_start_size((uint64_t) actual, free_bytes(s), c->wm_high);
         return rs_known(used) ? (double) used : actual;
 }
 
@@ -510,6 +524,9 @@ static void update_need(RsController *c, const RsSample *s, double actual, doubl
                 c->need = 0;
                 return;
         }
+        /* the per-CPU lists' pages are as free as any (free_bytes()) */
+        if (rs_known(s->level[RS_LEVEL_PCP_FREE]))
+                avail += s->level[RS_LEVEL_PCP_FREE];
         double need = actual > (double) avail ? actual - (double) avail : 0;
         if (c->need > 0 && dt > 0) {
                 double g = MAX(0.0, (need - c->need) / dt);
@@ -617,7 +634,7 @@ void rs_controller_feed(RsController *c, const RsSample *sample, uint64_t now) {
                 }
         }
         if (!c->started) {
-                uint64_t start = rs_controller_start_size(actual_level, s.level[RS_LEVEL_FREE], c->wm_high);
+                uint64_t start = rs_controller_start_size(actual_level, free_bytes(&s), c->wm_high);
                 /* Less what nothing touched for the aging period, a bet the cost may refute:
                  * with the margin on it, so the step there takes cold pages, not the set's. */
                 double old = rs_known(start) ? MIN(old_bytes(c, &s), (double) start) : 0;

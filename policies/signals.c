@@ -23,6 +23,7 @@ static const char *const level_names[_RS_LEVEL_MAX] = {
         [RS_LEVEL_WMARK_MIN] = "wmark-min",
         [RS_LEVEL_WMARK_LOW] = "wmark-low",
         [RS_LEVEL_WMARK_HIGH] = "wmark-high",
+        [RS_LEVEL_PCP_FREE] = "pcp-free",
 };
 
 static const char *const counter_names[_RS_COUNTER_MAX] = {
@@ -92,7 +93,7 @@ void rs_sample_sanitize(RsSample *s, uint64_t mem_max) {
                         RS_LEVEL_TOTAL,          RS_LEVEL_FREE,           RS_LEVEL_AVAILABLE,
                         RS_LEVEL_DISK_CACHES,    RS_LEVEL_BALLOON_ACTUAL, RS_LEVEL_VIRTIO_MEM_SIZE, RS_LEVEL_BALLOON_TARGET,
                         RS_LEVEL_ANON_OLD,       RS_LEVEL_FILE_OLD,       RS_LEVEL_WMARK_MIN,
-                        RS_LEVEL_WMARK_LOW,      RS_LEVEL_WMARK_HIGH,
+                        RS_LEVEL_WMARK_LOW,      RS_LEVEL_WMARK_HIGH,     RS_LEVEL_PCP_FREE,
                 };
                 for (size_t i = 0; i < ARRAY_SIZE(sized); i++)
                         if (rs_known(s->level[sized[i]]) && s->level[sized[i]] > limit)
@@ -107,7 +108,7 @@ void rs_sample_sanitize(RsSample *s, uint64_t mem_max) {
                         s->level[RS_LEVEL_TOTAL] = RS_UNKNOWN;
                 static const RsLevel parts[] = { RS_LEVEL_FREE,      RS_LEVEL_AVAILABLE, RS_LEVEL_DISK_CACHES,
                                                  RS_LEVEL_ANON_OLD,  RS_LEVEL_FILE_OLD,  RS_LEVEL_WMARK_MIN,
-                                                 RS_LEVEL_WMARK_LOW, RS_LEVEL_WMARK_HIGH };
+                                                 RS_LEVEL_WMARK_LOW, RS_LEVEL_WMARK_HIGH, RS_LEVEL_PCP_FREE };
                 for (size_t i = 0; i < ARRAY_SIZE(parts); i++)
                         if (rs_known(s->level[parts[i]]) && s->level[parts[i]] > total)
                                 s->level[parts[i]] = RS_UNKNOWN;

@@ -52,6 +52,11 @@ typedef enum RsLevel {
         RS_LEVEL_WMARK_MIN,
         RS_LEVEL_WMARK_LOW,
         RS_LEVEL_WMARK_HIGH,
+        /* guest /proc/zoneinfo: bytes on the per-CPU free lists (the pagesets' counts summed),
+         * free pages that FREE and AVAILABLE leave out (kernel 5.14 and later let the lists
+         * hold up to the low watermarks: 5 % of a 1 GiB guest with THP). Unknown without the
+         * agent, and only from a read of this interval (they change with every free). */
+        RS_LEVEL_PCP_FREE,
         _RS_LEVEL_MAX,
 } RsLevel;
 

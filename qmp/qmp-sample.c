@@ -73,3 +73,7 @@ void qmp_sample_from_zoneinfo(RsSample *part, const GuestZoneinfo *z) {
         part->level[RS_LEVEL_WMARK_LOW] = z->low;
         part->level[RS_LEVEL_WMARK_HIGH] = z->high;
 }
+
+void qmp_sample_from_zoneinfo_lists(RsSample *part, const GuestZoneinfo *z) {
+        part->level[RS_LEVEL_PCP_FREE] = z->pcp;
+}

@@ -22,5 +22,9 @@ void qmp_sample_from_vmstat(RsSample *part, const GuestVmstat *vmstat);
 /* The guest's memory PSI: avg10 in hundredths of a percent (an out-of-range one unknown) and
  * the stall totals. */
 void qmp_sample_from_psi(RsSample *part, const GuestPsi *psi);
-/* The zones' watermarks summed (RS_LEVEL_WMARK_*), bytes. */
+/* The zones' watermarks summed (RS_LEVEL_WMARK_*), bytes: they seldom move, and a driver
+ * carries the last read's into samples while a read fails. */
 void qmp_sample_from_zoneinfo(RsSample *part, const GuestZoneinfo *zoneinfo);
+/* The per-CPU free lists summed (RS_LEVEL_PCP_FREE), bytes: from this interval's read only,
+ * as they change with every page freed or allocated. */
+void qmp_sample_from_zoneinfo_lists(RsSample *part, const GuestZoneinfo *zoneinfo);

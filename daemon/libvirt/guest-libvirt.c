@@ -363,8 +363,9 @@ static void on_agent_done(int error, const GuestVmstat *vmstat, const GuestPsi *
         guest_set_agent_os(g, libvirt_agent_job_os(d->job));
         int zerror;
         const GuestZoneinfo *z = libvirt_agent_job_zoneinfo(d->job, &zerror);
+        GuestZoneinfo fresh = { .zones = 0 };
         if (z)
-                d->zoneinfo = *z;
+                d->zoneinfo = fresh = *z;
         else if (zerror != -ENODATA) {
                 /* optional: logged, tried again at the next refresh; a file not a kernel's drops the last */
                 if (zerror == -EBADMSG)
@@ -392,6 +393,8 @@ static void on_agent_done(int error, const GuestVmstat *vmstat, const GuestPsi *
                                 qmp_sample_from_psi(&part, psi);
                         if (d->zoneinfo.zones > 0)
                                 qmp_sample_from_zoneinfo(&part, &d->zoneinfo);
+                        if (fresh.zones > 0)
+                                qmp_sample_from_zoneinfo_lists(&part, &fresh);
                         guest_sample_add(g, &part);
                 }
         }

@@ -388,6 +388,7 @@ static void on_agent_zoneinfo(QgaClient *c _unused_, const QmpReply *reply, cons
                 RsSample part;
                 rs_sample_init(&part);
                 qmp_sample_from_zoneinfo(&part, z);
+                qmp_sample_from_zoneinfo_lists(&part, z);
                 guest_sample_add(q->guest, &part);
         } else {
                 if (reply->error == -EBADMSG)

@@ -5,6 +5,7 @@
  * the real path every time. */
 #include <check.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,6 +218,55 @@ START_TEST(test_agent_reads_vmstat_and_psi) {
 }
 END_TEST
 
+/* MemFree and the per-CPU free lists, through the agent, bytes. */
+static void free_and_lists(QgaClient *g, uint64_t *ret_free, uint64_t *ret_lists) {
+        _cleanup_free_ char *error = NULL;
+        GuestMeminfo meminfo;
+        GuestZoneinfo zoneinfo;
+        int r = qga_sync_read_meminfo(g, TIMEOUT, &meminfo, &error);
+        ck_assert_msg(r == 0, "reading /proc/meminfo: %s", error ? error : strerror(-r));
+        r = qga_sync_read_zoneinfo(g, TIMEOUT, &zoneinfo, &error);
+        ck_assert_msg(r == 0, "reading /proc/zoneinfo: %s", error ? error : strerror(-r));
+        ck_assert(guest_value_is_known(meminfo.value[GUEST_MEMINFO_MEM_FREE]));
+        ck_assert(guest_value_is_known(zoneinfo.pcp));
+        *ret_free = meminfo.value[GUEST_MEMINFO_MEM_FREE];
+        *ret_lists = zoneinfo.pcp;
+}
+
+/* Free memory the guest's own count leaves out (kernel 5.14 and later): pages a deflation
+ * frees park on the per-CPU lists first, and only /proc/zoneinfo shows them (what the cost
+ * controller adds to free memory, RS_LEVEL_PCP_FREE). Deflated by 256 MiB, the guest's
+ * MemFree grows by less than that, by what its lists took, and the two together by the
+ * deflation, give or take what the idle guest did meanwhile. */
+#define DEFLATE_TOLERANCE (4 * MIB)
+START_TEST(test_per_cpu_lists_hold_freed_pages) {
+        _cleanup_(sd_event_unrefp) sd_event *e = NULL, *ea = NULL;
+        _cleanup_(qmp_client_freep) QmpClient *c = connect_qmp(&e);
+        _cleanup_(qga_client_freep) QgaClient *g = connect_agent(&ea);
+        uint64_t actual = 0, free0, lists0, free1, lists1;
+
+        ck_assert_int_eq(qmp_sync_balloon_set_target(c, GUEST_MEM - 256 * MIB, 0, NULL), 0);
+        ck_assert_int_eq(qmp_sync_wait_balloon(c, GUEST_MEM - 256 * MIB, 4 * MIB, 100 * USEC_PER_MSEC, BALLOON_TIMEOUT,
+                                               &actual),
+                         0);
+        sleep(1);
+        free_and_lists(g, &free0, &lists0);
+        ck_assert_int_eq(qmp_sync_balloon_set_target(c, GUEST_MEM, 0, NULL), 0);
+        ck_assert_int_eq(qmp_sync_wait_balloon(c, GUEST_MEM, 4 * MIB, 100 * USEC_PER_MSEC, BALLOON_TIMEOUT, &actual), 0);
+        sleep(1);
+        free_and_lists(g, &free1, &lists1);
+        double gave = (double) actual - (double) (GUEST_MEM - 256 * MIB);
+        double free_grew = (double) free1 - (double) free0, lists_grew = (double) lists1 - (double) lists0;
+        fprintf(stderr, "deflated by %.1f MiB: MemFree %+.1f MiB, the per-CPU lists %+.1f MiB (%.1f -> %.1f MiB)\n",
+                gave / MIB, free_grew / MIB, lists_grew / MIB, (double) lists0 / MIB, (double) lists1 / MIB);
+        ck_assert_msg(lists_grew >= 1.0 * MIB, "the lists grew by %.1f MiB", lists_grew / MIB);
+        ck_assert_msg(free_grew <= gave - lists_grew + DEFLATE_TOLERANCE, "MemFree grew by %.1f MiB", free_grew / MIB);
+        ck_assert_msg(fabs(free_grew + lists_grew - gave) <= DEFLATE_TOLERANCE,
+                      "MemFree and the lists grew by %.1f MiB together, the deflation gave %.1f MiB",
+                      (free_grew + lists_grew) / MIB, gave / MIB);
+}
+END_TEST
+
 static Suite *real_guest_suite(void) {
         Suite *s = suite_create("qmp-real-guest");
         TCase *tc = tcase_create("guest");
@@ -227,6 +277,7 @@ static Suite *real_guest_suite(void) {
         tcase_add_test(tc, test_balloon_follows_target);
         tcase_add_test(tc, test_virtio_mem_resize);
         tcase_add_test(tc, test_agent_reads_vmstat_and_psi);
+        tcase_add_test(tc, test_per_cpu_lists_hold_freed_pages);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -560,6 +560,8 @@ void guest_model_v2_sample(const GuestModelV2 *m, RsSample *s) {
                 s->level[RS_LEVEL_WMARK_MIN] = (uint64_t) m->wm.min;
                 s->level[RS_LEVEL_WMARK_LOW] = (uint64_t) m->wm.low;
                 s->level[RS_LEVEL_WMARK_HIGH] = (uint64_t) m->wm.high;
+                /* ... and its pagesets' counts, read with every interval */
+                s->level[RS_LEVEL_PCP_FREE] = (uint64_t) MAX(0.0, m->pcp);
         }
         s->counter[RS_COUNTER_HOST_DISK_READ] = (uint64_t) m->c[RS_COUNTER_HOST_DISK_READ];
 }
