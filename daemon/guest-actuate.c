@@ -453,7 +453,10 @@ int guest_shutdown(Guest *g, ShutdownAction action, void (*done)(Guest *g, void 
         uint64_t size;
         int r;
 
-        if (action == SHUTDOWN_ACTION_KEEP || !g->core || g->policy.mode == RS_MODE_OBSERVE ||
+        /* A paused guest is where its operator, or another controller that set its balloon,
+         * wants it: nothing moves it, the daemon's stop included (README, "What a stop, a
+         * crash or an operator leaves a guest with"). */
+        if (action == SHUTDOWN_ACTION_KEEP || !g->core || g->policy.mode == RS_MODE_OBSERVE || guest_is_paused(g) ||
             g->phase != GUEST_PHASE_RUNNING || (g->driver->connected && !g->driver->connected(g, g->driver_data)))
                 return 0;
         if (action == SHUTDOWN_ACTION_ESTIMATE && e->estimate != RS_UNKNOWN)

@@ -168,6 +168,28 @@ START_TEST(test_raised_from_outside) {
 }
 END_TEST
 
+/* A paused guest is not moved at shutdown: one another controller raised (paused by the
+ * watch), and one its operator paused, with every action that would grow it. */
+START_TEST(test_shutdown_leaves_a_paused_guest) {
+        uint64_t sent = reach();
+        cycle(sent + GIB / 2);
+        cycle(sent + GIB / 2);
+        ck_assert(guest_is_paused(guest));
+        ck_assert_int_eq(guest_shutdown(guest, SHUTDOWN_ACTION_MAX, NULL, NULL), 0);
+        ck_assert_int_eq(guest_shutdown(guest, SHUTDOWN_ACTION_ESTIMATE, NULL, NULL), 0);
+        ck_assert_uint_eq(fake.balloon_calls, 0);
+
+        guest = guest_free(guest);
+        start(&fake_guest_driver, 4 * GIB);
+        sent = reach();
+        ck_assert_uint_lt(sent, 4 * GIB);
+        guest_set_paused(guest, true);
+        unsigned calls = fake.balloon_calls;
+        ck_assert_int_eq(guest_shutdown(guest, SHUTDOWN_ACTION_MAX, NULL, NULL), 0);
+        ck_assert_uint_eq(fake.balloon_calls, calls);
+}
+END_TEST
+
 /* A raise with the fault counter gone backwards is the guest rebooting: not someone else's. */
 START_TEST(test_raise_after_a_reboot) {
         uint64_t sent = reach();
@@ -265,6 +287,7 @@ int main(void) {
         return check_run_case("daemon-guest-watch", "watch", setup, teardown, 0,
                               CHECK_TESTS(test_stall, test_no_stall_before_the_balloon_driver,
                                           test_set_below_from_outside, test_raised_from_outside,
+                                          test_shutdown_leaves_a_paused_guest,
                                           test_raise_after_a_reboot, test_shutdown_keep, test_shutdown_max,
                                           test_shutdown_estimate_before_learning, test_shutdown_async,
                                           test_shutdown_nothing_or_refused));
