@@ -113,6 +113,11 @@ void rs_sample_sanitize(RsSample *s, uint64_t mem_max) {
                         if (rs_known(s->level[parts[i]]) && s->level[parts[i]] > total)
                                 s->level[parts[i]] = RS_UNKNOWN;
         }
+        /* Free pages on the per-CPU lists are free pages MemFree leaves out: the two together
+         * above the whole, the lists (the later reading, from another file) are the lie. */
+        if (rs_known(total) && rs_known(s->level[RS_LEVEL_PCP_FREE]) && rs_known(s->level[RS_LEVEL_FREE]) &&
+            s->level[RS_LEVEL_PCP_FREE] > total - MIN(total, s->level[RS_LEVEL_FREE]))
+                s->level[RS_LEVEL_PCP_FREE] = RS_UNKNOWN;
         /* MemAvailable is free plus reclaimable, minus the kernel's reserves (watermarks and
          * lowmem reserves, sized for all the guest's memory, ballooned or not): it sits below
          * free by up to those reserves, never far below. A squeezed 1 GiB guest reports

@@ -228,6 +228,22 @@ START_TEST(test_sanitize) {
         ck_assert(!rs_known(s.level[RS_LEVEL_FREE]));
         ck_assert(!rs_known(s.level[RS_LEVEL_AVAILABLE]));
 
+        /* the per-CPU free lists: free memory MemFree leaves out, so the two fit in the whole */
+        rs_sample_init(&s);
+        s.level[RS_LEVEL_TOTAL] = 1 * GIB;
+        s.level[RS_LEVEL_FREE] = 600 * MIB;
+        s.level[RS_LEVEL_AVAILABLE] = 500 * MIB;
+        s.level[RS_LEVEL_PCP_FREE] = 50 * MIB;
+        rs_sample_sanitize(&s, 1 * GIB);
+        ck_assert_uint_eq(s.level[RS_LEVEL_PCP_FREE], 50 * MIB);
+        s.level[RS_LEVEL_PCP_FREE] = 500 * MIB;
+        rs_sample_sanitize(&s, 1 * GIB);
+        ck_assert(!rs_known(s.level[RS_LEVEL_PCP_FREE]));
+        ck_assert_uint_eq(s.level[RS_LEVEL_FREE], 600 * MIB);
+        s.level[RS_LEVEL_PCP_FREE] = 3 * GIB;
+        rs_sample_sanitize(&s, 1 * GIB);
+        ck_assert(!rs_known(s.level[RS_LEVEL_PCP_FREE]));
+
         rs_sample_init(&s);
         s.level[RS_LEVEL_TOTAL] = 0;
         s.level[RS_LEVEL_AVAILABLE] = UINT64_C(1) << 62;
