@@ -33,7 +33,7 @@ integration_tests = \
 	tests/integration/test-daemon-qemu-kill \
 	tests/integration/test-daemon-unmatched-real-guest
 INTEGRATION_TESTS += $(integration_tests)
-EXTRA_DIST += tests/integration/shares-machine
+EXTRA_DIST += tests/integration/shares-machine tests/integration/plain-only
 
 # The tests that run rightsized, rightsizectl or tests/sim/fake-qemu need no rule for them:
 # `make check` builds every program (and check program) before it runs a test.
