@@ -66,7 +66,8 @@ struct RsGuest {
         unsigned tight_waits;  /* re-probe samples held at the check point for refaults into free memory */
         unsigned hold_doublings; /* re-probes in a row that confirmed the estimate, or skipped */
         unsigned reprobes_skipped; /* re-probes not run: nothing to give (reprobe_gives_nothing()) */
-        uint64_t hold_avail_min; /* lowest available memory seen in this hold */
+        uint64_t hold_avail_min; /* lowest available memory seen in this hold (from its confirm-th sample) */
+        unsigned hold_samples;   /* samples seen in this hold */
         uint64_t hold_avail_max; /* highest available memory seen at the held size in this hold */
         uint64_t upper_avail;    /* available memory at est.upper when it was judged clean */
         unsigned shrink_signs;   /* consecutive held samples with available well above it */

@@ -253,6 +253,7 @@ static void enter_hold(RsGuest *g, uint64_t now) {
         g->hold_until = now + hold_time(g);
         g->hold_avail_min = RS_UNKNOWN;
         g->hold_avail_max = RS_UNKNOWN;
+        g->hold_samples = 0;
         g->shrink_signs = 0;
         g->eaten_signs = 0;
         g->urgent = false;
@@ -629,6 +630,14 @@ static void watch_for_shrinking(RsGuest *g, const RsObservation *o, uint64_t now
         const RsSensitivityParams *sp = rs_sensitivity_params(g->policy.refault_sensitivity);
 
         if (!rs_known(o->available))
+                return;
+        /* The hold's first samples may still carry the levels of the squeeze it came from (a
+         * re-probe confirmed tight, available memory nearly gone, and the guest's statistics
+         * a second or two behind the deflation): taken as the hold's lowest, the margin given
+         * back read as a set that shrank, and the hold's end re-probed (a real guest under a
+         * CPU hog, four re-probes where one skip was due: test-daemon-real-guest). The lowest
+         * counts from the `confirm`-th sample on, as the eaten rule's signs do (hold()). */
+        if (++g->hold_samples < sp->confirm)
                 return;
         if (!rs_known(g->hold_avail_min) || o->available < g->hold_avail_min)
                 g->hold_avail_min = o->available;

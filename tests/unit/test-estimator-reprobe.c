@@ -231,6 +231,37 @@ START_TEST(test_tight_confirmation_is_what_the_estimate_has) {
 }
 END_TEST
 
+/* The same confirmation, and the hold's first sample still carrying the squeeze's levels
+ * (available memory nearly gone; the guest's statistics lag the deflation under a CPU hog):
+ * the margin given back is not a set that shrank, and the next hold's end still skips its
+ * re-probe (a real guest under a CPU hog re-probed at three holds' ends in a row:
+ * test-daemon-real-guest). */
+START_TEST(test_squeeze_levels_in_the_first_held_sample) {
+        Fake f;
+        RsGuest *g = learned_guest(&f);
+        f.cache = 200 * MIB;
+        (void) reprobe_to_check_point(g, &f);
+        RsDecision d;
+        step(g, &f, 1, 16 * MIB);
+        rs_guest_decide(g, f.now, &d);
+        ck_assert_msg(d.state == RS_STATE_BACKOFF && strstr(d.reason, "available memory nearly gone"), "%s", d.reason);
+        f.cache = 0;
+        bool held = false;
+        for (int i = 0; i < 60 && !held; i++) {
+                step(g, &f, 1, 4 * MIB); /* the squeeze's levels, until the hold begins */
+                held = rs_guest_state(g) == RS_STATE_HOLD;
+        }
+        ck_assert(held);
+        step(g, &f, 1, 4 * MIB); /* held, and the statistics still the squeeze's */
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_HOLD);
+        ReprobeLog log = { .small_steps = true };
+        run_knee(g, &f, KNEE, 6 * 360, &log); /* 6 hours at 10 s */
+        ck_assert_uint_eq(log.probes, 0);
+        ck_assert_uint_ge(rs_guest_reprobes_skipped(g), 3);
+        rs_guest_free(g);
+}
+END_TEST
+
 /* At the check point, refaults rising under the threshold into free memory, with nothing
  * reclaimed for them (scan counters flat, free memory well above the watermarks): the step's
  * burst coming back, or a page cache whose stale pages still sit ahead of the set's (the
@@ -420,6 +451,7 @@ int main(void) {
         tcase_add_test(tc, test_cache_set_reprobed_on_schedule);
         tcase_add_test(tc, test_tight_confirmation_is_what_the_estimate_has);
         tcase_add_test(tc, test_one_refault_above_the_estimate_is_tested);
+        tcase_add_test(tc, test_squeeze_levels_in_the_first_held_sample);
         tcase_add_test(tc, test_hold_resets_when_available_rises);
         tcase_add_test(tc, test_storm_rate_scales_with_the_set);
         tcase_add_test(tc, test_balloon_short_of_fine_step_is_pushback);
