@@ -60,6 +60,17 @@ static void run_knee(RsGuest *g, Fake *f, uint64_t knee, unsigned steps, Reprobe
         }
 }
 
+/* The first descent to the knee, held after it: returns the estimate, and the re-probe's
+ * check point just above it in *ret_check. */
+static uint64_t first_descent(RsGuest *g, Fake *f, uint64_t *ret_check) {
+        ReprobeLog log = { .small_steps = true };
+        run_knee(g, f, KNEE, 60, &log);
+        ck_assert_int_eq(rs_guest_state(g), RS_STATE_HOLD);
+        uint64_t est = rs_guest_estimate(g)->estimate;
+        *ret_check = est + MAX(4 * MIB, 2 * (est / 100));
+        return est;
+}
+
 START_TEST(test_reprobe_starts_at_estimate_with_fine_steps) {
         Fake f;
         RsGuest *g = learned_guest(&f);
@@ -147,11 +158,7 @@ END_TEST
 /* Reaches a re-probe's check point on a guest with 200 MiB of page cache above its set:
  * returns the estimate, with the balloon at the check point. */
 static uint64_t reprobe_to_check_point(RsGuest *g, Fake *f) {
-        ReprobeLog log = { .small_steps = true };
-        run_knee(g, f, KNEE, 60, &log);
-        ck_assert_int_eq(rs_guest_state(g), RS_STATE_HOLD);
-        uint64_t est = rs_guest_estimate(g)->estimate;
-        uint64_t check = est + MAX(4 * MIB, 2 * (est / 100));
+        uint64_t check, est = first_descent(g, f, &check);
         bool at_check = false;
         for (int i = 0; i < 400 && !at_check; i++) {
                 step(g, f, 1, f->actual - KNEE + 200 * MIB);
@@ -171,11 +178,7 @@ static uint64_t reprobe_to_check_point(RsGuest *g, Fake *f) {
 START_TEST(test_one_refault_above_the_estimate_is_tested) {
         Fake f;
         RsGuest *g = learned_guest(&f);
-        ReprobeLog log = { .small_steps = true };
-        run_knee(g, &f, KNEE, 60, &log);
-        ck_assert_int_eq(rs_guest_state(g), RS_STATE_HOLD);
-        uint64_t est = rs_guest_estimate(g)->estimate;
-        uint64_t check = est + MAX(4 * MIB, 2 * (est / 100));
+        uint64_t check, est = first_descent(g, &f, &check);
         bool stepping = false;
         for (int i = 0; i < 400 && !stepping; i++) {
                 uint64_t held_at = f.actual;
@@ -204,6 +207,14 @@ START_TEST(test_one_refault_above_the_estimate_is_tested) {
 }
 END_TEST
 
+/* At the check point, available memory nearly gone: the re-probe confirms the estimate. */
+static void confirm_tight(RsGuest *g, Fake *f) {
+        RsDecision d;
+        step(g, f, 1, 16 * MIB);
+        rs_guest_decide(g, f->now, &d);
+        ck_assert_msg(d.state == RS_STATE_BACKOFF && strstr(d.reason, "available memory nearly gone"), "%s", d.reason);
+}
+
 /* The re-probe's last clean step saw plenty available (page cache, here 200 MiB of it), and
  * at the check point just above the estimate the guest is tight, available memory nearly
  * gone: the re-probe confirms the estimate, and what the guest had there is the evidence a
@@ -216,10 +227,7 @@ START_TEST(test_tight_confirmation_is_what_the_estimate_has) {
         RsGuest *g = learned_guest(&f);
         f.cache = 200 * MIB;
         uint64_t est = reprobe_to_check_point(g, &f);
-        RsDecision d;
-        step(g, &f, 1, 16 * MIB);
-        rs_guest_decide(g, f.now, &d);
-        ck_assert_msg(d.state == RS_STATE_BACKOFF && strstr(d.reason, "available memory nearly gone"), "%s", d.reason);
+        confirm_tight(g, &f);
         ck_assert_uint_eq(rs_guest_estimate(g)->estimate, est);
 
         f.cache = 0;
@@ -241,10 +249,7 @@ START_TEST(test_squeeze_levels_in_the_first_held_sample) {
         RsGuest *g = learned_guest(&f);
         f.cache = 200 * MIB;
         (void) reprobe_to_check_point(g, &f);
-        RsDecision d;
-        step(g, &f, 1, 16 * MIB);
-        rs_guest_decide(g, f.now, &d);
-        ck_assert_msg(d.state == RS_STATE_BACKOFF && strstr(d.reason, "available memory nearly gone"), "%s", d.reason);
+        confirm_tight(g, &f);
         f.cache = 0;
         bool held = false;
         for (int i = 0; i < 60 && !held; i++) {
